@@ -1,0 +1,88 @@
+"""What every benchmark builder shares: cache identity, where the files come from, precise errors."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import datasets
+from datasets.exceptions import DatasetGenerationError
+
+from .errors import SourceError
+
+VERSION = datasets.Version("1.0.0")
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """A digest of this package's source, so that a code change never serves rows built by old code."""
+    digest = hashlib.sha256()
+    package = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(os.listdir(package)):
+        if name.endswith(".py"):
+            with open(os.path.join(package, name), "rb") as f:
+                digest.update(name.encode() + b"\0" + f.read())
+    return digest.hexdigest()
+
+
+def identity_hash(*parts: Any) -> str:
+    text = json.dumps([code_version(), *parts], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def precise_cause(error: BaseException) -> BaseException | None:
+    """The SourceError (or missing file) that a datasets wrapper was raised from, if any."""
+    seen = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (SourceError, FileNotFoundError)):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+class RagBuilder(datasets.ArrowBasedBuilder):
+    """Base of the benchmark builders.
+
+    Subclasses set BUILDER_CONFIGS and implement `_info`, `_split_generators`, `_generate_tables`
+    and `source_identity`. The cache folder is `<dataset_name>/<config>/<version>/<hash>`, where
+    the hash covers this package's code and the identity of the source files.
+    """
+
+    VERSION = VERSION
+    path: ClassVar[str] = ""
+
+    def __init__(self, path: str, config_name: str, *, data_dir: str | None = None, **kwargs: Any):
+        self.path = path
+        data_dir = os.path.abspath(os.path.expanduser(data_dir)) if data_dir else None
+        kwargs.setdefault("hash", identity_hash(path, config_name, self.source_identity(data_dir)))
+        kwargs.setdefault("dataset_name", path.replace("/", "__"))
+        super().__init__(config_name=config_name, data_dir=data_dir, **kwargs)
+
+    def source_identity(self, data_dir: str | None) -> Any:
+        raise NotImplementedError
+
+    def download_manager(self, dl_manager: Any) -> datasets.DownloadManager:
+        """A download manager that writes real local files, also when the builder is streaming."""
+        if isinstance(dl_manager, datasets.DownloadManager):
+            return dl_manager
+        return datasets.DownloadManager(
+            dataset_name=self.dataset_name,
+            download_config=datasets.DownloadConfig(cache_dir=self._cache_downloaded_dir),
+        )
+
+    def _prepare_split_single(self, *args: Any, **kwargs: Any) -> Iterator:
+        # datasets wraps any error in a generic DatasetGenerationError, and its cause does not survive
+        # the trip back from a num_proc worker: raise the precise error itself instead.
+        try:
+            yield from super()._prepare_split_single(*args, **kwargs)
+        except DatasetGenerationError as e:
+            cause = precise_cause(e)
+            if cause is None:
+                raise
+            raise cause from None

@@ -1,0 +1,257 @@
+"""Readers shared by every benchmark: JSON lines and TSV into Arrow tables, in bounded batches.
+
+Clean files go through pyarrow's streaming readers with an explicit schema (ids stay strings, no
+Python per row). When pyarrow refuses a block, the same shard is read again line by line with
+orjson, which either pinpoints the bad line in a SourceError or, for a legal file pyarrow cannot
+handle (a line longer than its block), produces the remaining rows itself.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import orjson
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.json as pa_json
+
+from .errors import SourceError
+from .sources import RangeReader, SourceFiles, line_aligned_ranges
+
+BLOCK_BYTES = 1 << 20
+SHARD_BYTES = 128 << 20
+JSON_FIELD = {b"ragloaders": b"json"}
+"""Field metadata marking a string column that holds a JSON value serialised as text."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    """A source file, or a byte range of it that starts and ends at line boundaries."""
+
+    files: SourceFiles
+    relpath: str
+    start: int = 0
+    end: int | None = None
+
+    @property
+    def name(self) -> str:
+        return self.files.display(self.relpath)
+
+    def open(self) -> BinaryIO:
+        if self.end is None:
+            return self.files.open(self.relpath)
+        return io.BufferedReader(RangeReader(self.files.local_path(self.relpath), self.start, self.end), BLOCK_BYTES)
+
+    def first_line_number(self) -> int:
+        if self.start == 0:
+            return 1
+        with open(self.files.local_path(self.relpath), "rb") as f:
+            newlines, left = 0, self.start
+            while left > 0:
+                chunk = f.read(min(BLOCK_BYTES, left))
+                newlines += chunk.count(b"\n")
+                left -= len(chunk)
+        return newlines + 1
+
+
+def shards_of(files: SourceFiles, relpath: str, shard_bytes: int = SHARD_BYTES) -> list[Shard]:
+    """Byte-range shards of a plain file (so that num_proc can split it); a zip member stays whole."""
+    files.require(relpath)
+    if not files.is_seekable_file(relpath) or files.size(relpath) <= shard_bytes:
+        return [Shard(files, relpath)]
+    path = files.local_path(relpath)
+    return [Shard(files, relpath, start, end) for start, end in line_aligned_ranges(path, shard_bytes)]
+
+
+def iter_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, line without its line end) for every line; any length, CRLF tolerated."""
+    for number, line in enumerate(stream, start=1):
+        yield number, line.rstrip(b"\r\n")
+
+
+def _describe(value: Any) -> str:
+    text = orjson.dumps(value).decode()
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _conform_value(value: Any, field: pa.Field, where: str) -> Any:
+    if value is None:
+        return None
+    if field.metadata == JSON_FIELD:
+        return orjson.dumps(value).decode()
+    kind = field.type
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        if isinstance(value, str):
+            return value
+        expected = "a string"
+    elif pa.types.is_integer(kind):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        expected = "an integer"
+    elif pa.types.is_floating(kind):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+        expected = "a number"
+    elif pa.types.is_boolean(kind):
+        if isinstance(value, bool):
+            return value
+        expected = "true or false"
+    elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        if isinstance(value, list):
+            item = kind.value_field
+            return [_conform_value(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+        expected = "a list"
+    elif pa.types.is_struct(kind):
+        if isinstance(value, dict):
+            return conform(value, list(kind), where)
+        expected = "an object"
+    else:
+        raise TypeError(f"unsupported type {kind}")
+    raise ValueError(f"`{where}` must be {expected}, got {_describe(value)}")
+
+
+def conform(record: Any, fields: Iterable[pa.Field], where: str = "") -> dict:
+    """Check a parsed JSON record against the declared fields and return the row for Arrow.
+
+    Raises ValueError naming the offending key; unknown keys are an error, never dropped.
+    """
+    if not isinstance(record, dict):
+        raise ValueError(f"expected a JSON object{' at `' + where + '`' if where else ''}, got {_describe(record)}")
+    fields = list(fields)
+    names = {field.name for field in fields}
+    unknown = [key for key in record if key not in names]
+    if unknown:
+        place = f" in `{where}`" if where else ""
+        raise ValueError(f"unexpected key {unknown[0]!r}{place}; expected only {sorted(names)}")
+    prefix = f"{where}." if where else ""
+    return {f.name: _conform_value(record.get(f.name), f, prefix + f.name) for f in fields}
+
+
+def check_required(row: dict, required: Iterable[str]) -> None:
+    for name in required:
+        if row.get(name) is None:
+            raise ValueError(f"missing required field `{name}`")
+
+
+def iter_json_records(shard: Shard) -> Iterator[tuple[int, int, Any]]:
+    """(line number, line length in bytes, parsed value) for each non-blank line of a JSONL shard."""
+    first = shard.first_line_number()
+    with shard.open() as stream:
+        for number, line in iter_lines(stream):
+            if not line.strip():
+                continue
+            try:
+                yield first + number - 1, len(line), orjson.loads(line)
+            except orjson.JSONDecodeError as e:
+                raise SourceError(shard.name, f"invalid JSON ({e})", line=first + number - 1) from None
+
+
+def tables_from_rows(
+    rows: Iterable[tuple[dict, int]], schema: pa.Schema, *, max_rows: int = 10_000, max_bytes: int = 32 << 20
+) -> Iterator[pa.Table]:
+    """Group (row, size in bytes) pairs into tables bounded by rows and by bytes."""
+    batch: list[dict] = []
+    size = 0
+    for row, nbytes in rows:
+        batch.append(row)
+        size += nbytes
+        if len(batch) >= max_rows or size >= max_bytes:
+            yield pa.Table.from_pylist(batch, schema=schema)
+            batch, size = [], 0
+    if batch:
+        yield pa.Table.from_pylist(batch, schema=schema)
+
+
+def conformed_rows(
+    shard: Shard, schema: pa.Schema, required: Iterable[str], skip: int = 0
+) -> Iterator[tuple[dict, int]]:
+    required = tuple(required)
+    for index, (number, nbytes, record) in enumerate(iter_json_records(shard)):
+        if index < skip:
+            continue
+        try:
+            row = conform(record, schema)
+            check_required(row, required)
+        except ValueError as e:
+            raise SourceError(shard.name, str(e), line=number) from None
+        yield row, nbytes
+
+
+def read_jsonl(shard: Shard, schema: pa.Schema, required: Iterable[str] = ()) -> Iterator[pa.Table]:
+    """Tables of `schema` from a JSONL shard; `required` columns may not be missing or null."""
+    required = tuple(required)
+    if any(field.metadata == JSON_FIELD for field in schema):
+        yield from tables_from_rows(conformed_rows(shard, schema, required), schema)
+        return
+    rows_done = 0
+    parse_options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+    try:
+        with shard.open() as stream:
+            reader = pa_json.open_json(
+                stream, read_options=pa_json.ReadOptions(block_size=BLOCK_BYTES, use_threads=False),
+                parse_options=parse_options,
+            )
+            for batch in reader:
+                if any(batch.column(name).null_count for name in required):
+                    raise pa.ArrowInvalid("null in a required column")
+                rows_done += batch.num_rows
+                yield pa.Table.from_batches([batch])
+    except pa.ArrowInvalid:
+        yield from tables_from_rows(conformed_rows(shard, schema, required, skip=rows_done), schema)
+
+
+QRELS_SCHEMA = pa.schema([("query-id", pa.string()), ("corpus-id", pa.string()), ("score", pa.int32())])
+QRELS_HEADER = b"query-id\tcorpus-id\tscore"
+
+
+def _check_qrels_line(line: bytes) -> None:
+    text = line.decode("utf-8")
+    columns = text.split("\t")
+    if len(columns) != 3:
+        raise ValueError(f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(columns)}")
+    try:
+        score = int(columns[2])
+    except ValueError:
+        raise ValueError(f"score must be an integer, got {columns[2]!r}") from None
+    if not -(2**31) <= score < 2**31:
+        raise ValueError(f"score {score} does not fit in int32")
+
+
+def read_qrels(shard: Shard) -> Iterator[pa.Table]:
+    """A BEIR qrels TSV (header `query-id<TAB>corpus-id<TAB>score`) as (string, string, int32) tables."""
+    with shard.open() as stream:
+        header = stream.readline().rstrip(b"\r\n")
+    if header != QRELS_HEADER:
+        raise SourceError(shard.name, f"expected the header {QRELS_HEADER.decode()!r}, got {header[:80]!r}", line=1)
+    try:
+        with shard.open() as stream:
+            reader = pa_csv.open_csv(
+                stream,
+                read_options=pa_csv.ReadOptions(
+                    skip_rows=1, column_names=QRELS_SCHEMA.names, block_size=BLOCK_BYTES, use_threads=False
+                ),
+                parse_options=pa_csv.ParseOptions(delimiter="\t", quote_char=False, ignore_empty_lines=True),
+                convert_options=pa_csv.ConvertOptions(
+                    column_types=QRELS_SCHEMA, strings_can_be_null=False, quoted_strings_can_be_null=False
+                ),
+            )
+            for batch in reader:
+                yield pa.Table.from_batches([batch]).cast(QRELS_SCHEMA)
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        _raise_qrels_error(shard)
+        raise
+
+
+def _raise_qrels_error(shard: Shard) -> None:
+    with shard.open() as stream:
+        for number, line in iter_lines(stream):
+            if number == 1 or not line:
+                continue
+            try:
+                _check_qrels_line(line)
+            except (ValueError, UnicodeDecodeError) as e:
+                raise SourceError(shard.name, str(e), line=number) from None
+
