@@ -1,0 +1,297 @@
+"""Readers for compressed sources: numbered parts joined in order, bzip2, JSON lines, tar members.
+
+Nothing here writes to disk. Every failure of the data (a missing part, a truncated or corrupt
+bzip2 stream, a hostile or cut tar) raises SourceError naming the file; a damaged source never
+yields fewer rows silently.
+"""
+
+from __future__ import annotations
+
+import bz2
+import io
+import os
+import re
+import tarfile
+from collections.abc import Iterator, Sequence
+from pathlib import PurePosixPath
+from typing import BinaryIO
+
+import indexed_bzip2
+
+from .errors import SourceError
+
+CHUNK_BYTES = 1 << 20
+MAX_MEMBER_BYTES = 1 << 37
+"""Default limit on one tar member (128 GiB): far above any CRAG shard, far below a tar bomb's claims."""
+
+_PART = re.compile(r"^(?P<stem>.*)\.part(?P<number>\d+)$")
+_BZ2_HEADER = re.compile(rb"BZh[1-9]")
+_BZ2_END_OF_STREAM = 0x177245385090
+"""The 48-bit marker that closes every bzip2 stream; it is followed by a 32-bit CRC and 0-7 pad bits."""
+
+
+def order_parts(paths: Sequence[str]) -> list[str]:
+    """Sort `<stem>.part<N>` files by N; numbering must start at 0 or 1 and have no gap."""
+    numbered: dict[int, str] = {}
+    stems = set()
+    for path in paths:
+        match = _PART.match(str(path))
+        if match is None:
+            raise ValueError(f"{path}: not a numbered part (expected a name ending in .part<N>)")
+        number = int(match["number"])
+        if number in numbered:
+            raise ValueError(f"{path}: part {number} given twice (also {numbered[number]})")
+        numbered[number] = str(path)
+        stems.add(match["stem"])
+    if not numbered:
+        raise ValueError("no parts given")
+    if len(stems) > 1:
+        raise ValueError(f"parts of different files mixed: {sorted(stems)}")
+    stem, first, last = stems.pop(), min(numbered), max(numbered)
+    if first > 1:
+        raise SourceError(f"{stem}.part1", f"missing part (parts are numbered from 0 or 1; the first found is part{first})")
+    for number in range(first, last + 1):
+        if number not in numbered:
+            raise SourceError(f"{stem}.part{number}", f"missing part (found part{first}..part{last} with a gap)")
+    return [numbered[number] for number in range(first, last + 1)]
+
+
+class _JoinedFiles(io.RawIOBase):
+    """A seekable read-only view of several files as one byte sequence."""
+
+    def __init__(self, paths: Sequence[str]):
+        self.paths = [str(path) for path in paths]
+        self.name = self.paths[0] if len(self.paths) == 1 else f"{self.paths[0]} + {len(self.paths) - 1} more"
+        self.starts = [0]
+        for path in self.paths:
+            self.starts.append(self.starts[-1] + os.path.getsize(path))
+        self.position = 0
+        self.index = -1
+        self.file: BinaryIO | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.position, io.SEEK_END: self.starts[-1]}[whence]
+        if base + offset < 0:
+            raise ValueError(f"negative seek position {base + offset}")
+        self.position = base + offset
+        return self.position
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        view = memoryview(buffer).cast("B")
+        while self.position < self.starts[-1]:
+            index = next(i for i in range(len(self.paths)) if self.position < self.starts[i + 1])
+            if index != self.index:
+                self._close_file()
+                self.file, self.index = open(self.paths[index], "rb"), index  # noqa: SIM115 (closed by close())
+            assert self.file is not None
+            self.file.seek(self.position - self.starts[index])
+            count = self.file.readinto(view[: self.starts[index + 1] - self.position])
+            if not count:
+                raise SourceError(self.paths[index], "file shrank while being read")
+            self.position += count
+            return count
+        return 0
+
+    def _close_file(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file, self.index = None, -1
+
+    def close(self) -> None:
+        self._close_file()
+        super().close()
+
+
+def open_joined(paths: Sequence[str]) -> BinaryIO:
+    """The byte concatenation of `paths`, in the order given, as one seekable binary stream."""
+    if not paths:
+        raise ValueError("no files to join")
+    return io.BufferedReader(_JoinedFiles(paths), buffer_size=CHUNK_BYTES)  # type: ignore[return-value]
+
+
+def _check_bz2_frame(source: BinaryIO, name: str) -> None:
+    """Check the header and the end-of-stream marker of a seekable bzip2 file (indexed_bzip2 may not)."""
+    start = source.tell()
+    header = source.read(4)
+    if not _BZ2_HEADER.fullmatch(header):
+        raise SourceError(name, f"not a bzip2 file (starts with {header!r}, expected b'BZh1'..b'BZh9')")
+    size = source.seek(0, io.SEEK_END) - start
+    source.seek(max(start, start + size - 11))
+    tail = int.from_bytes(source.read(11), "big")
+    source.seek(start)
+    if size < 14 or not any((tail >> (32 + pad)) & (2**48 - 1) == _BZ2_END_OF_STREAM for pad in range(8)):
+        raise SourceError(name, "truncated bzip2 file: it does not end with the bzip2 end-of-stream marker")
+
+
+class _Decompressed(io.RawIOBase):
+    """Reads a decompressor, turning its errors into SourceError; closes what it owns."""
+
+    def __init__(self, reader: BinaryIO, name: str, owned: BinaryIO | None):
+        self.reader, self.name, self.owned, self.produced = reader, name, owned, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        try:
+            count = self.reader.readinto(buffer)  # type: ignore[attr-defined]
+        except (RuntimeError, ValueError, EOFError, OSError) as error:
+            if isinstance(error, SourceError):
+                raise
+            raise SourceError(
+                self.name, f"corrupt or truncated bzip2 data after {self.produced:,} decompressed bytes: {error}"
+            ) from error
+        self.produced += count
+        return count
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self.reader.close()
+            finally:
+                if self.owned is not None:
+                    self.owned.close()
+        super().close()
+
+
+def open_bz2(source: str | BinaryIO, *, name: str, threads: int | None = None) -> BinaryIO:
+    """Decompressed bzip2 (single or multi-stream), with indexed_bzip2 when the source is seekable.
+
+    `threads` defaults to min(2, cpu count). Python's bz2 is used only for a source that
+    indexed_bzip2 cannot open (not seekable). Close the result (or use `with`).
+    """
+    threads = threads or min(2, os.cpu_count() or 1)
+    owned = open(source, "rb") if isinstance(source, (str, os.PathLike)) else None  # noqa: SIM115
+    fileobj: BinaryIO = owned if owned is not None else source  # type: ignore[assignment]
+    try:
+        reader: BinaryIO
+        if fileobj.seekable():
+            _check_bz2_frame(fileobj, name)
+            try:
+                reader = indexed_bzip2.open(fileobj, parallelization=threads)
+            except (io.UnsupportedOperation, AttributeError, TypeError):
+                reader = bz2.BZ2File(fileobj)  # type: ignore[assignment]
+        else:
+            reader = bz2.BZ2File(fileobj)  # type: ignore[assignment]
+    except BaseException:
+        if owned is not None:
+            owned.close()
+        raise
+    return io.BufferedReader(_Decompressed(reader, name, owned), buffer_size=CHUNK_BYTES)  # type: ignore[return-value]
+
+
+def iter_jsonl_lines(stream: BinaryIO, *, name: str) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, line without its line end) for lines of any length; CRLF tolerated.
+
+    Blank lines are yielded (the caller decides); only the empty text after a final newline is not
+    a line.
+    """
+    number = 0
+    pieces: list[bytes] = []
+    while True:
+        try:
+            chunk = stream.read(CHUNK_BYTES)
+        except SourceError:
+            raise
+        except OSError as error:
+            raise SourceError(name, f"read failed: {error}", line=number + 1) from error
+        if not chunk:
+            break
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            line = chunk[start:end]
+            if pieces:
+                pieces.append(line)
+                line, pieces = b"".join(pieces), []
+            number += 1
+            yield number, line[:-1] if line.endswith(b"\r") else line
+            start = end + 1
+        if start < len(chunk):
+            pieces.append(chunk[start:])
+    if pieces:
+        line = b"".join(pieces)
+        yield number + 1, line[:-1] if line.endswith(b"\r") else line
+
+
+class _CountingReader(io.RawIOBase):
+    """Counts the bytes read from a stream (to tell a tar's end marker from a cut)."""
+
+    def __init__(self, stream: BinaryIO):
+        self.stream, self.count = stream, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        count = self.stream.readinto(buffer)  # type: ignore[attr-defined]
+        self.count += count or 0
+        return count or 0
+
+
+class _MemberReader(io.RawIOBase):
+    """A tar member's content, its truncation reported as SourceError."""
+
+    def __init__(self, content: BinaryIO, name: str):
+        self.content, self.name = content, name
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        try:
+            return self.content.readinto(buffer)  # type: ignore[attr-defined]
+        except tarfile.TarError as error:
+            raise SourceError(self.name, f"truncated member: {error}") from error
+
+
+def _refuse_member(member: tarfile.TarInfo, max_member_bytes: int) -> str | None:
+    """Why a tar member may not be read, or None if it is a plain file within the limit."""
+    path = PurePosixPath(member.name)
+    if path.is_absolute() or ".." in path.parts:
+        return "path outside the archive (absolute or with '..')"
+    if member.issym() or member.islnk():
+        return f"link to {member.linkname!r} (links are not allowed)"
+    if not member.isfile():
+        return "not a regular file (device, fifo or other special member)"
+    if member.size > max_member_bytes:
+        return f"{member.size:,} bytes, over the limit of {max_member_bytes:,}"
+    return None
+
+
+def iter_tar_members(
+    stream: BinaryIO, *, name: str, max_member_bytes: int = MAX_MEMBER_BYTES
+) -> Iterator[tuple[str, BinaryIO]]:
+    """(member name, file object) for each regular file of a tar read as a stream, in archive order.
+
+    Read each member before asking for the next. Directories are skipped; links, special files,
+    paths leaving the archive and members over `max_member_bytes` raise SourceError.
+    """
+    counted = _CountingReader(stream)
+    current = None
+    try:
+        with tarfile.open(fileobj=counted, mode="r|", bufsize=CHUNK_BYTES) as archive:  # type: ignore[call-overload]
+            for member in archive:
+                current = member.name
+                if member.isdir():
+                    continue
+                reason = _refuse_member(member, max_member_bytes)
+                if reason is not None:
+                    raise SourceError(name, f"tar member {member.name!r}: {reason}")
+                content = archive.extractfile(member)
+                assert content is not None
+                reader = _MemberReader(content, f"{name}: tar member {member.name!r}")
+                yield member.name, io.BufferedReader(reader, buffer_size=CHUNK_BYTES)  # type: ignore[misc]
+            if counted.count < archive.offset + tarfile.BLOCKSIZE:
+                raise SourceError(name, f"truncated tar: no end-of-archive marker after member {current!r}")
+    except tarfile.TarError as error:
+        where = f" after member {current!r}" if current else ""
+        raise SourceError(name, f"bad or truncated tar{where}: {error}") from error
