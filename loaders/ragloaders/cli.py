@@ -1,0 +1,59 @@
+"""The `ragloaders` command: list, build, validate, push."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .api import configs_of, registry
+from .errors import MissingSourceError, SourceError
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    for path in registry():
+        print(f"{path}\t{' '.join(configs_of(path))}")
+    return 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from .hub import build_folder
+
+    outputs = build_folder(args.path, args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
+                           num_proc=args.num_proc)
+    for output in outputs:
+        for split in output.splits.values():
+            print(f"{output.name}\t{split.name}\t{split.num_examples} rows")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="ragloaders", description=__doc__)
+    commands = root.add_subparsers(dest="command", required=True)
+
+    commands.add_parser("list", help="every path with its configs").set_defaults(run=cmd_list)
+
+    build = commands.add_parser("build", help="write a hub-ready folder (Parquet + README.md)")
+    build.add_argument("path", help="e.g. beir/scifact, crag/task_1_and_2, mmrag")
+    build.add_argument("--out", required=True, help="output folder")
+    build.set_defaults(run=cmd_build)
+
+    for command in (build,):
+        command.add_argument("--data-dir", help="local files as the benchmark distributes them")
+        command.add_argument("--cache-dir", help="datasets cache folder")
+        command.add_argument("--num-proc", type=int, help="processes for large files")
+    return root
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (SourceError, MissingSourceError, ValueError) as e:
+        print(f"ragloaders: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
