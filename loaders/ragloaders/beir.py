@@ -220,7 +220,7 @@ class BeirBuilder(RagBuilder):
         """The dataset inside `data_dir`: the extracted folder itself, a `<name>/` folder in it, or the zip."""
         root = self.dataset.root
         for folder in (data_dir, os.path.join(data_dir, root), os.path.join(data_dir, root.split("/")[-1])):
-            if os.path.isfile(os.path.join(folder, "corpus.jsonl")):
+            if any(os.path.exists(os.path.join(folder, name)) for name in ("corpus.jsonl", "queries.jsonl", "qrels")):
                 return SourceFiles(folder)
         zip_path = os.path.join(data_dir, f"{self.dataset.archive}.zip")
         if os.path.isfile(zip_path):
