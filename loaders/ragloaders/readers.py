@@ -283,6 +283,8 @@ class _Prepended:
         self._rest = rest
 
     def read(self, size: int = -1) -> bytes:
+        if size == 0:  # ijson probes the stream with read(0)
+            return b""
         if self._head:
             head, self._head = self._head, b""
             return head
@@ -290,11 +292,15 @@ class _Prepended:
 
 
 def _first_bytes(stream: BinaryIO, buf_size: int) -> bytes:
-    """The first block of a stream that holds something other than whitespace (or b"" at the end), BOM dropped."""
+    """The first block of a stream that holds something other than whitespace (b"" if none), BOM dropped."""
     head = stream.read(buf_size)
+    if len(head) < len(_UTF8_BOM):
+        head += stream.read(len(_UTF8_BOM))
     head = head.removeprefix(_UTF8_BOM)
-    while head and not head.strip(_JSON_WHITESPACE):
+    while not head.strip(_JSON_WHITESPACE):
         head = stream.read(buf_size)
+        if not head:
+            break
     return head
 
 
