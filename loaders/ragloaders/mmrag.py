@@ -1,0 +1,323 @@
+"""mmRAG: queries with graded chunk relevance over text, tables and a knowledge graph, and its chunk corpus.
+
+Configs: `default` (the full query records), `queries`, `qrels` (splits train, dev, test) and `corpus`
+(split corpus). Every file is a top-level JSON array, read as a stream: processed_documents.json is
+5.3 GB. Errors name the file and the record's 0-based index in its array.
+
+`answers` is `answer` parsed into a list of strings: "" gives [], a Python list literal of strings
+("['a', \"b's\"]", read with `ast.literal_eval`, never `eval`) gives its items, and any other string
+gives [that string]. A string that looks like a list but is not a valid literal of a list of strings
+is kept whole as [answer] (the documented fallback) and counted in a warning.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import os
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import datasets
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .base import RagBuilder
+from .errors import SourceError
+from .readers import QRELS_SCHEMA, Shard, iter_json_array, tables_from_rows
+from .sources import SourceFiles
+
+logger = logging.getLogger(__name__)
+
+PATH = "mmrag"
+HUB_REPO_ID = "Askio/mmrag_benchmark"
+HUB_REVISION = "main"
+SPLITS = ("train", "dev", "test")
+QUERY_FILES = {split: f"mmrag_{split}.json" for split in SPLITS}
+CORPUS_FILE = "processed_documents.json"
+ALL_FILES = (*QUERY_FILES.values(), CORPUS_FILE)
+GRADES = (0, 1, 2)
+DATASET_SCORE_KEYS = ("tat", "triviaqa", "ott", "kg", "nq")
+CHUNK_ID_PREFIXES = (
+    ("nq_", "nq"),
+    ("triviaqa_", "triviaqa"),
+    ("ott_", "ott"),
+    ("tat_", "tat"),
+    ("m.", "kg"),
+    ("g.", "kg"),
+)
+"""Chunk id prefix -> source: `<src>_<doc>_<chunk>` for nq, triviaqa, ott, tat; `<freebase mid>_<chunk>` for
+the knowledge graph, where mids (`m.0_hp_2l_205`, `g.1255hy64l_5`) may themselves contain `_`."""
+CHUNK_NUMBER = r"_[0-9]+$"
+"""The chunk number that ends every chunk id; the doc id is what precedes it (`rsplit('_', 1)[0]`)."""
+CORPUS_BATCH_ROWS = 10_000
+CORPUS_BATCH_BYTES = 16 << 20
+
+MMRAG_CITATION = """@article{xu2025mmrag,
+  title={mmRAG: A Modular Benchmark for Retrieval-Augmented Generation over Text, Tables, and Knowledge Graphs},
+  author={Xu, Chuan and Chen, Qiaosheng and Feng, Yutong and Cheng, Gong},
+  journal={arXiv preprint arXiv:2505.11180},
+  year={2025}
+}"""
+
+STRING = datasets.Value("string")
+GRADE = datasets.Value("int32")
+FEATURES = {
+    "default": datasets.Features({
+        "id": STRING,
+        "query": STRING,
+        "answer": STRING,
+        "answers": datasets.List(STRING),
+        "relevant_chunks": datasets.List({"chunk_id": STRING, "score": GRADE}),
+        "ori_context": datasets.List(STRING),
+        "dataset_score": {key: datasets.Value("int32") for key in DATASET_SCORE_KEYS},
+    }),
+    "queries": datasets.Features({"_id": STRING, "text": STRING}),
+    "qrels": datasets.Features.from_arrow_schema(QRELS_SCHEMA),
+    "corpus": datasets.Features({"_id": STRING, "title": STRING, "text": STRING, "source": STRING, "doc_id": STRING}),
+}
+QUERY_FIELDS = {"id": str, "query": str, "answer": str, "relevant_chunks": dict, "ori_context": list, "dataset_score": dict}
+CORPUS_FIELDS = ("id", "text")
+
+
+class InvalidRecord(ValueError):
+    """What is wrong with one record; raised again as SourceError with the file and the record index."""
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def parse_answers(answer: str) -> tuple[list[str], bool]:
+    """(`answer` as a list of strings, whether it fell back to [answer] because it looks like a list but is not one)."""
+    text = answer.strip()
+    if not text:
+        return [], False
+    if not (text.startswith("[") and text.endswith("]")):
+        return [answer], False
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return [answer], True
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return value, False
+    return [answer], True
+
+
+def _int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_query_record(record: Any) -> None:
+    """Raise InvalidRecord saying what is wrong with one query record, if anything."""
+    if not isinstance(record, dict):
+        raise InvalidRecord(f"expected a JSON object, got {_describe(record)}")
+    for name, kind in QUERY_FIELDS.items():
+        if name not in record:
+            raise InvalidRecord(f"missing field `{name}`")
+        if not isinstance(record[name], kind):
+            raise InvalidRecord(f"`{name}` must be a {kind.__name__}, got {_describe(record[name])}")
+    unknown = [key for key in record if key not in QUERY_FIELDS]
+    if unknown:
+        raise InvalidRecord(f"unexpected field {unknown[0]!r}; expected only {list(QUERY_FIELDS)}")
+    for chunk_id, grade in record["relevant_chunks"].items():
+        if not _int(grade) or grade not in GRADES:
+            raise InvalidRecord(f"`relevant_chunks[{chunk_id!r}]` must be a grade in {list(GRADES)}, got {_describe(grade)}")
+    for position, doc in enumerate(record["ori_context"]):
+        if not isinstance(doc, str):
+            raise InvalidRecord(f"`ori_context[{position}]` must be a string, got {_describe(doc)}")
+    scores = record["dataset_score"]
+    if sorted(scores) != sorted(DATASET_SCORE_KEYS):
+        raise InvalidRecord(f"`dataset_score` must have the keys {list(DATASET_SCORE_KEYS)}, got {list(scores)}")
+    for key, score in scores.items():
+        if not _int(score) or not -(2**31) <= score < 2**31:
+            raise InvalidRecord(f"`dataset_score.{key}` must be an int32, got {_describe(score)}")
+
+
+def query_rows(config: str, record: dict) -> Iterator[tuple[dict, int]]:
+    """The rows of `config` that one checked query record gives, each with a rough size in bytes."""
+    if config == "queries":
+        yield {"_id": record["id"], "text": record["query"]}, len(record["query"]) + 16
+    elif config == "qrels":
+        for chunk_id, grade in record["relevant_chunks"].items():
+            yield {"query-id": record["id"], "corpus-id": chunk_id, "score": grade}, 48
+    else:
+        answers, _ = parse_answers(record["answer"])
+        row = {
+            "id": record["id"],
+            "query": record["query"],
+            "answer": record["answer"],
+            "answers": answers,
+            "relevant_chunks": [{"chunk_id": c, "score": g} for c, g in record["relevant_chunks"].items()],
+            "ori_context": record["ori_context"],
+            "dataset_score": {key: record["dataset_score"][key] for key in DATASET_SCORE_KEYS},
+        }
+        yield row, 2 * len(record["query"]) + 32 * (len(row["relevant_chunks"]) + len(row["ori_context"]))
+
+
+def read_query_file(shard: Shard, config: str) -> Iterator[pa.Table]:
+    schema = FEATURES[config].arrow_schema
+    fallbacks = 0
+
+    def rows() -> Iterator[tuple[dict, int]]:
+        nonlocal fallbacks
+        with shard.open() as stream:
+            for index, record in iter_json_array(stream, shard.name):
+                try:
+                    check_query_record(record)
+                except InvalidRecord as e:
+                    raise SourceError(shard.name, str(e), record=index) from None
+                if config == "default" and parse_answers(record["answer"])[1]:
+                    fallbacks += 1
+                yield from query_rows(config, record)
+
+    yield from tables_from_rows(rows(), schema, max_rows=2_000)
+    if fallbacks:
+        logger.warning("%s: %d answers look like a list but are not a list literal; kept whole", shard.name, fallbacks)
+
+
+def chunk_sources(ids: pa.Array) -> pa.Array:
+    """The source of each chunk id by its prefix (CHUNK_ID_PREFIXES); null where no prefix fits."""
+    sources = pa.nulls(len(ids), pa.string())
+    for prefix, source in reversed(CHUNK_ID_PREFIXES):
+        sources = pc.if_else(pc.starts_with(ids, prefix), source, sources)
+    return sources
+
+
+def _first_bad_chunk_id(ids: pa.Array, sources: pa.Array) -> int | None:
+    has_number = pc.match_substring_regex(ids, CHUNK_NUMBER)
+    stripped = pc.replace_substring_regex(ids, CHUNK_NUMBER, "", max_replacements=1)
+    prefix_only = pc.is_in(stripped, value_set=pa.array([prefix for prefix, _ in CHUNK_ID_PREFIXES]))
+    bad = pc.or_(pc.or_(pc.is_null(sources), pc.invert(has_number)), prefix_only)
+    if not pc.any(bad).as_py():
+        return None
+    return pc.index(bad, True).as_py()
+
+
+def corpus_table(ids: list, texts: list, first_index: int, name: str) -> pa.Table:
+    """A corpus table from parallel lists of chunk ids and texts read from records first_index, first_index+1, ..."""
+    columns = {}
+    for field, values in (("id", ids), ("text", texts)):
+        try:
+            columns[field] = pa.array(values, pa.string())
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            position = next(i for i, value in enumerate(values) if not isinstance(value, str))
+            raise SourceError(
+                name, f"`{field}` must be a string, got {_describe(values[position])}", record=first_index + position
+            ) from None
+    chunk_ids = columns["id"]
+    sources = chunk_sources(chunk_ids)
+    bad = _first_bad_chunk_id(chunk_ids, sources)
+    if bad is not None:
+        expected = ", ".join(f"{prefix}…" for prefix, _ in CHUNK_ID_PREFIXES)
+        raise SourceError(
+            name,
+            f"chunk id {chunk_ids[bad].as_py()!r} fits no source: expected <prefix><doc>_<chunk number> "
+            f"with a prefix among {expected}",
+            record=first_index + bad,
+        )
+    doc_ids = pc.replace_substring_regex(chunk_ids, CHUNK_NUMBER, "", max_replacements=1)
+    titles = pa.array([""] * len(chunk_ids), pa.string())
+    return pa.Table.from_arrays(
+        [chunk_ids, titles, columns["text"], sources, doc_ids], schema=FEATURES["corpus"].arrow_schema
+    )
+
+
+def _bad_corpus_record(record: Any) -> str:
+    if not isinstance(record, dict):
+        return f"expected a JSON object with `id` and `text`, got {_describe(record)}"
+    for name in CORPUS_FIELDS:
+        if name not in record:
+            return f"missing field `{name}`"
+    unknown = [key for key in record if key not in CORPUS_FIELDS]
+    return f"unexpected field {unknown[0]!r}; expected only {list(CORPUS_FIELDS)}"
+
+
+def read_corpus(shard: Shard) -> Iterator[pa.Table]:
+    """processed_documents.json (`[{"id": ..., "text": ...}, ...]`) as corpus tables bounded by rows and bytes."""
+    ids: list = []
+    texts: list = []
+    size = 0
+    first = 0
+    with shard.open() as stream:
+        for index, record in iter_json_array(stream, shard.name):
+            if type(record) is not dict or len(record) != 2 or "id" not in record or "text" not in record:
+                raise SourceError(shard.name, _bad_corpus_record(record), record=index)
+            text = record["text"]
+            ids.append(record["id"])
+            texts.append(text)
+            size += len(text) if isinstance(text, str) else 0
+            if len(ids) >= CORPUS_BATCH_ROWS or size >= CORPUS_BATCH_BYTES:
+                yield corpus_table(ids, texts, first, shard.name)
+                first = index + 1
+                ids, texts, size = [], [], 0
+    if ids:
+        yield corpus_table(ids, texts, first, shard.name)
+
+
+def count_dangling_qrels(qrels: datasets.DatasetDict, corpus: datasets.Dataset) -> dict[str, dict[str, int]]:
+    """Per qrels split: judged rows (and distinct chunk ids) whose `corpus-id` is not a corpus `_id`."""
+    corpus_ids = corpus.data.column("_id").combine_chunks()
+    report = {}
+    for split, dataset in qrels.items():
+        judged = dataset.data.column("corpus-id").combine_chunks()
+        missing = pc.filter(judged, pc.invert(pc.is_in(judged, value_set=corpus_ids)))
+        report[split] = {"rows": len(missing), "distinct_ids": len(pc.unique(missing))}
+    return report
+
+
+def download_from_hub(filename: str, cache_dir: str | None) -> str:
+    """One file of the hub dataset, downloaded (or found in the cache) with huggingface_hub; its local path."""
+    from huggingface_hub import hf_hub_download
+
+    return hf_hub_download(
+        repo_id=HUB_REPO_ID, repo_type="dataset", filename=filename, revision=HUB_REVISION, cache_dir=cache_dir
+    )
+
+
+class MmragBuilder(RagBuilder):
+    BUILDER_CONFIGS: ClassVar[list[datasets.BuilderConfig]] = [datasets.BuilderConfig(name=name, version=RagBuilder.VERSION) for name in FEATURES]
+    DEFAULT_CONFIG_NAME = "default"
+
+    def source_identity(self, data_dir: str | None) -> Any:
+        if data_dir is None:
+            return [HUB_REPO_ID, HUB_REVISION]
+        return SourceFiles(data_dir).identity(list(ALL_FILES))
+
+    def _info(self) -> datasets.DatasetInfo:
+        return datasets.DatasetInfo(
+            description=f"mmRAG: {self.config.name}",
+            features=FEATURES[self.config.name],
+            citation=MMRAG_CITATION,
+            homepage="https://github.com/nju-websoft/mmRAG",
+            license="apache-2.0",
+        )
+
+    def source_shard(self, filename: str) -> Shard:
+        """The file from `data_dir`, or else downloaded from the hub dataset."""
+        if self.config.data_dir:
+            files = SourceFiles(self.config.data_dir)
+            files.require(filename)
+            return Shard(files, filename)
+        path = download_from_hub(filename, os.path.join(self._cache_downloaded_dir, "huggingface"))
+        return Shard(SourceFiles(os.path.dirname(path)), os.path.basename(path))
+
+    def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
+        if self.config.name == "corpus":
+            return [datasets.SplitGenerator(name="corpus", gen_kwargs={"shard": self.source_shard(CORPUS_FILE)})]
+        return [
+            datasets.SplitGenerator(name=split, gen_kwargs={"shard": self.source_shard(QUERY_FILES[split])})
+            for split in SPLITS
+        ]
+
+    def _generate_tables(self, shard: Shard) -> Iterator[tuple[tuple[int, int], pa.Table]]:
+        if self.config.name == "corpus":
+            tables = read_corpus(shard)
+        else:
+            tables = read_query_file(shard, self.config.name)
+        for index, table in enumerate(tables):
+            yield (0, index), table
+
+
+BUILDERS = {PATH: MmragBuilder}
