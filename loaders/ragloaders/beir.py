@@ -13,6 +13,7 @@ from .base import RagBuilder
 from .errors import MissingSourceError
 from .readers import JSON_FIELD, QRELS_SCHEMA, Shard, read_jsonl, read_qrels, shards_of
 from .sources import Download, SourceFiles, download_verified
+from .validate import KnownDefect
 
 BASE_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets"
 BASE_URL_ENV = "RAGLOADERS_BEIR_BASE_URL"
@@ -157,7 +158,7 @@ CONFIGS = ("corpus", "queries", "qrels")
 def _metadata_fields(metadata: tuple[pa.Field, ...] | None) -> list[pa.Field]:
     if metadata is None:
         return [pa.field("metadata", STRING, metadata=JSON_FIELD)]
-    return [pa.field("metadata", pa.struct(list(metadata)))] if metadata else []
+    return [pa.field("metadata", pa.struct(list(metadata)))]  # an empty struct still accepts `"metadata": {}`
 
 
 def source_schema(dataset: BeirDataset, config: str) -> pa.Schema:
@@ -265,3 +266,35 @@ class BeirBuilder(RagBuilder):
 
 
 BUILDERS = {path: BeirBuilder for path in DATASETS}
+
+PUBLISHED_QUERY_SPLIT = {"beir/msmarco": "dev"}
+"""The qrels split whose query count BEIR's table publishes as `test_queries`, when it is not `test`."""
+
+KNOWN_DEFECTS: dict[str, tuple[KnownDefect, ...]] = {
+    "beir/arguana": (
+        KnownDefect("missing_docs", "qrels", "a few qrels point at docs missing from corpus.jsonl, e.g. "
+                    "test-free-speech-debate-yfsdfkhbwu-con03b (beir-cellar/beir#101, #172)", split="test"),
+        KnownDefect("shared_ids", "queries", "queries are also corpus passages; BEIR's evaluation ignores a query "
+                    "retrieving itself (beir-cellar/beir#72)"),
+    ),
+    "beir/quora": (
+        KnownDefect("shared_ids", "queries", "questions are also corpus entries; BEIR's evaluation ignores a query "
+                    "retrieving itself (beir-cellar/beir#72)"),
+    ),
+}
+"""Upstream defects `ragloaders validate` reports as warnings (see validate.KnownDefect)."""
+
+
+def published_counts(path: str) -> dict[tuple[str, str | None], int]:
+    """BEIR's published figures: distinct test (msmarco: dev) query ids in the qrels; corpus documents."""
+    dataset = DATASETS[path]
+    counts: dict[tuple[str, str | None], int] = {}
+    if dataset.test_queries is not None:
+        counts[("qrels", PUBLISHED_QUERY_SPLIT.get(path, "test"))] = dataset.test_queries
+    if dataset.corpus_docs is not None:
+        counts[("corpus", "corpus")] = dataset.corpus_docs
+    return counts
+
+
+def known_defects(path: str) -> tuple[KnownDefect, ...]:
+    return KNOWN_DEFECTS.get(path, ())

@@ -28,6 +28,12 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .validate import run
+
+    return run(args.path, data_dir=args.data_dir, cache_dir=args.cache_dir, as_json=args.json)
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="ragloaders", description=__doc__)
     commands = root.add_subparsers(dest="command", required=True)
@@ -39,10 +45,17 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--out", required=True, help="output folder")
     build.set_defaults(run=cmd_build)
 
-    for command in (build,):
+    validate = commands.add_parser(
+        "validate", help="counts, dangling and shared ids, duplicates, score histogram; exit 1 on structural errors"
+    )
+    validate.add_argument("path", help="e.g. beir/arguana")
+    validate.add_argument("--json", action="store_true", help="print the report as JSON")
+    validate.set_defaults(run=cmd_validate)
+
+    for command in (build, validate):
         command.add_argument("--data-dir", help="local files as the benchmark distributes them")
         command.add_argument("--cache-dir", help="datasets cache folder")
-        command.add_argument("--num-proc", type=int, help="processes for large files")
+    build.add_argument("--num-proc", type=int, help="processes for large files")
     return root
 
 

@@ -52,7 +52,7 @@ class SourceFiles:
 
     def require(self, relpath: str) -> None:
         if not self.exists(relpath):
-            raise MissingSourceError(f"{self.display(relpath)}: file not found (expected in the dataset's folder or zip)")
+            raise MissingSourceError(f"{self.display(relpath)}: file not found in the dataset's folder or zip")
 
     def open(self, relpath: str) -> BinaryIO:
         self.require(relpath)
