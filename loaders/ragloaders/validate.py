@@ -1,0 +1,308 @@
+"""`ragloaders validate`: is what a benchmark gives complete and consistent?
+
+Works on any benchmark through `ragloaders.load` and pyarrow compute (no Python loop per row).
+Checks, per config and split: row counts against the counts the benchmark publishes, relations
+(`qrels`, or CRAG's `search_results`) pointing at queries or docs that do not exist, duplicate
+ids, duplicate (query, doc) pairs, ids that are both a query and a doc, empty texts, and the
+score histogram.
+
+Protocol for benchmark modules (both optional, looked up in the module that declares the path's
+builder in `BUILDERS`):
+
+- `published_counts(path) -> dict[tuple[str, str | None], int]`: (config, split) -> the count the
+  benchmark publishes. For a relations config the count is the number of distinct `query-id`s
+  in the split; for any other config, its rows. Split None means all splits of the config summed.
+- `known_defects(path) -> Iterable[KnownDefect]`: upstream defects that validation reports as
+  warnings (exit 0). Any other finding is a structural error (exit 1).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .api import configs_of, load, registry
+
+RELATION_CONFIGS = ("qrels", "search_results")
+SAMPLE_IDS = 20
+"""How many offending ids a finding lists (its count is always complete)."""
+
+CHECKS = ("count", "missing_queries", "missing_docs", "duplicate_ids", "duplicate_pairs", "shared_ids")
+
+
+@dataclass(frozen=True)
+class KnownDefect:
+    """An upstream defect, declared as data: a finding of `check` in `config` / `split` is a warning."""
+
+    check: str
+    config: str
+    note: str
+    split: str | None = None
+    """None: any split."""
+    max_count: int | None = None
+    """If set, a finding with a larger count is still an error (the defect got worse)."""
+
+    def covers(self, finding: dict) -> bool:
+        return (
+            self.check == finding["check"]
+            and self.config == finding["config"]
+            and self.split in (None, finding["split"])
+            and (self.max_count is None or finding["count"] <= self.max_count)
+        )
+
+
+def _benchmark_hook(path: str, name: str) -> Any:
+    module = sys.modules[registry()[path.strip("/")].__module__]
+    return getattr(module, name, None)
+
+
+def published_counts_of(path: str) -> dict[tuple[str, str | None], int]:
+    hook = _benchmark_hook(path, "published_counts")
+    return dict(hook(path.strip("/"))) if hook else {}
+
+
+def known_defects_of(path: str) -> list[KnownDefect]:
+    hook = _benchmark_hook(path, "known_defects")
+    return list(hook(path.strip("/"))) if hook else []
+
+
+def _sample(ids: pa.Array | pa.ChunkedArray) -> list[str]:
+    return ids.slice(0, SAMPLE_IDS).to_pylist()
+
+
+def _finding(check: str, config: str, split: str | None, ids: Any, count: int, message: str) -> dict:
+    return {"check": check, "config": config, "split": split, "count": count, "ids": ids, "message": message}
+
+
+def duplicates(values: pa.ChunkedArray) -> pa.Array:
+    """The values that occur more than once."""
+    counts = pc.value_counts(values)
+    return counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+
+
+def empty_text_ids(table: pa.Table) -> tuple[int, list[str]]:
+    """(count, first ids) of rows whose `text` is empty or only whitespace; one compute call per chunk."""
+    total, sample = 0, []
+    for batch in table.select(["_id", "text"]).to_batches(max_chunksize=100_000):
+        lengths = pc.utf8_length(pc.utf8_trim_whitespace(batch.column("text")))
+        empty = pc.fill_null(pc.equal(lengths, 0), True)
+        found = pc.sum(empty).as_py() or 0
+        if found:
+            total += found
+            if len(sample) < SAMPLE_IDS:
+                sample += batch.column("_id").filter(empty).slice(0, SAMPLE_IDS - len(sample)).to_pylist()
+    return total, sample
+
+
+def missing(ids: pa.ChunkedArray, known: pa.Array | None) -> pa.Array:
+    """The distinct `ids` that are not in `known`."""
+    distinct = pc.unique(ids)
+    if known is None:
+        return distinct
+    return distinct.filter(pc.invert(pc.is_in(distinct, value_set=known)))
+
+
+def _table(dataset) -> pa.Table:
+    return dataset.data.table
+
+
+class _Inspection:
+    """Findings and per-split facts, gathered config by config."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.findings: list[dict] = []
+        self.splits: list[dict] = []
+        self.ids: dict[str, pa.Array] = {}
+        """config -> distinct `_id`s over all its splits."""
+
+    def add(self, check: str, config: str, split: str | None, ids: pa.Array, message: str) -> None:
+        self.findings.append(_finding(check, config, split, _sample(ids), len(ids), message))
+
+    def entities(self, config: str, tables: dict[str, pa.Table]) -> None:
+        """corpus / queries: duplicate ids per split, empty texts; remembers the ids."""
+        all_ids = []
+        for split, table in tables.items():
+            facts = {"config": config, "split": split, "rows": table.num_rows}
+            if "_id" in table.column_names:
+                ids = table.column("_id")
+                all_ids.append(ids)
+                repeated = duplicates(ids)
+                facts["duplicate_ids"] = len(repeated)
+                if len(repeated):
+                    self.add("duplicate_ids", config, split, repeated, f"{len(repeated):,} ids occur more than once")
+                if "text" in table.column_names:
+                    facts["empty_texts"], facts["empty_text_ids"] = empty_text_ids(table)
+            self.splits.append(facts)
+        if all_ids:
+            self.ids[config] = pc.unique(pa.chunked_array([c for ids in all_ids for c in ids.chunks], pa.string()))
+
+    def relations(self, config: str, tables: dict[str, pa.Table]) -> None:
+        """qrels / search_results: dangling ids, duplicate pairs, score histogram."""
+        for split, table in tables.items():
+            queries, docs = table.column("query-id"), table.column("corpus-id")
+            facts = {"config": config, "split": split, "rows": table.num_rows,
+                     "queries": pc.count_distinct(queries).as_py(), "docs": pc.count_distinct(docs).as_py()}
+            for check, ids, target, what in (
+                ("missing_queries", queries, "queries", "query ids"), ("missing_docs", docs, "corpus", "corpus ids")
+            ):
+                if target in self.ids:
+                    absent = missing(ids, self.ids[target])
+                    facts[check] = len(absent)
+                    if len(absent):
+                        self.add(check, config, split, absent, f"{len(absent):,} {what} are not in `{target}`")
+            pairs = table.select(["query-id", "corpus-id"]).group_by(["query-id", "corpus-id"]).aggregate(
+                [([], "count_all")]
+            )
+            repeated = pairs.filter(pc.greater(pairs.column("count_all"), 1))
+            facts["duplicate_pairs"] = repeated.num_rows
+            if repeated.num_rows:
+                labels = pc.binary_join_element_wise(repeated.column("query-id"), repeated.column("corpus-id"), " -> ")
+                self.add("duplicate_pairs", config, split, labels.combine_chunks(),
+                         f"{repeated.num_rows:,} (query-id, corpus-id) pairs occur more than once")
+            if "score" in table.column_names:
+                counts = pc.value_counts(table.column("score"))
+                histogram = sorted(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist()))
+                facts["score_histogram"] = {str(score): count for score, count in histogram}
+            self.splits.append(facts)
+
+    def shared_ids(self) -> int | None:
+        if "queries" not in self.ids or "corpus" not in self.ids:
+            return None
+        queries = self.ids["queries"]
+        shared = queries.filter(pc.is_in(queries, value_set=self.ids["corpus"]))
+        if len(shared):
+            self.add("shared_ids", "queries", None, shared, f"{len(shared):,} query ids are also corpus ids")
+        return len(shared)
+
+    def counts(self, published: dict[tuple[str, str | None], int]) -> None:
+        for (config, split), expected in published.items():
+            facts = [f for f in self.splits if f["config"] == config and split in (None, f["split"])]
+            if not facts:
+                self.findings.append(_finding("count", config, split, [], expected,
+                                              f"no split {split!r} in `{config}`, which publishes {expected:,}"))
+                continue
+            measure = "queries" if config in RELATION_CONFIGS else "rows"
+            actual = sum(f[measure] for f in facts)
+            for f in facts:
+                f["published"] = expected if split is not None else None
+            if actual != expected:
+                self.findings.append(_finding(
+                    "count", config, split, [], abs(actual - expected),
+                    f"{actual:,} {measure}, but the benchmark publishes {expected:,}",
+                ))
+
+
+def integrity(path: str, *, data_dir: str | None = None, cache_dir: str | None = None) -> dict:
+    """Check a benchmark path; returns a JSON-able report:
+
+        {
+          "path": "beir/arguana",
+          "ok": bool,                        # no errors: the exit status of `validate` is 0
+          "errors": [finding, ...],          # structural: not declared as a known upstream defect
+          "warnings": [finding, ...],        # each a declared known upstream defect, with its "note"
+          "unobserved_defects": [defect, ...],  # declared defects that did not occur (stale declaration?)
+          "shared_ids": int | None,          # query ids that are also corpus ids (None: no such pair of configs)
+          "splits": [                        # one entry per (config, split) checked
+            {"config", "split", "rows",
+             "published": int | None,        # the published count for this split, if any
+             # corpus / queries:   "duplicate_ids", "empty_texts", "empty_text_ids" (first 20)
+             # qrels / search_results: "queries", "docs" (distinct ids), "missing_queries", "missing_docs",
+             #                     "duplicate_pairs", "score_histogram" {"<score>": rows} (qrels only)
+            }, ...],
+        }
+        finding = {"check": one of CHECKS, "config", "split" (None: all splits), "count",
+                   "ids": first 20 offending ids (pairs as "query -> doc"), "message", ["note"]}
+    """
+    path = path.strip("/")
+    if path not in registry():
+        raise ValueError(f"unknown path {path!r}; `ragloaders list` shows the known paths")
+    configs = configs_of(path)
+    published = published_counts_of(path)
+    inspection = _Inspection(path)
+
+    def tables(config: str) -> dict[str, pa.Table]:
+        loaded = load(path, config, data_dir=data_dir, cache_dir=cache_dir)
+        return {split: _table(dataset) for split, dataset in loaded.items()}
+
+    for config in ("corpus", "queries"):
+        if config in configs:
+            inspection.entities(config, tables(config))
+    for config in RELATION_CONFIGS:
+        if config in configs:
+            inspection.relations(config, tables(config))
+    for config in sorted({config for config, _ in published} - {"corpus", "queries", *RELATION_CONFIGS}):
+        if config in configs:
+            inspection.splits += [{"config": config, "split": split, "rows": table.num_rows}
+                                  for split, table in tables(config).items()]
+    shared = inspection.shared_ids()
+    inspection.counts(published)
+    return _report(path, inspection, known_defects_of(path), shared)
+
+
+def _report(path: str, inspection: _Inspection, defects: list[KnownDefect], shared: int | None) -> dict:
+    errors, warnings, observed = [], [], set()
+    for finding in inspection.findings:
+        declared = next((d for d in defects if d.covers(finding)), None)
+        if declared is None:
+            errors.append(finding)
+        else:
+            observed.add(declared)
+            warnings.append({**finding, "note": declared.note})
+    return {
+        "path": path,
+        "ok": not errors,
+        "errors": errors,
+        "warnings": warnings,
+        "unobserved_defects": [asdict(d) for d in defects if d not in observed],
+        "shared_ids": shared,
+        "splits": inspection.splits,
+    }
+
+
+def _describe(finding: dict) -> str:
+    where = finding["config"] + (f"/{finding['split']}" if finding["split"] else "")
+    ids = f": {', '.join(map(repr, finding['ids']))}" if finding["ids"] else ""
+    more = " ..." if len(finding["ids"]) < finding["count"] and finding["ids"] else ""
+    return f"{finding['check']} in {where}: {finding['message']}{ids}{more}"
+
+
+def render_text(report: dict) -> Iterable[str]:
+    """The report as lines for a terminal."""
+    yield report["path"]
+    for facts in report["splits"]:
+        line = f"  {facts['config']}/{facts['split']}: {facts['rows']:,} rows"
+        if "queries" in facts:
+            line += f", {facts['queries']:,} queries"
+        if facts.get("published") is not None:
+            line += f" (published {facts['published']:,})"
+        if facts.get("empty_texts"):
+            line += f", {facts['empty_texts']:,} empty texts"
+        if "score_histogram" in facts:
+            line += f", scores {facts['score_histogram']}"
+        yield line
+    if report["shared_ids"] is not None:
+        yield f"  query ids that are also corpus ids: {report['shared_ids']:,}"
+    for finding in report["errors"]:
+        yield f"ERROR {_describe(finding)}"
+    for finding in report["warnings"]:
+        yield f"WARNING {_describe(finding)} [known upstream defect: {finding['note']}]"
+    for defect in report["unobserved_defects"]:
+        yield f"note: declared defect not observed: {defect['check']} in {defect['config']} ({defect['note']})"
+    yield "OK" if report["ok"] else f"FAILED: {len(report['errors'])} structural error(s)"
+
+
+def run(path: str, *, data_dir: str | None, cache_dir: str | None, as_json: bool) -> int:
+    """The `validate` command: prints the report; 0 when there is no structural error, else 1."""
+    report = integrity(path, data_dir=data_dir, cache_dir=cache_dir)
+    if as_json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(render_text(report)))
+    return 0 if report["ok"] else 1

@@ -1,0 +1,146 @@
+"""`ragloaders validate`: counts, dangling / duplicate / shared ids, histograms; exit status."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from ragloaders import beir, cli
+from ragloaders.validate import KnownDefect, integrity
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "beir")
+
+
+def write_beir(folder, corpus, queries, qrels):
+    """A BEIR folder: corpus [(id, text)], queries [(id, text)], qrels {split: [(qid, did, score)]}."""
+    os.makedirs(folder / "qrels", exist_ok=True)
+    with open(folder / "corpus.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(json.dumps({"_id": i, "title": "", "text": t}) + "\n" for i, t in corpus)
+    with open(folder / "queries.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(json.dumps({"_id": i, "text": t}) + "\n" for i, t in queries)
+    for split, rows in qrels.items():
+        with open(folder / "qrels" / f"{split}.tsv", "w", encoding="utf-8") as f:
+            f.write("query-id\tcorpus-id\tscore\n")
+            f.writelines(f"{q}\t{d}\t{s}\n" for q, d, s in rows)
+    return str(folder)
+
+
+def by_check(findings):
+    return {f["check"]: f for f in findings}
+
+
+def split_facts(report, config, split):
+    return next(f for f in report["splits"] if f["config"] == config and f["split"] == split)
+
+
+def test_real_nfcorpus_is_complete_and_consistent(tmp_path):
+    report = integrity("beir/nfcorpus", data_dir=DATA, cache_dir=str(tmp_path))
+    assert report["ok"], report["errors"]
+    assert report["errors"] == [] and report["warnings"] == []
+    assert split_facts(report, "corpus", "corpus") | {"empty_text_ids": []} == {
+        "config": "corpus", "split": "corpus", "rows": 3_633, "duplicate_ids": 0, "empty_texts": 0,
+        "empty_text_ids": [], "published": 3_633,
+    }
+    test = split_facts(report, "qrels", "test")
+    assert (test["rows"], test["queries"], test["published"]) == (12_334, 323, 323)
+    assert test["score_histogram"] == {"1": 11_758, "2": 576}
+    assert (test["missing_queries"], test["missing_docs"], test["duplicate_pairs"]) == (0, 0, 0)
+    assert split_facts(report, "qrels", "train")["rows"] == 110_575
+    assert split_facts(report, "queries", "queries")["rows"] == 3_237
+    assert report["shared_ids"] == 0
+    json.dumps(report)
+
+
+def test_cli_validate_exit_zero_and_json(tmp_path, capsys):
+    status = cli.main(["validate", "beir/nfcorpus", "--data-dir", DATA, "--cache-dir", str(tmp_path), "--json"])
+    assert status == 0
+    assert json.loads(capsys.readouterr().out)["ok"] is True
+
+
+@pytest.fixture
+def broken_scifact(tmp_path, monkeypatch):
+    """scifact files with undeclared defects of every kind."""
+    folder = write_beir(
+        tmp_path / "scifact",
+        corpus=[("d1", "one"), ("d2", "  "), ("d1", "again"), ("007", "seven")],
+        queries=[("q1", "first"), ("q2", ""), ("007", "also a doc")],
+        qrels={
+            "train": [("q1", "d1", 1)],
+            "test": [("q1", "d1", 1), ("q1", "d1", 2), ("q9", "d2", 0), ("q2", "d404", -1)],
+        },
+    )
+    monkeypatch.setattr(beir, "published_counts", lambda path: {("qrels", "test"): 5, ("corpus", "corpus"): 4})
+    return folder
+
+
+def test_undeclared_defects_are_structural_errors(broken_scifact, tmp_path):
+    report = integrity("beir/scifact", data_dir=broken_scifact, cache_dir=str(tmp_path / "cache"))
+    assert not report["ok"]
+    errors = by_check(report["errors"])
+    assert set(errors) == {"duplicate_ids", "missing_queries", "missing_docs", "duplicate_pairs", "shared_ids", "count"}
+    assert errors["duplicate_ids"]["ids"] == ["d1"] and errors["duplicate_ids"]["config"] == "corpus"
+    assert errors["missing_queries"]["ids"] == ["q9"] and errors["missing_queries"]["split"] == "test"
+    assert errors["missing_docs"]["ids"] == ["d404"]
+    assert errors["duplicate_pairs"]["ids"] == ["q1 -> d1"]
+    assert errors["shared_ids"]["ids"] == ["007"]
+    assert errors["count"]["message"] == "3 queries, but the benchmark publishes 5"
+    corpus = split_facts(report, "corpus", "corpus")
+    assert (corpus["empty_texts"], corpus["empty_text_ids"]) == (1, ["d2"])
+    assert split_facts(report, "queries", "queries")["empty_text_ids"] == ["q2"]
+    assert split_facts(report, "qrels", "test")["score_histogram"] == {"-1": 1, "0": 1, "1": 1, "2": 1}
+
+
+def test_cli_exit_one_on_structural_errors(broken_scifact, tmp_path, capsys):
+    status = cli.main(["validate", "beir/scifact", "--data-dir", broken_scifact, "--cache-dir", str(tmp_path / "c")])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "ERROR missing_docs in qrels/test: 1 corpus ids are not in `corpus`: 'd404'" in out
+    assert out.rstrip().endswith("FAILED: 6 structural error(s)")
+
+
+def arguana_like(tmp_path, monkeypatch, missing_docs):
+    folder = write_beir(
+        tmp_path / "arguana",
+        corpus=[("a1", "pro"), ("a2", "con"), ("a3", "other")],
+        queries=[("a1", "pro"), ("a2", "con")],
+        qrels={"test": [("a1", "a2", 1), ("a2", "a1", 1)] + [("a1", f"gone{i}", 1) for i in range(missing_docs)]},
+    )
+    monkeypatch.setattr(beir, "published_counts", lambda path: {("qrels", "test"): 2, ("corpus", "corpus"): 3})
+    return folder
+
+
+def test_known_upstream_defects_are_warnings_with_exit_zero(tmp_path, monkeypatch, capsys):
+    folder = arguana_like(tmp_path, monkeypatch, missing_docs=1)
+    report = integrity("beir/arguana", data_dir=folder, cache_dir=str(tmp_path / "cache"))
+    assert report["ok"] and report["errors"] == []
+    warnings = by_check(report["warnings"])
+    assert set(warnings) == {"missing_docs", "shared_ids"}
+    assert warnings["missing_docs"]["ids"] == ["gone0"] and "beir-cellar/beir#101" in warnings["missing_docs"]["note"]
+    assert warnings["shared_ids"]["count"] == 2
+    assert cli.main(["validate", "beir/arguana", "--data-dir", folder, "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert "WARNING missing_docs in qrels/test" in capsys.readouterr().out
+
+
+def test_a_defect_worse_than_declared_is_an_error(tmp_path, monkeypatch):
+    folder = arguana_like(tmp_path, monkeypatch, missing_docs=3)
+    declared = (KnownDefect("missing_docs", "qrels", "at most two", split="test", max_count=2),)
+    monkeypatch.setattr(beir, "known_defects", lambda path: declared + beir.KNOWN_DEFECTS[path][1:])
+    report = integrity("beir/arguana", data_dir=folder, cache_dir=str(tmp_path / "cache"))
+    assert [e["check"] for e in report["errors"]] == ["missing_docs"]
+    assert report["errors"][0]["count"] == 3
+
+
+def test_declared_defect_that_does_not_occur_is_reported(tmp_path, monkeypatch):
+    folder = arguana_like(tmp_path, monkeypatch, missing_docs=0)
+    report = integrity("beir/arguana", data_dir=folder, cache_dir=str(tmp_path / "cache"))
+    assert report["ok"]
+    assert [d["check"] for d in report["unobserved_defects"]] == ["missing_docs"]
+
+
+def test_beir_published_counts_protocol():
+    assert beir.published_counts("beir/nfcorpus") == {("qrels", "test"): 323, ("corpus", "corpus"): 3_633}
+    assert beir.published_counts("beir/msmarco")[("qrels", "dev")] == 6_980
+    assert sum(beir.published_counts(f"beir/cqadupstack/{f}")[("qrels", "test")] for f in beir.CQADUPSTACK_FORUMS) \
+        == 13_145
+    assert beir.known_defects("beir/scifact") == ()
