@@ -49,7 +49,8 @@ def order_parts(paths: Sequence[str]) -> list[str]:
         raise ValueError(f"parts of different files mixed: {sorted(stems)}")
     stem, first, last = stems.pop(), min(numbered), max(numbered)
     if first > 1:
-        raise SourceError(f"{stem}.part1", f"missing part (parts are numbered from 0 or 1; the first found is part{first})")
+        message = f"missing part (parts are numbered from 0 or 1; the first found is part{first})"
+        raise SourceError(f"{stem}.part1", message)
     for number in range(first, last + 1):
         if number not in numbered:
             raise SourceError(f"{stem}.part{number}", f"missing part (found part{first}..part{last} with a gap)")

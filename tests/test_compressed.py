@@ -1,0 +1,254 @@
+"""Readers for compressed sources, on the real CRAG example file and on generated archives."""
+
+from __future__ import annotations
+
+import bz2
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import indexed_bzip2
+import pytest
+from ragloaders.compressed import iter_jsonl_lines, iter_tar_members, open_bz2, open_joined, order_parts
+from ragloaders.errors import SourceError
+
+SAMPLE = Path(__file__).parent / "data" / "crag" / "dev_data.jsonl.bz2"
+
+
+def read_lines(source, name: str, threads: int | None = None) -> list[bytes]:
+    with open_bz2(source, name=name, threads=threads) as stream:
+        return [line for _, line in iter_jsonl_lines(stream, name=name)]
+
+
+def write_parts(data: bytes, stem: Path, numbers: range) -> list[str]:
+    size = -(-len(data) // len(numbers))
+    paths = []
+    for index, number in enumerate(numbers):
+        path = Path(f"{stem}.part{number}")
+        path.write_bytes(data[index * size : (index + 1) * size])
+        paths.append(str(path))
+    return paths
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_real_sample_gives_ten_json_lines_identical_to_python_bz2(threads):
+    expected = bz2.decompress(SAMPLE.read_bytes())
+    lines = read_lines(str(SAMPLE), str(SAMPLE), threads)
+    assert len(lines) == 10
+    assert b"".join(line + b"\n" for line in lines) == expected
+    for line in lines:
+        assert len(json.loads(line)["search_results"]) == 5
+    with open_bz2(str(SAMPLE), name="x") as stream:
+        assert [number for number, _ in iter_jsonl_lines(stream, name="x")] == list(range(1, 11))
+
+
+def test_file_object_source_is_left_open():
+    with SAMPLE.open("rb") as source:
+        assert len(read_lines(source, "sample")) == 10
+        assert not source.closed
+
+
+def test_non_seekable_source_falls_back_to_python_bz2():
+    class Unseekable(io.RawIOBase):
+        def __init__(self, data: bytes):
+            self.data = io.BytesIO(data)
+
+        def readable(self):
+            return True
+
+        def readinto(self, buffer):
+            return self.data.readinto(buffer)
+
+    lines = read_lines(io.BufferedReader(Unseekable(SAMPLE.read_bytes())), "sample")
+    assert b"".join(line + b"\n" for line in lines) == bz2.decompress(SAMPLE.read_bytes())
+
+
+@pytest.mark.parametrize("numbers", [range(1, 4), range(0, 3)])
+def test_parts_joined_in_numeric_order_equal_the_original(tmp_path, numbers):
+    data = SAMPLE.read_bytes()
+    paths = write_parts(data, tmp_path / "x.jsonl.bz2", numbers)
+    ordered = order_parts(list(reversed(paths)))
+    assert ordered == paths
+    with open_joined(ordered) as joined:
+        assert joined.read() == data
+        joined.seek(len(data) - 5)
+        assert joined.read() == data[-5:]
+    with open_joined(ordered) as joined:
+        assert read_lines(joined, "x") == read_lines(str(SAMPLE), "sample")
+
+
+def test_order_parts_is_numeric_not_lexical():
+    paths = [f"/d/f.tar.bz2.part{n}" for n in (10, 9, 2, 1, 3, 4, 5, 6, 7, 8)]
+    assert [int(p.rsplit("part", 1)[1]) for p in order_parts(paths)] == list(range(1, 11))
+
+
+@pytest.mark.parametrize(
+    ("numbers", "missing"),
+    [((1, 2, 4), "f.tar.bz2.part3"), ((0, 1, 3), "f.tar.bz2.part2"), ((2, 3), "f.tar.bz2.part1")],
+)
+def test_missing_part_is_named(numbers, missing):
+    with pytest.raises(ValueError, match=missing.replace(".", r"\.")):
+        order_parts([f"f.tar.bz2.part{n}" for n in numbers])
+
+
+def test_missing_last_part_is_caught_as_truncation(tmp_path):
+    paths = write_parts(SAMPLE.read_bytes(), tmp_path / "x.jsonl.bz2", range(1, 4))
+    with pytest.raises(SourceError, match="truncated"), open_joined(paths[:2]) as joined:
+        read_lines(joined, "x.jsonl.bz2")
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("cut", [100, 1, 700_000])
+def test_truncated_bz2_raises_naming_the_file(tmp_path, threads, cut):
+    path = tmp_path / "cut.jsonl.bz2"
+    path.write_bytes(SAMPLE.read_bytes()[:-cut])
+    with pytest.raises(SourceError, match="cut.jsonl.bz2") as caught:
+        read_lines(str(path), str(path), threads)
+    assert caught.value.path == str(path)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_truncated_at_a_block_boundary_raises(tmp_path, threads):
+    """indexed_bzip2 alone returns a shorter output, without error, for a cut at a block start."""
+    data = SAMPLE.read_bytes()
+    with indexed_bzip2.open(str(SAMPLE)) as reader:
+        byte_aligned = [bit // 8 for bit in reader.block_offsets() if bit % 8 == 0 and bit > 32]
+    assert byte_aligned, "the sample has a block starting on a byte boundary"
+    path = tmp_path / "block.jsonl.bz2"
+    path.write_bytes(data[: byte_aligned[0]])
+    with pytest.raises(SourceError, match="block.jsonl.bz2"):
+        read_lines(str(path), "block.jsonl.bz2", threads)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_corrupt_bz2_raises(tmp_path, threads):
+    data = bytearray(SAMPLE.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    path = tmp_path / "corrupt.jsonl.bz2"
+    path.write_bytes(bytes(data))
+    with pytest.raises(SourceError, match="corrupt.jsonl.bz2"):
+        read_lines(str(path), "corrupt.jsonl.bz2", threads)
+
+
+@pytest.mark.parametrize("content", [b"", b"BZh9", b'{"not": "bz2"}\n' * 100])
+def test_not_bz2_raises(tmp_path, content):
+    path = tmp_path / "plain.bz2"
+    path.write_bytes(content)
+    with pytest.raises(SourceError, match="plain.bz2"):
+        read_lines(str(path), "plain.bz2")
+
+
+def test_truncated_non_seekable_bz2_raises():
+    stream = io.BufferedReader(io.BytesIO(SAMPLE.read_bytes()[:-100]))  # type: ignore[arg-type]
+    stream.seekable = lambda: False  # type: ignore[method-assign]
+    with pytest.raises(SourceError, match="stream.bz2"):
+        read_lines(stream, "stream.bz2")
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b"a\nb\n", [b"a", b"b"]),
+        (b"a\nb", [b"a", b"b"]),
+        (b"a\r\nb\r\n", [b"a", b"b"]),
+        (b"a\n\nb\n", [b"a", b"", b"b"]),
+        (b"", []),
+        (b"\n", [b""]),
+    ],
+)
+def test_jsonl_line_ends(data, expected):
+    assert [line for _, line in iter_jsonl_lines(io.BytesIO(data), name="x")] == expected
+
+
+def test_jsonl_lines_longer_than_the_read_size_and_crlf_across_reads():
+    long = b'{"x": "' + b"y" * (3 << 20) + b'"}'
+    data = long + b"\r\n" + b"short\r\n" + long
+    stream = io.BytesIO(data)
+    got = list(iter_jsonl_lines(stream, name="x"))
+    assert got == [(1, long), (2, b"short"), (3, long)]
+    # \r at the very end of one 1 MiB read and \n at the start of the next
+    data = b"a" * ((1 << 20) - 1) + b"\r\n" + b"b"
+    assert [line for _, line in iter_jsonl_lines(io.BytesIO(data), name="x")] == [b"a" * ((1 << 20) - 1), b"b"]
+
+
+def make_tar(members: list[tarfile.TarInfo | tuple[str, bytes]]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for member in members:
+            if isinstance(member, tarfile.TarInfo):
+                archive.addfile(member)
+            else:
+                info = tarfile.TarInfo(member[0])
+                info.size = len(member[1])
+                archive.addfile(info, io.BytesIO(member[1]))
+    return buffer.getvalue()
+
+
+def shard(index: int, rows: int) -> bytes:
+    rows_json = (json.dumps({"shard": index, "row": row, "html": "<p>" * 50}) for row in range(rows))
+    return "".join(row + "\n" for row in rows_json).encode()
+
+
+def test_bz2_tar_in_parts_streams_every_member(tmp_path):
+    directory = tarfile.TarInfo("data")
+    directory.type = tarfile.DIRTYPE
+    members = [directory] + [(f"data/shard_{i}.jsonl", shard(i, 200 + i)) for i in range(4)]
+    compressed = bz2.compress(make_tar(members))
+    paths = write_parts(compressed, tmp_path / "task_3.tar.bz2", range(0, 4))
+    seen = []
+    with open_joined(order_parts(paths)) as joined, open_bz2(joined, name="task_3.tar.bz2") as stream:
+        for member_name, content in iter_tar_members(stream, name="task_3.tar.bz2"):
+            rows = [json.loads(line) for _, line in iter_jsonl_lines(content, name=member_name)]
+            seen.append((member_name, len(rows), {row["shard"] for row in rows}))
+    assert seen == [(f"data/shard_{i}.jsonl", 200 + i, {i}) for i in range(4)]
+    assert not list(tmp_path.glob("**/*.jsonl")), "nothing is extracted to disk"
+
+
+def test_unread_members_are_skipped():
+    data = make_tar([(f"s{i}.jsonl", shard(i, 50)) for i in range(3)])
+    names = [name for name, _ in iter_tar_members(io.BytesIO(data), name="t.tar")]
+    assert names == ["s0.jsonl", "s1.jsonl", "s2.jsonl"]
+
+
+def special(name: str, kind: bytes, linkname: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, linkname
+    return info
+
+
+@pytest.mark.parametrize(
+    ("hostile", "named", "reason"),
+    [
+        (("../evil.jsonl", b"{}\n"), "../evil.jsonl", "outside the archive"),
+        (("data/../../evil.jsonl", b"{}\n"), "data/../../evil.jsonl", "outside the archive"),
+        (("/abs.jsonl", b"{}\n"), "/abs.jsonl", "outside the archive"),
+        (special("link.jsonl", tarfile.SYMTYPE, "/etc/passwd"), "link.jsonl", "link"),
+        (special("hard.jsonl", tarfile.LNKTYPE, "ok.jsonl"), "hard.jsonl", "link"),
+        (special("dev", tarfile.CHRTYPE), "dev", "not a regular file"),
+        (special("fifo", tarfile.FIFOTYPE), "fifo", "not a regular file"),
+        (("big.jsonl", b"x" * 2000), "big.jsonl", "over the limit"),
+    ],
+)
+def test_hostile_tar_members_raise(hostile, named, reason):
+    data = make_tar([("ok.jsonl", b"{}\n"), hostile])
+    names = []
+    with pytest.raises(SourceError, match="evil.tar") as caught:
+        for member_name, content in iter_tar_members(io.BytesIO(data), name="evil.tar", max_member_bytes=1000):
+            names.append(member_name)
+            content.read()
+    assert names == ["ok.jsonl"]
+    assert repr(named) in str(caught.value) and reason in str(caught.value)
+
+
+@pytest.mark.parametrize("keep", ["mid-member", "at-member-boundary", "mid-header"])
+def test_truncated_tar_raises(keep):
+    data = make_tar([(f"s{i}.jsonl", shard(i, 100)) for i in range(3)])
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        last = archive.getmembers()[-1]
+    cut = {"mid-member": last.offset_data + 100, "at-member-boundary": last.offset, "mid-header": last.offset + 200}
+    lines = 0
+    with pytest.raises(SourceError, match="cut.tar"):
+        for member_name, content in iter_tar_members(io.BytesIO(data[: cut[keep]]), name="cut.tar"):
+            lines += sum(1 for _ in iter_jsonl_lines(content, name=member_name))
+    assert lines <= 300

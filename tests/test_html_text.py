@@ -1,0 +1,88 @@
+"""html_to_text on the real CRAG pages and on malformed input."""
+
+from __future__ import annotations
+
+import bz2
+import json
+from pathlib import Path
+
+import pytest
+from ragloaders.html_text import html_to_text, normalize_whitespace
+
+SAMPLE = Path(__file__).parent / "data" / "crag" / "dev_data.jsonl.bz2"
+
+
+@pytest.fixture(scope="module")
+def pages() -> list[str]:
+    with bz2.open(SAMPLE) as lines:
+        return [page["page_result"] for line in lines for page in json.loads(line)["search_results"]]
+
+
+@pytest.fixture(scope="module")
+def texts(pages) -> list[str]:
+    return [html_to_text(page) for page in pages]
+
+
+def test_every_non_empty_page_gives_text(pages, texts):
+    assert len(pages) == 50
+    assert sum(1 for page in pages if not page) == 3
+    for page, text in zip(pages, texts):
+        if page.strip():
+            assert len(text) > 100
+        else:
+            assert text == ""
+
+
+def test_output_is_much_smaller_than_the_html_and_keeps_line_breaks(pages, texts):
+    assert sum(map(len, texts)) < sum(map(len, pages)) / 5
+    assert all(text.count("\n") > 10 for page, text in zip(pages, texts) if len(page) > 10_000)
+
+
+def test_real_pages_lose_their_scripts(pages, texts):
+    assert "document.domain = document.domain;" in pages[1]
+    assert "document.domain" not in texts[1]
+    assert "Office 2019 vs. Office 2016" in texts[1]
+    for text in texts:
+        assert "<script" not in text and "function(" not in text.replace(" ", "")
+
+
+def test_output_is_normalised_and_deterministic(pages, texts):
+    for text in texts:
+        assert "\n\n\n" not in text and "  " not in text and "\t" not in text
+        assert text == text.strip()
+        assert all(line == line.strip() for line in text.split("\n"))
+    assert [html_to_text(page) for page in pages[:5]] == texts[:5]
+
+
+def test_blocks_are_lines_inline_elements_are_not():
+    html = "<html><head><style>p {color: red}</style><script>var secret = 1;</script></head><body>" \
+           "<h1>Title</h1><p>Hello <b>bold</b>   world</p><p>Second</p><noscript>enable js</noscript></body></html>"
+    text = html_to_text(html)
+    assert text.splitlines()[0] == "Title"
+    assert "Hello bold world" in text.splitlines()
+    assert "Second" in text
+    assert "secret" not in text and "color" not in text and "enable js" not in text
+
+
+@pytest.mark.parametrize(
+    "html",
+    ["", " \n\t", "<", "<<<>>>", "<p>unclosed <b>bold", "<script>var x = 1;", "\x00\x01", "&#xffffffff;",
+     "<!-- never closed", "<table><tr><td>a<td>b</table></p></div>", "<p>lone \ud800 surrogate</p>",
+     "<div>" * 5000 + "deep" + "</div>" * 5000],
+)
+def test_malformed_html_never_raises(html):
+    text = html_to_text(html)
+    assert isinstance(text, str)
+    assert text == normalize_whitespace(text)
+    assert "var x" not in text and "<b>" not in text and "<td>" not in text
+
+
+def test_empty_and_surrogate_cases():
+    assert html_to_text("") == ""
+    assert html_to_text("   ") == ""
+    assert "surrogate" in html_to_text("<p>lone \ud800 surrogate</p>")
+    assert html_to_text("<div>" * 5000 + "deep" + "</div>" * 5000) == "deep"
+
+
+def test_normalize_whitespace():
+    assert normalize_whitespace("  a \t b \r\n\r\n\r\n\n c\u00a0 d  \n") == "a b\n\nc d"
