@@ -1,10 +1,20 @@
-"""Dataset cards: README.md with the YAML that makes a built folder load without code."""
+"""Dataset cards: README.md whose YAML makes a built folder load without code, and whose text says what it holds.
+
+The facts come from the benchmark module: each exposes `card_facts(path) -> dict` with the keys of `CardFacts`.
+The prose and the family-wide YAML (task categories, language, tags) come from `dataset_cards/<family>.md`, a
+`string.Template` whose `$placeholders` are the sections rendered here from the build's real numbers.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+import os
+import string
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import datasets
+import yaml
 from datasets.info import DatasetInfosDict
 from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCardData
@@ -12,8 +22,97 @@ from huggingface_hub import DatasetCardData
 if TYPE_CHECKING:
     from .hub import ConfigOutput
 
+TEMPLATES_ENV = "RAGLOADERS_CARD_TEMPLATES"
+"""Folder holding `<family>.md`; by default `dataset_cards/` of the source tree."""
+REPO_PLACEHOLDER = "<org>/<repo>"
+SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+                   (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"))
+LIST_PREVIEW = 10
+
+FALLBACK_TEMPLATE = """---
+language: [en]
+---
+# $pretty_name
+
+$summary
+
+## How to load
+
+$load
+
+## Fields
+
+$fields
+
+## Splits
+
+$splits
+
+## Integrity
+
+$integrity
+
+## Source files
+
+$sources
+
+## Known upstream defects
+
+$defects
+
+## Licence
+
+$license
+
+## Citation
+
+$citation
+"""
+
+
+@dataclass
+class CardFacts:
+    """What a benchmark module tells the card about one path (`card_facts(path)` returns these keys as a dict)."""
+
+    family: str
+    """Template name: `dataset_cards/<family>.md`."""
+    pretty_name: str
+    summary: str
+    license: str
+    """A hub licence id (`cc-by-sa-3.0`, `apache-2.0`, ...), `other` (then give license_name and license_link)
+    or `unknown`."""
+    license_text: str
+    """The licence in words, as the source states it."""
+    license_name: str | None = None
+    license_link: str | None = None
+    citations: list[str] = field(default_factory=list)
+    """BibTeX entries: the benchmark's, then the source dataset's."""
+    source_files: list[dict[str, Any]] = field(default_factory=list)
+    """The official files: {"name", "url", "bytes", "md5" or "sha256"} (missing keys are shown as "—")."""
+    obtain: str = ""
+    """How to get the files when they may not be redistributed."""
+    known_defects: list[str] = field(default_factory=list)
+    field_notes: dict[str, str] = field(default_factory=dict)
+    """Column name -> what it holds (looked up as `config.column`, then `column`)."""
+    source_datasets: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    task_ids: list[str] = field(default_factory=list)
+    homepage: str = ""
+
+
+def facts_for(path: str) -> CardFacts:
+    """The `CardFacts` of a path, from `ragloaders.<benchmark>.card_facts(path)`."""
+    family = path.strip("/").split("/")[0]
+    module = importlib.import_module(f"ragloaders.{family}")
+    provider = getattr(module, "card_facts", None)
+    if provider is None:
+        raise ValueError(f"ragloaders.{family} has no card_facts(path); the card of {path} needs one")
+    facts = provider(path.strip("/"))
+    return facts if isinstance(facts, CardFacts) else CardFacts(**facts)
+
 
 def card_data(outputs: list[ConfigOutput]) -> DatasetCardData:
+    """`configs:` (data_files per split) and `dataset_info:` (features, split sizes) for the built folder."""
     data = DatasetCardData()
     MetadataConfigs({o.name: {"data_files": o.data_files} for o in outputs}).to_dataset_card_data(data)
     infos = {}
@@ -22,14 +121,220 @@ def card_data(outputs: list[ConfigOutput]) -> DatasetCardData:
         info.splits = datasets.SplitDict()
         for split in output.splits.values():
             info.splits.add(datasets.SplitInfo(split.name, num_bytes=split.num_bytes, num_examples=split.num_examples))
+        info.dataset_size = sum(split.num_bytes for split in output.splits.values())
+        file_bytes = [getattr(split, "file_bytes", 0) for split in output.splits.values()]
+        info.download_size = sum(file_bytes) if all(file_bytes) else None
         infos[output.name] = info
     DatasetInfosDict(infos).to_dataset_card_data(data)
     return data
 
 
-def render_card(path: str, outputs: list[ConfigOutput], *, data_dir: str | None = None) -> str:
-    lines = [f"# {path}", "", "Built by ragloaders.", "", "| config | split | rows |", "|---|---|---|"]
+def size_category(outputs: list[ConfigOutput]) -> str:
+    rows = max((sum(s.num_examples for s in o.splits.values()) for o in outputs), default=0)
+    return next((name for limit, name in SIZE_CATEGORIES if rows < limit), "n>1B")
+
+
+def feature_type(feature: Any) -> str:
+    """A short type name: `string`, `int32`, `list<string>`, `struct{chunk_id: string, score: int32}`."""
+    if isinstance(feature, dict):
+        return "struct{" + ", ".join(f"{name}: {feature_type(sub)}" for name, sub in feature.items()) + "}"
+    if isinstance(feature, datasets.Value):
+        return feature.dtype
+    if isinstance(feature, (datasets.List, datasets.LargeList, datasets.Sequence)):
+        kind = "large_list" if isinstance(feature, datasets.LargeList) else "list"
+        return f"{kind}<{feature_type(feature.feature)}>"
+    return type(feature).__name__
+
+
+def _cell(value: Any) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def load_section(repo_id: str, outputs: list[ConfigOutput]) -> str:
+    lines = ["```python", "from datasets import load_dataset", ""]
+    lines += [f'{o.name} = load_dataset("{repo_id}", "{o.name}")' for o in outputs]
+    lines += ["```", "", "Streaming works the same way: add `streaming=True`. The files are plain Parquet, so other "
+              "engines read them too, e.g. DuckDB:", "", "```sql"]
+    lines += [f"SELECT count(*) FROM 'hf://datasets/{repo_id}/{o.data_files[0]['path']}';" for o in outputs[:1]]
+    lines += ["```"]
+    return "\n".join(lines)
+
+
+def fields_section(outputs: list[ConfigOutput], notes: dict[str, str]) -> str:
+    rows = []
+    for output in outputs:
+        for name, feature in output.info.features.items():
+            note = notes.get(f"{output.name}.{name}", notes.get(name, ""))
+            rows.append([output.name, f"`{name}`", feature_type(feature), note])
+    return _table(["config", "column", "type", "meaning"], rows)
+
+
+def splits_section(outputs: list[ConfigOutput]) -> str:
+    rows = []
     for output in outputs:
         for split in output.splits.values():
-            lines.append(f"| {output.name} | {split.name} | {split.num_examples:,} |")
-    return f"---\n{card_data(outputs).to_yaml()}\n---\n\n" + "\n".join(lines) + "\n"
+            file_bytes = getattr(split, "file_bytes", 0)
+            rows.append([output.name, split.name, f"{split.num_examples:,}", f"{split.num_bytes:,}",
+                         len(split.files), f"{file_bytes:,}" if file_bytes else "—"])
+    return _table(["config", "split", "rows", "bytes (Arrow)", "Parquet files", "bytes (Parquet)"], rows)
+
+
+def sources_section(facts: CardFacts, data_dir: str | None) -> str:
+    parts = []
+    if facts.source_files:
+        rows = [[f.get("name", "—"), f"{f['bytes']:,}" if f.get("bytes") else "—",
+                 f"md5 `{f['md5']}`" if f.get("md5") else (f"sha256 `{f['sha256']}`" if f.get("sha256") else "—"),
+                 f.get("url", "—")] for f in facts.source_files]
+        parts.append(_table(["file", "bytes", "checksum", "url"], rows))
+    if facts.obtain:
+        parts.append(f"The files are {facts.obtain}.")
+    if data_dir:
+        parts.append("This build read the files from a local folder (`data_dir`) rather than downloading them.")
+    return "\n\n".join(parts) or "Not published."
+
+
+def _value_text(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_value_text(v)}" for k, v in value.items()) or "—"
+    if isinstance(value, list):
+        shown = ", ".join(f"`{v}`" for v in value[:LIST_PREVIEW])
+        return (shown + (f" … ({len(value):,} in all)" if len(value) > LIST_PREVIEW else "")) if value else "none"
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
+def _flatten(value: Any, prefix: str = "") -> list[list[str]]:
+    """Rows (`key.path`, value) of any JSON-able report; a dict of scalars below the top stays on one row."""
+    nested = isinstance(value, dict) and (not prefix or any(isinstance(v, (dict, list)) for v in value.values()))
+    if not nested:
+        return [[prefix or "value", _value_text(value)]]
+    rows = []
+    for key, sub in value.items():
+        rows += _flatten(sub, f"{prefix}.{key}" if prefix else str(key))
+    return rows
+
+
+SPLIT_CHECKS = (("rows", "rows"), ("published", "published"), ("queries", "distinct queries"),
+                ("docs", "distinct docs"), ("duplicate_ids", "duplicate ids"),
+                ("empty_texts", "empty texts"), ("missing_queries", "qrels → missing query"),
+                ("missing_docs", "qrels → missing doc"), ("duplicate_pairs", "duplicate pairs"),
+                ("score_histogram", "scores (score: rows)"))
+
+
+def _finding_line(finding: dict) -> str:
+    where = finding["config"] + (f"/{finding['split']}" if finding.get("split") else "")
+    ids = ", ".join(f"`{i}`" for i in finding.get("ids", [])[:LIST_PREVIEW])
+    note = f" Known upstream defect: {finding['note']}" if finding.get("note") else ""
+    return f"- {where}: {finding['message']} ({finding['count']:,}{'; e.g. ' + ids if ids else ''}).{note}"
+
+
+def integrity_section(integrity: dict | None) -> str:
+    """The `validate.integrity` report of this build: a table per split, shared ids, findings."""
+    if not integrity:
+        return "Not computed for this build (`ragloaders validate PATH` reports it)."
+    if "splits" not in integrity:
+        return "Computed on this build:\n\n" + _table(["check", "result"], _flatten(integrity))
+    splits = integrity["splits"]
+    columns = [(key, title) for key, title in SPLIT_CHECKS if any(key in s for s in splits)]
+    rows = [[s["config"], s["split"]] + [_value_text(s.get(key)) for key, _ in columns] for s in splits]
+    parts = ["Computed on this build by `ragloaders validate`.",
+             _table(["config", "split"] + [title for _, title in columns], rows)]
+    if integrity.get("shared_ids") is not None:
+        parts.append(f"Query ids that are also corpus ids: {integrity['shared_ids']:,}.")
+    for key, title in (("errors", "Findings"), ("warnings", "Known upstream defects found")):
+        if integrity.get(key):
+            parts.append(f"{title}:\n\n" + "\n".join(_finding_line(f) for f in integrity[key]))
+    if not integrity.get("errors"):
+        parts.append("No structural errors.")
+    return "\n\n".join(parts)
+
+
+def defects_section(path: str, facts: CardFacts) -> str:
+    """The defects the facts declare, then those `validate` declares for the path (each once)."""
+    notes = list(facts.known_defects)
+    try:
+        from .validate import known_defects_of
+    except ModuleNotFoundError as e:
+        if e.name != "ragloaders.validate":
+            raise
+    else:
+        notes += [d.note for d in known_defects_of(path) if d.note not in notes]
+    return "\n".join(f"- {note}" for note in notes) or "None known."
+
+
+def license_section(facts: CardFacts) -> str:
+    text = facts.license_text
+    if facts.license_link:
+        text += f" ({facts.license_link})"
+    return f"{text}. Hub licence id: `{facts.license}`."
+
+
+def citation_section(facts: CardFacts) -> str:
+    return "\n\n".join(f"```bibtex\n{entry.strip()}\n```" for entry in facts.citations) or "None published."
+
+
+def template_folder() -> str:
+    default = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "dataset_cards")
+    return os.path.normpath(os.environ.get(TEMPLATES_ENV, default))
+
+
+def read_template(family: str) -> tuple[dict, str]:
+    """(family YAML, body) of `dataset_cards/<family>.md`, or of a plain built-in template when it is absent."""
+    path = os.path.join(template_folder(), f"{family}.md")
+    text = FALLBACK_TEMPLATE
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    _, front, body = text.split("---\n", 2) if text.startswith("---\n") else ("", "", text)
+    return yaml.safe_load(front) or {}, body.lstrip("\n")
+
+
+def front_matter(family_yaml: dict, facts: CardFacts, outputs: list[ConfigOutput]) -> DatasetCardData:
+    data = card_data(outputs)
+    values = dict(family_yaml)
+    values.update(pretty_name=facts.pretty_name, license=facts.license, size_categories=[size_category(outputs)])
+    if facts.license == "other":
+        values.update(license_name=facts.license_name, license_link=facts.license_link)
+    for key in ("source_datasets", "tags", "task_ids"):
+        merged = list(values.get(key) or []) + [v for v in getattr(facts, key) if v not in (values.get(key) or [])]
+        if merged:
+            values[key] = merged
+    for key, value in values.items():
+        setattr(data, key, value)
+    return data
+
+
+def render_card(
+    path: str,
+    outputs: list[ConfigOutput],
+    *,
+    data_dir: str | None = None,
+    integrity: dict | None = None,
+    repo_id: str | None = None,
+) -> str:
+    """README.md for a folder built from `path`: YAML front matter, then the family template's sections."""
+    facts = facts_for(path)
+    family_yaml, body = read_template(facts.family)
+    sections = {
+        "path": path,
+        "pretty_name": facts.pretty_name,
+        "summary": facts.summary,
+        "homepage": facts.homepage or "—",
+        "load": load_section(repo_id or REPO_PLACEHOLDER, outputs),
+        "fields": fields_section(outputs, facts.field_notes),
+        "splits": splits_section(outputs),
+        "integrity": integrity_section(integrity),
+        "sources": sources_section(facts, data_dir),
+        "defects": defects_section(path.strip("/"), facts),
+        "license": license_section(facts),
+        "citation": citation_section(facts),
+    }
+    text = string.Template(body).substitute(sections)
+    return f"---\n{front_matter(family_yaml, facts, outputs).to_yaml()}\n---\n\n{text.rstrip()}\n"

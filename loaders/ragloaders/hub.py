@@ -27,6 +27,8 @@ class SplitOutput:
     num_examples: int
     num_bytes: int
     files: list[str] = field(default_factory=list)
+    file_bytes: int = 0
+    """Bytes of its Parquet files."""
 
 
 @dataclass
@@ -76,6 +78,17 @@ def write_parquet(dataset: datasets.Dataset, folder: str, split: str) -> list[st
     return paths
 
 
+def build_integrity(path: str, *, data_dir: str | None, cache_dir: str | None) -> dict | None:
+    """`validate.integrity` of the build (its configs are already prepared in the cache), if that module exists."""
+    try:
+        from .validate import integrity
+    except ModuleNotFoundError as e:
+        if e.name != "ragloaders.validate":
+            raise
+        return None
+    return integrity(path, data_dir=data_dir, cache_dir=cache_dir)
+
+
 def build_folder(
     path: str,
     out: str,
@@ -83,11 +96,13 @@ def build_folder(
     data_dir: str | None = None,
     cache_dir: str | None = None,
     num_proc: int | None = None,
+    repo_id: str | None = None,
 ) -> list[ConfigOutput]:
     """Prepare every config of `path` and write `out/<config>/<split>-*.parquet` plus `out/README.md`.
 
     The folder is written under `out` + ".incomplete" and moved into place at the end, so an
-    interrupted build never leaves a folder that looks complete.
+    interrupted build never leaves a folder that looks complete. `repo_id` goes into the card's
+    `load_dataset` lines; the card shows `validate.integrity`'s report when that module is present.
     """
     from .cards import render_card
 
@@ -103,11 +118,13 @@ def build_folder(
         for split, dataset in dataset_builder.as_dataset().items():
             files = write_parquet(dataset, folder, split)
             output.splits[split] = SplitOutput(
-                split, dataset.num_rows, dataset.data.nbytes, [os.path.relpath(f, staging) for f in files]
+                split, dataset.num_rows, dataset.data.nbytes, [os.path.relpath(f, staging) for f in files],
+                sum(os.path.getsize(f) for f in files),
             )
         outputs.append(output)
     with open(os.path.join(staging, "README.md"), "w", encoding="utf-8") as f:
-        f.write(render_card(path, outputs, data_dir=data_dir))
+        integrity = build_integrity(path, data_dir=data_dir, cache_dir=cache_dir)
+        f.write(render_card(path, outputs, data_dir=data_dir, integrity=integrity, repo_id=repo_id))
     if os.path.isdir(out):
         shutil.rmtree(out)
     os.replace(staging, out)
