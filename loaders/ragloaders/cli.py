@@ -34,6 +34,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return run(args.path, data_dir=args.data_dir, cache_dir=args.cache_dir, as_json=args.json)
 
 
+def cmd_push(args: argparse.Namespace) -> int:
+    from .push import push
+
+    result = push(args.path, args.repo_id, data_dir=args.data_dir, cache_dir=args.cache_dir, num_proc=args.num_proc,
+                  private=args.private, revision=args.revision, commit_message=args.commit_message,
+                  staging_dir=args.staging_dir, dry_run=args.dry_run)
+    if not args.dry_run:
+        print(f"{args.repo_id}: {len(result.uploaded)} files uploaded, {len(result.unchanged)} already there, "
+              f"{len(result.deleted)} stale files deleted, {len(result.commits)} commits")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="ragloaders", description=__doc__)
     commands = root.add_subparsers(dest="command", required=True)
@@ -52,10 +64,21 @@ def parser() -> argparse.ArgumentParser:
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
     validate.set_defaults(run=cmd_validate)
 
-    for command in (build, validate):
+    push = commands.add_parser("push", help="build into a staging folder and upload it to a hub dataset repo")
+    push.add_argument("path", help="e.g. beir/scifact")
+    push.add_argument("--repo-id", required=True, help="ORG/NAME of the dataset repository")
+    push.add_argument("--private", action="store_true", help="create the repository as private")
+    push.add_argument("--revision", help="branch to commit to (created if missing); default main")
+    push.add_argument("--commit-message", help="message of the commits (numbered k/n)")
+    push.add_argument("--staging-dir", help="where to build; default ~/.cache/ragloaders/staging/<repo>/<path>")
+    push.add_argument("--dry-run", action="store_true", help="stop after staging; print what would be uploaded")
+    push.set_defaults(run=cmd_push)
+
+    for command in (build, validate, push):
         command.add_argument("--data-dir", help="local files as the benchmark distributes them")
         command.add_argument("--cache-dir", help="datasets cache folder")
-    build.add_argument("--num-proc", type=int, help="processes for large files")
+    for command in (build, push):
+        command.add_argument("--num-proc", type=int, help="processes for large files")
     return root
 
 
