@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import logging
 import os
+import re
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -50,6 +51,11 @@ CHUNK_ID_PREFIXES = (
 the knowledge graph, where mids (`m.0_hp_2l_205`, `g.1255hy64l_5`) may themselves contain `_`."""
 CHUNK_NUMBER = r"_[0-9]+$"
 """The chunk number that ends every chunk id; the doc id is what precedes it (`rsplit('_', 1)[0]`)."""
+CHUNK_ID_PATTERN = "^(?:" + "|".join(re.escape(prefix) for prefix, _ in CHUNK_ID_PREFIXES) + ").+" + CHUNK_NUMBER
+"""A chunk id: a known prefix, a non-empty document part, then `_<chunk number>`."""
+PUBLISHED_QUERIES = {"train": 3_072, "dev": 766, "test": 1_286}
+QUERY_FILE_BYTES = {"train": 3_138_030, "dev": 871_660, "test": 1_297_080}
+"""Sizes of the query files on the hub (equal to the GitHub release, nju-websoft/mmRAG data/mmRAG_ds)."""
 CORPUS_BATCH_ROWS = 10_000
 CORPUS_BATCH_BYTES = 16 << 20
 
@@ -76,7 +82,9 @@ FEATURES = {
     "qrels": datasets.Features.from_arrow_schema(QRELS_SCHEMA),
     "corpus": datasets.Features({"_id": STRING, "title": STRING, "text": STRING, "source": STRING, "doc_id": STRING}),
 }
-QUERY_FIELDS = {"id": str, "query": str, "answer": str, "relevant_chunks": dict, "ori_context": list, "dataset_score": dict}
+QUERY_FIELDS = {
+    "id": str, "query": str, "answer": str, "relevant_chunks": dict, "ori_context": list, "dataset_score": dict,
+}
 CORPUS_FIELDS = ("id", "text")
 
 
@@ -123,7 +131,8 @@ def check_query_record(record: Any) -> None:
         raise InvalidRecord(f"unexpected field {unknown[0]!r}; expected only {list(QUERY_FIELDS)}")
     for chunk_id, grade in record["relevant_chunks"].items():
         if not _int(grade) or grade not in GRADES:
-            raise InvalidRecord(f"`relevant_chunks[{chunk_id!r}]` must be a grade in {list(GRADES)}, got {_describe(grade)}")
+            where = f"relevant_chunks[{chunk_id!r}]"
+            raise InvalidRecord(f"`{where}` must be a grade in {list(GRADES)}, got {_describe(grade)}")
     for position, doc in enumerate(record["ori_context"]):
         if not isinstance(doc, str):
             raise InvalidRecord(f"`ori_context[{position}]` must be a string, got {_describe(doc)}")
@@ -185,14 +194,11 @@ def chunk_sources(ids: pa.Array) -> pa.Array:
     return sources
 
 
-def _first_bad_chunk_id(ids: pa.Array, sources: pa.Array) -> int | None:
-    has_number = pc.match_substring_regex(ids, CHUNK_NUMBER)
-    stripped = pc.replace_substring_regex(ids, CHUNK_NUMBER, "", max_replacements=1)
-    prefix_only = pc.is_in(stripped, value_set=pa.array([prefix for prefix, _ in CHUNK_ID_PREFIXES]))
-    bad = pc.or_(pc.or_(pc.is_null(sources), pc.invert(has_number)), prefix_only)
-    if not pc.any(bad).as_py():
+def _first_bad_chunk_id(ids: pa.Array) -> int | None:
+    well_formed = pc.match_substring_regex(ids, CHUNK_ID_PATTERN)
+    if pc.all(well_formed).as_py():
         return None
-    return pc.index(bad, True).as_py()
+    return pc.index(well_formed, False).as_py()
 
 
 def corpus_table(ids: list, texts: list, first_index: int, name: str) -> pa.Table:
@@ -202,13 +208,14 @@ def corpus_table(ids: list, texts: list, first_index: int, name: str) -> pa.Tabl
         try:
             columns[field] = pa.array(values, pa.string())
         except (pa.ArrowInvalid, pa.ArrowTypeError):
+            columns[field] = None
+        if columns[field] is None or columns[field].null_count:
             position = next(i for i, value in enumerate(values) if not isinstance(value, str))
             raise SourceError(
                 name, f"`{field}` must be a string, got {_describe(values[position])}", record=first_index + position
             ) from None
     chunk_ids = columns["id"]
-    sources = chunk_sources(chunk_ids)
-    bad = _first_bad_chunk_id(chunk_ids, sources)
+    bad = _first_bad_chunk_id(chunk_ids)
     if bad is not None:
         expected = ", ".join(f"{prefix}…" for prefix, _ in CHUNK_ID_PREFIXES)
         raise SourceError(
@@ -217,6 +224,7 @@ def corpus_table(ids: list, texts: list, first_index: int, name: str) -> pa.Tabl
             f"with a prefix among {expected}",
             record=first_index + bad,
         )
+    sources = chunk_sources(chunk_ids)
     doc_ids = pc.replace_substring_regex(chunk_ids, CHUNK_NUMBER, "", max_replacements=1)
     titles = pa.array([""] * len(chunk_ids), pa.string())
     return pa.Table.from_arrays(
@@ -256,17 +264,6 @@ def read_corpus(shard: Shard) -> Iterator[pa.Table]:
         yield corpus_table(ids, texts, first, shard.name)
 
 
-def count_dangling_qrels(qrels: datasets.DatasetDict, corpus: datasets.Dataset) -> dict[str, dict[str, int]]:
-    """Per qrels split: judged rows (and distinct chunk ids) whose `corpus-id` is not a corpus `_id`."""
-    corpus_ids = corpus.data.column("_id").combine_chunks()
-    report = {}
-    for split, dataset in qrels.items():
-        judged = dataset.data.column("corpus-id").combine_chunks()
-        missing = pc.filter(judged, pc.invert(pc.is_in(judged, value_set=corpus_ids)))
-        report[split] = {"rows": len(missing), "distinct_ids": len(pc.unique(missing))}
-    return report
-
-
 def download_from_hub(filename: str, cache_dir: str | None) -> str:
     """One file of the hub dataset, downloaded (or found in the cache) with huggingface_hub; its local path."""
     from huggingface_hub import hf_hub_download
@@ -277,7 +274,9 @@ def download_from_hub(filename: str, cache_dir: str | None) -> str:
 
 
 class MmragBuilder(RagBuilder):
-    BUILDER_CONFIGS: ClassVar[list[datasets.BuilderConfig]] = [datasets.BuilderConfig(name=name, version=RagBuilder.VERSION) for name in FEATURES]
+    BUILDER_CONFIGS: ClassVar[list[datasets.BuilderConfig]] = [
+        datasets.BuilderConfig(name=name, version=RagBuilder.VERSION) for name in FEATURES
+    ]
     DEFAULT_CONFIG_NAME = "default"
 
     def source_identity(self, data_dir: str | None) -> Any:
@@ -321,3 +320,56 @@ class MmragBuilder(RagBuilder):
 
 
 BUILDERS = {PATH: MmragBuilder}
+
+FIELD_NOTES = {
+    "default.id": "query id, as in the file (`<source dataset>_<n>`)",
+    "default.query": "the question",
+    "default.answer": "the answer exactly as in the file: a string, often the Python repr of a list, sometimes empty",
+    "default.answers": "`answer` parsed into a list of strings (ast.literal_eval of a list literal; a plain string "
+                       "gives [it]; \"\" gives []); a string that looks like a list but is not one is kept whole",
+    "default.relevant_chunks": "every judged chunk with its grade (0, 1, 2), in file order",
+    "default.ori_context": "ids of the documents the query was written from",
+    "default.dataset_score": "per source, as in the file",
+    "queries._id": "query id (`id` of `default`)",
+    "queries.text": "the question (`query` of `default`)",
+    "query-id": "a `_id` of the queries config",
+    "corpus-id": "a chunk id (`_id` of the corpus config)",
+    "score": "relevance grade 0, 1 or 2 (grade 0 kept)",
+    "corpus._id": "chunk id: `<source>_<doc>_<chunk>`, or `<freebase mid>_<chunk>` for the knowledge graph",
+    "corpus.title": "always empty (chunks have no title)",
+    "corpus.text": "chunk text",
+    "source": "nq, triviaqa, ott, tat or kg, from the chunk id's prefix",
+    "doc_id": "the chunk id without its last `_<chunk>` (mids may contain `_`)",
+}
+
+
+def published_counts(path: str) -> dict[tuple[str, str | None], int]:
+    """Queries per split as published; qrels count the distinct query ids of a split."""
+    return {(config, split): count for config in ("default", "queries", "qrels")
+            for split, count in PUBLISHED_QUERIES.items()}
+
+
+def card_facts(path: str) -> dict:
+    """What the dataset card of mmRAG says (keys of ragloaders.cards.CardFacts)."""
+    hub = f"https://huggingface.co/datasets/{HUB_REPO_ID}/resolve/{HUB_REVISION}"
+    source_files = [{"name": name, "url": f"{hub}/{name}", "bytes": QUERY_FILE_BYTES.get(split)}
+                    for split, name in QUERY_FILES.items()]
+    source_files.append({"name": CORPUS_FILE, "url": f"{hub}/{CORPUS_FILE}"})
+    return {
+        "family": "mmrag",
+        "pretty_name": "mmRAG",
+        "summary": (
+            "mmRAG as four configs: `default` (the full query records), `queries` and `qrels` (splits `train`, `dev`, "
+            "`test`) and `corpus` (split `corpus`: every chunk of processed_documents.json). mmRAG publishes "
+            + " / ".join(f"{count:,}" for count in PUBLISHED_QUERIES.values()) + " queries (train / dev / test)."
+        ),
+        "license": "apache-2.0",
+        "license_text": "Apache License 2.0 (mmRAG repository LICENSE and hub card)",
+        "citations": [MMRAG_CITATION],
+        "source_files": source_files,
+        "known_defects": [],
+        "field_notes": FIELD_NOTES,
+        "tags": ["mmrag"],
+        "homepage": "https://github.com/nju-websoft/mmRAG",
+    }
+

@@ -1,0 +1,454 @@
+"""mmRAG: real query samples and complete query files, generated corpora, bad input, hub download, build."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import datasets
+import pytest
+import ragloaders
+from mmrag_generated import demo_corpus_text, dump_array, generated_corpus, judged_chunk_ids
+from ragloaders.errors import SourceError
+from ragloaders.mmrag import HUB_REPO_ID, parse_answers
+
+DATA = Path(__file__).parent / "data"
+SAMPLE = DATA / "mmrag"
+FULL = DATA / "mmrag-full"
+SPLITS = ("train", "dev", "test")
+LOADERS = str(Path(__file__).parents[1] / "loaders")
+
+
+def records(folder: Path, split: str) -> list[dict]:
+    return json.loads((folder / f"mmrag_{split}.json").read_text(encoding="utf-8"))
+
+
+def load(config: str, data_dir: Path, tmp_path: Path, **kwargs):
+    return ragloaders.load("mmrag", config, data_dir=str(data_dir), cache_dir=str(tmp_path / "cache"), **kwargs)
+
+
+def folder_with(tmp_path: Path, query_folder: Path, corpus_text: str | None = None) -> Path:
+    """A data_dir holding the query files of `query_folder` and the given processed_documents.json."""
+    folder = tmp_path / "mmrag"
+    folder.mkdir(exist_ok=True)
+    for split in SPLITS:
+        shutil.copy(query_folder / f"mmrag_{split}.json", folder / f"mmrag_{split}.json")
+    if corpus_text is not None:
+        (folder / "processed_documents.json").write_text(corpus_text, encoding="utf-8")
+    return folder
+
+
+# --- answers ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "answers", "fell_back"),
+    [
+        ("['a', \"b's\"]", ["a", "b's"], False),
+        ("['Jamaican English', 'Jamaican Creole English Language']", ["Jamaican English",
+                                                                      "Jamaican Creole English Language"], False),
+        ("Upa River", ["Upa River"], False),
+        ("", [], False),
+        ("[]", [], False),
+        ("11", ["11"], False),
+        ("__import__('os').getcwd()", ["__import__('os').getcwd()"], False),
+        ("[citation needed", ["[citation needed"], False),
+        ("[not a literal]", ["[not a literal]"], True),
+        ("[1, 2]", ["[1, 2]"], True),
+        ("[__import__('os').getcwd()]", ["[__import__('os').getcwd()]"], True),
+    ],
+)
+def test_parse_answers(answer, answers, fell_back):
+    assert parse_answers(answer) == (answers, fell_back)
+
+
+# --- real query records -------------------------------------------------------------------------------
+
+
+def test_sample_default_rows_are_the_records(tmp_path):
+    loaded = load("default", SAMPLE, tmp_path)
+    assert set(loaded) == set(SPLITS)
+    for split in SPLITS:
+        source = records(SAMPLE, split)
+        rows = loaded[split].to_list()
+        assert len(rows) == len(source)
+        for row, record in zip(rows, source):
+            assert row["id"] == record["id"]
+            assert row["query"] == record["query"]
+            assert row["answer"] == record["answer"]
+            assert row["relevant_chunks"] == [{"chunk_id": c, "score": g} for c, g in record["relevant_chunks"].items()]
+            assert row["ori_context"] == record["ori_context"]
+            assert row["dataset_score"] == record["dataset_score"]
+    features = loaded["train"].features
+    assert features["relevant_chunks"] == datasets.List({"chunk_id": datasets.Value("string"),
+                                                         "score": datasets.Value("int32")})
+    assert list(features["dataset_score"]) == ["tat", "triviaqa", "ott", "kg", "nq"]
+
+
+def test_sample_answers_including_empty_ones(tmp_path):
+    rows = {row["id"]: row for split in SPLITS for row in load("default", SAMPLE, tmp_path)[split].to_list()}
+    for empty in ("webqsp_2120", "webqsp_1593", "webqsp_183"):
+        assert rows[empty]["answer"] == ""
+        assert rows[empty]["answers"] == []
+    listed = [row for row in rows.values() if row["answer"].startswith("[")]
+    assert listed, "the sample holds list-literal answers"
+    for row in listed:
+        assert row["answers"] and all(a in row["answer"] for a in row["answers"])
+    plain = [row for row in rows.values() if row["answer"] and not row["answer"].startswith("[")]
+    assert plain and all(row["answers"] == [row["answer"]] for row in plain)
+
+
+def test_full_query_files(tmp_path):
+    default = load("default", FULL, tmp_path)
+    queries = load("queries", FULL, tmp_path)
+    qrels = load("qrels", FULL, tmp_path)
+    assert {split: default[split].num_rows for split in SPLITS} == {"train": 3072, "dev": 766, "test": 1286}
+    for split in SPLITS:
+        source = records(FULL, split)
+        assert queries[split]["_id"] == [r["id"] for r in source]
+        assert queries[split]["text"] == [r["query"] for r in source]
+        assert all(not parse_answers(r["answer"])[1] for r in source), "every real answer parses"
+        assert default[split]["answers"] == [parse_answers(r["answer"])[0] for r in source]
+        expected = [(r["id"], c, g) for r in source for c, g in r["relevant_chunks"].items()]
+        table = qrels[split].data
+        got = list(zip(table.column("query-id").to_pylist(), table.column("corpus-id").to_pylist(),
+                       table.column("score").to_pylist()))
+        assert got == expected
+        assert 0 in table.column("score").to_pylist(), "grade 0 is kept"
+    assert qrels["train"].features["score"] == datasets.Value("int32")
+    assert sum(len(a) == 0 for a in default["train"]["answers"]) == 2
+
+
+# --- corpus ---------------------------------------------------------------------------------------------
+
+
+def corpus_of(chunk_ids: list[str]) -> list[dict]:
+    return generated_corpus(chunk_ids, seed=7)
+
+
+@pytest.mark.parametrize("indent", [None, 4])
+def test_corpus_from_real_chunk_ids(tmp_path, indent):
+    chunk_ids = judged_chunk_ids(FULL)
+    assert "m.0_hp_2l_205" in chunk_ids and len(chunk_ids) > 70_000
+    source = corpus_of(chunk_ids)
+    folder = folder_with(tmp_path, SAMPLE, dump_array(source, indent))
+    corpus = load("corpus", folder, tmp_path)
+    assert list(corpus) == ["corpus"]
+    table = corpus["corpus"].data
+    assert table.num_rows == len(source)
+    assert table.column("_id").to_pylist() == [r["id"] for r in source]
+    assert table.column("text").to_pylist() == [r["text"] for r in source]
+    assert set(table.column("title").to_pylist()) == {""}
+    assert table.column("doc_id").to_pylist() == [r["id"].rsplit("_", 1)[0] for r in source]
+    sources = dict(zip(table.column("_id").to_pylist(), table.column("source").to_pylist()))
+    assert sources["m.0_hp_2l_205"] == "kg"
+    doc_ids = dict(zip(table.column("_id").to_pylist(), table.column("doc_id").to_pylist()))
+    assert doc_ids["m.0_hp_2l_205"] == "m.0_hp_2l"
+    expected_source = {"nq": "nq", "triviaqa": "triviaqa", "ott": "ott", "tat": "tat"}
+    for chunk_id, got in sources.items():
+        assert got == expected_source.get(chunk_id.split("_", 1)[0], "kg")
+    assert set(sources.values()) == {"nq", "triviaqa", "ott", "tat", "kg"}
+
+
+def test_corpus_streaming_equals_prepared(tmp_path):
+    folder = folder_with(tmp_path, SAMPLE, dump_array(corpus_of(judged_chunk_ids(SAMPLE)), 4))
+    prepared = load("corpus", folder, tmp_path)["corpus"].to_list()
+    streamed = list(load("corpus", folder, tmp_path, streaming=True)["corpus"])
+    assert streamed == prepared
+    assert len(prepared) == len(judged_chunk_ids(SAMPLE))
+
+
+def test_demo_corpus_is_the_generated_one():
+    assert (SAMPLE / "processed_documents.json").read_text(encoding="utf-8") == demo_corpus_text(SAMPLE)
+
+
+def test_dangling_qrels_are_counted_by_validate_and_kept(tmp_path):
+    from ragloaders.validate import integrity
+
+    chunk_ids = judged_chunk_ids(SAMPLE)
+    left_out = {chunk_ids[0], chunk_ids[5], "m.0_hp_2l_205"}
+    folder = folder_with(tmp_path, SAMPLE, dump_array(corpus_of([c for c in chunk_ids if c not in left_out]), 4))
+    report = integrity("mmrag", data_dir=str(folder), cache_dir=str(tmp_path / "cache"))
+    qrels = {f["split"]: f for f in report["splits"] if f["config"] == "qrels"}
+    qrels_loaded = load("qrels", folder, tmp_path)
+    for split in SPLITS:
+        judged = [c for r in records(SAMPLE, split) for c in r["relevant_chunks"]]
+        assert qrels[split]["missing_docs"] == len(left_out & set(judged))
+        assert qrels[split]["rows"] == qrels_loaded[split].num_rows == len(judged), "dangling qrels are kept"
+    missing = [f for f in report["errors"] if f["check"] == "missing_docs"]
+    assert {i for f in missing for i in f["ids"]} == left_out
+    assert not report["ok"]
+
+
+# --- memory on large arrays -------------------------------------------------------------------------------
+
+
+def write_big_corpus(path: Path, target_bytes: int, indent: int | None) -> int:
+    """A generated processed_documents.json of about `target_bytes`, written record by record; its record count."""
+    chunk_ids = judged_chunk_ids(SAMPLE)
+    text = "Generated chunk text with “quotes”, a \\ backslash, a\nnew line and Émile. " * 20
+    count = 0
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("[")
+        while f.tell() < target_bytes:
+            record = {"id": f"{chunk_ids[count % len(chunk_ids)]}{count}", "text": f"{count} {text}"}
+            item = json.dumps(record, ensure_ascii=False, indent=indent)
+            if indent:
+                item = "\n" + "\n".join(" " * indent + line for line in item.splitlines())
+            f.write(("," if count else "") + item)
+            count += 1
+        f.write("\n]" if indent else "]")
+    return count
+
+
+MEASURE = """
+import json, resource, sys
+import ragloaders
+data_dir, cache_dir, streaming = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+loaded = ragloaders.load("mmrag", "corpus", data_dir=data_dir, cache_dir=cache_dir, streaming=streaming)
+rows = sum(1 for _ in loaded["corpus"]) if streaming else loaded["corpus"].num_rows
+print(json.dumps({"rows": rows, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def measure(folder: Path, cache: Path, streaming: bool) -> dict:
+    env = {**os.environ, "PYTHONPATH": LOADERS}
+    out = subprocess.run([sys.executable, "-c", MEASURE, str(folder), str(cache), "1" if streaming else "0"],
+                         env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_peak_memory_stays_flat_on_large_pretty_printed_arrays(tmp_path):
+    small, large = tmp_path / "small", tmp_path / "large"
+    small.mkdir()
+    large.mkdir()
+    small_rows = write_big_corpus(small / "processed_documents.json", 60 << 20, indent=4)
+    large_rows = write_big_corpus(large / "processed_documents.json", 240 << 20, indent=4)
+    small_run = measure(small, tmp_path / "cache-small", streaming=False)
+    large_run = measure(large, tmp_path / "cache-large", streaming=False)
+    streamed = measure(large, tmp_path / "cache-stream", streaming=True)
+    assert (small_run["rows"], large_run["rows"], streamed["rows"]) == (small_rows, large_rows, large_rows)
+    assert large_run["peak_mb"] < 500 and streamed["peak_mb"] < 500
+    assert large_run["peak_mb"] - small_run["peak_mb"] < 60, (small_run, large_run)
+
+
+# --- bad input ------------------------------------------------------------------------------------------
+
+
+def write_queries(folder: Path, split: str, text: str) -> Path:
+    path = folder / f"mmrag_{split}.json"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def edited_sample(tmp_path: Path, split: str, index: int, edit) -> Path:
+    folder = folder_with(tmp_path, SAMPLE)
+    source = records(SAMPLE, split)
+    edit(source[index])
+    write_queries(folder, split, json.dumps(source, indent=4))
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda r: r.pop("query"), "missing field `query`"),
+        (lambda r: r["relevant_chunks"].update({"nq_1_2": 3}), "must be a grade in [0, 1, 2], got 3"),
+        (lambda r: r["relevant_chunks"].update({"nq_1_2": -1}), "got -1"),
+        (lambda r: r["relevant_chunks"].update({"nq_1_2": "1"}), "got '1'"),
+        (lambda r: r["relevant_chunks"].update({"nq_1_2": True}), "got True"),
+        (lambda r: r.update(answer=["a"]), "`answer` must be a str"),
+        (lambda r: r["dataset_score"].pop("kg"), "`dataset_score` must have the keys"),
+        (lambda r: r.update(extra=1), "unexpected field 'extra'"),
+        (lambda r: r["ori_context"].append(5), "must be a string, got 5"),
+    ],
+)
+@pytest.mark.parametrize("config", ["default", "qrels"])
+def test_bad_query_record_names_file_and_record(tmp_path, edit, message, config):
+    folder = edited_sample(tmp_path, "dev", 4, edit)
+    with pytest.raises(SourceError) as raised:
+        load(config, folder, tmp_path)
+    error = raised.value
+    assert error.path.endswith("mmrag_dev.json") and error.record == 4
+    assert message in str(error) and "mmrag_dev.json, record 4" in str(error)
+
+
+def test_truncated_query_file(tmp_path):
+    folder = folder_with(tmp_path, SAMPLE)
+    text = (SAMPLE / "mmrag_train.json").read_text(encoding="utf-8")
+    source = records(SAMPLE, "train")
+    cut = text.index(f'"id": "{source[7]["id"]}"') + 40
+    write_queries(folder, "train", text[:cut])
+    with pytest.raises(SourceError, match=r"mmrag_train\.json, record 7: truncated JSON array") as raised:
+        load("queries", folder, tmp_path)
+    assert raised.value.record == 7
+
+
+@pytest.mark.parametrize("indent", [None, 4])
+def test_truncated_corpus(tmp_path, indent):
+    chunk_ids = judged_chunk_ids(SAMPLE)
+    text = dump_array(corpus_of(chunk_ids), indent)
+    cut = text.index(chunk_ids[300]) + 5
+    folder = folder_with(tmp_path, SAMPLE, text[:cut])
+    with pytest.raises(SourceError, match=r"processed_documents\.json, record 300: truncated JSON array"):
+        load("corpus", folder, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ({"id": "nq_1_2"}, "missing field `text`"),
+        ({"text": "x"}, "missing field `id`"),
+        ({"id": "nq_1_2", "text": "x", "title": "t"}, "unexpected field 'title'"),
+        ({"id": "nq_1_2", "text": None}, "`text` must be a string, got None"),
+        ({"id": 12, "text": "x"}, "`id` must be a string, got 12"),
+        (["nq_1_2", "x"], "expected a JSON object"),
+        ({"id": "wiki_1_2", "text": "x"}, "chunk id 'wiki_1_2' fits no source"),
+        ({"id": "nq_12", "text": "x"}, "chunk id 'nq_12' fits no source"),
+        ({"id": "m.0_hp_2l", "text": "x"}, "chunk id 'm.0_hp_2l' fits no source"),
+        ({"id": "m.0abc", "text": "x"}, "chunk id 'm.0abc' fits no source"),
+    ],
+)
+def test_bad_corpus_record(tmp_path, record, message):
+    source = corpus_of(judged_chunk_ids(SAMPLE))
+    source.insert(123, record)
+    folder = folder_with(tmp_path, SAMPLE, dump_array(source, 4))
+    with pytest.raises(SourceError) as raised:
+        load("corpus", folder, tmp_path)
+    assert raised.value.record == 123 and message in str(raised.value)
+    assert "processed_documents.json, record 123" in str(raised.value)
+
+
+@pytest.mark.parametrize("text", ['{"id": "x"}', "", "  \n"])
+def test_not_an_array(tmp_path, text):
+    folder = folder_with(tmp_path, SAMPLE)
+    write_queries(folder, "test", text)
+    with pytest.raises(SourceError, match=r"mmrag_test\.json: expected a JSON array"):
+        load("queries", folder, tmp_path)
+
+
+def test_missing_file_names_it(tmp_path):
+    folder = folder_with(tmp_path, SAMPLE)
+    with pytest.raises(FileNotFoundError, match="processed_documents.json"):
+        load("corpus", folder, tmp_path)
+
+
+def test_edited_source_is_not_served_from_cache(tmp_path):
+    folder = folder_with(tmp_path, SAMPLE)
+    assert load("queries", folder, tmp_path)["test"].num_rows == len(records(SAMPLE, "test"))
+    write_queries(folder, "test", json.dumps(records(SAMPLE, "test")[:3], indent=4))
+    assert load("queries", folder, tmp_path)["test"].num_rows == 3
+
+
+# --- hub download ----------------------------------------------------------------------------------------
+
+
+class HubFiles(http.server.BaseHTTPRequestHandler):
+    """Serves `resolve/<revision>/<file>` of one dataset repository the way the hub answers hf_hub_download."""
+
+    folder: Path
+    requests: list
+    commit = "0123456789abcdef0123456789abcdef01234567"
+
+    def _file(self) -> Path | None:
+        prefix = f"/datasets/{HUB_REPO_ID}/resolve/main/"
+        if not self.path.startswith(prefix):
+            return None
+        path = self.folder / self.path[len(prefix):]
+        return path if path.is_file() else None
+
+    def _headers(self, path: Path | None) -> None:
+        if path is None:
+            self.send_response(404)
+            self.send_header("X-Error-Code", "EntryNotFound")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("X-Repo-Commit", self.commit)
+        self.send_header("ETag", '"' + hashlib.sha256(path.read_bytes()).hexdigest() + '"')
+        self.send_header("Content-Length", str(path.stat().st_size))
+        self.send_header("Content-Type", "application/octet-stream")
+        self.end_headers()
+
+    def do_HEAD(self):  # noqa: N802 - http.server's naming
+        self.requests.append(("HEAD", self.path))
+        self._headers(self._file())
+
+    def do_GET(self):  # noqa: N802
+        self.requests.append(("GET", self.path))
+        path = self._file()
+        self._headers(path)
+        if path is not None:
+            self.wfile.write(path.read_bytes())
+
+    def log_message(self, *args):
+        pass
+
+
+DOWNLOAD = """
+import json, sys
+import ragloaders
+out = {}
+for config in sys.argv[2:]:
+    loaded = ragloaders.load("mmrag", config, cache_dir=sys.argv[1])
+    out[config] = {split: loaded[split].num_rows for split in loaded}
+print(json.dumps(out))
+"""
+
+
+def test_download_from_hub_served_locally(tmp_path):
+    served = folder_with(tmp_path, SAMPLE, (SAMPLE / "processed_documents.json").read_text(encoding="utf-8"))
+    handler = type("Handler", (HubFiles,), {"folder": served, "requests": []})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        env = {**os.environ, "PYTHONPATH": LOADERS, "HF_ENDPOINT": f"http://127.0.0.1:{server.server_port}",
+               "HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp_path / "hf-home"), "HF_HUB_OFFLINE": "0"}
+        run = subprocess.run([sys.executable, "-c", DOWNLOAD, str(tmp_path / "cache"), "queries", "corpus"],
+                             env=env, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr[-3000:]
+        counts = json.loads(run.stdout.strip().splitlines()[-1])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert counts["queries"] == {split: len(records(SAMPLE, split)) for split in SPLITS}
+    assert counts["corpus"] == {"corpus": len(judged_chunk_ids(SAMPLE))}
+    fetched = {path.rsplit("/", 1)[-1] for method, path in handler.requests if method == "GET"}
+    assert fetched == {"mmrag_train.json", "mmrag_dev.json", "mmrag_test.json", "processed_documents.json"}
+
+
+# --- registry and the hub folder ---------------------------------------------------------------------------
+
+
+def test_registered_with_its_configs():
+    assert "mmrag" in ragloaders.registry()
+    builder = ragloaders.builder("mmrag", "corpus", data_dir=str(SAMPLE))
+    assert builder.info.features["doc_id"] == datasets.Value("string")
+    with pytest.raises(ValueError, match="no config"):
+        ragloaders.builder("mmrag", "pages")
+
+
+def test_build_round_trips_through_load_dataset(tmp_path):
+    from ragloaders.cli import main
+
+    out = tmp_path / "hub"
+    assert main(["build", "mmrag", "--data-dir", str(SAMPLE), "--out", str(out),
+                 "--cache-dir", str(tmp_path / "cache")]) == 0
+    for config in ("default", "queries", "qrels", "corpus"):
+        ours = load(config, SAMPLE, tmp_path)
+        theirs = datasets.load_dataset(str(out), config, cache_dir=str(tmp_path / "hub-cache"))
+        assert set(theirs) == set(ours)
+        for split in ours:
+            assert theirs[split].features == ours[split].features
+            assert theirs[split].to_list() == ours[split].to_list()
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "mmRAG" in card and "apache-2.0" in card and "processed_documents.json" in card
