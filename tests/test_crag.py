@@ -1,0 +1,416 @@
+"""CRAG builder on the official example file and on v4 / v5 / task-3 files generated from its real records."""
+
+from __future__ import annotations
+
+import bz2
+import dataclasses
+import functools
+import http.server
+import io
+import json
+import os
+import shutil
+import tarfile
+import threading
+from pathlib import Path
+
+import datasets
+import pytest
+import ragloaders
+from conftest import DATA
+from ragloaders import MissingSourceError, SourceError, crag
+from ragloaders.html_text import html_to_text
+
+EXAMPLE = DATA / "crag" / "dev_data.jsonl.bz2"
+T12_V4, T12_V5 = "crag_task_1_and_2_dev_v4.jsonl.bz2", "crag_task_1_and_2_dev_v5.jsonl.bz2"
+POPULARITY = ("head", "torso", "tail")
+
+
+@functools.lru_cache(maxsize=1)
+def example_records() -> tuple[dict, ...]:
+    with bz2.open(EXAMPLE) as f:
+        return tuple(json.loads(line) for line in f)
+
+
+def release_record(record: dict, index: int, version: str) -> dict:
+    """A real example record in a release's shape: alt_ans a list, both splits used, v5 with popularity."""
+    out = {k: v for k, v in record.items() if k not in ("alternative_answers", "search_results")}
+    out["alt_ans"] = [f"alt {index}"] if index % 3 == 0 else []
+    out["split"] = index % 2
+    if version == "v5":
+        out["popularity"] = POPULARITY[index % 3]
+    out["search_results"] = record["search_results"]
+    return out
+
+
+def write_bz2(path: Path, lines: list[bytes]) -> Path:
+    path.write_bytes(bz2.compress(b"".join(line + b"\n" for line in lines), 1))
+    return path
+
+
+def release_lines(version: str) -> list[bytes]:
+    return [json.dumps(release_record(r, i, version)).encode() for i, r in enumerate(example_records())]
+
+
+@pytest.fixture(scope="session")
+def v4_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("v4")
+    write_bz2(folder / T12_V4, release_lines("v4"))
+    return folder
+
+
+@pytest.fixture(scope="session")
+def v5_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("v5")
+    write_bz2(folder / T12_V5, release_lines("v5"))
+    return folder
+
+
+def tar_bytes(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        folder = tarfile.TarInfo("crag_task_3_dev")
+        folder.type = tarfile.DIRTYPE
+        tar.addfile(folder)
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def task3_members(lines: list[bytes]) -> dict[str, bytes]:
+    """Three JSONL shards (3, 3 and 4 records) and a non-JSONL file, as a release tar might hold."""
+    cuts = [lines[:3], lines[3:6], lines[6:]]
+    members = {f"crag_task_3_dev/shard_{i}.jsonl": b"".join(x + b"\n" for x in cut) for i, cut in enumerate(cuts)}
+    members["crag_task_3_dev/README.txt"] = b"not data\n"
+    return members
+
+
+def write_parts(folder: Path, stem: str, first: int, data: bytes, count: int = 4) -> list[Path]:
+    size = -(-len(data) // count)
+    paths = []
+    for index in range(count):
+        path = folder / f"{stem}.part{first + index}"
+        path.write_bytes(data[index * size:(index + 1) * size])
+        paths.append(path)
+    return paths
+
+
+@pytest.fixture(scope="session")
+def task3_archive() -> bytes:
+    return bz2.compress(tar_bytes(task3_members(release_lines("v5"))), 1)
+
+
+@pytest.fixture
+def task3_v4(tmp_path, task3_archive) -> Path:
+    write_parts(tmp_path, "crag_task_3_dev_v4.tar.bz2", 1, task3_archive)
+    return tmp_path
+
+
+@pytest.fixture
+def task3_v5(tmp_path, task3_archive) -> Path:
+    write_parts(tmp_path, "crag_task_3_dev_v5.tar.bz2", 0, task3_archive)
+    return tmp_path
+
+
+def load(path: str, config: str, data_dir: Path, cache: Path, **kwargs):
+    return ragloaders.load(path, config, data_dir=str(data_dir), cache_dir=str(cache), **kwargs)
+
+
+def expected_default(record: dict) -> dict:
+    row = {name: record.get(name) for name in crag.DEFAULT_SCHEMA.names}
+    if "alternative_answers" in record:
+        row["alt_ans"] = json.loads(record["alternative_answers"].replace("'", '"'))
+    return row
+
+
+# --- the official example file -------------------------------------------------------------------------
+
+
+def test_example_default_keeps_every_value(tmp_path):
+    dataset = load("crag/task_1_and_2", "default", EXAMPLE.parent, tmp_path)
+    assert list(dataset) == ["test"]  # every example record has split 1; an empty split is left out
+    rows = dataset["test"].to_list()
+    assert rows == [expected_default(r) for r in example_records()]
+    pages = [p for row in rows for p in row["search_results"]]
+    assert "nan" in [row["answer"] for row in rows]
+    assert "" in [p["page_result"] for p in pages]
+    modified = [p["page_last_modified"] for p in pages]
+    assert "" in modified and any(m.startswith(" ") for m in modified)
+    assert max(len(p["page_result"]) for p in pages) > 1_500_000
+    assert all(row["alt_ans"] == [] and row["popularity"] is None for row in rows)
+    assert dataset["test"].features["search_results"].feature["page_result"] == datasets.Value("large_string")
+
+
+def test_example_queries(tmp_path):
+    queries = load("crag/task_1_and_2", "queries", EXAMPLE.parent, tmp_path)["test"]
+    assert queries.column_names[:2] == ["_id", "text"]
+    records = example_records()
+    assert queries["_id"] == [r["interaction_id"] for r in records]
+    assert queries["text"] == [r["query"] for r in records]
+    assert queries["domain"] == [r["domain"] for r in records]
+    assert queries["answer"] == [r["answer"] for r in records]
+
+
+def test_example_corpus_one_row_per_distinct_page(tmp_path):
+    corpus = load("crag/task_1_and_2", "corpus", EXAMPLE.parent, tmp_path)["corpus"]
+    pages = {}
+    for record in example_records():
+        for page in record["search_results"]:
+            pages.setdefault((page["page_url"], page["page_result"]), page)
+    assert corpus.num_rows == len(pages) < 50  # the example lists the same page twice in several records
+    by_id = {row["_id"]: row for row in corpus}
+    assert len(by_id) == corpus.num_rows
+    for (url, html), page in pages.items():
+        row = by_id[crag.page_id(url, html)]
+        assert (row["url"], row["html"], row["title"]) == (url, html, page["page_name"])
+        assert row["last_modified"] == page["page_last_modified"]
+        assert row["text"] == html_to_text(html)
+    assert "" in corpus["html"] and "" in corpus["text"]
+    assert all(len(i) == 20 for i in by_id)
+
+
+def test_corpus_ids_do_not_depend_on_file_order(tmp_path):
+    folder = tmp_path / "reversed"
+    folder.mkdir()
+    lines = [json.dumps(r).encode() for r in reversed(example_records())]
+    write_bz2(folder / "dev_data.jsonl.bz2", lines)
+    forward = load("crag/task_1_and_2", "corpus", EXAMPLE.parent, tmp_path / "a")["corpus"]
+    backward = load("crag/task_1_and_2", "corpus", folder, tmp_path / "b")["corpus"]
+    assert sorted(forward["_id"]) == sorted(backward["_id"])
+    assert forward["_id"] != backward["_id"]  # same ids, other order
+
+
+def test_example_search_results(tmp_path):
+    results = load("crag/task_1_and_2", "search_results", EXAMPLE.parent, tmp_path)["test"]
+    corpus_ids = set(load("crag/task_1_and_2", "corpus", EXAMPLE.parent, tmp_path)["corpus"]["_id"])
+    records = example_records()
+    assert results.num_rows == sum(len(r["search_results"]) for r in records) == 50
+    rows = results.to_list()
+    assert [row["rank"] for row in rows[:5]] == [1, 2, 3, 4, 5]
+    assert {row["corpus-id"] for row in rows} == corpus_ids
+    first = records[0]["search_results"]
+    assert rows[0]["corpus-id"] == rows[1]["corpus-id"]  # record 1 lists its first page twice: both kept
+    assert [row["page_snippet"] for row in rows[:5]] == [p["page_snippet"] for p in first]
+
+
+def test_example_streaming_equals_prepared(tmp_path):
+    prepared = load("crag/task_1_and_2", "default", EXAMPLE.parent, tmp_path)["test"].to_list()
+    streamed = load("crag/task_1_and_2", "default", EXAMPLE.parent, tmp_path, streaming=True)
+    assert list(streamed["test"]) == prepared
+    assert list(streamed["validation"]) == []
+
+
+# --- v4 and v5 release shapes ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["v4", "v5"])
+def test_release_default(version, v4_dir, v5_dir, tmp_path):
+    folder = v4_dir if version == "v4" else v5_dir
+    dataset = load("crag/task_1_and_2", "default", folder, tmp_path)
+    records = [release_record(r, i, version) for i, r in enumerate(example_records())]
+    assert dataset["validation"].to_list() == [expected_default(r) for r in records if r["split"] == 0]
+    assert dataset["test"].to_list() == [expected_default(r) for r in records if r["split"] == 1]
+    popularity = set(list(dataset["validation"]["popularity"]) + list(dataset["test"]["popularity"]))
+    assert popularity == ({None} if version == "v4" else set(POPULARITY))
+
+
+def test_every_release_has_one_schema(v4_dir, v5_dir, tmp_path):
+    features = [
+        load("crag/task_1_and_2", config, folder, tmp_path / f"{config}{i}")["test"].features
+        for config in ("default", "queries") for i, folder in enumerate((EXAMPLE.parent, v4_dir, v5_dir))
+    ]
+    assert features[0] == features[1] == features[2] and features[3] == features[4] == features[5]
+
+
+def test_both_splits_from_one_decompression(v5_dir, tmp_path, monkeypatch):
+    opened = []
+    original = crag.open_bz2
+    monkeypatch.setattr(crag, "open_bz2", lambda *a, **k: opened.append(a) or original(*a, **k))
+    dataset = load("crag/task_1_and_2", "search_results", v5_dir, tmp_path)
+    assert len(opened) == 1
+    assert dataset["validation"].num_rows == dataset["test"].num_rows == 25
+    assert not list(Path(tmp_path).rglob("*spool*"))  # the spool is gone with the build
+
+
+def test_newest_release_wins_and_release_picks(v4_dir, v5_dir, tmp_path):
+    both = tmp_path / "both"
+    both.mkdir()
+    shutil.copy(v4_dir / T12_V4, both)
+    shutil.copy(v5_dir / T12_V5, both)
+    builder = ragloaders.builder("crag/task_1_and_2", "default", data_dir=str(both))
+    assert builder.source_in(str(both)).release.name == "v5"
+    newest = load("crag/task_1_and_2", "default", both, tmp_path / "c", split="test")
+    assert set(newest["popularity"]) != {None}
+    picked = ragloaders.builder("crag/task_1_and_2", "default", data_dir=str(both), release="v4",
+                                cache_dir=str(tmp_path / "d"))
+    picked.download_and_prepare()
+    assert set(picked.as_dataset(split="test")["popularity"]) == {None}
+    with pytest.raises(ValueError, match="no release 'v6'"):
+        ragloaders.builder("crag/task_1_and_2", "default", release="v6")
+
+
+# --- errors name the file and the record ----------------------------------------------------------------
+
+
+def broken_file(tmp_path: Path, number: int, line: bytes) -> Path:
+    lines = release_lines("v4")[:4]
+    lines[number - 1] = line
+    return write_bz2(tmp_path / T12_V4, lines)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (b'{"interaction_id": "x", "query": "q", "split": 0', "invalid JSON"),
+        (b'{"interaction_id": "x", "query": "q", "split": 0, "extra": 1}', "unexpected key 'extra'"),
+        (b'{"query": "q", "split": 0}', "missing required field `interaction_id`"),
+        (b'{"interaction_id": "x", "query": "q", "split": 2}', "`split` must be 0"),
+        (b'{"interaction_id": "x", "query": "q", "split": 0, "alternative_answers": "oops"}', "alternative_answers"),
+        (b'{"interaction_id": "x", "query": "q", "split": 0, "search_results": [{"page_rank": 1}]}', "page_rank"),
+        (b'{"interaction_id": "x", "query": 7, "split": 0}', "`query` must be a string"),
+    ],
+)
+def test_bad_record_names_file_and_record(tmp_path, line, message):
+    path = broken_file(tmp_path, 3, line)
+    with pytest.raises(SourceError, match=message) as caught:
+        load("crag/task_1_and_2", "default", tmp_path, tmp_path / "cache")
+    assert caught.value.path == str(path) and caught.value.record == 3
+
+
+def test_missing_fields_are_null(tmp_path):
+    write_bz2(tmp_path / T12_V4, [b'{"interaction_id": "x", "query": "q", "split": 1}'])
+    row = load("crag/task_1_and_2", "default", tmp_path, tmp_path / "cache")["test"][0]
+    assert row["answer"] is None and row["search_results"] is None and row["alt_ans"] is None
+
+
+def test_truncated_bz2_is_an_error(tmp_path):
+    data = bz2.compress(b"".join(line + b"\n" for line in release_lines("v4")), 1)
+    (tmp_path / T12_V4).write_bytes(data[: len(data) // 2])
+    with pytest.raises(SourceError, match="truncated") as caught:
+        load("crag/task_1_and_2", "default", tmp_path, tmp_path / "cache")
+    assert T12_V4 in caught.value.path
+
+
+def test_no_files_lists_expected_names(tmp_path):
+    with pytest.raises(MissingSourceError, match=f"{T12_V5}; {T12_V4}; dev_data.jsonl.bz2"):
+        load("crag/task_1_and_2", "default", tmp_path, tmp_path / "cache")
+    with pytest.raises(MissingSourceError, match=r"crag_task_3_dev_v5.tar.bz2.part0 \+ .*part3 \(or .*_v5.tar.bz2\)"):
+        load("crag/task_3", "default", tmp_path, tmp_path / "cache")
+
+
+# --- task 3: a tar of JSONL shards, bz2, cut into parts ---------------------------------------------------
+
+
+@pytest.mark.parametrize("fixture", ["task3_v4", "task3_v5"])
+def test_task3_reads_every_member_through_the_parts(fixture, request, tmp_path):
+    folder = request.getfixturevalue(fixture)
+    dataset = load("crag/task_3", "default", folder, tmp_path / "cache")
+    records = [release_record(r, i, "v5") for i, r in enumerate(example_records())]
+    assert dataset["validation"].to_list() == [expected_default(r) for r in records if r["split"] == 0]
+    assert dataset["test"].to_list() == [expected_default(r) for r in records if r["split"] == 1]
+    assert not list(folder.glob("*.tar")) and not list(folder.rglob("*.jsonl"))  # nothing joined or extracted
+
+
+def test_task3_streaming(task3_v5, tmp_path):
+    prepared = load("crag/task_3", "queries", task3_v5, tmp_path / "cache")
+    streamed = load("crag/task_3", "queries", task3_v5, tmp_path / "cache", streaming=True)
+    for split in ("validation", "test"):
+        assert list(streamed[split]) == prepared[split].to_list()
+
+
+def test_task3_joined_archive_accepted(tmp_path, task3_archive):
+    (tmp_path / "crag_task_3_dev_v4.tar.bz2").write_bytes(task3_archive)
+    assert load("crag/task_3", "search_results", tmp_path, tmp_path / "cache")["test"].num_rows == 25
+
+
+@pytest.mark.parametrize("missing", ["part2", "part4"])
+def test_task3_missing_part(task3_v4, tmp_path, missing):
+    (task3_v4 / f"crag_task_3_dev_v4.tar.bz2.{missing}").unlink()
+    with pytest.raises(SourceError, match="missing part") as caught:
+        load("crag/task_3", "default", task3_v4, tmp_path / "cache")
+    assert caught.value.path.endswith(missing)
+
+
+def test_task3_bad_line_names_member_and_record(tmp_path):
+    lines = release_lines("v5")
+    lines[4] = b'{"interaction_id": "x", "query": "q", "split": 0, "oops": 1}'
+    archive = bz2.compress(tar_bytes(task3_members(lines)), 1)
+    write_parts(tmp_path, "crag_task_3_dev_v5.tar.bz2", 0, archive)
+    with pytest.raises(SourceError, match="oops") as caught:
+        load("crag/task_3", "default", tmp_path, tmp_path / "cache")
+    assert caught.value.path == f"{tmp_path}/crag_task_3_dev_v5.tar.bz2.part*:crag_task_3_dev/shard_1.jsonl"
+    assert caught.value.record == 2
+
+
+# --- download ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def mirror(v5_dir, tmp_path, monkeypatch):
+    """The v5 file served over HTTP on 127.0.0.1 at `<base>/data/<file>`."""
+    root = tmp_path / "mirror"
+    (root / "data").mkdir(parents=True)
+    shutil.copy(v5_dir / T12_V5, root / "data")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv(crag.BASE_URL_ENV, f"http://127.0.0.1:{server.server_port}")
+    yield os.path.getsize(root / "data" / T12_V5)
+    server.shutdown()
+
+
+def with_v5_size(monkeypatch, size: int) -> None:
+    releases = tuple(dataclasses.replace(r, sizes=(size,)) if (r.task, r.name) == ("task_1_and_2", "v5") else r
+                     for r in crag.RELEASES)
+    monkeypatch.setattr(crag, "RELEASES", releases)
+
+
+def test_download_checks_size(mirror, monkeypatch, tmp_path):
+    with_v5_size(monkeypatch, mirror)
+    dataset = ragloaders.load("crag/task_1_and_2", "queries", cache_dir=str(tmp_path / "ok"))
+    assert dataset["validation"].num_rows + dataset["test"].num_rows == 10
+    with_v5_size(monkeypatch, mirror + 1)
+    with pytest.raises(SourceError, match=f"expected {mirror + 1}"):
+        ragloaders.load("crag/task_1_and_2", "queries", cache_dir=str(tmp_path / "bad"))
+
+
+def test_official_urls():
+    release = ragloaders.builder("crag/task_3", "default").releases()[0]
+    assert [d.url for d in release.downloads()][0] == (
+        "https://github.com/facebookresearch/CRAG/raw/refs/heads/main/data/crag_task_3_dev_v5.tar.bz2.part0"
+    )
+    assert sum(d.size for d in release.downloads()) == 3 * 2_147_483_648 + 1_283_117_287
+
+
+# --- memory: tables bounded by bytes ----------------------------------------------------------------------
+
+
+def test_tables_bounded_by_bytes(v5_dir, monkeypatch):
+    monkeypatch.setattr(crag, "BATCH_BYTES", 4 << 20)
+    builder = ragloaders.builder("crag/task_1_and_2", "default", data_dir=str(v5_dir))
+    source = builder.source_in(str(v5_dir))
+    tables = [table for _, table in builder._generate_tables(source, split=1)]
+    assert sum(t.num_rows for t in tables) == 5 and len(tables) >= 2
+    largest_record = max(len(line) for line in release_lines("v5"))
+    assert all(t.nbytes <= (4 << 20) + 2 * largest_record for t in tables)
+
+
+# --- ragloaders build round trip --------------------------------------------------------------------------
+
+
+def test_build_round_trips_through_load_dataset(v5_dir, tmp_path):
+    from ragloaders.cli import main
+
+    out = tmp_path / "hub"
+    assert main(["build", "crag/task_1_and_2", "--data-dir", str(v5_dir), "--out", str(out),
+                 "--cache-dir", str(tmp_path / "cache")]) == 0
+    for config in crag.SCHEMAS:
+        ours = load("crag/task_1_and_2", config, v5_dir, tmp_path / "cache")
+        hub = datasets.load_dataset(str(out), config, cache_dir=str(tmp_path / "hub-cache"))
+        assert set(hub) == set(ours)
+        for split in ours:
+            assert hub[split].features == ours[split].features
+            assert hub[split].to_list() == ours[split].to_list()
