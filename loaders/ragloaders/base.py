@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import json
@@ -34,13 +35,20 @@ def identity_hash(*parts: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def is_no_space(error: BaseException) -> bool:
+    return isinstance(error, OSError) and error.errno in NO_SPACE
+
+
 def precise_cause(error: BaseException) -> BaseException | None:
-    """The SourceError (or missing file) that a datasets wrapper was raised from, if any."""
+    """The SourceError (or missing file, or full disk) that a datasets wrapper was raised from, if any."""
     seen = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, (SourceError, FileNotFoundError)):
+        if isinstance(current, (SourceError, FileNotFoundError)) or is_no_space(current):
             return current
         current = current.__cause__ or current.__context__
     return None
@@ -75,6 +83,18 @@ class RagBuilder(datasets.ArrowBasedBuilder):
             dataset_name=self.dataset_name,
             download_config=datasets.DownloadConfig(cache_dir=self._cache_downloaded_dir),
         )
+
+    def download_and_prepare(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            super().download_and_prepare(*args, **kwargs)
+        except Exception as e:
+            cause = precise_cause(e)
+            if cause is None or not is_no_space(cause):
+                raise
+            raise OSError(
+                cause.errno, f"No space left on device while building {self.path} {self.config.name} "
+                "(free space there, or pass another cache_dir)", self._cache_dir_root,
+            ) from cause
 
     def _prepare_split_single(self, *args: Any, **kwargs: Any) -> Iterator:
         # datasets wraps any error in a generic DatasetGenerationError, and its cause does not survive

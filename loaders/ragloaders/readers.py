@@ -24,6 +24,8 @@ from .sources import RangeReader, SourceFiles, line_aligned_ranges
 
 BLOCK_BYTES = 1 << 20
 SHARD_BYTES = 128 << 20
+MAX_LINE_BYTES = 512 << 20
+"""Longest line read: far above any benchmark's (CRAG's reach several MB), far below what exhausts memory."""
 JSON_FIELD = {b"ragloaders": b"json"}
 """Field metadata marking a string column that holds a JSON value serialised as text."""
 
@@ -68,9 +70,16 @@ def shards_of(files: SourceFiles, relpath: str, shard_bytes: int | None = None) 
     return [Shard(files, relpath, start, end) for start, end in line_aligned_ranges(path, shard_bytes)]
 
 
-def iter_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, line without its line end) for every line; any length, CRLF tolerated."""
-    for number, line in enumerate(stream, start=1):
+def iter_lines(stream: BinaryIO, name: str = "<stream>", first: int = 1) -> Iterator[tuple[int, bytes]]:
+    """(line number, line without its line end) for every line, numbered from `first`; CRLF tolerated.
+
+    A line longer than MAX_LINE_BYTES raises SourceError instead of filling memory (a decompression bomb
+    of one endless line)."""
+    number = first - 1
+    while line := stream.readline(MAX_LINE_BYTES + 1):
+        number += 1
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            raise SourceError(name, f"line longer than {MAX_LINE_BYTES:,} bytes (MAX_LINE_BYTES)", line=number)
         yield number, line.rstrip(b"\r\n")
 
 
@@ -138,17 +147,25 @@ def check_required(row: dict, required: Iterable[str]) -> None:
             raise ValueError(f"missing required field `{name}`")
 
 
+def _json_problem(line: bytes, error: orjson.JSONDecodeError) -> str:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return f"invalid UTF-8 at byte {e.start} of the line ({line[e.start:e.start + 4]!r})"
+    return f"invalid JSON ({error})"
+
+
 def iter_json_records(shard: Shard) -> Iterator[tuple[int, int, Any]]:
     """(line number, line length in bytes, parsed value) for each non-blank line of a JSONL shard."""
     first = shard.first_line_number()
     with shard.open() as stream:
-        for number, line in iter_lines(stream):
+        for number, line in iter_lines(stream, shard.name, first):
             if not line.strip():
                 continue
             try:
-                yield first + number - 1, len(line), orjson.loads(line)
+                yield number, len(line), orjson.loads(line)
             except orjson.JSONDecodeError as e:
-                raise SourceError(shard.name, f"invalid JSON ({e})", line=first + number - 1) from None
+                raise SourceError(shard.name, _json_problem(line, e), line=number) from None
 
 
 def tables_from_rows(
@@ -199,6 +216,7 @@ def read_jsonl(shard: Shard, schema: pa.Schema, required: Iterable[str] = ()) ->
             for batch in reader:
                 if any(batch.column(name).null_count for name in required):
                     raise pa.ArrowInvalid("null in a required column")
+                batch.validate(full=True)  # pyarrow's JSON reader lets invalid UTF-8 through; this refuses it
                 rows_done += batch.num_rows
                 yield pa.Table.from_batches([batch])
     except pa.ArrowInvalid:
@@ -249,7 +267,7 @@ def read_qrels(shard: Shard) -> Iterator[pa.Table]:
 
 def _raise_qrels_error(shard: Shard) -> None:
     with shard.open() as stream:
-        for number, line in iter_lines(stream):
+        for number, line in iter_lines(stream, shard.name):
             if number == 1 or not line:
                 continue
             try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
@@ -148,7 +149,16 @@ def download_verified(dl_manager, download: Download) -> str:
     taking it as complete. A verified file gets a small marker next to it, so the md5 of a
     multi-GB file is computed once, not on every load.
     """
-    path = dl_manager.download(download.url)
+    try:
+        path = dl_manager.download(download.url)
+    except (SourceError, FileNotFoundError):
+        raise
+    except Exception as e:  # a dropped connection surfaces as aiohttp, fsspec or OS errors
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise SourceError(
+            download.url, f"download failed ({e}); the partial file is not used, and the next attempt restarts it"
+        ) from e
     stat = os.stat(path)
     marker = f"{path}.ragloaders-verified"
     expected = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "md5": download.md5}
