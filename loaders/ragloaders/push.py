@@ -175,12 +175,12 @@ def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision
 def push(path: str, repo_id: str, *, data_dir: str | None = None, cache_dir: str | None = None,
          num_proc: int | None = None, private: bool = False, revision: str | None = None,
          commit_message: str | None = None, staging_dir: str | None = None, dry_run: bool = False,
-         max_files: int = MAX_COMMIT_FILES, max_bytes: int = MAX_COMMIT_BYTES,
+         max_files: int | None = None, max_bytes: int | None = None,
          log: Callable[[str], None] = print) -> PushResult:
     """Stage `path` and upload it to the dataset repo `repo_id`; `dry_run` stops after staging and tells the plan."""
     staged_dir = staging_dir or default_staging_dir(path, repo_id)
     stage(path, staged_dir, repo_id=repo_id, data_dir=data_dir, cache_dir=cache_dir, num_proc=num_proc, log=log)
-    push_plan = plan(staged_dir, max_files=max_files, max_bytes=max_bytes)
+    push_plan = plan(staged_dir, max_files=max_files or MAX_COMMIT_FILES, max_bytes=max_bytes or MAX_COMMIT_BYTES)
     if dry_run:
         log(f"dry run: would upload to {repo_id}" + (f" (branch {revision})" if revision else ""))
         for line in describe(push_plan):

@@ -1,0 +1,262 @@
+"""An in-memory stand-in for the parts of the Hugging Face Hub HTTP API that `ragloaders push` uses.
+
+Served through huggingface_hub's client factory with an httpx2 `MockTransport` (huggingface_hub 2.x talks
+httpx2), so no socket is opened. Its state lives in a folder, so that a push killed half way (see
+FAKE_HUB_EXIT_ON_COMMIT) can be resumed by another process. Endpoints: repo create, branch create, tree
+listing, validate-yaml, preupload, the LFS batch API with basic PUT upload and verify, commit, revision info.
+
+Run as a script, it is `ragloaders` with the fake hub in place:
+    python tests/fake_hub.py STATE_DIR [--max-commit-files N] -- push beir/nfcorpus --repo-id org/name ...
+with HF_ENDPOINT=http://hub.test and HF_HUB_DISABLE_XET=1 set before start.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import sys
+import threading
+from urllib.parse import unquote
+
+ENDPOINT = "http://hub.test"
+EXIT_ON_COMMIT_ENV = "FAKE_HUB_EXIT_ON_COMMIT"
+"""Set to N: the process dies (os._exit) when the N-th commit request of the whole state arrives."""
+LFS_SUFFIXES = (".parquet",)
+REPO = r"(?P<repo>[^/]+/[^/]+)"
+
+
+def git_sha1(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+class FakeHub:
+    def __init__(self, state_dir: str):
+        self.state_dir = state_dir
+        os.makedirs(os.path.join(state_dir, "objects"), exist_ok=True)
+        self.state_path = os.path.join(state_dir, "state.json")
+        self.lock = threading.Lock()
+        """LFS uploads arrive from several threads; each request reads and writes the state whole."""
+        if not os.path.exists(self.state_path):
+            self.save({"repos": {}, "commit_requests": 0, "requests": [], "lfs_uploads": []})
+
+    # -- state ------------------------------------------------------------------------------------
+    def load(self) -> dict:
+        with open(self.state_path, encoding="utf-8") as f:
+            return json.load(f)
+
+    def save(self, state: dict) -> None:
+        tmp = self.state_path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(state, f, indent=1)
+        os.replace(tmp, self.state_path)
+
+    def object_path(self, key: str) -> str:
+        return os.path.join(self.state_dir, "objects", key)
+
+    def store(self, data: bytes) -> str:
+        key = hashlib.sha256(data).hexdigest()
+        with open(self.object_path(key), "wb") as f:
+            f.write(data)
+        return key
+
+    def files(self, repo_id: str, revision: str = "main") -> dict[str, dict]:
+        return self.load()["repos"][repo_id]["branches"][revision]["files"]
+
+    def read(self, repo_id: str, path: str, revision: str = "main") -> bytes:
+        with open(self.object_path(self.files(repo_id, revision)[path]["sha256"]), "rb") as f:
+            return f.read()
+
+    def export(self, repo_id: str, folder: str, revision: str = "main") -> None:
+        """Write the repo's files at `revision` into `folder`, as a clone would."""
+        for path in self.files(repo_id, revision):
+            target = os.path.join(folder, path)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as f:
+                f.write(self.read(repo_id, path, revision))
+
+    def seed_file(self, repo_id: str, path: str, data: bytes, revision: str = "main") -> None:
+        state = self.load()
+        state["repos"][repo_id]["branches"][revision]["files"][path] = self._entry(path, data)
+        self.save(state)
+
+    def _entry(self, path: str, data: bytes) -> dict:
+        sha256 = self.store(data)
+        lfs = path.endswith(LFS_SUFFIXES)
+        return {"size": len(data), "sha256": sha256, "lfs": lfs, "oid": git_sha1(data)}
+
+    # -- HTTP -------------------------------------------------------------------------------------
+    def handle(self, request):
+        request.read()
+        with self.lock:
+            return self._handle(request)
+
+    def _handle(self, request):
+        import httpx2
+
+        path = unquote(request.url.path)
+        state = self.load()
+        state["requests"].append({"method": request.method, "path": path,
+                                  "authorized": request.headers.get("authorization", "").startswith("Bearer ")})
+        self.save(state)
+        routes = [
+            ("POST", r"/api/repos/create", self.create_repo),
+            ("POST", rf"/api/datasets/{REPO}/branch/(?P<branch>.+)", self.create_branch),
+            ("GET", rf"/api/datasets/{REPO}/tree/(?P<rev>[^/]+)(?P<sub>/.*)?", self.tree),
+            ("GET", rf"/api/datasets/{REPO}/revision/(?P<rev>.+)", self.revision_info),
+            ("POST", r"/api/validate-yaml", lambda request: (200, {})),
+            ("POST", rf"/api/datasets/{REPO}/preupload/(?P<rev>.+)", self.preupload),
+            ("POST", rf"/datasets/{REPO}\.git/info/lfs/objects/batch", self.lfs_batch),
+            ("PUT", r"/lfs-upload/(?P<oid>[0-9a-f]{64})", self.lfs_upload),
+            ("POST", r"/lfs-verify", lambda request: (200, {})),
+            ("POST", rf"/api/datasets/{REPO}/commit/(?P<rev>.+)", self.commit),
+        ]
+        for method, pattern, handler in routes:
+            match = re.fullmatch(pattern, path)
+            if method == request.method and match:
+                status, body, *headers = handler(request, **match.groupdict())
+                return httpx2.Response(status, json=body, headers=headers[0] if headers else None)
+        return httpx2.Response(404, json={"error": f"fake hub: no route for {request.method} {path}"})
+
+    def _repo(self, state: dict, repo: str):
+        return state["repos"].get(repo)
+
+    def _not_found(self, repo: str):
+        return 404, {"error": f"Repository {repo} not found"}, {"X-Error-Code": "RepoNotFound"}
+
+    def create_repo(self, request):
+        payload = json.loads(request.content)
+        repo = f"{payload['organization']}/{payload['name']}"
+        state = self.load()
+        if repo in state["repos"]:
+            return 409, {"error": "You already created this dataset repo", "url": f"{ENDPOINT}/datasets/{repo}"}
+        state["repos"][repo] = {"private": payload.get("visibility") == "private", "type": payload.get("type"),
+                                "branches": {"main": {"files": {}, "commits": []}}}
+        self.save(state)
+        return 200, {"url": f"{ENDPOINT}/datasets/{repo}"}
+
+    def create_branch(self, request, repo, branch):
+        state = self.load()
+        if self._repo(state, repo) is None:
+            return self._not_found(repo)
+        branches = state["repos"][repo]["branches"]
+        if branch in branches:
+            return 409, {"error": "Reference already exists"}
+        branches[branch] = json.loads(json.dumps(branches["main"]))
+        self.save(state)
+        return 200, {}
+
+    def tree(self, request, repo, rev, sub=None):
+        state = self.load()
+        if self._repo(state, repo) is None:
+            return self._not_found(repo)
+        files = state["repos"][repo]["branches"][rev]["files"]
+        entries = []
+        for path, entry in sorted(files.items()):
+            item = {"type": "file", "path": path, "size": entry["size"], "oid": entry["oid"]}
+            if entry["lfs"]:
+                item["lfs"] = {"oid": entry["sha256"], "size": entry["size"], "pointerSize": 134}
+            entries.append(item)
+        return 200, entries
+
+    def revision_info(self, request, repo, rev):
+        state = self.load()
+        if self._repo(state, repo) is None:
+            return self._not_found(repo)
+        branch = state["repos"][repo]["branches"][rev]
+        sha = branch["commits"][-1]["oid"] if branch["commits"] else "0" * 40
+        return 200, {"id": repo, "sha": sha, "siblings": [{"rfilename": p} for p in branch["files"]]}
+
+    def preupload(self, request, repo, rev):
+        state = self.load()
+        if self._repo(state, repo) is None:
+            return self._not_found(repo)
+        existing = state["repos"][repo]["branches"][rev]["files"]
+        out = []
+        for file in json.loads(request.content)["files"]:
+            lfs = file["path"].endswith(LFS_SUFFIXES) or file["size"] > 10 << 20
+            entry = existing.get(file["path"])
+            oid = (entry["sha256"] if entry["lfs"] else entry["oid"]) if entry else None
+            out.append({"path": file["path"], "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False,
+                        "oid": oid})
+        return 200, {"files": out}
+
+    def lfs_batch(self, request, repo):
+        objects = []
+        for obj in json.loads(request.content)["objects"]:
+            item = {"oid": obj["oid"], "size": obj["size"]}
+            if not os.path.exists(self.object_path(obj["oid"])):
+                item["actions"] = {"upload": {"href": f"{ENDPOINT}/lfs-upload/{obj['oid']}"},
+                                   "verify": {"href": f"{ENDPOINT}/lfs-verify"}}
+            objects.append(item)
+        return 200, {"transfer": "basic", "objects": objects}
+
+    def lfs_upload(self, request, oid):
+        data = request.content
+        if hashlib.sha256(data).hexdigest() != oid:
+            return 400, {"error": "sha256 mismatch"}
+        self.store(data)
+        state = self.load()
+        state["lfs_uploads"].append(oid)
+        self.save(state)
+        return 200, {}
+
+    def commit(self, request, repo, rev):
+        state = self.load()
+        state["commit_requests"] += 1
+        self.save(state)
+        if os.environ.get(EXIT_ON_COMMIT_ENV) == str(state["commit_requests"]):
+            os._exit(17)
+        if self._repo(state, repo) is None:
+            return self._not_found(repo)
+        branch = state["repos"][repo]["branches"][rev]
+        lines = [json.loads(line) for line in request.content.splitlines() if line.strip()]
+        for line in lines:
+            value = line["value"]
+            if line["key"] == "file":
+                branch["files"][value["path"]] = self._entry(value["path"], base64.b64decode(value["content"]))
+            elif line["key"] == "lfsFile":
+                if not os.path.exists(self.object_path(value["oid"])):
+                    return 400, {"error": f"LFS object {value['oid']} was never uploaded"}
+                size = os.path.getsize(self.object_path(value["oid"]))
+                branch["files"][value["path"]] = {"size": size, "sha256": value["oid"], "lfs": True,
+                                                  "oid": git_sha1(value["oid"].encode())}
+            elif line["key"] == "deletedFile":
+                if value["path"] not in branch["files"]:
+                    return 404, {"error": "A file with this name doesn't exist"}, {"X-Error-Code": "EntryNotFound"}
+                del branch["files"][value["path"]]
+        oid = hashlib.sha1(request.content).hexdigest()
+        branch["commits"].append({"oid": oid, "summary": lines[0]["value"]["summary"],
+                                  "paths": [line["value"]["path"] for line in lines[1:]]})
+        self.save(state)
+        return 200, {"commitUrl": f"{ENDPOINT}/datasets/{repo}/commit/{oid}", "commitOid": oid,
+                     "pullRequestUrl": None}
+
+
+def install(state_dir: str) -> FakeHub:
+    """Route every huggingface_hub request of this process to a FakeHub kept in `state_dir`."""
+    import httpx2
+    from huggingface_hub import set_client_factory
+
+    hub = FakeHub(state_dir)
+    set_client_factory(lambda: httpx2.Client(transport=httpx2.MockTransport(hub.handle), follow_redirects=True))
+    return hub
+
+
+def main(argv: list[str]) -> int:
+    separator = argv.index("--")
+    options, command = argv[:separator], argv[separator + 1:]
+    install(options[0])
+    if "--max-commit-files" in options:
+        import ragloaders.push
+
+        ragloaders.push.MAX_COMMIT_FILES = int(options[options.index("--max-commit-files") + 1])
+    from ragloaders.cli import main as ragloaders_main
+
+    return ragloaders_main(command)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
