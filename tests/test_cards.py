@@ -1,0 +1,175 @@
+"""Dataset cards: the README of a built folder parses back without loss, loads without our code, tells the facts."""
+
+from __future__ import annotations
+
+import datasets
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+import ragloaders
+import yaml
+from conftest import DATA
+from datasets.info import DatasetInfosDict
+from datasets.utils.metadata import MetadataConfigs
+from huggingface_hub import DatasetCard
+from ragloaders import beir, cards
+from ragloaders.api import builder, configs_of, registry
+from ragloaders.hub import ConfigOutput, SplitOutput, build_folder
+
+PATH = "beir/nfcorpus"
+HUB_LICENSES = {"apache-2.0", "cc-by-2.5", "cc-by-4.0", "cc-by-sa-3.0", "cc-by-sa-4.0", "cc-by-nc-2.0",
+                "cc-by-nc-4.0", "gpl-3.0", "other", "unknown"}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("built") / "nfcorpus"
+    cache_dir = str(tmp_path_factory.mktemp("cache"))
+    outputs = build_folder(PATH, str(out), data_dir=str(DATA / "beir"), cache_dir=cache_dir, repo_id="org/nfcorpus")
+    return out, outputs, cache_dir
+
+
+def features_without_data(path: str) -> dict[str, datasets.Features]:
+    return {config: builder(path, config).info.features for config in configs_of(path)}
+
+
+def walk(feature):
+    yield feature
+    if isinstance(feature, dict):
+        for sub in feature.values():
+            yield from walk(sub)
+    elif hasattr(feature, "feature"):
+        yield from walk(feature.feature)
+
+
+def test_no_json_feature_in_any_config_of_any_benchmark():
+    json_type = getattr(datasets, "Json", None)
+    assert json_type is not None  # else this test would prove nothing
+    for path in registry():
+        for config, features in features_without_data(path).items():
+            kinds = {type(f).__name__ for f in walk(features)}
+            assert "Json" not in kinds, f"{path} {config}"
+
+
+def test_card_metadata_parses_back_without_loss(built):
+    out, outputs, _ = built
+    card = DatasetCard.load(out / "README.md")
+    configs = MetadataConfigs.from_dataset_card_data(card.data)
+    assert configs == {o.name: {"data_files": o.data_files} for o in outputs}
+    infos = DatasetInfosDict.from_dataset_card_data(card.data)
+    for output in outputs:
+        info = infos[output.name]
+        assert info.features == output.info.features
+        assert {s: (i.num_examples, i.num_bytes) for s, i in info.splits.items()} == {
+            s.name: (s.num_examples, s.num_bytes) for s in output.splits.values()}
+        assert info.download_size == sum(s.file_bytes for s in output.splits.values())
+    assert card.data.license == "other" and card.data.license_name == "nfcorpus-license"
+    assert card.data.pretty_name == "BEIR nfcorpus"
+    assert card.data.size_categories == ["100K<n<1M"]
+    assert "text-retrieval" in card.data.task_categories and "nfcorpus" in card.data.tags
+    rendered = yaml.safe_load(card.data.to_yaml())
+    assert yaml.safe_load(cards.card_data(outputs).to_yaml()).items() <= rendered.items()
+
+
+def test_card_text_has_the_build_numbers_checksums_and_both_citations(built):
+    out, _, _ = built
+    text = (out / "README.md").read_text()
+    assert 'load_dataset("org/nfcorpus", "qrels")' in text
+    assert "| qrels | train | 110,575 |" in text  # splits with real counts
+    assert "a89dba18a62ef92f7d323ec890a0d38d" in text and "2,448,432" in text
+    assert "@inproceedings{thakur2021beir" in text and "@inproceedings{boteva2016nfcorpus" in text
+    assert "Computed on this build by `ragloaders validate`" in text
+    assert "1: 11,758, 2: 576" in text  # test score histogram
+    for section in ("How to load", "Fields", "Splits", "Integrity", "Source files", "Known upstream defects",
+                    "Licence", "Citation"):
+        assert f"\n## {section}\n" in text
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_staged_folder_loads_like_ragloaders(built, streaming, tmp_path):
+    out, _, cache_dir = built
+    for config in configs_of(PATH):
+        expected = ragloaders.load(PATH, config, data_dir=str(DATA / "beir"), cache_dir=cache_dir)
+        got = datasets.load_dataset(str(out), config, streaming=streaming, cache_dir=str(tmp_path))
+        assert sorted(got) == sorted(expected)
+        for split in expected:
+            assert got[split].features == expected[split].features
+            rows = list(got[split]) if streaming else got[split].to_list()
+            assert rows == expected[split].to_list()
+
+
+def test_duckdb_joins_staged_qrels_to_corpus_with_plain_sql(built):
+    out, _, _ = built
+    con = duckdb.connect()
+    [(joined, qrels)] = con.execute(f"""
+        SELECT count(c._id), (SELECT count(*) FROM '{out}/qrels/test-*.parquet')
+        FROM '{out}/qrels/test-*.parquet' q JOIN '{out}/corpus/*.parquet' c ON q."corpus-id" = c._id
+    """).fetchall()
+    assert joined == qrels == pq.read_table(next((out / "qrels").glob("test-*.parquet"))).num_rows == 12_334
+    scores = con.execute(f"SELECT score, count(*) FROM '{out}/qrels/test-*.parquet' GROUP BY score ORDER BY score")
+    assert scores.fetchall() == [(1, 11_758), (2, 576)]
+
+
+def test_parquet_files_are_zstd_with_bounded_row_groups(built):
+    out, _, _ = built
+    for path in out.rglob("*.parquet"):
+        metadata = pq.ParquetFile(path).metadata
+        assert all(metadata.row_group(i).column(0).compression == "ZSTD" for i in range(metadata.num_row_groups))
+        assert all(metadata.row_group(i).num_rows <= 100_000 for i in range(metadata.num_row_groups))
+
+
+def synthetic_outputs(path: str) -> list[ConfigOutput]:
+    outputs = []
+    for config in configs_of(path):
+        output = ConfigOutput(config, builder(path, config).info)
+        for split in (beir.DATASETS[path].splits if config == "qrels" else ([config] if path.startswith("beir")
+                                                                              else ["test"])):
+            output.splits[split] = SplitOutput(split, 5, 100, [f"{config}/{split}-00000-of-00001.parquet"], 50)
+        outputs.append(output)
+    return outputs
+
+
+@pytest.mark.parametrize("path", list(beir.DATASETS))
+def test_every_beir_card_renders_with_its_licence_and_source_citation(path):
+    dataset = beir.DATASETS[path]
+    text = cards.render_card(path, synthetic_outputs(path))
+    card = DatasetCard(text)
+    assert card.data.license == dataset.license_id in HUB_LICENSES
+    assert (getattr(card.data, "license_link", None) is not None) == (dataset.license_id == "other")
+    assert dataset.citation.splitlines()[0] in text and beir.BEIR_CITATION.splitlines()[0] in text
+    assert "Not computed for this build" in text
+    assert MetadataConfigs.from_dataset_card_data(card.data).keys() == {"corpus", "queries", "qrels"}
+
+
+def test_fever_is_cc_by_sa_3_not_4():
+    assert beir.DATASETS["beir/fever"].license_id == "cc-by-sa-3.0"
+    assert all(d.citation.startswith("@") for d in beir.DATASETS.values())
+
+
+def test_integrity_findings_and_known_defects_are_shown():
+    report = {
+        "ok": False,
+        "errors": [{"check": "missing_docs", "config": "qrels", "split": "test", "count": 3, "ids": ["q1 -> d9"],
+                    "message": "qrels point at docs missing from the corpus"}],
+        "warnings": [{"check": "shared_ids", "config": "queries", "split": None, "count": 7, "ids": [],
+                      "message": "query ids that are also corpus ids", "note": "self-matches are ignored"}],
+        "shared_ids": 7,
+        "splits": [{"config": "qrels", "split": "test", "rows": 10, "score_histogram": {"-1": 2, "0": 8}}],
+    }
+    text = cards.render_card("beir/arguana", synthetic_outputs("beir/arguana"), integrity=report)
+    assert "- qrels/test: qrels point at docs missing from the corpus (3; e.g. `q1 -> d9`)." in text
+    assert "Known upstream defect: self-matches are ignored" in text
+    assert "| qrels | test | 10 | -1: 2, 0: 8 |" in text
+    assert "No structural errors." not in text
+    assert "retrieving itself" in text  # arguana's declared defects, from beir.KNOWN_DEFECTS
+
+
+def test_other_benchmarks_without_card_facts_say_so():
+    for path in registry():
+        family = path.split("/")[0]
+        module = __import__(f"ragloaders.{family}", fromlist=["x"])
+        if not hasattr(module, "card_facts"):
+            with pytest.raises(ValueError, match="card_facts"):
+                cards.facts_for(path)
+        else:
+            assert cards.facts_for(path).family == family
