@@ -1,0 +1,124 @@
+"""BEIR corpus build: time and peak RSS of ragloaders against pyarrow alone and datasets' json loader.
+
+Run by hand (takes a few minutes; needs ~3 GB of free disk):
+
+    python bench/bench_beir.py [--docs 1000000] [--workdir /tmp/ragloaders-bench]
+
+Every contender runs in its own fresh process on the same generated file, in the same run, and
+the figures are reported as ratios against the pyarrow floor measured in that run (the machines
+are shared and noisy; absolute seconds mean little). Peak RSS is the largest resident set of the
+process and of any worker it started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import textwrap
+
+VOCABULARY = [f"w{i}" for i in range(5000)] + ["the", "of", "and", "cancer", "protein", "été", "東京"]
+
+
+def generate_corpus(path: str, docs: int, seed: int = 0) -> None:
+    """A BEIR-like corpus.jsonl: ~450 bytes a line, ids with leading zeros, a url in metadata."""
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(docs):
+            text = " ".join(rng.choices(VOCABULARY, k=rng.randint(50, 90)))
+            title = " ".join(rng.choices(VOCABULARY, k=rng.randint(0, 8)))
+            record = {"_id": f"{i:08d}", "title": title, "text": text, "metadata": {"url": f"https://x.org/{i}"}}
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+CONTENDERS = {
+    "pyarrow floor (open_json -> Arrow IPC stream)": """
+        import pyarrow as pa, pyarrow.json as pj
+        schema = pa.schema([("_id", pa.string()), ("title", pa.string()), ("text", pa.string()),
+                            ("metadata", pa.struct([("url", pa.string())]))])
+        reader = pj.open_json(CORPUS, read_options=pj.ReadOptions(block_size=1 << 20, use_threads=False),
+                              parse_options=pj.ParseOptions(explicit_schema=schema))
+        with pa.OSFile(OUT + "/floor.arrow", "wb") as sink, pa.ipc.new_stream(sink, schema) as writer:
+            rows = 0
+            for batch in reader:
+                writer.write_batch(batch)
+                rows += batch.num_rows
+    """,
+    "ragloaders.load corpus": """
+        import ragloaders
+        rows = ragloaders.load("beir/nfcorpus", "corpus", split="corpus", data_dir=DATA_DIR, cache_dir=OUT).num_rows
+    """,
+    "ragloaders.load corpus, num_proc=2": """
+        import ragloaders
+        rows = ragloaders.load("beir/nfcorpus", "corpus", split="corpus", data_dir=DATA_DIR, cache_dir=OUT,
+                               num_proc=2).num_rows
+    """,
+    'datasets.load_dataset("json")': """
+        import datasets
+        rows = datasets.load_dataset("json", data_files=CORPUS, split="train", cache_dir=OUT).num_rows
+    """,
+    "beir GenericDataLoader (dict in memory)": """
+        from beir.datasets.data_loader import GenericDataLoader
+        rows = len(GenericDataLoader(corpus_file=CORPUS, query_file=CORPUS).load_corpus())
+    """,
+}
+
+HARNESS = """
+import os, resource, sys, time
+CORPUS, DATA_DIR, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
+start = time.perf_counter()
+{body}
+seconds = time.perf_counter() - start
+peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+print(rows, seconds, peak * 1024)
+"""
+
+
+def run(body: str, corpus: str, data_dir: str, out: str) -> tuple[int, float, int] | str:
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    script = HARNESS.format(body=textwrap.dedent(body))
+    env = {**os.environ, "HF_HOME": out + "/hf", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}
+    done = subprocess.run([sys.executable, "-c", script, corpus, data_dir, out], capture_output=True, text=True,
+                          env=env)
+    if done.returncode != 0:
+        return done.stderr.strip().splitlines()[-1]
+    rows, seconds, peak = done.stdout.split()
+    return int(rows), float(seconds), int(peak)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--docs", type=int, default=1_000_000)
+    parser.add_argument("--workdir", default="/tmp/ragloaders-bench")
+    parser.add_argument("--double", action="store_true", help="also run ragloaders on a corpus twice as large")
+    args = parser.parse_args()
+    sizes = [args.docs, 2 * args.docs] if args.double else [args.docs]
+    for docs in sizes:
+        data_dir = os.path.join(args.workdir, f"beir-{docs}")
+        corpus = os.path.join(data_dir, "corpus.jsonl")
+        if not os.path.exists(corpus):
+            os.makedirs(data_dir, exist_ok=True)
+            generate_corpus(corpus, docs)
+        size_mb = os.path.getsize(corpus) / 1e6
+        print(f"\n{docs:,} docs, {size_mb:.0f} MB corpus.jsonl, {os.cpu_count()} cores")
+        print("| contender | rows | seconds | × floor | peak RSS MB |\n|---|---|---|---|---|")
+        floor = None
+        contenders = CONTENDERS if docs == args.docs else {
+            k: v for k, v in CONTENDERS.items() if k.startswith(("pyarrow", "ragloaders"))}
+        for name, body in contenders.items():
+            result = run(body, corpus, data_dir, os.path.join(args.workdir, "out"))
+            if isinstance(result, str):
+                print(f"| {name} | failed: {result[:80]} | | | |")
+                continue
+            rows, seconds, peak = result
+            floor = floor or seconds
+            print(f"| {name} | {rows:,} | {seconds:.2f} | {seconds / floor:.2f} | {peak / 1e6:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
