@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import datasets
 from datasets.exceptions import DatasetGenerationError
+from datasets.table import InMemoryTable
 
 from .errors import SourceError
 
@@ -95,6 +96,14 @@ class RagBuilder(datasets.ArrowBasedBuilder):
                 cause.errno, f"No space left on device while building {self.path} {self.config.name} "
                 "(free space there, or pass another cache_dir)", self._cache_dir_root,
             ) from cause
+
+    def _as_dataset(self, split: Any = datasets.Split.TRAIN, in_memory: bool = False) -> datasets.Dataset:
+        # datasets cannot read back a split with no rows ("corresponds to no data"): give it empty, with its columns
+        split_info = self.info.splits.get(str(split)) if self.info.splits else None
+        if split_info is not None and split_info.num_examples == 0:
+            table = InMemoryTable(self.info.features.arrow_schema.empty_table())
+            return datasets.Dataset(table, info=self.info.copy(), split=split_info.name)
+        return super()._as_dataset(split, in_memory)
 
     def _prepare_split_single(self, *args: Any, **kwargs: Any) -> Iterator:
         # datasets wraps any error in a generic DatasetGenerationError, and its cause does not survive
