@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import string
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -100,14 +101,30 @@ class CardFacts:
     homepage: str = ""
 
 
-def facts_for(path: str) -> CardFacts:
-    """The `CardFacts` of a path, from `ragloaders.<benchmark>.card_facts(path)`."""
-    family = path.strip("/").split("/")[0]
-    module = importlib.import_module(f"ragloaders.{family}")
-    provider = getattr(module, "card_facts", None)
+def hub_license_id(text: str) -> str:
+    """`cc-by-nc-4.0` for "CC BY-NC 4.0", `apache-2.0` for "Apache 2.0"; `unknown` for anything else."""
+    candidate = re.sub(r"[\s_]+", "-", text.strip().lower())
+    return candidate if re.fullmatch(r"cc-by(-nc)?(-sa|-nd)?-\d\.\d|apache-2\.0|mit|cc0-1\.0", candidate) else "unknown"
+
+
+def fallback_facts(path: str, outputs: list[ConfigOutput]) -> CardFacts:
+    """Facts from the builders' DatasetInfo, for a benchmark module that has no `card_facts` yet."""
+    info = outputs[0].info if outputs else datasets.DatasetInfo()
+    return CardFacts(
+        family=path.split("/")[0], pretty_name=path, summary=(info.description or "").strip(),
+        license=hub_license_id(info.license or ""), license_text=info.license or "not stated",
+        citations=[info.citation] if info.citation else [], homepage=info.homepage or "",
+    )
+
+
+def facts_for(path: str, outputs: list[ConfigOutput] | None = None) -> CardFacts:
+    """The `CardFacts` of a path, from `ragloaders.<benchmark>.card_facts(path)` (else from the builders' info)."""
+    path = path.strip("/")
+    family = path.split("/")[0]
+    provider = getattr(importlib.import_module(f"ragloaders.{family}"), "card_facts", None)
     if provider is None:
-        raise ValueError(f"ragloaders.{family} has no card_facts(path); the card of {path} needs one")
-    facts = provider(path.strip("/"))
+        return fallback_facts(path, outputs or [])
+    facts = provider(path)
     return facts if isinstance(facts, CardFacts) else CardFacts(**facts)
 
 
@@ -320,7 +337,7 @@ def render_card(
     repo_id: str | None = None,
 ) -> str:
     """README.md for a folder built from `path`: YAML front matter, then the family template's sections."""
-    facts = facts_for(path)
+    facts = facts_for(path, outputs)
     family_yaml, body = read_template(facts.family)
     sections = {
         "path": path,

@@ -1,0 +1,88 @@
+"""A built (staged) folder loads with plain `datasets.load_dataset`, under whatever `datasets` is installed.
+
+No ragloaders builder is needed: the expected rows are read with pyarrow from the folder's Parquet files and the
+expected features from its README YAML. CI runs this file a second time under datasets 3.6 with
+RAGLOADERS_STAGED_DIR pointing at a folder that `ragloaders build` wrote in the main environment. Without
+that variable it builds beir/nfcorpus itself, which needs ragloaders (datasets >= 4).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import datasets
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+STAGED_ENV = "RAGLOADERS_STAGED_DIR"
+
+
+@pytest.fixture(scope="module")
+def staged(tmp_path_factory) -> str:
+    if os.environ.get(STAGED_ENV):
+        return os.environ[STAGED_ENV]
+    try:
+        from ragloaders.hub import build_folder
+    except ImportError as e:
+        pytest.skip(f"{STAGED_ENV} is not set and ragloaders cannot build a folder here ({e})")
+    from conftest import DATA
+
+    out = tmp_path_factory.mktemp("staged") / "nfcorpus"
+    build_folder("beir/nfcorpus", str(out), data_dir=str(DATA / "beir"),
+                 cache_dir=str(tmp_path_factory.mktemp("cache")))
+    return str(out)
+
+
+def front_matter(folder: str) -> dict:
+    with open(os.path.join(folder, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    assert text.startswith("---\n")
+    return yaml.safe_load(text.split("---\n", 2)[1])
+
+
+def expected_configs(folder: str) -> dict[str, tuple[datasets.Features, dict[str, list[dict]]]]:
+    """config -> (features from dataset_info, split -> rows read with pyarrow from the split's data_files)."""
+    meta = front_matter(folder)
+    features = {info["config_name"]: datasets.Features._from_yaml_list(info["features"])
+                for info in meta["dataset_info"]}
+    out = {}
+    for config in meta["configs"]:
+        splits = {}
+        for data_files in config["data_files"]:
+            paths = sorted(glob.glob(os.path.join(folder, data_files["path"])))
+            assert paths, data_files
+            splits[data_files["split"]] = [row for p in paths for row in pq.read_table(p).to_pylist()]
+        out[config["config_name"]] = (features[config["config_name"]], splits)
+    return out
+
+
+def kinds(feature) -> set[str]:
+    found = {type(feature).__name__}
+    if isinstance(feature, dict):
+        for sub in feature.values():
+            found |= kinds(sub)
+    elif hasattr(feature, "feature"):
+        found |= kinds(feature.feature)
+    return found
+
+
+def test_the_readme_declares_every_config_with_features(staged):
+    meta = front_matter(staged)
+    assert {c["config_name"] for c in meta["configs"]} == {i["config_name"] for i in meta["dataset_info"]}
+    for config, (features, splits) in expected_configs(staged).items():
+        assert "Json" not in kinds(features), config
+        info = next(i for i in meta["dataset_info"] if i["config_name"] == config)
+        assert {s["name"]: s["num_examples"] for s in info["splits"]} == {s: len(r) for s, r in splits.items()}
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_load_dataset_gives_the_parquet_rows_and_the_declared_types(staged, streaming, tmp_path):
+    for config, (features, splits) in expected_configs(staged).items():
+        loaded = datasets.load_dataset(staged, config, streaming=streaming, cache_dir=str(tmp_path))
+        assert sorted(loaded) == sorted(splits), config
+        for split, rows in splits.items():
+            assert loaded[split].features == features, (config, split)
+            got = list(loaded[split]) if streaming else loaded[split].to_list()
+            assert got == rows, (config, split)
