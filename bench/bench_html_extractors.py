@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import bz2
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -100,7 +101,7 @@ def main() -> None:
     megabytes = sum(len(page.encode("utf-8", "surrogatepass")) for page in pages) / 1e6
     probes = [script_probes(page) for page in pages]
     print(f"{len(pages)} pages, {megabytes:.1f} MB of HTML, {sum(1 for p in pages if not p)} empty, "
-          f"{sum(1 for p in probes if p)} with script/style text\n")
+          f"{sum(1 for p in probes if p)} with script/style text; load average {os.getloadavg()[0]:.1f}\n")
     print("| extractor | pages/s | MB/s | chars out | empty out (of non-empty in) | script/style leaked (pages) "
           "| median lines/page | malformed inputs crashing |")
     print("|---|---|---|---|---|---|---|---|")
