@@ -33,13 +33,17 @@ def example_records() -> tuple[dict, ...]:
 
 
 def release_record(record: dict, index: int, version: str) -> dict:
-    """A real example record in a release's shape: alt_ans a list, both splits used, v5 with popularity."""
+    """A real example record in a release's shape: alt_ans a list, both splits used, v5 with popularity.
+
+    The HTML is cut to its first 20,000 characters to keep the fixtures quick to compress; the example file's
+    own tests cover pages of 1.5 MB.
+    """
     out = {k: v for k, v in record.items() if k not in ("alternative_answers", "search_results")}
     out["alt_ans"] = [f"alt {index}"] if index % 3 == 0 else []
     out["split"] = index % 2
     if version == "v5":
         out["popularity"] = POPULARITY[index % 3]
-    out["search_results"] = record["search_results"]
+    out["search_results"] = [{**page, "page_result": page["page_result"][:20_000]} for page in record["search_results"]]
     return out
 
 
@@ -118,6 +122,13 @@ def load(path: str, config: str, data_dir: Path, cache: Path, **kwargs):
     return ragloaders.load(path, config, data_dir=str(data_dir), cache_dir=str(cache), **kwargs)
 
 
+@pytest.fixture(scope="session")
+def example(tmp_path_factory):
+    """`example(config)`: the example file's config, built once per session."""
+    cache = tmp_path_factory.mktemp("example-cache")
+    return functools.lru_cache(maxsize=None)(lambda config: load("crag/task_1_and_2", config, EXAMPLE.parent, cache))
+
+
 def expected_default(record: dict) -> dict:
     row = {name: record.get(name) for name in crag.DEFAULT_SCHEMA.names}
     if "alternative_answers" in record:
@@ -128,8 +139,8 @@ def expected_default(record: dict) -> dict:
 # --- the official example file -------------------------------------------------------------------------
 
 
-def test_example_default_keeps_every_value(tmp_path):
-    dataset = load("crag/task_1_and_2", "default", EXAMPLE.parent, tmp_path)
+def test_example_default_keeps_every_value(example):
+    dataset = example("default")
     assert list(dataset) == ["test"]  # every example record has split 1; an empty split is left out
     rows = dataset["test"].to_list()
     assert rows == [expected_default(r) for r in example_records()]
@@ -143,8 +154,8 @@ def test_example_default_keeps_every_value(tmp_path):
     assert dataset["test"].features["search_results"].feature["page_result"] == datasets.Value("large_string")
 
 
-def test_example_queries(tmp_path):
-    queries = load("crag/task_1_and_2", "queries", EXAMPLE.parent, tmp_path)["test"]
+def test_example_queries(example):
+    queries = example("queries")["test"]
     assert queries.column_names[:2] == ["_id", "text"]
     records = example_records()
     assert queries["_id"] == [r["interaction_id"] for r in records]
@@ -153,8 +164,8 @@ def test_example_queries(tmp_path):
     assert queries["answer"] == [r["answer"] for r in records]
 
 
-def test_example_corpus_one_row_per_distinct_page(tmp_path):
-    corpus = load("crag/task_1_and_2", "corpus", EXAMPLE.parent, tmp_path)["corpus"]
+def test_example_corpus_one_row_per_distinct_page(example):
+    corpus = example("corpus")["corpus"]
     pages = {}
     for record in example_records():
         for page in record["search_results"]:
@@ -171,20 +182,20 @@ def test_example_corpus_one_row_per_distinct_page(tmp_path):
     assert all(len(i) == 20 for i in by_id)
 
 
-def test_corpus_ids_do_not_depend_on_file_order(tmp_path):
+def test_corpus_ids_do_not_depend_on_file_order(example, tmp_path):
     folder = tmp_path / "reversed"
     folder.mkdir()
     lines = [json.dumps(r).encode() for r in reversed(example_records())]
     write_bz2(folder / "dev_data.jsonl.bz2", lines)
-    forward = load("crag/task_1_and_2", "corpus", EXAMPLE.parent, tmp_path / "a")["corpus"]
+    forward = example("corpus")["corpus"]
     backward = load("crag/task_1_and_2", "corpus", folder, tmp_path / "b")["corpus"]
     assert sorted(forward["_id"]) == sorted(backward["_id"])
     assert forward["_id"] != backward["_id"]  # same ids, other order
 
 
-def test_example_search_results(tmp_path):
-    results = load("crag/task_1_and_2", "search_results", EXAMPLE.parent, tmp_path)["test"]
-    corpus_ids = set(load("crag/task_1_and_2", "corpus", EXAMPLE.parent, tmp_path)["corpus"]["_id"])
+def test_example_search_results(example):
+    results = example("search_results")["test"]
+    corpus_ids = set(example("corpus")["corpus"]["_id"])
     records = example_records()
     assert results.num_rows == sum(len(r["search_results"]) for r in records) == 50
     rows = results.to_list()
@@ -195,8 +206,8 @@ def test_example_search_results(tmp_path):
     assert [row["page_snippet"] for row in rows[:5]] == [p["page_snippet"] for p in first]
 
 
-def test_example_streaming_equals_prepared(tmp_path):
-    prepared = load("crag/task_1_and_2", "default", EXAMPLE.parent, tmp_path)["test"].to_list()
+def test_example_streaming_equals_prepared(example, tmp_path):
+    prepared = example("default")["test"].to_list()
     streamed = load("crag/task_1_and_2", "default", EXAMPLE.parent, tmp_path, streaming=True)
     assert list(streamed["test"]) == prepared
     assert list(streamed["validation"]) == []
@@ -216,10 +227,10 @@ def test_release_default(version, v4_dir, v5_dir, tmp_path):
     assert popularity == ({None} if version == "v4" else set(POPULARITY))
 
 
-def test_every_release_has_one_schema(v4_dir, v5_dir, tmp_path):
+def test_every_release_has_one_schema(example, v4_dir, v5_dir, tmp_path):
     features = [
-        load("crag/task_1_and_2", config, folder, tmp_path / f"{config}{i}")["test"].features
-        for config in ("default", "queries") for i, folder in enumerate((EXAMPLE.parent, v4_dir, v5_dir))
+        (example(config) if folder == EXAMPLE.parent else load("crag/task_1_and_2", config, folder, tmp_path))[
+            "test"].features for config in ("default", "queries") for folder in (EXAMPLE.parent, v4_dir, v5_dir)
     ]
     assert features[0] == features[1] == features[2] and features[3] == features[4] == features[5]
 
@@ -228,7 +239,7 @@ def test_both_splits_from_one_decompression(v5_dir, tmp_path, monkeypatch):
     opened = []
     original = crag.open_bz2
     monkeypatch.setattr(crag, "open_bz2", lambda *a, **k: opened.append(a) or original(*a, **k))
-    dataset = load("crag/task_1_and_2", "search_results", v5_dir, tmp_path)
+    dataset = load("crag/task_1_and_2", "search_results", v5_dir, tmp_path, num_proc=2)
     assert len(opened) == 1
     assert dataset["validation"].num_rows == dataset["test"].num_rows == 25
     assert not list(Path(tmp_path).rglob("*spool*"))  # the spool is gone with the build
@@ -389,13 +400,13 @@ def test_official_urls():
 
 
 def test_tables_bounded_by_bytes(v5_dir, monkeypatch):
-    monkeypatch.setattr(crag, "BATCH_BYTES", 4 << 20)
+    monkeypatch.setattr(crag, "BATCH_BYTES", 150_000)
     builder = ragloaders.builder("crag/task_1_and_2", "default", data_dir=str(v5_dir))
     source = builder.source_in(str(v5_dir))
     tables = [table for _, table in builder._generate_tables(source, split=1)]
     assert sum(t.num_rows for t in tables) == 5 and len(tables) >= 2
     largest_record = max(len(line) for line in release_lines("v5"))
-    assert all(t.nbytes <= (4 << 20) + 2 * largest_record for t in tables)
+    assert all(t.nbytes <= 150_000 + 2 * largest_record for t in tables)
 
 
 # --- ragloaders build round trip --------------------------------------------------------------------------
