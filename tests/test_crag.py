@@ -281,6 +281,7 @@ def broken_file(tmp_path: Path, number: int, line: bytes) -> Path:
         (b'{"interaction_id": "x", "query": "q", "split": 0, "alternative_answers": "oops"}', "alternative_answers"),
         (b'{"interaction_id": "x", "query": "q", "split": 0, "search_results": [{"page_rank": 1}]}', "page_rank"),
         (b'{"interaction_id": "x", "query": 7, "split": 0}', "`query` must be a string"),
+        (b'{"interaction_id": "x", "query": "q", "split": 0, "search_results": [null]}', r"search_results\[0\]"),
     ],
 )
 def test_bad_record_names_file_and_record(tmp_path, line, message):

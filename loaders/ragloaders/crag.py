@@ -174,6 +174,8 @@ def normalize(record: Any) -> dict:
         row["alt_ans"] = parse_alternative_answers(legacy)
     if row["split"] not in SPLITS:
         raise ValueError(f"`split` must be 0 (validation) or 1 (test), got {row['split']!r}")
+    if row["search_results"] is not None and None in row["search_results"]:
+        raise ValueError(f"`search_results[{row['search_results'].index(None)}]` must be an object, got null")
     return row
 
 
