@@ -367,6 +367,9 @@ class CragBuilder(RagBuilder):
     def source(self, dl_manager: Any) -> CragSource:
         if self.config.data_dir:
             return self.source_in(self.config.data_dir)
+        # Each part is cached on its own once complete, so an interrupted task-3 download keeps the finished
+        # parts. Within one file there is no resume: datasets 5.2 accepts DownloadConfig(resume_download=True)
+        # but ignores it (get_from_cache reopens the `.incomplete` file with "w+b").
         release = self.releases()[0]
         manager = self.download_manager(dl_manager)
         paths = tuple(download_verified(manager, download) for download in release.downloads())
