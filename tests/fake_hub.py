@@ -1,7 +1,7 @@
 """An in-memory stand-in for the parts of the Hugging Face Hub HTTP API that `ragloaders push` uses.
 
-Served through huggingface_hub's client factory with an httpx2 `MockTransport` (huggingface_hub 2.x talks
-httpx2), so no socket is opened. Its state lives in a folder, so that a push killed half way (see
+Served through huggingface_hub's client factory with an httpx `MockTransport` (httpx2 under huggingface_hub
+2.x), so no socket is opened. Its state lives in a folder, so that a push killed half way (see
 FAKE_HUB_EXIT_ON_COMMIT) can be resumed by another process. Endpoints: repo create, branch create, tree
 listing, validate-yaml, preupload, the LFS batch API with basic PUT upload and verify, commit, revision info.
 
@@ -20,6 +20,11 @@ import re
 import sys
 import threading
 from urllib.parse import unquote
+
+try:
+    import httpx2 as http  # huggingface_hub 2.x
+except ImportError:
+    import httpx as http  # huggingface_hub 1.x
 
 ENDPOINT = "http://hub.test"
 EXIT_ON_COMMIT_ENV = "FAKE_HUB_EXIT_ON_COMMIT"
@@ -94,8 +99,6 @@ class FakeHub:
             return self._handle(request)
 
     def _handle(self, request):
-        import httpx2
-
         path = unquote(request.url.path)
         state = self.load()
         state["requests"].append({"method": request.method, "path": path,
@@ -117,8 +120,8 @@ class FakeHub:
             match = re.fullmatch(pattern, path)
             if method == request.method and match:
                 status, body, *headers = handler(request, **match.groupdict())
-                return httpx2.Response(status, json=body, headers=headers[0] if headers else None)
-        return httpx2.Response(404, json={"error": f"fake hub: no route for {request.method} {path}"})
+                return http.Response(status, json=body, headers=headers[0] if headers else None)
+        return http.Response(404, json={"error": f"fake hub: no route for {request.method} {path}"})
 
     def _repo(self, state: dict, repo: str):
         return state["repos"].get(repo)
@@ -237,11 +240,10 @@ class FakeHub:
 
 def install(state_dir: str) -> FakeHub:
     """Route every huggingface_hub request of this process to a FakeHub kept in `state_dir`."""
-    import httpx2
     from huggingface_hub import set_client_factory
 
     hub = FakeHub(state_dir)
-    set_client_factory(lambda: httpx2.Client(transport=httpx2.MockTransport(hub.handle), follow_redirects=True))
+    set_client_factory(lambda: http.Client(transport=http.MockTransport(hub.handle), follow_redirects=True))
     return hub
 
 
