@@ -40,6 +40,30 @@ def dump_array(records: list, indent: int | None) -> str:
     return json.dumps(records, ensure_ascii=False, indent=indent)
 
 
+def write_large_array(path: Path, target_bytes: int, indent: int | None, chunk_ids: list[str]) -> int:
+    """A generated processed_documents.json of about `target_bytes` (json.dump's layout); its record count.
+
+    Ids are the given real chunk ids with a counter appended to the chunk number (so they stay well formed).
+    """
+    body = json.dumps("Generated chunk text with “quotes”, a \\ backslash, a\nnew line and Émile. " * 20,
+                      ensure_ascii=False)[1:-1]
+    if indent:
+        pad = " " * indent
+        template = "\n" + pad + "{{\n" + 2 * pad + '"id": "{}",\n' + 2 * pad + '"text": "{} {}"\n' + pad + "}}"
+    else:
+        template = '{{"id":"{}","text":"{} {}"}}'
+    count = written = 0
+    with open(path, "wb") as f:
+        f.write(b"[")
+        while written < target_bytes:
+            numbers = range(count, count + 4096)
+            items = [template.format(f"{chunk_ids[n % len(chunk_ids)]}{n}", n, body) for n in numbers]
+            written += f.write((b"," if count else b"") + ",".join(items).encode("utf-8"))
+            count += len(items)
+        f.write(b"\n]" if indent else b"]")
+    return count
+
+
 def demo_corpus_text(sample_folder: Path) -> str:
     """The content of tests/data/mmrag/processed_documents.json."""
     return dump_array(generated_corpus(judged_chunk_ids(sample_folder)), indent=4)

@@ -15,7 +15,7 @@ from pathlib import Path
 import datasets
 import pytest
 import ragloaders
-from mmrag_generated import demo_corpus_text, dump_array, generated_corpus, judged_chunk_ids
+from mmrag_generated import demo_corpus_text, dump_array, generated_corpus, judged_chunk_ids, write_large_array
 from ragloaders.errors import SourceError
 from ragloaders.mmrag import HUB_REPO_ID, parse_answers
 
@@ -190,24 +190,6 @@ def test_dangling_qrels_are_counted_by_validate_and_kept(tmp_path):
 # --- memory on large arrays -------------------------------------------------------------------------------
 
 
-def write_big_corpus(path: Path, target_bytes: int, indent: int | None) -> int:
-    """A generated processed_documents.json of about `target_bytes`, written record by record; its record count."""
-    chunk_ids = judged_chunk_ids(SAMPLE)
-    text = "Generated chunk text with “quotes”, a \\ backslash, a\nnew line and Émile. " * 20
-    count = 0
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("[")
-        while f.tell() < target_bytes:
-            record = {"id": f"{chunk_ids[count % len(chunk_ids)]}{count}", "text": f"{count} {text}"}
-            item = json.dumps(record, ensure_ascii=False, indent=indent)
-            if indent:
-                item = "\n" + "\n".join(" " * indent + line for line in item.splitlines())
-            f.write(("," if count else "") + item)
-            count += 1
-        f.write("\n]" if indent else "]")
-    return count
-
-
 MEASURE = """
 import json, resource, sys
 import ragloaders
@@ -229,8 +211,9 @@ def test_peak_memory_stays_flat_on_large_pretty_printed_arrays(tmp_path):
     small, large = tmp_path / "small", tmp_path / "large"
     small.mkdir()
     large.mkdir()
-    small_rows = write_big_corpus(small / "processed_documents.json", 60 << 20, indent=4)
-    large_rows = write_big_corpus(large / "processed_documents.json", 240 << 20, indent=4)
+    chunk_ids = judged_chunk_ids(SAMPLE)
+    small_rows = write_large_array(small / "processed_documents.json", 60 << 20, 4, chunk_ids)
+    large_rows = write_large_array(large / "processed_documents.json", 240 << 20, 4, chunk_ids)
     small_run = measure(small, tmp_path / "cache-small", streaming=False)
     large_run = measure(large, tmp_path / "cache-large", streaming=False)
     streamed = measure(large, tmp_path / "cache-stream", streaming=True)

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from .base import RagBuilder
 from .errors import SourceError
-from .readers import QRELS_SCHEMA, Shard, iter_json_array, tables_from_rows
+from .readers import QRELS_SCHEMA, Shard, iter_json_array, iter_json_array_batches, tables_from_rows
 from .sources import SourceFiles
 
 logger = logging.getLogger(__name__)
@@ -49,15 +49,15 @@ CHUNK_ID_PREFIXES = (
 )
 """Chunk id prefix -> source: `<src>_<doc>_<chunk>` for nq, triviaqa, ott, tat; `<freebase mid>_<chunk>` for
 the knowledge graph, where mids (`m.0_hp_2l_205`, `g.1255hy64l_5`) may themselves contain `_`."""
-CHUNK_NUMBER = r"_[0-9]+$"
-"""The chunk number that ends every chunk id; the doc id is what precedes it (`rsplit('_', 1)[0]`)."""
-CHUNK_ID_PATTERN = "^(?:" + "|".join(re.escape(prefix) for prefix, _ in CHUNK_ID_PREFIXES) + ").+" + CHUNK_NUMBER
-"""A chunk id: a known prefix, a non-empty document part, then `_<chunk number>`."""
+CHUNK_ID_PATTERN = (
+    "^(?P<doc_id>(?P<prefix>" + "|".join(re.escape(prefix) for prefix, _ in CHUNK_ID_PREFIXES) + ").+)_[0-9]+$"
+)
+"""A chunk id: a known prefix and a non-empty rest, which make the doc id (`rsplit('_', 1)[0]`), then `_<chunk>`."""
 PUBLISHED_QUERIES = {"train": 3_072, "dev": 766, "test": 1_286}
 QUERY_FILE_BYTES = {"train": 3_138_030, "dev": 871_660, "test": 1_297_080}
 """Sizes of the query files on the hub (equal to the GitHub release, nju-websoft/mmRAG data/mmRAG_ds)."""
-CORPUS_BATCH_ROWS = 10_000
-CORPUS_BATCH_BYTES = 16 << 20
+CORPUS_BATCH_BYTES = 1 << 20
+"""Bytes of processed_documents.json per corpus table: larger batches only raise peak memory (bench/README-mmrag.md)."""
 
 MMRAG_CITATION = """@article{xu2025mmrag,
   title={mmRAG: A Modular Benchmark for Retrieval-Augmented Generation over Text, Tables, and Knowledge Graphs},
@@ -186,19 +186,14 @@ def read_query_file(shard: Shard, config: str) -> Iterator[pa.Table]:
         logger.warning("%s: %d answers look like a list but are not a list literal; kept whole", shard.name, fallbacks)
 
 
-def chunk_sources(ids: pa.Array) -> pa.Array:
-    """The source of each chunk id by its prefix (CHUNK_ID_PREFIXES); null where no prefix fits."""
-    sources = pa.nulls(len(ids), pa.string())
-    for prefix, source in reversed(CHUNK_ID_PREFIXES):
-        sources = pc.if_else(pc.starts_with(ids, prefix), source, sources)
-    return sources
-
-
-def _first_bad_chunk_id(ids: pa.Array) -> int | None:
-    well_formed = pc.match_substring_regex(ids, CHUNK_ID_PATTERN)
-    if pc.all(well_formed).as_py():
-        return None
-    return pc.index(well_formed, False).as_py()
+def split_chunk_ids(ids: pa.Array) -> tuple[pa.Array, pa.Array, int | None]:
+    """(doc ids, sources, index of the first id that fits no source or None) of an array of chunk ids."""
+    parts = pc.extract_regex(ids, CHUNK_ID_PATTERN)
+    first_bad = pc.index(pc.is_null(parts), True).as_py() if parts.null_count else None
+    prefixes = pa.array([prefix for prefix, _ in CHUNK_ID_PREFIXES])
+    names = pa.array([source for _, source in CHUNK_ID_PREFIXES])
+    sources = pc.take(names, pc.index_in(pc.struct_field(parts, "prefix"), value_set=prefixes))
+    return pc.struct_field(parts, "doc_id"), sources, (first_bad if first_bad != -1 else None)
 
 
 def corpus_table(ids: list, texts: list, first_index: int, name: str) -> pa.Table:
@@ -215,7 +210,7 @@ def corpus_table(ids: list, texts: list, first_index: int, name: str) -> pa.Tabl
                 name, f"`{field}` must be a string, got {_describe(values[position])}", record=first_index + position
             ) from None
     chunk_ids = columns["id"]
-    bad = _first_bad_chunk_id(chunk_ids)
+    doc_ids, sources, bad = split_chunk_ids(chunk_ids)
     if bad is not None:
         expected = ", ".join(f"{prefix}…" for prefix, _ in CHUNK_ID_PREFIXES)
         raise SourceError(
@@ -224,44 +219,39 @@ def corpus_table(ids: list, texts: list, first_index: int, name: str) -> pa.Tabl
             f"with a prefix among {expected}",
             record=first_index + bad,
         )
-    sources = chunk_sources(chunk_ids)
-    doc_ids = pc.replace_substring_regex(chunk_ids, CHUNK_NUMBER, "", max_replacements=1)
     titles = pa.array([""] * len(chunk_ids), pa.string())
     return pa.Table.from_arrays(
         [chunk_ids, titles, columns["text"], sources, doc_ids], schema=FEATURES["corpus"].arrow_schema
     )
 
 
-def _bad_corpus_record(record: Any) -> str:
+def _bad_corpus_record(record: Any) -> str | None:
     if not isinstance(record, dict):
         return f"expected a JSON object with `id` and `text`, got {_describe(record)}"
     for name in CORPUS_FIELDS:
         if name not in record:
             return f"missing field `{name}`"
     unknown = [key for key in record if key not in CORPUS_FIELDS]
-    return f"unexpected field {unknown[0]!r}; expected only {list(CORPUS_FIELDS)}"
+    return f"unexpected field {unknown[0]!r}; expected only {list(CORPUS_FIELDS)}" if unknown else None
 
 
 def read_corpus(shard: Shard) -> Iterator[pa.Table]:
-    """processed_documents.json (`[{"id": ..., "text": ...}, ...]`) as corpus tables bounded by rows and bytes."""
-    ids: list = []
-    texts: list = []
-    size = 0
-    first = 0
+    """processed_documents.json (`[{"id": ..., "text": ...}, ...]`) as corpus tables of about CORPUS_BATCH_BYTES.
+
+    Records are checked a batch at a time (comprehensions, map), not one Python statement per record.
+    """
     with shard.open() as stream:
-        for index, record in iter_json_array(stream, shard.name):
-            if type(record) is not dict or len(record) != 2 or "id" not in record or "text" not in record:
-                raise SourceError(shard.name, _bad_corpus_record(record), record=index)
-            text = record["text"]
-            ids.append(record["id"])
-            texts.append(text)
-            size += len(text) if isinstance(text, str) else 0
-            if len(ids) >= CORPUS_BATCH_ROWS or size >= CORPUS_BATCH_BYTES:
-                yield corpus_table(ids, texts, first, shard.name)
-                first = index + 1
-                ids, texts, size = [], [], 0
-    if ids:
-        yield corpus_table(ids, texts, first, shard.name)
+        for first, records in iter_json_array_batches(stream, shard.name, buf_size=CORPUS_BATCH_BYTES):
+            try:
+                well_formed = sum(map(len, records)) == 2 * len(records)
+                ids = [record["id"] for record in records]
+                texts = [record["text"] for record in records]
+            except (KeyError, TypeError):
+                well_formed = False
+            if not well_formed:
+                position, problem = next((i, p) for i, r in enumerate(records) if (p := _bad_corpus_record(r)))
+                raise SourceError(shard.name, problem, record=first + position)
+            yield corpus_table(ids, texts, first, shard.name)
 
 
 def download_from_hub(filename: str, cache_dir: str | None) -> str:

@@ -293,22 +293,6 @@ _JSON_WHITESPACE = b" \t\r\n"
 _UTF8_BOM = b"\xef\xbb\xbf"
 
 
-class _Prepended:
-    """A binary stream with the bytes already read from it put back in front."""
-
-    def __init__(self, head: bytes, rest: BinaryIO):
-        self._head = head
-        self._rest = rest
-
-    def read(self, size: int = -1) -> bytes:
-        if size == 0:  # ijson probes the stream with read(0)
-            return b""
-        if self._head:
-            head, self._head = self._head, b""
-            return head
-        return self._rest.read(size)
-
-
 def _first_bytes(stream: BinaryIO, buf_size: int) -> bytes:
     """The first block of a stream that holds something other than whitespace (b"" if none), BOM dropped."""
     head = stream.read(buf_size)
@@ -330,30 +314,50 @@ def _json_error_detail(error: Exception) -> str:
     return lines[0] if lines else type(error).__name__
 
 
-def iter_json_array(stream: BinaryIO, name: str, *, buf_size: int = BLOCK_BYTES) -> Iterator[tuple[int, Any]]:
-    """(index, value) for each element of a top-level JSON array, parsed as a stream in `buf_size` reads.
+def iter_json_array_batches(
+    stream: BinaryIO, name: str, *, buf_size: int = BLOCK_BYTES
+) -> Iterator[tuple[int, list[Any]]]:
+    """(index of the first, values) for the elements of a top-level JSON array completed by each `buf_size` read.
 
-    Memory stays flat whatever the file size, compact or pretty-printed. Indexes are 0-based, as in
-    `json.load(f)[index]`. A file that is not an array, is cut short, is not valid JSON or has data
-    after the closing bracket raises SourceError naming `name` and the index of the element concerned.
+    The array is parsed as a stream (ijson, pushed one block at a time), so memory stays flat whatever the
+    file size, compact or pretty-printed, and a batch holds about `buf_size` bytes of input. Indexes are
+    0-based, as in `json.load(f)[index]`. A file that is not an array, is cut short, is not valid JSON or
+    has data after the closing bracket raises SourceError naming `name` and the index of the element concerned.
     """
-    head = _first_bytes(stream, buf_size)
-    start = head.lstrip(_JSON_WHITESPACE)[:1]
+    chunk = _first_bytes(stream, buf_size)
+    start = chunk.lstrip(_JSON_WHITESPACE)[:1]
     if start != b"[":
         found = repr(start.decode("latin-1")) if start else "an empty file"
         raise SourceError(name, f"expected a JSON array (a file starting with '['), found {found}")
+    parsed = ijson.sendable_list()
+    parser = JSON_ARRAY_BACKEND.items_coro(parsed, "item", use_float=True)
     done = 0
-    values = JSON_ARRAY_BACKEND.items(_Prepended(head, stream), "item", use_float=True, buf_size=buf_size)
     try:
-        for value in values:
-            yield done, value
-            done += 1
+        while chunk:
+            parser.send(chunk)
+            if parsed:
+                batch = list(parsed)
+                del parsed[:]
+                yield done, batch
+                done += len(batch)
+            chunk = stream.read(buf_size)
+        parser.close()
     except ijson.JSONError as e:
-        detail = _json_error_detail(e)
-        if "premature EOF" in detail or "Incomplete" in detail:
-            message = f"truncated JSON array: the file ends inside record {done} or before the closing ']' ({detail})"
-        elif "trailing garbage" in detail:
-            message = f"data after the end of the JSON array, which holds {done} records ({detail})"
-        else:
-            message = f"invalid JSON in record {done} ({detail})"
-        raise SourceError(name, message, record=done) from None
+        index = done + len(parsed)
+        raise SourceError(name, _array_error(_json_error_detail(e), index), record=index) from None
+    if parsed:
+        yield done, list(parsed)
+
+
+def _array_error(detail: str, index: int) -> str:
+    if "premature EOF" in detail or "Incomplete" in detail:
+        return f"truncated JSON array: the file ends inside record {index} or before the closing ']' ({detail})"
+    if "trailing garbage" in detail or "Additional data" in detail:
+        return f"data after the end of the JSON array, which holds {index} records ({detail})"
+    return f"invalid JSON in record {index} ({detail})"
+
+
+def iter_json_array(stream: BinaryIO, name: str, *, buf_size: int = BLOCK_BYTES) -> Iterator[tuple[int, Any]]:
+    """(index, value) for each element of a top-level JSON array, parsed as a stream (see iter_json_array_batches)."""
+    for first, values in iter_json_array_batches(stream, name, buf_size=buf_size):
+        yield from enumerate(values, start=first)
