@@ -410,6 +410,18 @@ def test_tables_bounded_by_bytes(v5_dir, monkeypatch):
     assert all(t.nbytes <= 150_000 + 2 * largest_record for t in tables)
 
 
+# --- ragloaders validate and build -------------------------------------------------------------------------
+
+
+def test_validate_knows_crag(v5_dir, tmp_path):
+    from ragloaders.validate import integrity
+
+    report = integrity("crag/task_1_and_2", data_dir=str(v5_dir), cache_dir=str(tmp_path))
+    assert [(f["check"], f["config"]) for f in report["errors"]] == [("count", "queries")]  # 10 of 2,706
+    assert "2,706" in report["errors"][0]["message"]
+    assert {(f["check"], f["config"]) for f in report["warnings"]} == {("duplicate_pairs", "search_results")}
+
+
 # --- ragloaders build round trip --------------------------------------------------------------------------
 
 

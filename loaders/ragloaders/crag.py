@@ -472,6 +472,20 @@ KNOWN_DEFECTS = (
 )
 
 
+def published_counts(path: str) -> dict[tuple[str, str | None], int]:
+    """(config, split or None for all) -> the record count CRAG publishes (task 1&2 only; for `ragloaders validate`)."""
+    records = next((r.records for r in RELEASES if f"crag/{r.task}" == path and r.records), None)
+    return {("queries", None): records} if records else {}
+
+
+def known_defects(path: str) -> tuple:
+    """Upstream facts that `ragloaders validate` reports as warnings, not errors."""
+    from .validate import KnownDefect
+
+    return (KnownDefect("duplicate_pairs", "search_results", "CRAG often lists the same page twice among one "
+                        "question's search results; both rows are kept, at their own ranks."),)
+
+
 def card_facts(path: str) -> dict:
     """What the dataset card of a CRAG path says (keys of ragloaders.cards.CardFacts)."""
     task = path.split("/", 1)[-1]
