@@ -59,6 +59,9 @@ QUERY_FILE_BYTES = {"train": 3_138_030, "dev": 871_660, "test": 1_297_080}
 CORPUS_BATCH_BYTES = 1 << 20
 """Bytes of processed_documents.json per corpus table: larger batches only raise peak memory (bench/README-mmrag.md)."""
 
+BATCH_MEMORY = pa.system_memory_pool()
+"""Corpus batches are allocated with malloc: pyarrow's default mimalloc pool keeps ~15 MB more resident here."""
+
 MMRAG_CITATION = """@article{xu2025mmrag,
   title={mmRAG: A Modular Benchmark for Retrieval-Augmented Generation over Text, Tables, and Knowledge Graphs},
   author={Xu, Chuan and Chen, Qiaosheng and Feng, Yutong and Cheng, Gong},
@@ -188,11 +191,12 @@ def read_query_file(shard: Shard, config: str) -> Iterator[pa.Table]:
 
 def split_chunk_ids(ids: pa.Array) -> tuple[pa.Array, pa.Array, int | None]:
     """(doc ids, sources, index of the first id that fits no source or None) of an array of chunk ids."""
-    parts = pc.extract_regex(ids, CHUNK_ID_PATTERN)
+    parts = pc.extract_regex(ids, CHUNK_ID_PATTERN, memory_pool=BATCH_MEMORY)
     first_bad = pc.index(pc.is_null(parts), True).as_py() if parts.null_count else None
     prefixes = pa.array([prefix for prefix, _ in CHUNK_ID_PREFIXES])
     names = pa.array([source for _, source in CHUNK_ID_PREFIXES])
-    sources = pc.take(names, pc.index_in(pc.struct_field(parts, "prefix"), value_set=prefixes))
+    positions = pc.index_in(pc.struct_field(parts, "prefix"), value_set=prefixes, memory_pool=BATCH_MEMORY)
+    sources = pc.take(names, positions, memory_pool=BATCH_MEMORY)
     return pc.struct_field(parts, "doc_id"), sources, (first_bad if first_bad != -1 else None)
 
 
@@ -201,7 +205,7 @@ def corpus_table(ids: list, texts: list, first_index: int, name: str) -> pa.Tabl
     columns = {}
     for field, values in (("id", ids), ("text", texts)):
         try:
-            columns[field] = pa.array(values, pa.string())
+            columns[field] = pa.array(values, pa.string(), memory_pool=BATCH_MEMORY)
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             columns[field] = None
         if columns[field] is None or columns[field].null_count:
