@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pytest
 from ragloaders import beir, cli
@@ -144,3 +145,24 @@ def test_beir_published_counts_protocol():
     assert sum(beir.published_counts(f"beir/cqadupstack/{f}")[("qrels", "test")] for f in beir.CQADUPSTACK_FORUMS) \
         == 13_145
     assert beir.known_defects("beir/scifact") == ()
+
+
+def test_mmrag_complete_query_files_match_published_counts(tmp_path):
+    """The complete mmRAG query files (real) with a generated corpus of every judged chunk."""
+    from mmrag_generated import dump_array, generated_corpus, judged_chunk_ids
+
+    full = os.path.join(os.path.dirname(__file__), "data", "mmrag-full")
+    folder = tmp_path / "mmrag"
+    shutil.copytree(full, folder, ignore=shutil.ignore_patterns("README.md"))
+    (folder / "processed_documents.json").write_text(
+        dump_array(generated_corpus(judged_chunk_ids(folder)), indent=None), encoding="utf-8"
+    )
+    report = integrity("mmrag", data_dir=str(folder), cache_dir=str(tmp_path / "cache"))
+    assert report["ok"], report["errors"]
+    for split, count in {"train": 3_072, "dev": 766, "test": 1_286}.items():
+        queries = split_facts(report, "queries", split)
+        assert queries["published"] == count == queries["rows"]
+        qrels = split_facts(report, "qrels", split)
+        assert (qrels["queries"], qrels["missing_docs"], qrels["missing_queries"]) == (count, 0, 0)
+        assert set(qrels["score_histogram"]) <= {"0", "1", "2"}
+        assert split_facts(report, "default", split)["rows"] == count
