@@ -49,10 +49,11 @@ CHUNK_ID_PREFIXES = (
 )
 """Chunk id prefix -> source: `<src>_<doc>_<chunk>` for nq, triviaqa, ott, tat; `<freebase mid>_<chunk>` for
 the knowledge graph, where mids (`m.0_hp_2l_205`, `g.1255hy64l_5`) may themselves contain `_`."""
-CHUNK_ID_PATTERN = (
-    "^(?P<doc_id>(?P<prefix>" + "|".join(re.escape(prefix) for prefix, _ in CHUNK_ID_PREFIXES) + ").+)_[0-9]+$"
-)
-"""A chunk id: a known prefix and a non-empty rest, which make the doc id (`rsplit('_', 1)[0]`), then `_<chunk>`."""
+CHUNK_ID_PATTERN = "^(?:" + "|".join(re.escape(prefix) for prefix, _ in CHUNK_ID_PREFIXES) + ").+_[0-9]+$"
+"""A chunk id: a known prefix, a non-empty rest (prefix and rest make the doc id), then `_<chunk number>`."""
+PREFIX_KEY_LENGTH = min(len(prefix) for prefix, _ in CHUNK_ID_PREFIXES)
+"""The first characters of a well-formed chunk id already tell its prefix (checked below): a cheap lookup key."""
+assert len({prefix[:PREFIX_KEY_LENGTH] for prefix, _ in CHUNK_ID_PREFIXES}) == len(CHUNK_ID_PREFIXES)
 PUBLISHED_QUERIES = {"train": 3_072, "dev": 766, "test": 1_286}
 QUERY_FILE_BYTES = {"train": 3_138_030, "dev": 871_660, "test": 1_297_080}
 """Sizes of the query files on the hub (equal to the GitHub release, nju-websoft/mmRAG data/mmRAG_ds)."""
@@ -191,13 +192,14 @@ def read_query_file(shard: Shard, config: str) -> Iterator[pa.Table]:
 
 def split_chunk_ids(ids: pa.Array) -> tuple[pa.Array, pa.Array, int | None]:
     """(doc ids, sources, index of the first id that fits no source or None) of an array of chunk ids."""
-    parts = pc.extract_regex(ids, CHUNK_ID_PATTERN, memory_pool=BATCH_MEMORY)
-    first_bad = pc.index(pc.is_null(parts), True).as_py() if parts.null_count else None
-    prefixes = pa.array([prefix for prefix, _ in CHUNK_ID_PREFIXES])
+    well_formed = pc.match_substring_regex(ids, CHUNK_ID_PATTERN, memory_pool=BATCH_MEMORY)
+    first_bad = None if pc.all(well_formed).as_py() else pc.index(well_formed, False).as_py()
+    doc_ids = pc.list_element(pc.split_pattern(ids, "_", max_splits=1, reverse=True, memory_pool=BATCH_MEMORY), 0)
+    keys = pc.utf8_slice_codeunits(ids, 0, PREFIX_KEY_LENGTH, memory_pool=BATCH_MEMORY)
+    known = pa.array([prefix[:PREFIX_KEY_LENGTH] for prefix, _ in CHUNK_ID_PREFIXES])
     names = pa.array([source for _, source in CHUNK_ID_PREFIXES])
-    positions = pc.index_in(pc.struct_field(parts, "prefix"), value_set=prefixes, memory_pool=BATCH_MEMORY)
-    sources = pc.take(names, positions, memory_pool=BATCH_MEMORY)
-    return pc.struct_field(parts, "doc_id"), sources, (first_bad if first_bad != -1 else None)
+    sources = pc.take(names, pc.index_in(keys, value_set=known, memory_pool=BATCH_MEMORY), memory_pool=BATCH_MEMORY)
+    return doc_ids, sources, first_bad
 
 
 def corpus_table(ids: list, texts: list, first_index: int, name: str) -> pa.Table:
