@@ -17,7 +17,7 @@ import pytest
 import ragloaders
 from mmrag_generated import demo_corpus_text, dump_array, generated_corpus, judged_chunk_ids, write_large_array
 from ragloaders.errors import SourceError
-from ragloaders.mmrag import HUB_REPO_ID, parse_answers
+from ragloaders.mmrag import HUB_REPO_ID, parse_answers, published_counts
 
 DATA = Path(__file__).parent / "data"
 SAMPLE = DATA / "mmrag"
@@ -110,6 +110,9 @@ def test_full_query_files(tmp_path):
     queries = load("queries", FULL, tmp_path)
     qrels = load("qrels", FULL, tmp_path)
     assert {split: default[split].num_rows for split in SPLITS} == {"train": 3072, "dev": 766, "test": 1286}
+    published = published_counts("mmrag")
+    for config, loaded in (("default", default), ("queries", queries)):
+        assert {split: loaded[split].num_rows for split in SPLITS} == {s: published[(config, s)] for s in SPLITS}
     for split in SPLITS:
         source = records(FULL, split)
         assert queries[split]["_id"] == [r["id"] for r in source]
@@ -122,6 +125,7 @@ def test_full_query_files(tmp_path):
                        table.column("score").to_pylist()))
         assert got == expected
         assert 0 in table.column("score").to_pylist(), "grade 0 is kept"
+        assert len(set(table.column("query-id").to_pylist())) == published[("qrels", split)]
     assert qrels["train"].features["score"] == datasets.Value("int32")
     assert sum(len(a) == 0 for a in default["train"]["answers"]) == 2
 

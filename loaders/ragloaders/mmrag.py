@@ -53,8 +53,11 @@ CHUNK_ID_PATTERN = "^(?:" + "|".join(re.escape(prefix) for prefix, _ in CHUNK_ID
 """A chunk id: a known prefix, a non-empty rest (prefix and rest make the doc id), then `_<chunk number>`."""
 PREFIX_KEY_LENGTH = min(len(prefix) for prefix, _ in CHUNK_ID_PREFIXES)
 """The first characters of a well-formed chunk id already tell its prefix (checked below): a cheap lookup key."""
-assert len({prefix[:PREFIX_KEY_LENGTH] for prefix, _ in CHUNK_ID_PREFIXES}) == len(CHUNK_ID_PREFIXES)
+if len({prefix[:PREFIX_KEY_LENGTH] for prefix, _ in CHUNK_ID_PREFIXES}) != len(CHUNK_ID_PREFIXES):
+    raise ValueError("CHUNK_ID_PREFIXES: two prefixes share their first PREFIX_KEY_LENGTH characters")
 PUBLISHED_QUERIES = {"train": 3_072, "dev": 766, "test": 1_286}
+PUBLISHED_CHUNKS = 3_201_548
+"""Chunks in the corpus as the mmRAG paper reports them (arXiv 2505.11180); not yet checked against the file."""
 QUERY_FILE_BYTES = {"train": 3_138_030, "dev": 871_660, "test": 1_297_080}
 """Sizes of the query files on the hub (equal to the GitHub release, nju-websoft/mmRAG data/mmRAG_ds)."""
 CORPUS_BATCH_BYTES = 1 << 20
@@ -340,9 +343,13 @@ FIELD_NOTES = {
 
 
 def published_counts(path: str) -> dict[tuple[str, str | None], int]:
-    """Queries per split as published; qrels count the distinct query ids of a split."""
-    return {(config, split): count for config in ("default", "queries", "qrels")
-            for split, count in PUBLISHED_QUERIES.items()}
+    """Queries per split and corpus chunks as published; for qrels, the distinct query ids of a split."""
+    configs = ("default", "queries", "qrels")
+    counts: dict[tuple[str, str | None], int] = {
+        (config, split): count for config in configs for split, count in PUBLISHED_QUERIES.items()
+    }
+    counts[("corpus", "corpus")] = PUBLISHED_CHUNKS
+    return counts
 
 
 def card_facts(path: str) -> dict:
@@ -357,7 +364,8 @@ def card_facts(path: str) -> dict:
         "summary": (
             "mmRAG as four configs: `default` (the full query records), `queries` and `qrels` (splits `train`, `dev`, "
             "`test`) and `corpus` (split `corpus`: every chunk of processed_documents.json). mmRAG publishes "
-            + " / ".join(f"{count:,}" for count in PUBLISHED_QUERIES.values()) + " queries (train / dev / test)."
+            + " / ".join(f"{count:,}" for count in PUBLISHED_QUERIES.values())
+            + f" queries (train / dev / test) and {PUBLISHED_CHUNKS:,} chunks."
         ),
         "license": "apache-2.0",
         "license_text": "Apache License 2.0 (mmRAG repository LICENSE and hub card)",
