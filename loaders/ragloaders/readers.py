@@ -210,7 +210,7 @@ def read_jsonl(shard: Shard, schema: pa.Schema, required: Iterable[str] = ()) ->
     try:
         with shard.open() as stream:
             reader = pa_json.open_json(
-                stream, read_options=pa_json.ReadOptions(block_size=BLOCK_BYTES, use_threads=False),
+                stream, read_options=pa_json.ReadOptions(block_size=BLOCK_BYTES, use_threads=True),
                 parse_options=parse_options,
             )
             for batch in reader:
@@ -251,7 +251,7 @@ def read_qrels(shard: Shard) -> Iterator[pa.Table]:
             reader = pa_csv.open_csv(
                 stream,
                 read_options=pa_csv.ReadOptions(
-                    skip_rows=1, column_names=QRELS_SCHEMA.names, block_size=BLOCK_BYTES, use_threads=False
+                    skip_rows=1, column_names=QRELS_SCHEMA.names, block_size=BLOCK_BYTES, use_threads=True
                 ),
                 parse_options=pa_csv.ParseOptions(delimiter="\t", quote_char=False, ignore_empty_lines=True),
                 convert_options=pa_csv.ConvertOptions(
