@@ -222,7 +222,7 @@ def test_peak_memory_stays_flat_on_large_pretty_printed_arrays(tmp_path):
     large_run = measure(large, tmp_path / "cache-large", streaming=False)
     streamed = measure(large, tmp_path / "cache-stream", streaming=True)
     assert (small_run["rows"], large_run["rows"], streamed["rows"]) == (small_rows, large_rows, large_rows)
-    assert large_run["peak_mb"] < 500 and streamed["peak_mb"] < 500
+    assert large_run["peak_mb"] < 500 and streamed["peak_mb"] < 500, (large_run, streamed)
     assert large_run["peak_mb"] - small_run["peak_mb"] < 40, (small_run, large_run)
 
 
