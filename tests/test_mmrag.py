@@ -195,12 +195,14 @@ def test_dangling_qrels_are_counted_by_validate_and_kept(tmp_path):
 
 
 MEASURE = """
-import json, resource, sys
+import json, sys
 import ragloaders
 data_dir, cache_dir, streaming = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 loaded = ragloaders.load("mmrag", "corpus", data_dir=data_dir, cache_dir=cache_dir, streaming=streaming)
 rows = sum(1 for _ in loaded["corpus"]) if streaming else loaded["corpus"].num_rows
-print(json.dumps({"rows": rows, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+# VmHWM, not ru_maxrss: after fork + exec, ru_maxrss still counts the parent's pages at fork time.
+peak_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"rows": rows, "peak_mb": peak_kb / 1024}))
 """
 
 
