@@ -226,6 +226,7 @@ def measure(kind: str, path: str, config: str, data_dir: str, options: list[str]
     from ragloaders import crag
 
     start = time.time()
+    cpu_start = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
     result: dict = {}
     if kind == "decompress":
         source = ragloaders.builder(path, config, data_dir=data_dir).source_in(data_dir)
@@ -244,8 +245,11 @@ def measure(kind: str, path: str, config: str, data_dir: str, options: list[str]
     elif kind == "stream":
         dataset = ragloaders.load(path, config, data_dir=data_dir, streaming=True)
         result["rows"] = {split: sum(1 for _ in d.iter(batch_size=crag.BATCH_ROWS)) for split, d in dataset.items()}
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     result["seconds"] = round(time.time() - start, 2)
-    result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    result["cpu_seconds"] = round(usage.ru_utime + usage.ru_stime - cpu_start, 2)
+    result["peak_rss_mb"] = round(usage.ru_maxrss / 1024)
+    result["load_after"] = round(os.getloadavg()[0], 1)
     return result
 
 

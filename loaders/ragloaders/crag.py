@@ -276,7 +276,8 @@ class Spool:
     path: str
 
     def tables(self) -> Iterator[pa.Table]:
-        with pa.memory_map(self.path) as source:
+        # Plain reads, not a memory map: mapped pages would count in the process's RSS up to the spool's size.
+        with pa.OSFile(self.path, "rb") as source:
             for batch in pa.ipc.open_stream(source):
                 yield pa.Table.from_batches([batch])
 
