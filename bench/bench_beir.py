@@ -48,7 +48,12 @@ CONTENDERS = {
                 writer.write_batch(batch)
                 rows += batch.num_rows
     """),
-    "ragloaders.load corpus": ("import ragloaders", """
+    "ragloaders build (builder.download_and_prepare)": ("import ragloaders", """
+        builder = ragloaders.builder("beir/nfcorpus", "corpus", data_dir=DATA_DIR, cache_dir=OUT)
+        builder.download_and_prepare()
+        rows = builder.info.splits["corpus"].num_examples
+    """),
+    "ragloaders.load corpus (build + memory-mapped Dataset)": ("import ragloaders", """
         rows = ragloaders.load("beir/nfcorpus", "corpus", split="corpus", data_dir=DATA_DIR, cache_dir=OUT).num_rows
     """),
     "ragloaders.load corpus, num_proc=2": ("import ragloaders", """
