@@ -5,8 +5,8 @@
 Generates (once; kept in --work for reruns):
 - a task 1&2 file `crag_task_1_and_2_dev_v5.jsonl.bz2` of at least --mb MB compressed: records shaped like
   CRAG's (every field, splits 0/1 mixed, 5 pages of 50-150 KB HTML each, a third of the records listing one
-  page twice), HTML from a fixed pool of paragraphs over a Zipf vocabulary (bz2 ratio ~6, the official
-  example file's is 7.8); and the first half of it (a prefix at a bz2 stream boundary) for the memory check;
+  page twice), each page a random slice of the real HTML in tests/data/crag (see PageMaker); and the first
+  half of it (a prefix at a bz2 stream boundary) for the memory check;
 - a task 3 file: a tar of 3 JSONL members, 50 pages per record, bz2, cut into `.part0..3`.
 
 Compression uses 2 processes, each compressing whole lines into its own bz2 stream (a multi-stream file, which
@@ -33,6 +33,8 @@ from multiprocessing import Pool
 import numpy as np
 import orjson
 
+REAL_SAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests", "data", "crag",
+                           "dev_data.jsonl.bz2")
 T12 = "crag_task_1_and_2_dev_v5.jsonl.bz2"
 T3 = "crag_task_3_dev_v5.tar.bz2"
 RECORDS_PER_CHUNK = {"task_1_and_2": 16, "task_3": 2}
@@ -43,7 +45,8 @@ DYNAMISM = ("static", "slow-changing", "fast-changing", "real-time")
 
 
 class PageMaker:
-    """HTML pages of a given size from a fixed pool of 20,000 paragraphs over an 8,000-word Zipf vocabulary."""
+    """HTML pages of a given size: random slices of the official example file's 38 distinct real pages (15 MB),
+    or with BENCH_CRAG_HTML=synthetic, from 20,000 paragraphs over an 8,000-word Zipf vocabulary."""
 
     def __init__(self, seed: int = 12345):
         rng = np.random.default_rng(seed)
@@ -56,6 +59,13 @@ class PageMaker:
         self.cum = cum / cum[-1]
         self.classes = ["".join(rng.choice(list("abcdef0123456789"), 6)) for _ in range(400)]
         self.pool = [self._paragraph(rng) for _ in range(20_000)]
+        self.real_html = ""
+        if os.environ.get("BENCH_CRAG_HTML", "real") == "real":
+            import bz2
+
+            with bz2.open(REAL_SAMPLE) as f:
+                pages = {p["page_result"] for line in f for p in orjson.loads(line)["search_results"]}
+            self.real_html = "".join(sorted(pages))
 
     def text(self, rng: np.random.Generator, words: int) -> str:
         return " ".join(self.words[np.searchsorted(self.cum, rng.random(words))].tolist())
@@ -73,6 +83,9 @@ class PageMaker:
         return f'<script>window.__d{css}={{"k":"{text[:80]}","n":{int(rng.integers(0, 10**6))}}};</script>\n'
 
     def page(self, rng: np.random.Generator, size: int) -> str:
+        if self.real_html:  # a slice of the real pages: bz2 sees real HTML (runs, boilerplate, scripts)
+            start = int(rng.integers(0, len(self.real_html) - size))
+            return self.real_html[start:start + size]
         parts, total = [], 0
         while total < size:
             part = self.pool[rng.integers(0, len(self.pool))]
