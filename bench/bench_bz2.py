@@ -22,7 +22,8 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 import indexed_bzip2
-from ragloaders.compressed import iter_jsonl_lines, open_bz2, open_joined, order_parts
+from ragloaders.compressed import open_bz2, open_joined, order_parts
+from ragloaders.readers import iter_lines
 
 CHUNK = 1 << 20
 
@@ -103,7 +104,7 @@ def main() -> None:
 
     def ours_lines() -> int:
         with open_bz2(path, name=path) as stream:
-            return sum(len(line) + 1 for _, line in iter_jsonl_lines(stream, name=path))
+            return sum(len(line) + 1 for _, line in iter_lines(stream, path))
 
     cases: dict[str, Callable[[], int]] = {
         "Python bz2 (BZ2File.read)": python_bz2,
@@ -112,7 +113,7 @@ def main() -> None:
         "open_bz2(path), threads=1": ours(1),
         "open_bz2(path), default (2 threads)": ours(2),
         "open_bz2(open_joined(3 parts)), 2 threads": ours_parts,
-        "open_bz2 + iter_jsonl_lines, 2 threads": ours_lines,
+        "open_bz2 + iter_lines, 2 threads": ours_lines,
     }
     if shutil.which("lbzip2"):
         cases["lbzip2 -dc -n2 (subprocess)"] = lambda: drain(

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import indexed_bzip2
 import pytest
-from ragloaders.compressed import iter_jsonl_lines, iter_tar_members, open_bz2, open_joined, order_parts
+from ragloaders.compressed import iter_tar_members, open_bz2, open_joined, order_parts
 from ragloaders.errors import SourceError
+from ragloaders.readers import iter_lines
 
 SAMPLE = Path(__file__).parent / "data" / "crag" / "dev_data.jsonl.bz2"
 
@@ -24,7 +25,7 @@ def expected() -> bytes:
 
 def read_lines(source, name: str, threads: int | None = None) -> list[bytes]:
     with open_bz2(source, name=name, threads=threads) as stream:
-        return [line for _, line in iter_jsonl_lines(stream, name=name)]
+        return [line for _, line in iter_lines(stream, name)]
 
 
 def write_parts(data: bytes, stem: Path, numbers: range) -> list[str]:
@@ -45,7 +46,7 @@ def test_real_sample_gives_ten_json_lines_identical_to_python_bz2(threads, expec
     for line in lines:
         assert len(json.loads(line)["search_results"]) == 5
     with SAMPLE.open("rb") as source, open_bz2(source, name="x", threads=threads) as stream:
-        assert [number for number, _ in iter_jsonl_lines(stream, name="x")] == list(range(1, 11))
+        assert [number for number, _ in iter_lines(stream, "x")] == list(range(1, 11))
         assert not source.closed
 
 
@@ -158,18 +159,18 @@ def test_truncated_non_seekable_bz2_raises():
     ],
 )
 def test_jsonl_line_ends(data, expected):
-    assert [line for _, line in iter_jsonl_lines(io.BytesIO(data), name="x")] == expected
+    assert [line for _, line in iter_lines(io.BytesIO(data), "x")] == expected
 
 
 def test_jsonl_lines_longer_than_the_read_size_and_crlf_across_reads():
     long = b'{"x": "' + b"y" * (3 << 20) + b'"}'
     data = long + b"\r\n" + b"short\r\n" + long
     stream = io.BytesIO(data)
-    got = list(iter_jsonl_lines(stream, name="x"))
+    got = list(iter_lines(stream, "x"))
     assert got == [(1, long), (2, b"short"), (3, long)]
     # \r at the very end of one 1 MiB read and \n at the start of the next
     data = b"a" * ((1 << 20) - 1) + b"\r\n" + b"b"
-    assert [line for _, line in iter_jsonl_lines(io.BytesIO(data), name="x")] == [b"a" * ((1 << 20) - 1), b"b"]
+    assert [line for _, line in iter_lines(io.BytesIO(data), "x")] == [b"a" * ((1 << 20) - 1), b"b"]
 
 
 def make_tar(members: list[tarfile.TarInfo | tuple[str, bytes]]) -> bytes:
@@ -199,7 +200,7 @@ def test_bz2_tar_in_parts_streams_every_member(tmp_path):
     seen = []
     with open_joined(order_parts(paths)) as joined, open_bz2(joined, name="task_3.tar.bz2") as stream:
         for member_name, content in iter_tar_members(stream, name="task_3.tar.bz2"):
-            rows = [json.loads(line) for _, line in iter_jsonl_lines(content, name=member_name)]
+            rows = [json.loads(line) for _, line in iter_lines(content, member_name)]
             seen.append((member_name, len(rows), {row["shard"] for row in rows}))
     assert seen == [(f"data/shard_{i}.jsonl", 200 + i, {i}) for i in range(4)]
     assert not list(tmp_path.glob("**/*.jsonl")), "nothing is extracted to disk"
@@ -250,5 +251,5 @@ def test_truncated_tar_raises(keep):
     lines = 0
     with pytest.raises(SourceError, match="cut.tar"):
         for member_name, content in iter_tar_members(io.BytesIO(data[: cut[keep]]), name="cut.tar"):
-            lines += sum(1 for _ in iter_jsonl_lines(content, name=member_name))
+            lines += sum(1 for _ in iter_lines(content, member_name))
     assert lines <= 300

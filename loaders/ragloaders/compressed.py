@@ -190,39 +190,6 @@ def open_bz2(source: str | BinaryIO, *, name: str, threads: int | None = None) -
     return io.BufferedReader(_Decompressed(reader, name, owned), buffer_size=CHUNK_BYTES)  # type: ignore[return-value]
 
 
-def iter_jsonl_lines(stream: BinaryIO, *, name: str) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, line without its line end) for lines of any length; CRLF tolerated.
-
-    Blank lines are yielded (the caller decides); only the empty text after a final newline is not
-    a line.
-    """
-    number = 0
-    pieces: list[bytes] = []
-    while True:
-        try:
-            chunk = stream.read(CHUNK_BYTES)
-        except SourceError:
-            raise
-        except OSError as error:
-            raise SourceError(name, f"read failed: {error}", line=number + 1) from error
-        if not chunk:
-            break
-        start = 0
-        while (end := chunk.find(b"\n", start)) >= 0:
-            line = chunk[start:end]
-            if pieces:
-                pieces.append(line)
-                line, pieces = b"".join(pieces), []
-            number += 1
-            yield number, line[:-1] if line.endswith(b"\r") else line
-            start = end + 1
-        if start < len(chunk):
-            pieces.append(chunk[start:])
-    if pieces:
-        line = b"".join(pieces)
-        yield number + 1, line[:-1] if line.endswith(b"\r") else line
-
-
 class _CountingReader(io.RawIOBase):
     """Counts the bytes read from a stream (to tell a tar's end marker from a cut)."""
 

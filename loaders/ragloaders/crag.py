@@ -43,10 +43,10 @@ import orjson
 import pyarrow as pa
 
 from .base import RagBuilder
-from .compressed import iter_jsonl_lines, iter_tar_members, open_bz2, open_joined, order_parts
+from .compressed import iter_tar_members, open_bz2, open_joined, order_parts
 from .errors import MissingSourceError, SourceError
 from .html_text import html_to_text
-from .readers import check_required, conform
+from .readers import check_required, conform, iter_lines
 from .sources import Download, download_verified
 
 logger = logging.getLogger(__name__)
@@ -216,7 +216,7 @@ class CragSource:
     def records(self) -> Iterator[tuple[dict, int]]:
         """(`default` row, size of its JSON line) for every record, in file order."""
         for name, stream in self.streams():
-            for number, line in iter_jsonl_lines(stream, name=name):
+            for number, line in iter_lines(stream, name):
                 if not line or line.isspace():
                     continue
                 try:
