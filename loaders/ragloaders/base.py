@@ -8,7 +8,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 import datasets
 from datasets.exceptions import DatasetGenerationError
@@ -64,7 +64,6 @@ class RagBuilder(datasets.ArrowBasedBuilder):
     """
 
     VERSION = VERSION
-    path: ClassVar[str] = ""
 
     def __init__(self, path: str, config_name: str, *, data_dir: str | None = None, **kwargs: Any):
         self.path = path
