@@ -17,13 +17,7 @@ def registry() -> dict[str, type[RagBuilder]]:
     """Every path this package serves, with its builder class."""
     paths: dict[str, type[RagBuilder]] = {}
     for name in BENCHMARK_MODULES:
-        try:
-            module = importlib.import_module(f"ragloaders.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"ragloaders.{name}":
-                raise
-            continue
-        paths.update(module.BUILDERS)
+        paths.update(importlib.import_module(f"ragloaders.{name}").BUILDERS)
     return paths
 
 

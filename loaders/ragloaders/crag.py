@@ -47,7 +47,7 @@ from .compressed import iter_tar_members, open_bz2, open_joined, order_parts
 from .errors import MissingSourceError, SourceError
 from .html_text import html_to_text
 from .readers import check_required, conform, iter_lines
-from .sources import Download, download_verified
+from .sources import Download, download_verified, file_identity
 
 logger = logging.getLogger(__name__)
 
@@ -194,7 +194,7 @@ class CragSource:
                             + ".part*")
 
     def identity(self) -> list:
-        return [[path, os.stat(path).st_size, os.stat(path).st_mtime_ns] for path in self.paths]
+        return [file_identity(path) for path in self.paths]
 
     def streams(self) -> Iterator[tuple[str, BinaryIO]]:
         """(name for errors, decompressed JSONL stream), each to be read to its end before the next."""

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from huggingface_hub.utils import tqdm
 
+from . import validate
 from .api import builder, configs_of
 
 MAX_SHARD_BYTES = 500 << 20
@@ -78,17 +79,6 @@ def write_parquet(dataset: datasets.Dataset, folder: str, split: str) -> list[st
     return paths
 
 
-def build_integrity(path: str, *, data_dir: str | None, cache_dir: str | None) -> dict | None:
-    """`validate.integrity` of the build (its configs are already prepared in the cache), if that module exists."""
-    try:
-        from .validate import integrity
-    except ModuleNotFoundError as e:
-        if e.name != "ragloaders.validate":
-            raise
-        return None
-    return integrity(path, data_dir=data_dir, cache_dir=cache_dir)
-
-
 def build_folder(
     path: str,
     out: str,
@@ -102,7 +92,7 @@ def build_folder(
 
     The folder is written under `out` + ".incomplete" and moved into place at the end, so an
     interrupted build never leaves a folder that looks complete. `repo_id` goes into the card's
-    `load_dataset` lines; the card shows `validate.integrity`'s report when that module is present.
+    `load_dataset` lines; the card shows `validate.integrity`'s report.
     """
     from .cards import render_card
 
@@ -123,7 +113,7 @@ def build_folder(
             )
         outputs.append(output)
     with open(os.path.join(staging, "README.md"), "w", encoding="utf-8") as f:
-        integrity = build_integrity(path, data_dir=data_dir, cache_dir=cache_dir)
+        integrity = validate.integrity(path, data_dir=data_dir, cache_dir=cache_dir)  # configs already prepared
         f.write(render_card(path, outputs, data_dir=data_dir, integrity=integrity, repo_id=repo_id))
     if os.path.isdir(out):
         shutil.rmtree(out)

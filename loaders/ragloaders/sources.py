@@ -75,17 +75,17 @@ class SourceFiles:
     def identity(self, relpaths: list[str]) -> list:
         """What changes when a source file is edited: size and modification time (nanoseconds)."""
         if self._zip is not None:
-            stat = os.stat(self.location)
-            return [self.location, self.root, stat.st_size, stat.st_mtime_ns]
-        out = []
-        for relpath in relpaths:
-            path = self.display(relpath)
-            if os.path.exists(path):
-                stat = os.stat(path)
-                out.append([path, stat.st_size, stat.st_mtime_ns])
-            else:
-                out.append([path, None])
-        return out
+            return [*file_identity(self.location), self.root]
+        return [file_identity(self.display(relpath)) for relpath in relpaths]
+
+
+def file_identity(path: str) -> list:
+    """[path, size, modification time in nanoseconds], or [path, None] for a file that is not there."""
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return [path, None]
+    return [path, stat.st_size, stat.st_mtime_ns]
 
 
 class RangeReader(io.RawIOBase):
