@@ -22,8 +22,8 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 import indexed_bzip2
-from ragloaders.compressed import open_bz2, open_joined, order_parts
-from ragloaders.readers import iter_lines
+from ragloaders.core.compressed import open_bz2, open_joined, order_parts
+from ragloaders.core.readers import iter_lines
 
 CHUNK = 1 << 20
 

@@ -218,14 +218,14 @@ def generate_task_3(folder: str, target_mb: int, ratio: float) -> dict:
 def _use_python_bz2() -> None:
     import bz2
 
-    from ragloaders import crag
+    from ragloaders.benchmarks.crag import builder as crag
 
     crag.open_bz2 = lambda source, *, name, threads=None: io.BufferedReader(bz2.BZ2File(source), 1 << 20)
 
 
 def _no_spool() -> None:
-    from ragloaders import crag
-    from ragloaders.base import RagBuilder
+    from ragloaders.benchmarks.crag import builder as crag
+    from ragloaders.core.builder import RagBuilder
 
     crag.CragBuilder._download_and_prepare = RagBuilder._download_and_prepare
 
@@ -236,7 +236,7 @@ def measure(kind: str, path: str, config: str, data_dir: str, options: list[str]
     if "no-spool" in options:
         _no_spool()
     import ragloaders
-    from ragloaders import crag
+    from ragloaders.benchmarks.crag import builder as crag
 
     start = time.time()
     cpu_start = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])

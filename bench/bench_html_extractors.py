@@ -68,7 +68,7 @@ def extractors() -> dict[str, Callable[[str], str]]:
         found["bs4 get_text"] = lambda html: BeautifulSoup(html, "lxml").get_text("\n")
     except ImportError:
         pass
-    from ragloaders.html_text import html_to_text
+    from ragloaders.core.html_text import html_to_text
 
     found["ragloaders html_to_text"] = html_to_text
     return found

@@ -121,7 +121,7 @@ print(json.dumps({"seconds": time.perf_counter() - start, "rows": rows}))
 
 BASELINE = """
 import json, sys, time
-import ragloaders, ragloaders.mmrag
+import ragloaders, ragloaders.benchmarks.mmrag
 print(json.dumps({"seconds": 0.0, "rows": 0}))
 """
 

@@ -252,9 +252,9 @@ def main(argv: list[str]) -> int:
     options, command = argv[:separator], argv[separator + 1:]
     install(options[0])
     if "--max-commit-files" in options:
-        import ragloaders.push
+        import ragloaders.publish.push
 
-        ragloaders.push.MAX_COMMIT_FILES = int(options[options.index("--max-commit-files") + 1])
+        ragloaders.publish.push.MAX_COMMIT_FILES = int(options[options.index("--max-commit-files") + 1])
     from ragloaders.cli import main as ragloaders_main
 
     return ragloaders_main(command)

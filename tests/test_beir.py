@@ -14,10 +14,12 @@ import pyarrow as pa
 import pytest
 import ragloaders
 from conftest import DATA
-from ragloaders import beir, readers
+from ragloaders.benchmarks.beir import builder as beir_builder
+from ragloaders.benchmarks.beir import catalogue as beir
 from ragloaders.cli import main as cli_main
-from ragloaders.errors import MissingSourceError, SourceError
-from ragloaders.hub import build_folder
+from ragloaders.core import readers
+from ragloaders.core.errors import MissingSourceError, SourceError
+from ragloaders.publish.build import build_folder
 
 NFCORPUS_ZIP = DATA / "beir" / "nfcorpus.zip"
 NFCORPUS_COUNTS = {"corpus": 3_633, "queries": 3_237, "train": 110_575, "dev": 11_385, "test": 12_334}
@@ -57,11 +59,11 @@ def nfcorpus_extracted(tmp_path_factory) -> Path:
 def nfcorpus_loaded(tmp_path_factory) -> dict:
     cache = tmp_path_factory.mktemp("cache")
     return {config: ragloaders.load("beir/nfcorpus", config, data_dir=str(NFCORPUS_ZIP.parent), cache_dir=str(cache))
-            for config in beir.CONFIGS}
+            for config in beir_builder.CONFIG_PLANS}
 
 
 def test_nfcorpus_zip_is_the_official_file():
-    from ragloaders.sources import md5_of
+    from ragloaders.core.sources import md5_of
 
     assert md5_of(str(NFCORPUS_ZIP)) == beir.DATASETS["beir/nfcorpus"].md5
     assert NFCORPUS_ZIP.stat().st_size == beir.DATASETS["beir/nfcorpus"].zip_bytes
@@ -101,7 +103,7 @@ def test_nfcorpus_values_byte_for_byte(nfcorpus_loaded):
 
 
 def test_zip_and_extracted_folder_give_the_same_rows(nfcorpus_loaded, nfcorpus_extracted, tmp_path):
-    for config in beir.CONFIGS:
+    for config in beir_builder.CONFIG_PLANS:
         from_folder = ragloaders.load("beir/nfcorpus", config, data_dir=str(nfcorpus_extracted),
                                       cache_dir=str(tmp_path))
         for split in from_folder:
@@ -278,7 +280,7 @@ def test_num_proc_splits_one_file_into_line_aligned_ranges(tmp_path, monkeypatch
     corpus = [{"_id": f"{i:06d}", "title": "", "text": "word " * (i % 50)} for i in range(3000)]
     folder = write_beir(tmp_path / "msmarco", corpus, [], {})
     monkeypatch.setattr(readers, "SHARD_BYTES", 16 << 10)
-    shards = readers.shards_of(ragloaders.sources.SourceFiles(str(folder)), "corpus.jsonl")
+    shards = readers.shards_of(ragloaders.core.sources.SourceFiles(str(folder)), "corpus.jsonl")
     assert len(shards) > 4 and shards[0].start == 0 and shards[-1].end == (folder / "corpus.jsonl").stat().st_size
     single = ragloaders.load("beir/msmarco", "corpus", split="corpus", data_dir=str(folder),
                              cache_dir=str(tmp_path / "a"))
@@ -417,7 +419,7 @@ def test_build_then_load_dataset_round_trip(tmp_path, nfcorpus_loaded):
     out = tmp_path / "hub"
     build_folder("beir/nfcorpus", str(out), data_dir=str(NFCORPUS_ZIP.parent), cache_dir=str(tmp_path / "cache"))
     assert not (tmp_path / "hub.incomplete").exists()
-    for config in beir.CONFIGS:
+    for config in beir_builder.CONFIG_PLANS:
         published = datasets.load_dataset(str(out), config, cache_dir=str(tmp_path / "hf"))
         assert list(published) == list(nfcorpus_loaded[config])
         for split in published:
@@ -441,8 +443,8 @@ def test_cli_list_and_build(tmp_path, capsys):
 
 def test_schemas_never_use_the_json_feature_type():
     for dataset in beir.DATASETS.values():
-        for config in beir.CONFIGS:
-            schema = beir.output_schema(dataset, config)
+        for config in beir_builder.CONFIG_PLANS:
+            schema = beir_builder.output_schema(dataset, config)
             features = datasets.Features.from_arrow_schema(schema)
             assert "Json" not in repr(features)
             assert schema.field("_id" if config != "qrels" else "query-id").type == pa.string()

@@ -12,9 +12,11 @@ from conftest import DATA
 from datasets.info import DatasetInfosDict
 from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard
-from ragloaders import beir, cards
 from ragloaders.api import builder, configs_of, registry
-from ragloaders.hub import ConfigOutput, SplitOutput, build_folder
+from ragloaders.benchmarks.beir import catalogue as beir
+from ragloaders.benchmarks.beir import citations as beir_citations
+from ragloaders.publish import cards
+from ragloaders.publish.build import ConfigOutput, SplitOutput, build_folder
 
 PATH = "beir/nfcorpus"
 HUB_LICENSES = {"apache-2.0", "cc-by-2.5", "cc-by-4.0", "cc-by-sa-3.0", "cc-by-sa-4.0", "cc-by-nc-2.0",
@@ -139,7 +141,7 @@ def test_every_beir_card_renders_with_its_licence_and_source_citation(path):
     card = DatasetCard(text)
     assert card.data.license == dataset.license_id in HUB_LICENSES
     assert (getattr(card.data, "license_link", None) is not None) == (dataset.license_id == "other")
-    assert dataset.citation.splitlines()[0] in text and beir.BEIR_CITATION.splitlines()[0] in text
+    assert dataset.citation.splitlines()[0] in text and beir_citations.BEIR_CITATION.splitlines()[0] in text
     assert "Not computed for this build" in text
     assert MetadataConfigs.from_dataset_card_data(card.data).keys() == {"corpus", "queries", "qrels"}
 
@@ -164,7 +166,7 @@ def test_integrity_findings_and_known_defects_are_shown():
     assert "Known upstream defect: self-matches are ignored" in text
     assert "| qrels | test | 10 | -1: 2, 0: 8 |" in text
     assert "No structural errors." not in text
-    assert "retrieving itself" in text  # arguana's declared defects, from beir.KNOWN_DEFECTS
+    assert "retrieving itself" in text  # arguana's declared defects, from beir_facts.KNOWN_DEFECTS
 
 
 def test_every_benchmark_path_gets_a_card_even_without_card_facts():
@@ -173,9 +175,3 @@ def test_every_benchmark_path_gets_a_card_even_without_card_facts():
         card = DatasetCard(text)
         assert card.data.pretty_name and card.data.license in HUB_LICENSES, path
         assert set(MetadataConfigs.from_dataset_card_data(card.data)) == set(configs_of(path))
-
-
-def test_licence_words_map_to_hub_ids():
-    assert cards.hub_license_id("CC BY-NC 4.0") == "cc-by-nc-4.0"
-    assert cards.hub_license_id("Apache 2.0") == "apache-2.0"
-    assert cards.hub_license_id("Quora terms of service") == "unknown"

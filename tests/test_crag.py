@@ -18,8 +18,10 @@ import datasets
 import pytest
 import ragloaders
 from conftest import DATA
-from ragloaders import MissingSourceError, SourceError, crag
-from ragloaders.html_text import html_to_text
+from ragloaders import MissingSourceError, SourceError
+from ragloaders.benchmarks.crag import builder as crag
+from ragloaders.benchmarks.crag import catalogue as crag_catalogue
+from ragloaders.core.html_text import html_to_text
 
 EXAMPLE = DATA / "crag" / "dev_data.jsonl.bz2"
 T12_V4, T12_V5 = "crag_task_1_and_2_dev_v4.jsonl.bz2", "crag_task_1_and_2_dev_v5.jsonl.bz2"
@@ -130,7 +132,7 @@ def example(tmp_path_factory):
 
 
 def expected_default(record: dict) -> dict:
-    row = {name: record.get(name) for name in crag.DEFAULT_SCHEMA.names}
+    row = {name: record.get(name) for name in crag_catalogue.DEFAULT_SCHEMA.names}
     if "alternative_answers" in record:
         row["alt_ans"] = json.loads(record["alternative_answers"].replace("'", '"'))
     return row
@@ -141,7 +143,8 @@ def expected_default(record: dict) -> dict:
 
 def test_example_default_keeps_every_value(example):
     dataset = example("default")
-    assert list(dataset) == ["test"]  # every example record has split 1; an empty split is left out
+    # every example record has split 1: validation is empty here (and left out of a built folder)
+    assert list(dataset) == ["validation", "test"] and dataset["validation"].num_rows == 0
     rows = dataset["test"].to_list()
     assert rows == [expected_default(r) for r in example_records()]
     pages = [p for row in rows for p in row["search_results"]]
@@ -369,7 +372,7 @@ def mirror(v5_dir, tmp_path, monkeypatch):
     handler.log_message = lambda *args: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv(crag.BASE_URL_ENV, f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setenv(crag_catalogue.BASE_URL_ENV, f"http://127.0.0.1:{server.server_port}")
     yield os.path.getsize(root / "data" / T12_V5)
     server.shutdown()
 
@@ -414,7 +417,7 @@ def test_tables_bounded_by_bytes(v5_dir, monkeypatch):
 
 
 def test_validate_knows_crag(v5_dir, tmp_path):
-    from ragloaders.validate import integrity
+    from ragloaders.publish.validate import integrity
 
     report = integrity("crag/task_1_and_2", data_dir=str(v5_dir), cache_dir=str(tmp_path))
     assert [(f["check"], f["config"]) for f in report["errors"]] == [("count", "queries")]  # 10 of 2,706

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 import ragloaders
-from ragloaders import beir, readers
-from ragloaders.errors import SourceError
+from ragloaders.benchmarks.beir import catalogue as beir
+from ragloaders.core import readers
+from ragloaders.core.errors import SourceError
 
 LOADERS = str(Path(__file__).parents[1] / "loaders")
 NFCORPUS_ZIP = Path(__file__).parent / "data" / "beir" / "nfcorpus.zip"
@@ -54,8 +55,8 @@ def expected_digest(docs: int) -> str:
 
 BUILD_SCRIPT = textwrap.dedent("""
     import hashlib, sys
-    import ragloaders, ragloaders.base
-    ragloaders.base.code_version = lambda: "test_faults"  # one cache identity for every process, whatever edits
+    import ragloaders, ragloaders.core.builder
+    ragloaders.core.builder.code_version = lambda: "test_faults"  # one cache identity for every process, whatever edits
     dataset = ragloaders.load("beir/scifact", "corpus", split="corpus", data_dir=sys.argv[1], cache_dir=sys.argv[2])
     table = dataset.data.table
     hasher = hashlib.sha256()

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from ragloaders.html_text import html_to_text, normalize_whitespace
+from ragloaders.core.html_text import html_to_text, normalize_whitespace
 
 SAMPLE = Path(__file__).parent / "data" / "crag" / "dev_data.jsonl.bz2"
 

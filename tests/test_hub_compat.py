@@ -24,7 +24,7 @@ def staged(tmp_path_factory) -> str:
     if os.environ.get(STAGED_ENV):
         return os.environ[STAGED_ENV]
     try:
-        from ragloaders.hub import build_folder
+        from ragloaders.publish.build import build_folder
     except ImportError as e:
         pytest.skip(f"{STAGED_ENV} is not set and ragloaders cannot build a folder here ({e})")
     from conftest import DATA

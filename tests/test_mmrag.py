@@ -16,8 +16,10 @@ import datasets
 import pytest
 import ragloaders
 from mmrag_generated import demo_corpus_text, dump_array, generated_corpus, judged_chunk_ids, write_large_array
-from ragloaders.errors import SourceError
-from ragloaders.mmrag import HUB_REPO_ID, parse_answers, published_counts
+from ragloaders.benchmarks.mmrag.builder import parse_answers
+from ragloaders.benchmarks.mmrag.catalogue import HUB_REPO_ID
+from ragloaders.benchmarks.mmrag.facts import published_counts
+from ragloaders.core.errors import SourceError
 
 DATA = Path(__file__).parent / "data"
 SAMPLE = DATA / "mmrag"
@@ -174,7 +176,7 @@ def test_demo_corpus_is_the_generated_one():
 
 
 def test_dangling_qrels_are_counted_by_validate_and_kept(tmp_path):
-    from ragloaders.validate import integrity
+    from ragloaders.publish.validate import integrity
 
     chunk_ids = judged_chunk_ids(SAMPLE)
     left_out = {chunk_ids[0], chunk_ids[5], "m.0_hp_2l_205"}

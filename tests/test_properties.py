@@ -22,8 +22,8 @@ import datasets
 import ragloaders
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ragloaders.hub import build_folder
-from ragloaders.mmrag import CHUNK_ID_PREFIXES, DATASET_SCORE_KEYS
+from ragloaders.benchmarks.mmrag.catalogue import CHUNK_ID_PREFIXES, DATASET_SCORE_KEYS
+from ragloaders.publish.build import build_folder
 
 TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
 ID = st.one_of(TEXT, st.from_regex(r"\A0[0-9]{0,6}\Z"))  # and leading zeros, which must stay

@@ -143,7 +143,7 @@ def test_push_without_a_token_fails_before_any_upload(tmp_path, cache_dir):
 
 
 def test_the_plan_puts_the_card_last_and_bounds_commits(tmp_path):
-    from ragloaders.push import plan
+    from ragloaders.publish.push import plan
 
     for name, size in (("a/x-0.parquet", 10), ("a/x-1.parquet", 30), ("b/y-0.parquet", 5), ("README.md", 3)):
         (tmp_path / name).parent.mkdir(exist_ok=True)

@@ -7,8 +7,12 @@ import os
 import shutil
 
 import pytest
-from ragloaders import beir, cli
-from ragloaders.validate import KnownDefect, integrity
+from ragloaders import cli
+from ragloaders.benchmarks.beir import catalogue as beir
+from ragloaders.benchmarks.beir import facts as beir_facts
+from ragloaders.core.facts import KnownDefect
+from ragloaders.publish import validate
+from ragloaders.publish.validate import integrity
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "beir")
 
@@ -71,7 +75,7 @@ def broken_scifact(tmp_path, monkeypatch):
             "test": [("q1", "d1", 1), ("q1", "d1", 2), ("q9", "d2", 0), ("q2", "d404", -1)],
         },
     )
-    monkeypatch.setattr(beir, "published_counts", lambda path: {("qrels", "test"): 5, ("corpus", "corpus"): 4})
+    monkeypatch.setattr(validate, "published_counts_of", lambda path: {("qrels", "test"): 5, ("corpus", "corpus"): 4})
     return folder
 
 
@@ -107,7 +111,7 @@ def arguana_like(tmp_path, monkeypatch, missing_docs):
         queries=[("a1", "pro"), ("a2", "con")],
         qrels={"test": [("a1", "a2", 1), ("a2", "a1", 1)] + [("a1", f"gone{i}", 1) for i in range(missing_docs)]},
     )
-    monkeypatch.setattr(beir, "published_counts", lambda path: {("qrels", "test"): 2, ("corpus", "corpus"): 3})
+    monkeypatch.setattr(validate, "published_counts_of", lambda path: {("qrels", "test"): 2, ("corpus", "corpus"): 3})
     return folder
 
 
@@ -126,7 +130,7 @@ def test_known_upstream_defects_are_warnings_with_exit_zero(tmp_path, monkeypatc
 def test_a_defect_worse_than_declared_is_an_error(tmp_path, monkeypatch):
     folder = arguana_like(tmp_path, monkeypatch, missing_docs=3)
     declared = (KnownDefect("missing_docs", "qrels", "at most two", split="test", max_count=2),)
-    monkeypatch.setattr(beir, "known_defects", lambda path: declared + beir.KNOWN_DEFECTS[path][1:])
+    monkeypatch.setattr(validate, "known_defects_of", lambda path: list(declared + beir_facts.KNOWN_DEFECTS[path][1:]))
     report = integrity("beir/arguana", data_dir=folder, cache_dir=str(tmp_path / "cache"))
     assert [e["check"] for e in report["errors"]] == ["missing_docs"]
     assert report["errors"][0]["count"] == 3
@@ -140,11 +144,11 @@ def test_declared_defect_that_does_not_occur_is_reported(tmp_path, monkeypatch):
 
 
 def test_beir_published_counts_protocol():
-    assert beir.published_counts("beir/nfcorpus") == {("qrels", "test"): 323, ("corpus", "corpus"): 3_633}
-    assert beir.published_counts("beir/msmarco")[("qrels", "dev")] == 6_980
-    assert sum(beir.published_counts(f"beir/cqadupstack/{f}")[("qrels", "test")] for f in beir.CQADUPSTACK_FORUMS) \
-        == 13_145
-    assert beir.known_defects("beir/scifact") == ()
+    assert beir_facts.published_counts("beir/nfcorpus") == {("qrels", "test"): 323, ("corpus", "corpus"): 3_633}
+    assert beir_facts.published_counts("beir/msmarco")[("qrels", "dev")] == 6_980
+    forums = beir.CQADUPSTACK_FORUMS
+    assert sum(beir_facts.published_counts(f"beir/cqadupstack/{f}")[("qrels", "test")] for f in forums) == 13_145
+    assert beir_facts.known_defects("beir/scifact") == ()
 
 
 def test_mmrag_complete_query_files_match_published_counts(tmp_path):

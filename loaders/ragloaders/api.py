@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import datasets
 
-from .base import RagBuilder
-
-BENCHMARK_MODULES = ("beir", "crag", "mmrag")
-"""Each module declares `BUILDERS`: {path: builder class}."""
+from .benchmarks import BENCHMARKS
+from .core.builder import RagBuilder
 
 
 def registry() -> dict[str, type[RagBuilder]]:
     """Every path this package serves, with its builder class."""
-    paths: dict[str, type[RagBuilder]] = {}
-    for name in BENCHMARK_MODULES:
-        paths.update(importlib.import_module(f"ragloaders.{name}").BUILDERS)
-    return paths
+    return {path: cls for benchmark in BENCHMARKS for path, cls in benchmark.builders.items()}
 
 
 def configs_of(path: str) -> list[str]:
+    """The config names of a path, in their declared order."""
     return [config.name for config in _builder_class(path).BUILDER_CONFIGS]
 
 
@@ -35,7 +30,7 @@ def _builder_class(path: str) -> type[RagBuilder]:
 
 def builder(path: str, config: str, **kwargs: Any) -> datasets.DatasetBuilder:
     """The `datasets.DatasetBuilder` behind `load(path, config)`; kwargs go to its constructor
-    (`data_dir`, `cache_dir`, ...)."""
+    (`data_dir`, `cache_dir`, and config parameters such as CRAG's `release`)."""
     cls = _builder_class(path)
     names = [c.name for c in cls.BUILDER_CONFIGS]
     if config not in names:
@@ -52,9 +47,11 @@ def load(
     streaming: bool = False,
     cache_dir: str | None = None,
     num_proc: int | None = None,
+    **config_kwargs: Any,
 ) -> datasets.DatasetDict | datasets.Dataset | datasets.IterableDatasetDict | datasets.IterableDataset:
-    """Load a benchmark config as `datasets.load_dataset` would load its published hub repository."""
-    dataset_builder = builder(path, config, data_dir=data_dir, cache_dir=cache_dir)
+    """Load a benchmark config as `datasets.load_dataset` would load its published hub repository;
+    `config_kwargs` set config parameters (CRAG's `release`) as in `load_dataset`."""
+    dataset_builder = builder(path, config, data_dir=data_dir, cache_dir=cache_dir, **config_kwargs)
     if streaming:
         return dataset_builder.as_streaming_dataset(split=split)
     dataset_builder.download_and_prepare(num_proc=num_proc)

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from .api import configs_of, registry
-from .errors import MissingSourceError, SourceError
+from .core.errors import MissingSourceError, SourceError
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -17,7 +17,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .hub import build_folder
+    from .publish.build import build_folder
 
     outputs = build_folder(args.path, args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
                            num_proc=args.num_proc)
@@ -29,13 +29,13 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .validate import run
+    from .publish.validate import run
 
     return run(args.path, data_dir=args.data_dir, cache_dir=args.cache_dir, as_json=args.json)
 
 
 def cmd_push(args: argparse.Namespace) -> int:
-    from .push import push
+    from .publish.push import push
 
     result = push(args.path, args.repo_id, data_dir=args.data_dir, cache_dir=args.cache_dir, num_proc=args.num_proc,
                   private=args.private, revision=args.revision, commit_message=args.commit_message,

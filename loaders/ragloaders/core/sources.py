@@ -127,12 +127,22 @@ def line_aligned_ranges(path: str, target_bytes: int) -> list[tuple[int, int]]:
     return [(start, end) for start, end in zip(starts, starts[1:] + [size])]
 
 
-def md5_of(path: str) -> str:
-    digest = hashlib.md5()
+def file_digest(path: str, algorithm: str, *, prefix: bytes = b"") -> str:
+    """Hex digest of `prefix` + the file's content, read in 1 MB blocks."""
+    digest = hashlib.new(algorithm, prefix)
     with open(path, "rb") as f:
         while chunk := f.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def md5_of(path: str) -> str:
+    return file_digest(path, "md5")
+
+
+def mirror_base(default: str, env: str) -> str:
+    """A download base URL: `default`, or the mirror the environment variable `env` names."""
+    return os.environ.get(env, default).rstrip("/")
 
 
 @dataclass(frozen=True)

@@ -6,28 +6,25 @@ Checks, per config and split: row counts against the counts the benchmark publis
 ids, duplicate (query, doc) pairs, ids that are both a query and a doc, empty texts, and the
 score histogram.
 
-Protocol for benchmark modules (both optional, looked up in the module that declares the path's
-builder in `BUILDERS`):
-
-- `published_counts(path) -> dict[tuple[str, str | None], int]`: (config, split) -> the count the
-  benchmark publishes. For a relations config the count is the number of distinct `query-id`s
-  in the split; for any other config, its rows. Split None means all splits of the config summed.
-- `known_defects(path) -> Iterable[KnownDefect]`: upstream defects that validation reports as
-  warnings (exit 0). Any other finding is a structural error (exit 1).
+What each benchmark publishes and which upstream defects it declares come from its `Benchmark`
+(core.facts): a finding covered by a declared `KnownDefect` is a warning (exit 0); any other
+finding is a structural error (exit 1).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
+import datasets
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .api import configs_of, load, registry
+from ..api import configs_of, load, registry
+from ..benchmarks import benchmark_of
+from ..core.facts import KnownDefect, PublishedCounts
 
 RELATION_CONFIGS = ("qrels", "search_results")
 SAMPLE_IDS = 20
@@ -36,40 +33,14 @@ SAMPLE_IDS = 20
 CHECKS = ("count", "missing_queries", "missing_docs", "duplicate_ids", "duplicate_pairs", "shared_ids")
 
 
-@dataclass(frozen=True)
-class KnownDefect:
-    """An upstream defect, declared as data: a finding of `check` in `config` / `split` is a warning."""
-
-    check: str
-    config: str
-    note: str
-    split: str | None = None
-    """None: any split."""
-    max_count: int | None = None
-    """If set, a finding with a larger count is still an error (the defect got worse)."""
-
-    def covers(self, finding: dict) -> bool:
-        return (
-            self.check == finding["check"]
-            and self.config == finding["config"]
-            and self.split in (None, finding["split"])
-            and (self.max_count is None or finding["count"] <= self.max_count)
-        )
-
-
-def _benchmark_hook(path: str, name: str) -> Any:
-    module = sys.modules[registry()[path.strip("/")].__module__]
-    return getattr(module, name, None)
-
-
-def published_counts_of(path: str) -> dict[tuple[str, str | None], int]:
-    hook = _benchmark_hook(path, "published_counts")
-    return dict(hook(path.strip("/"))) if hook else {}
+def published_counts_of(path: str) -> PublishedCounts:
+    """What the benchmark publishes for `path` (see core.facts.PublishedCounts)."""
+    return dict(benchmark_of(path).published_counts(path.strip("/")))
 
 
 def known_defects_of(path: str) -> list[KnownDefect]:
-    hook = _benchmark_hook(path, "known_defects")
-    return list(hook(path.strip("/"))) if hook else []
+    """The upstream defects declared for `path`, reported as warnings."""
+    return list(benchmark_of(path).known_defects(path.strip("/")))
 
 
 def _sample(ids: pa.Array | pa.ChunkedArray) -> list[str]:
@@ -223,22 +194,27 @@ def integrity(path: str, *, data_dir: str | None = None, cache_dir: str | None =
     path = path.strip("/")
     if path not in registry():
         raise ValueError(f"unknown path {path!r}; `ragloaders list` shows the known paths")
-    configs = configs_of(path)
+    loaded = {config: load(path, config, data_dir=data_dir, cache_dir=cache_dir) for config in configs_of(path)}
+    return integrity_of(path, loaded)
+
+
+def integrity_of(path: str, loaded: dict[str, datasets.DatasetDict]) -> dict:
+    """The report of `integrity` on configs already prepared: {config: DatasetDict}."""
+    path = path.strip("/")
     published = published_counts_of(path)
     inspection = _Inspection(path)
 
     def tables(config: str) -> dict[str, pa.Table]:
-        loaded = load(path, config, data_dir=data_dir, cache_dir=cache_dir)
-        return {split: _table(dataset) for split, dataset in loaded.items()}
+        return {split: _table(dataset) for split, dataset in loaded[config].items()}
 
     for config in ("corpus", "queries"):
-        if config in configs:
+        if config in loaded:
             inspection.entities(config, tables(config))
     for config in RELATION_CONFIGS:
-        if config in configs:
+        if config in loaded:
             inspection.relations(config, tables(config))
     for config in sorted({config for config, _ in published} - {"corpus", "queries", *RELATION_CONFIGS}):
-        if config in configs:
+        if config in loaded:
             inspection.splits += [{"config": config, "split": split, "rows": table.num_rows}
                                   for split, table in tables(config).items()]
     shared = inspection.shared_ids()

@@ -26,7 +26,6 @@ in a temporary lz4 Arrow file, which the second split reads and deletes.
 
 from __future__ import annotations
 
-import ast
 import glob
 import hashlib
 import logging
@@ -34,7 +33,7 @@ import os
 import posixpath
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -42,104 +41,17 @@ import datasets
 import orjson
 import pyarrow as pa
 
-from .base import RagBuilder
-from .compressed import iter_tar_members, open_bz2, open_joined, order_parts
-from .errors import MissingSourceError, SourceError
-from .html_text import html_to_text
-from .readers import check_required, conform, iter_lines
-from .sources import Download, download_verified, file_identity
+from ...core.builder import RagBuilder
+from ...core.compressed import iter_tar_members, open_bz2, open_joined, order_parts
+from ...core.errors import MissingSourceError, SourceError
+from ...core.html_text import html_to_text
+from ...core.readers import RowBatcher, check_required, conform, iter_lines, literal_string_list
+from ...core.sources import download_verified, file_identity
+from .catalogue import HOMEPAGE, LICENSE, RELEASES, SCHEMAS, SOURCE_FIELDS, SPLITS, TASKS, CragRelease
+from .citations import CITATION
 
 logger = logging.getLogger(__name__)
 
-BASE_URL = "https://github.com/facebookresearch/CRAG/raw/refs/heads/main"
-BASE_URL_ENV = "RAGLOADERS_CRAG_BASE_URL"
-"""Set to a mirror laid out like the repository (`data/<file>`, `example_data/<file>`); sizes are still checked."""
-
-LICENSE = "CC BY-NC 4.0"
-HOMEPAGE = "https://github.com/facebookresearch/CRAG"
-CITATION = """@article{yang2024crag,
-  title={{CRAG} -- Comprehensive {RAG} Benchmark},
-  author={Xiao Yang and Kai Sun and Hao Xin and Yushi Sun and Nikita Bhalla and Xiangsen Chen and Sajal Choudhary and
-          Rongze Daniel Gui and Ziran Will Jiang and Ziyu Jiang and Lingkun Kong and Brian Moran and Jiaqi Wang and
-          Yifan Ethan Xu and An Yan and Chenyu Yang and Eting Yuan and Hanwen Zha and Nan Tang and Lei Chen and
-          Nicolas Scheffer and Yue Liu and Nirav Shah and Rakesh Wanga and Anuj Kumar and Wen-tau Yih and
-          Xin Luna Dong},
-  journal={arXiv preprint arXiv:2406.04744},
-  year={2024},
-  url={https://arxiv.org/abs/2406.04744}
-}"""
-
-
-@dataclass(frozen=True)
-class CragRelease:
-    """One published form of a CRAG task: its files in order, with their published byte sizes.
-
-    The repository publishes no checksums for the release files (they live in Git LFS, whose oids
-    are not listed anywhere official), so downloads are checked by size only.
-    """
-
-    task: str
-    name: str
-    files: tuple[str, ...]
-    sizes: tuple[int, ...]
-    folder: str = "data"
-    md5: str | None = None
-    records: int | None = None
-    joined: str | None = None
-    """The single file that `cat` of the parts gives (also accepted in data_dir)."""
-
-    def downloads(self) -> list[Download]:
-        base = os.environ.get(BASE_URL_ENV, BASE_URL).rstrip("/")
-        return [Download(f"{base}/{self.folder}/{name}", md5=self.md5, size=size)
-                for name, size in zip(self.files, self.sizes)]
-
-
-_T3_V4, _T3_V5 = "crag_task_3_dev_v4.tar.bz2", "crag_task_3_dev_v5.tar.bz2"
-RELEASES: tuple[CragRelease, ...] = (
-    # Newest first: without `release`, the first one available is used.
-    CragRelease("task_1_and_2", "v5", ("crag_task_1_and_2_dev_v5.jsonl.bz2",), (739_310_088,), records=2_706),
-    CragRelease("task_1_and_2", "v4", ("crag_task_1_and_2_dev_v4.jsonl.bz2",), (739_384_484,), records=2_706),
-    CragRelease("task_1_and_2", "example", ("dev_data.jsonl.bz2",), (2_032_693,), folder="example_data",
-                md5="3f6f5794005d7991786690d81f5cdac2", records=10),
-    CragRelease("task_3", "v5", tuple(f"{_T3_V5}.part{n}" for n in range(4)),
-                (2_147_483_648,) * 3 + (1_283_117_287,), joined=_T3_V5),
-    CragRelease("task_3", "v4", tuple(f"{_T3_V4}.part{n}" for n in range(1, 5)),
-                (2_097_152_000,) * 3 + (1_432_877_269,), joined=_T3_V4),
-)
-TASKS = ("task_1_and_2", "task_3")
-
-STRING, TEXT, INT = pa.string(), pa.large_string(), pa.int64()
-PAGE = pa.struct([
-    ("page_name", STRING), ("page_url", STRING), ("page_snippet", STRING), ("page_result", TEXT),
-    ("page_last_modified", STRING),
-])
-LABELS = [
-    pa.field("query_time", STRING), pa.field("domain", STRING), pa.field("question_type", STRING),
-    pa.field("static_or_dynamic", STRING),
-]
-DEFAULT_SCHEMA = pa.schema([
-    pa.field("interaction_id", STRING), *LABELS, pa.field("query", STRING), pa.field("answer", STRING),
-    pa.field("alt_ans", pa.list_(STRING)), pa.field("split", INT), pa.field("popularity", STRING),
-    pa.field("search_results", pa.list_(PAGE)),
-])
-SOURCE_FIELDS = [*DEFAULT_SCHEMA, pa.field("alternative_answers", STRING)]
-"""What a record may hold: every release's fields, and the example file's `alternative_answers` string."""
-SCHEMAS = {
-    "default": DEFAULT_SCHEMA,
-    "queries": pa.schema([
-        pa.field("_id", STRING), pa.field("text", STRING), *LABELS, pa.field("popularity", STRING),
-        pa.field("answer", STRING), pa.field("alt_ans", pa.list_(STRING)),
-    ]),
-    "corpus": pa.schema([
-        pa.field("_id", STRING), pa.field("title", STRING), pa.field("text", TEXT), pa.field("html", TEXT),
-        pa.field("url", STRING), pa.field("last_modified", STRING),
-    ]),
-    "search_results": pa.schema([
-        pa.field("query-id", STRING), pa.field("corpus-id", STRING), pa.field("rank", pa.int32()),
-        pa.field("page_snippet", STRING),
-    ]),
-}
-SPLITS = {0: "validation", 1: "test"}
 BATCH_BYTES = 16 << 20
 BATCH_ROWS = 1_000
 
@@ -152,17 +64,6 @@ def page_id(url: str | None, html: str | None) -> str:
     return digest.hexdigest()[:20]
 
 
-def parse_alternative_answers(text: str) -> list[str]:
-    """The example file's `alternative_answers` ("[]", "['a', 'b']") as a list (literal_eval, never eval)."""
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        value = None
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ValueError(f"`alternative_answers` must be a list of strings such as \"['a']\", got {text[:60]!r}")
-    return value
-
-
 def normalize(record: Any) -> dict:
     """A source record as a `default` row; ValueError says what is wrong."""
     row = conform(record, SOURCE_FIELDS)
@@ -171,7 +72,9 @@ def normalize(record: Any) -> dict:
     if legacy is not None:
         if row["alt_ans"] is not None:
             raise ValueError("both `alt_ans` and `alternative_answers` present")
-        row["alt_ans"] = parse_alternative_answers(legacy)
+        row["alt_ans"] = literal_string_list(legacy)
+        if row["alt_ans"] is None:
+            raise ValueError(f"`alternative_answers` must be a list of strings such as \"['a']\", got {legacy[:60]!r}")
     if row["split"] not in SPLITS:
         raise ValueError(f"`split` must be 0 (validation) or 1 (test), got {row['split']!r}")
     if row["search_results"] is not None and None in row["search_results"]:
@@ -228,45 +131,39 @@ class CragSource:
                 yield row, len(line)
 
 
-def config_rows(config: str, row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, int]]:
-    """The rows of `config` that one record gives, with their approximate sizes in bytes."""
-    if config == "default":
-        yield row, nbytes
-        return
-    if config == "queries":
-        yield {"_id": row["interaction_id"], "text": row["query"], **{name: row[name] for name in SCHEMAS[config].names
-                                                                    if name not in ("_id", "text")}}, 256
-        return
-    for rank, page in enumerate(row["search_results"] or (), start=1):
+RowsOf = Callable[[dict, int, set], Iterator[tuple[dict, int]]]
+"""(record, size of its JSON line, page ids already given) -> the rows of one config, each with a size in bytes."""
+
+
+def record_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, int]]:
+    yield row, nbytes
+
+
+def query_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, int]]:
+    names = [name for name in SCHEMAS["queries"].names if name not in ("_id", "text")]
+    yield {"_id": row["interaction_id"], "text": row["query"], **{name: row[name] for name in names}}, 256
+
+
+def page_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, int]]:
+    for page in row["search_results"] or ():
         html = page["page_result"]
         pid = page_id(page["page_url"], html)
-        if config == "search_results":
-            yield {"query-id": row["interaction_id"], "corpus-id": pid, "rank": rank,
-                   "page_snippet": page["page_snippet"]}, 128 + len(page["page_snippet"] or "")
-        elif pid not in seen:
+        if pid not in seen:
             seen.add(pid)
             text = None if html is None else html_to_text(html)
             yield {"_id": pid, "title": page["page_name"], "text": text, "html": html, "url": page["page_url"],
                    "last_modified": page["page_last_modified"]}, len(html or "") + len(text or "")
 
 
-class Batches:
-    """Rows gathered into tables bounded by rows and by bytes."""
+def search_result_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, int]]:
+    for rank, page in enumerate(row["search_results"] or (), start=1):
+        yield {"query-id": row["interaction_id"], "corpus-id": page_id(page["page_url"], page["page_result"]),
+               "rank": rank, "page_snippet": page["page_snippet"]}, 128 + len(page["page_snippet"] or "")
 
-    def __init__(self, schema: pa.Schema):
-        self.schema, self.rows, self.size = schema, [], 0
 
-    def add(self, row: dict, nbytes: int) -> pa.Table | None:
-        self.rows.append(row)
-        self.size += nbytes
-        return self.flush() if len(self.rows) >= BATCH_ROWS or self.size >= BATCH_BYTES else None
-
-    def flush(self) -> pa.Table | None:
-        if not self.rows:
-            return None
-        table = pa.Table.from_pylist(self.rows, schema=self.schema)
-        self.rows, self.size = [], 0
-        return table
+CONFIG_ROWS: dict[str, RowsOf] = {
+    "default": record_rows, "queries": query_rows, "corpus": page_rows, "search_results": search_result_rows,
+}
 
 
 @dataclass(frozen=True)
@@ -301,34 +198,44 @@ class _SpoolWriter:
             os.remove(self.partial)
 
 
-class CragBuilder(RagBuilder):
-    """Builder for `crag/task_1_and_2` and `crag/task_3`; `release="v4"` (or "v5", "example") picks a release."""
+@dataclass
+class CragConfig(datasets.BuilderConfig):
+    """A CRAG config; `release` ("v5", "v4", "example" for task 1&2) picks a release, else the newest found."""
 
-    BUILDER_CONFIGS = [datasets.BuilderConfig(name=name, version=RagBuilder.VERSION) for name in SCHEMAS]
+    release: str | None = None
+
+
+class CragBuilder(RagBuilder):
+    """Builder for `crag/task_1_and_2` and `crag/task_3`."""
+
+    BUILDER_CONFIG_CLASS = CragConfig
+    BUILDER_CONFIGS = [CragConfig(name=name, version=RagBuilder.VERSION) for name in SCHEMAS]
+    BUILDER_PARAMETERS = ("release",)
     DEFAULT_WRITER_BATCH_SIZE = 16
     """Rows per Arrow record batch: records reach several MB of HTML (datasets' default of 1000 peaks at 1.3 GB)."""
 
-    def __init__(self, path: str, config_name: str, *, release: str | None = None, **kwargs: Any):
+    def __init__(self, path: str, config_name: str, **kwargs: Any):
         self.task = path.split("/", 1)[-1]
         if path not in BUILDERS:
             raise ValueError(f"unknown CRAG path {path!r}; known: {', '.join(BUILDERS)}")
         names = [r.name for r in RELEASES if r.task == self.task]
-        if release is not None and release not in names:
-            raise ValueError(f"{path} has no release {release!r}; its releases are {', '.join(names)}")
-        self.release = release
+        if kwargs.get("release") is not None and kwargs["release"] not in names:
+            raise ValueError(f"{path} has no release {kwargs['release']!r}; its releases are {', '.join(names)}")
         self._spool_dir: str | None = None
         if config_name in ("queries", "search_results"):
             kwargs.setdefault("writer_batch_size", 1_000)
         super().__init__(path, config_name, **kwargs)
 
-    def releases(self) -> list[CragRelease]:
-        return [r for r in RELEASES if r.task == self.task and self.release in (None, r.name)]
+    def releases(self, release: str | None = None) -> list[CragRelease]:
+        """This task's releases, newest first; only `release` (default: the config's) when one is chosen."""
+        chosen = release if release is not None else getattr(getattr(self, "config", None), "release", None)
+        return [r for r in RELEASES if r.task == self.task and chosen in (None, r.name)]
 
-    def source_identity(self, data_dir: str | None) -> Any:
+    def source_identity(self, data_dir: str | None, config: CragConfig) -> Any:
         if data_dir is None:
-            release = self.releases()[0]
+            release = self.releases(config.release)[0]
             return [release.name, [(d.url, d.size) for d in release.downloads()]]
-        return self.source_in(data_dir).identity()
+        return self.source_in(data_dir, config.release).identity()
 
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
@@ -339,9 +246,9 @@ class CragBuilder(RagBuilder):
             license=LICENSE,
         )
 
-    def source_in(self, data_dir: str) -> CragSource:
-        """The newest release (or the chosen one) whose files are in `data_dir`."""
-        for release in self.releases():
+    def source_in(self, data_dir: str, chosen: str | None = None) -> CragSource:
+        """The newest release (or the `chosen` one, by default the config's) whose files are in `data_dir`."""
+        for release in self.releases(chosen):
             paths = [os.path.join(data_dir, name) for name in release.files]
             if release.joined is None:
                 if os.path.isfile(paths[0]):
@@ -361,7 +268,7 @@ class CragBuilder(RagBuilder):
             if os.path.isfile(joined):
                 return CragSource(release, (joined,))
         expected = "; ".join(
-            " + ".join(r.files) + (f" (or {r.joined})" if r.joined else "") for r in self.releases()
+            " + ".join(r.files) + (f" (or {r.joined})" if r.joined else "") for r in self.releases(chosen)
         )
         raise MissingSourceError(f"{data_dir}: no CRAG {self.task} files; expected {expected}")
 
@@ -386,16 +293,6 @@ class CragBuilder(RagBuilder):
         finally:
             shutil.rmtree(self._spool_dir, ignore_errors=True)
             self._spool_dir = None
-        # datasets cannot read back a split with no rows (the example file has only `split` 1): leave it out.
-        kept = datasets.SplitDict(dataset_name=self.dataset_name)
-        for name, info in self.info.splits.items():
-            if info.num_examples:
-                kept.add(info)
-            else:
-                pattern = os.path.join(glob.escape(self._output_dir), f"{self.dataset_name}-{name}*.arrow")
-                for path in glob.glob(pattern):
-                    os.remove(path)
-        self.info.splits = kept
 
     def _split_generators(self, dl_manager):
         source = self.source(dl_manager)
@@ -416,10 +313,10 @@ class CragBuilder(RagBuilder):
             yield from enumerate(spool_in.tables())
             os.remove(spool_in.path)
             return
-        config, schema = self.config.name, SCHEMAS[self.config.name]
-        keep = Batches(schema)
+        rows_of, schema = CONFIG_ROWS[self.config.name], SCHEMAS[self.config.name]
+        keep = RowBatcher(schema, max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)
         other = _SpoolWriter(spool_out, schema) if spool_out is not None else None
-        other_batches = Batches(schema)
+        other_batches = RowBatcher(schema, max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)
         seen: set[str] = set()
         index = records = 0
         try:
@@ -428,7 +325,7 @@ class CragBuilder(RagBuilder):
                 kept = split is None or row["split"] == split
                 if not kept and other is None:
                     continue
-                for out_row, size in config_rows(config, row, nbytes, seen):
+                for out_row, size in rows_of(row, nbytes, seen):
                     if kept:
                         if (table := keep.add(out_row, size)) is not None:
                             yield index, table
@@ -447,75 +344,6 @@ class CragBuilder(RagBuilder):
             if other is not None:
                 other.discard()
 
-
-FIELD_NOTES = {
-    "default.split": "the source's `split`: 0 = validation, 1 = public test",
-    "alt_ans": "other valid answers (the example file's `alternative_answers` string, parsed)",
-    "popularity": "head / torso / tail (v5 only; null in v4 and the example file)",
-    "search_results": "the pages returned for the query, in rank order, as in the source (5 per question in task 1&2, "
-                      "up to 50 in task 3)",
-    "queries._id": "interaction_id",
-    "queries.text": "the question",
-    "corpus._id": "first 20 hex digits of sha256(url + NUL + html): the same page has the same id in every build",
-    "corpus.title": "page_name",
-    "corpus.text": "text extracted from the HTML (Resiliparse, whitespace-normalised)",
-    "corpus.html": "page_result, the full HTML as in the source (may be empty)",
-    "last_modified": "page_last_modified as in the source (may be empty or start with a space)",
-    "query-id": "interaction_id of the question",
-    "corpus-id": "`_id` of the page in `corpus`",
-    "rank": "1-based position of the page in the question's search_results",
-}
-KNOWN_DEFECTS = (
-    "The same page often appears twice among one question's search results: both rows are kept in `default` and "
-    "`search_results`, one row in `corpus`.",
-    "Some `page_result` values are empty (`text` is then empty too); `page_last_modified` is often empty or starts "
-    "with a space; answers include the strings \"nan\", \"invalid question\" and \"i don't know\".",
-)
-
-
-def published_counts(path: str) -> dict[tuple[str, str | None], int]:
-    """(config, split or None for all) -> the record count CRAG publishes (task 1&2 only; for `ragloaders validate`)."""
-    records = next((r.records for r in RELEASES if f"crag/{r.task}" == path and r.records), None)
-    return {("queries", None): records} if records else {}
-
-
-def known_defects(path: str) -> tuple:
-    """Upstream facts that `ragloaders validate` reports as warnings, not errors."""
-    from .validate import KnownDefect
-
-    return (KnownDefect("duplicate_pairs", "search_results", "CRAG often lists the same page twice among one "
-                        "question's search results; both rows are kept, at their own ranks."),)
-
-
-def card_facts(path: str) -> dict:
-    """What the dataset card of a CRAG path says (keys of ragloaders.cards.CardFacts)."""
-    task = path.split("/", 1)[-1]
-    releases = [r for r in RELEASES if r.task == task]
-    pages = "5 web pages" if task == "task_1_and_2" else "up to 50 web pages"
-    summary = (
-        f"CRAG {task.replace('_', ' ')}: questions with {pages} each, as four configs: `default` (every field of every "
-        "record), `queries`, `corpus` (distinct pages) and `search_results`, with splits `validation` and `test`"
-        f" (`corpus`: one split, `corpus`). Built from release {releases[0].name} unless stated otherwise."
-        + (f" CRAG publishes {releases[0].records:,} records." if releases[0].records else "")
-    )
-    source_files = [
-        {"name": f"{download.url.rsplit('/', 1)[-1]} ({release.name})", "url": download.url, "bytes": download.size,
-         **({"md5": download.md5} if download.md5 else {})}
-        for release in releases for download in release.downloads()
-    ]
-    return {
-        "family": "crag",
-        "pretty_name": f"CRAG {task}",
-        "summary": summary,
-        "license": "cc-by-nc-4.0",
-        "license_text": LICENSE,
-        "citations": [CITATION],
-        "source_files": source_files,
-        "known_defects": list(KNOWN_DEFECTS),
-        "field_notes": FIELD_NOTES,
-        "tags": ["crag"],
-        "homepage": HOMEPAGE,
-    }
 
 
 BUILDERS = {f"crag/{task}": CragBuilder for task in TASKS}

@@ -8,6 +8,7 @@ handle (a line longer than its block), produces the remaining rows itself.
 
 from __future__ import annotations
 
+import ast
 import io
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -168,20 +169,51 @@ def iter_json_records(shard: Shard) -> Iterator[tuple[int, int, Any]]:
                 raise SourceError(shard.name, _json_problem(line, e), line=number) from None
 
 
+class RowBatcher:
+    """Rows gathered into tables of `schema`, each bounded by rows and by bytes; `add` returns a full table."""
+
+    def __init__(self, schema: pa.Schema, *, max_rows: int = 10_000, max_bytes: int = 32 << 20):
+        self.schema, self.max_rows, self.max_bytes = schema, max_rows, max_bytes
+        self.rows: list[dict] = []
+        self.size = 0
+
+    def add(self, row: dict, nbytes: int) -> pa.Table | None:
+        """Add one row of about `nbytes` bytes; the batch as a table once it is full, else None."""
+        self.rows.append(row)
+        self.size += nbytes
+        return self.flush() if len(self.rows) >= self.max_rows or self.size >= self.max_bytes else None
+
+    def flush(self) -> pa.Table | None:
+        """The rows gathered so far as a table (None if there are none)."""
+        if not self.rows:
+            return None
+        table = pa.Table.from_pylist(self.rows, schema=self.schema)
+        self.rows, self.size = [], 0
+        return table
+
+
 def tables_from_rows(
     rows: Iterable[tuple[dict, int]], schema: pa.Schema, *, max_rows: int = 10_000, max_bytes: int = 32 << 20
 ) -> Iterator[pa.Table]:
     """Group (row, size in bytes) pairs into tables bounded by rows and by bytes."""
-    batch: list[dict] = []
-    size = 0
+    batcher = RowBatcher(schema, max_rows=max_rows, max_bytes=max_bytes)
     for row, nbytes in rows:
-        batch.append(row)
-        size += nbytes
-        if len(batch) >= max_rows or size >= max_bytes:
-            yield pa.Table.from_pylist(batch, schema=schema)
-            batch, size = [], 0
-    if batch:
-        yield pa.Table.from_pylist(batch, schema=schema)
+        if (table := batcher.add(row, nbytes)) is not None:
+            yield table
+    if (table := batcher.flush()) is not None:
+        yield table
+
+
+def literal_string_list(text: str) -> list[str] | None:
+    """A Python list literal of strings ("['a', \"b's\"]") as a list, read with `ast.literal_eval` (never `eval`);
+    None when `text` is not such a literal."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return value
+    return None
 
 
 def conformed_rows(
@@ -223,6 +255,10 @@ def read_jsonl(shard: Shard, schema: pa.Schema, required: Iterable[str] = ()) ->
         yield from tables_from_rows(conformed_rows(shard, schema, required, skip=rows_done), schema)
 
 
+def fits_int32(value: int) -> bool:
+    return -(2**31) <= value < 2**31
+
+
 QRELS_SCHEMA = pa.schema([("query-id", pa.string()), ("corpus-id", pa.string()), ("score", pa.int32())])
 QRELS_HEADER = b"query-id\tcorpus-id\tscore"
 
@@ -236,7 +272,7 @@ def _check_qrels_line(line: bytes) -> None:
         score = int(columns[2])
     except ValueError:
         raise ValueError(f"score must be an integer, got {columns[2]!r}") from None
-    if not -(2**31) <= score < 2**31:
+    if not fits_int32(score):
         raise ValueError(f"score {score} does not fit in int32")
 
 

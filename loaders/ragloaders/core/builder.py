@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import functools
 import hashlib
@@ -23,11 +24,14 @@ VERSION = datasets.Version("1.0.0")
 def code_version() -> str:
     """A digest of this package's source, so that a code change never serves rows built by old code."""
     digest = hashlib.sha256()
-    package = os.path.dirname(os.path.abspath(__file__))
-    for name in sorted(os.listdir(package)):
-        if name.endswith(".py"):
-            with open(os.path.join(package, name), "rb") as f:
-                digest.update(name.encode() + b"\0" + f.read())
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for folder, subfolders, names in os.walk(package):
+        subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")
+        for name in sorted(names):
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                with open(path, "rb") as f:
+                    digest.update(os.path.relpath(path, package).encode() + b"\0" + f.read())
     return digest.hexdigest()
 
 
@@ -65,14 +69,29 @@ class RagBuilder(datasets.ArrowBasedBuilder):
 
     VERSION = VERSION
 
+    BUILDER_CONFIG_CLASS = datasets.BuilderConfig
+    BUILDER_PARAMETERS: tuple[str, ...] = ()
+    """Fields of BUILDER_CONFIG_CLASS that callers may set (`load(path, config, release="v4")`)."""
+
     def __init__(self, path: str, config_name: str, *, data_dir: str | None = None, **kwargs: Any):
         self.path = path
         data_dir = os.path.abspath(os.path.expanduser(data_dir)) if data_dir else None
-        kwargs.setdefault("hash", identity_hash(path, config_name, self.source_identity(data_dir)))
+        parameters = {name: kwargs.pop(name) for name in self.BUILDER_PARAMETERS if kwargs.get(name) is not None}
+        config = self.config_named(config_name, parameters)
+        kwargs.setdefault("hash", identity_hash(path, config_name, parameters, self.source_identity(data_dir, config)))
         kwargs.setdefault("dataset_name", path.replace("/", "__"))
-        super().__init__(config_name=config_name, data_dir=data_dir, **kwargs)
+        super().__init__(config_name=config_name, data_dir=data_dir, **parameters, **kwargs)
 
-    def source_identity(self, data_dir: str | None) -> Any:
+    @classmethod
+    def config_named(cls, name: str, parameters: dict[str, Any]) -> datasets.BuilderConfig:
+        """The declared config `name` with `parameters` set, as datasets will build it."""
+        declared = next((config for config in cls.BUILDER_CONFIGS if config.name == name), None)
+        if declared is None:
+            raise ValueError(f"no config {name!r}; the configs are {', '.join(c.name for c in cls.BUILDER_CONFIGS)}")
+        return dataclasses.replace(declared, **parameters) if parameters else declared
+
+    def source_identity(self, data_dir: str | None, config: datasets.BuilderConfig) -> Any:
+        """What identifies the source files this config reads (paths, sizes, times, or URL and checksum)."""
         raise NotImplementedError
 
     def download_manager(self, dl_manager: Any) -> datasets.DownloadManager:
@@ -97,7 +116,8 @@ class RagBuilder(datasets.ArrowBasedBuilder):
             ) from cause
 
     def _as_dataset(self, split: Any = datasets.Split.TRAIN, in_memory: bool = False) -> datasets.Dataset:
-        # datasets cannot read back a split with no rows ("corresponds to no data"): give it empty, with its columns
+        # datasets cannot read back a split with no rows ("corresponds to no data"): give it empty, with its columns.
+        # (A published folder leaves such a split out: publish.build writes only splits with rows.)
         split_info = self.info.splits.get(str(split)) if self.info.splits else None
         if split_info is not None and split_info.num_examples == 0:
             table = InMemoryTable(self.info.features.arrow_schema.empty_table())

@@ -1,18 +1,16 @@
 """Dataset cards: README.md whose YAML makes a built folder load without code, and whose text says what it holds.
 
-The facts come from the benchmark module: each exposes `card_facts(path) -> dict` with the keys of `CardFacts`.
-The prose and the family-wide YAML (task categories, language, tags) come from `dataset_cards/<family>.md`, a
-`string.Template` whose `$placeholders` are the sections rendered here from the build's real numbers.
+The facts come from the path's `Benchmark` (its `card_facts(path) -> CardFacts`). The prose and the family-wide
+YAML (task categories, language, tags) come from `dataset_cards/<family>.md`, a `string.Template` whose
+`$placeholders` are the sections rendered here from the build's real numbers.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-import re
 import string
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from importlib import resources
+from typing import Any
 
 import datasets
 import yaml
@@ -20,112 +18,21 @@ from datasets.info import DatasetInfosDict
 from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCardData
 
-if TYPE_CHECKING:
-    from .hub import ConfigOutput
+from ..benchmarks import benchmark_of
+from ..core.facts import CardFacts
+from .parquet import ConfigOutput
 
 TEMPLATES_ENV = "RAGLOADERS_CARD_TEMPLATES"
-"""Folder holding `<family>.md`; by default `dataset_cards/` of the source tree."""
+"""Folder holding `<family>.md`; by default the package's `ragloaders.dataset_cards` (the top-level
+`dataset_cards/` folder, installed with the package)."""
 REPO_PLACEHOLDER = "<org>/<repo>"
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
                    (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"))
 LIST_PREVIEW = 10
 
-FALLBACK_TEMPLATE = """---
-language: [en]
----
-# $pretty_name
-
-$summary
-
-## How to load
-
-$load
-
-## Fields
-
-$fields
-
-## Splits
-
-$splits
-
-## Integrity
-
-$integrity
-
-## Source files
-
-$sources
-
-## Known upstream defects
-
-$defects
-
-## Licence
-
-$license
-
-## Citation
-
-$citation
-"""
-
-
-@dataclass
-class CardFacts:
-    """What a benchmark module tells the card about one path (`card_facts(path)` returns these keys as a dict)."""
-
-    family: str
-    """Template name: `dataset_cards/<family>.md`."""
-    pretty_name: str
-    summary: str
-    license: str
-    """A hub licence id (`cc-by-sa-3.0`, `apache-2.0`, ...), `other` (then give license_name and license_link)
-    or `unknown`."""
-    license_text: str
-    """The licence in words, as the source states it."""
-    license_name: str | None = None
-    license_link: str | None = None
-    citations: list[str] = field(default_factory=list)
-    """BibTeX entries: the benchmark's, then the source dataset's."""
-    source_files: list[dict[str, Any]] = field(default_factory=list)
-    """The official files: {"name", "url", "bytes", "md5" or "sha256"} (missing keys are shown as "—")."""
-    obtain: str = ""
-    """How to get the files when they may not be redistributed."""
-    known_defects: list[str] = field(default_factory=list)
-    field_notes: dict[str, str] = field(default_factory=dict)
-    """Column name -> what it holds (looked up as `config.column`, then `column`)."""
-    source_datasets: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    task_ids: list[str] = field(default_factory=list)
-    homepage: str = ""
-
-
-def hub_license_id(text: str) -> str:
-    """`cc-by-nc-4.0` for "CC BY-NC 4.0", `apache-2.0` for "Apache 2.0"; `unknown` for anything else."""
-    candidate = re.sub(r"[\s_]+", "-", text.strip().lower())
-    return candidate if re.fullmatch(r"cc-by(-nc)?(-sa|-nd)?-\d\.\d|apache-2\.0|mit|cc0-1\.0", candidate) else "unknown"
-
-
-def fallback_facts(path: str, outputs: list[ConfigOutput]) -> CardFacts:
-    """Facts from the builders' DatasetInfo, for a benchmark module that has no `card_facts` yet."""
-    info = outputs[0].info if outputs else datasets.DatasetInfo()
-    return CardFacts(
-        family=path.split("/")[0], pretty_name=path, summary=(info.description or "").strip(),
-        license=hub_license_id(info.license or ""), license_text=info.license or "not stated",
-        citations=[info.citation] if info.citation else [], homepage=info.homepage or "",
-    )
-
-
-def facts_for(path: str, outputs: list[ConfigOutput] | None = None) -> CardFacts:
-    """The `CardFacts` of a path, from `ragloaders.<benchmark>.card_facts(path)` (else from the builders' info)."""
-    path = path.strip("/")
-    family = path.split("/")[0]
-    provider = getattr(importlib.import_module(f"ragloaders.{family}"), "card_facts", None)
-    if provider is None:
-        return fallback_facts(path, outputs or [])
-    facts = provider(path)
-    return facts if isinstance(facts, CardFacts) else CardFacts(**facts)
+def facts_for(path: str) -> CardFacts:
+    """The `CardFacts` the path's benchmark declares."""
+    return benchmark_of(path).card_facts(path.strip("/"))
 
 
 def card_data(outputs: list[ConfigOutput]) -> DatasetCardData:
@@ -274,15 +181,9 @@ def integrity_section(integrity: dict | None) -> str:
 
 
 def defects_section(path: str, facts: CardFacts) -> str:
-    """The defects the facts declare, then those `validate` declares for the path (each once)."""
+    """The defects the facts declare, then those the benchmark declares for `validate` (each once)."""
     notes = list(facts.known_defects)
-    try:
-        from .validate import known_defects_of
-    except ModuleNotFoundError as e:
-        if e.name != "ragloaders.validate":
-            raise
-    else:
-        notes += [d.note for d in known_defects_of(path) if d.note not in notes]
+    notes += [d.note for d in benchmark_of(path).known_defects(path) if d.note not in notes]
     return "\n".join(f"- {note}" for note in notes) or "None known."
 
 
@@ -297,18 +198,14 @@ def citation_section(facts: CardFacts) -> str:
     return "\n\n".join(f"```bibtex\n{entry.strip()}\n```" for entry in facts.citations) or "None published."
 
 
-def template_folder() -> str:
-    default = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "dataset_cards")
-    return os.path.normpath(os.environ.get(TEMPLATES_ENV, default))
-
-
 def read_template(family: str) -> tuple[dict, str]:
-    """(family YAML, body) of `dataset_cards/<family>.md`, or of a plain built-in template when it is absent."""
-    path = os.path.join(template_folder(), f"{family}.md")
-    text = FALLBACK_TEMPLATE
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
+    """(family YAML, body) of the template `<family>.md`; a missing template is an error, never a silent fallback."""
+    folder = os.environ.get(TEMPLATES_ENV)
+    if folder:
+        with open(os.path.join(folder, f"{family}.md"), encoding="utf-8") as f:
             text = f.read()
+    else:
+        text = resources.files("ragloaders.dataset_cards").joinpath(f"{family}.md").read_text(encoding="utf-8")
     _, front, body = text.split("---\n", 2) if text.startswith("---\n") else ("", "", text)
     return yaml.safe_load(front) or {}, body.lstrip("\n")
 
@@ -337,7 +234,7 @@ def render_card(
     repo_id: str | None = None,
 ) -> str:
     """README.md for a folder built from `path`: YAML front matter, then the family template's sections."""
-    facts = facts_for(path, outputs)
+    facts = facts_for(path)
     family_yaml, body = read_template(facts.family)
     sections = {
         "path": path,

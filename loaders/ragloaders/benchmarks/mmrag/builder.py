@@ -12,10 +12,8 @@ is kept whole as [answer] (the documented fallback) and counted in a warning.
 
 from __future__ import annotations
 
-import ast
 import logging
 import os
-import re
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -23,74 +21,39 @@ import datasets
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .base import RagBuilder
-from .errors import SourceError
-from .readers import QRELS_SCHEMA, Shard, iter_json_array, iter_json_array_batches, tables_from_rows
-from .sources import SourceFiles
+from ...core.builder import RagBuilder
+from ...core.errors import SourceError
+from ...core.readers import (
+    Shard,
+    fits_int32,
+    iter_json_array,
+    iter_json_array_batches,
+    literal_string_list,
+    tables_from_rows,
+)
+from ...core.sources import SourceFiles
+from .catalogue import (
+    ALL_FILES,
+    BATCH_MEMORY,
+    CHUNK_ID_PATTERN,
+    CHUNK_ID_PREFIXES,
+    CORPUS_BATCH_BYTES,
+    CORPUS_FIELDS,
+    CORPUS_FILE,
+    DATASET_SCORE_KEYS,
+    FEATURES,
+    GRADES,
+    HUB_REPO_ID,
+    HUB_REVISION,
+    PATH,
+    PREFIX_KEY_LENGTH,
+    QUERY_FIELDS,
+    QUERY_FILES,
+    SPLITS,
+)
+from .citations import MMRAG_CITATION
 
 logger = logging.getLogger(__name__)
-
-PATH = "mmrag"
-HUB_REPO_ID = "Askio/mmrag_benchmark"
-HUB_REVISION = "main"
-SPLITS = ("train", "dev", "test")
-QUERY_FILES = {split: f"mmrag_{split}.json" for split in SPLITS}
-CORPUS_FILE = "processed_documents.json"
-ALL_FILES = (*QUERY_FILES.values(), CORPUS_FILE)
-GRADES = (0, 1, 2)
-DATASET_SCORE_KEYS = ("tat", "triviaqa", "ott", "kg", "nq")
-CHUNK_ID_PREFIXES = (
-    ("nq_", "nq"),
-    ("triviaqa_", "triviaqa"),
-    ("ott_", "ott"),
-    ("tat_", "tat"),
-    ("m.", "kg"),
-    ("g.", "kg"),
-)
-"""Chunk id prefix -> source: `<src>_<doc>_<chunk>` for nq, triviaqa, ott, tat; `<freebase mid>_<chunk>` for
-the knowledge graph, where mids (`m.0_hp_2l_205`, `g.1255hy64l_5`) may themselves contain `_`."""
-CHUNK_ID_PATTERN = "^(?:" + "|".join(re.escape(prefix) for prefix, _ in CHUNK_ID_PREFIXES) + ").+_[0-9]+$"
-"""A chunk id: a known prefix, a non-empty rest (prefix and rest make the doc id), then `_<chunk number>`."""
-PREFIX_KEY_LENGTH = min(len(prefix) for prefix, _ in CHUNK_ID_PREFIXES)
-"""The first characters of a well-formed chunk id already tell its prefix (checked below): a cheap lookup key."""
-if len({prefix[:PREFIX_KEY_LENGTH] for prefix, _ in CHUNK_ID_PREFIXES}) != len(CHUNK_ID_PREFIXES):
-    raise ValueError("CHUNK_ID_PREFIXES: two prefixes share their first PREFIX_KEY_LENGTH characters")
-PUBLISHED_QUERIES = {"train": 3_072, "dev": 766, "test": 1_286}
-QUERY_FILE_BYTES = {"train": 3_138_030, "dev": 871_660, "test": 1_297_080}
-"""Sizes of the query files on the hub (equal to the GitHub release, nju-websoft/mmRAG data/mmRAG_ds)."""
-CORPUS_BATCH_BYTES = 1 << 20
-"""Bytes of processed_documents.json per corpus table: larger batches only raise peak memory (bench/README-mmrag.md)."""
-
-BATCH_MEMORY = pa.system_memory_pool()
-"""Corpus batches are allocated with malloc: pyarrow's default mimalloc pool keeps ~15 MB more resident here."""
-
-MMRAG_CITATION = """@article{xu2025mmrag,
-  title={mmRAG: A Modular Benchmark for Retrieval-Augmented Generation over Text, Tables, and Knowledge Graphs},
-  author={Xu, Chuan and Chen, Qiaosheng and Feng, Yutong and Cheng, Gong},
-  journal={arXiv preprint arXiv:2505.11180},
-  year={2025}
-}"""
-
-STRING = datasets.Value("string")
-GRADE = datasets.Value("int32")
-FEATURES = {
-    "default": datasets.Features({
-        "id": STRING,
-        "query": STRING,
-        "answer": STRING,
-        "answers": datasets.List(STRING),
-        "relevant_chunks": datasets.List({"chunk_id": STRING, "score": GRADE}),
-        "ori_context": datasets.List(STRING),
-        "dataset_score": {key: datasets.Value("int32") for key in DATASET_SCORE_KEYS},
-    }),
-    "queries": datasets.Features({"_id": STRING, "text": STRING}),
-    "qrels": datasets.Features.from_arrow_schema(QRELS_SCHEMA),
-    "corpus": datasets.Features({"_id": STRING, "title": STRING, "text": STRING, "source": STRING, "doc_id": STRING}),
-}
-QUERY_FIELDS = {
-    "id": str, "query": str, "answer": str, "relevant_chunks": dict, "ori_context": list, "dataset_score": dict,
-}
-CORPUS_FIELDS = ("id", "text")
 
 
 class InvalidRecord(ValueError):
@@ -109,13 +72,8 @@ def parse_answers(answer: str) -> tuple[list[str], bool]:
         return [], False
     if not (text.startswith("[") and text.endswith("]")):
         return [answer], False
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return [answer], True
-    if isinstance(value, list) and all(isinstance(item, str) for item in value):
-        return value, False
-    return [answer], True
+    value = literal_string_list(text)
+    return ([answer], True) if value is None else (value, False)
 
 
 def _int(value: Any) -> bool:
@@ -145,29 +103,35 @@ def check_query_record(record: Any) -> None:
     if sorted(scores) != sorted(DATASET_SCORE_KEYS):
         raise InvalidRecord(f"`dataset_score` must have the keys {list(DATASET_SCORE_KEYS)}, got {list(scores)}")
     for key, score in scores.items():
-        if not _int(score) or not -(2**31) <= score < 2**31:
+        if not _int(score) or not fits_int32(score):
             raise InvalidRecord(f"`dataset_score.{key}` must be an int32, got {_describe(score)}")
 
 
-def query_rows(config: str, record: dict) -> Iterator[tuple[dict, int]]:
-    """The rows of `config` that one checked query record gives, each with a rough size in bytes."""
-    if config == "queries":
-        yield {"_id": record["id"], "text": record["query"]}, len(record["query"]) + 16
-    elif config == "qrels":
-        for chunk_id, grade in record["relevant_chunks"].items():
-            yield {"query-id": record["id"], "corpus-id": chunk_id, "score": grade}, 48
-    else:
-        answers, _ = parse_answers(record["answer"])
-        row = {
-            "id": record["id"],
-            "query": record["query"],
-            "answer": record["answer"],
-            "answers": answers,
-            "relevant_chunks": [{"chunk_id": c, "score": g} for c, g in record["relevant_chunks"].items()],
-            "ori_context": record["ori_context"],
-            "dataset_score": {key: record["dataset_score"][key] for key in DATASET_SCORE_KEYS},
-        }
-        yield row, 2 * len(record["query"]) + 32 * (len(row["relevant_chunks"]) + len(row["ori_context"]))
+def query_rows(record: dict) -> Iterator[tuple[dict, int]]:
+    yield {"_id": record["id"], "text": record["query"]}, len(record["query"]) + 16
+
+
+def qrel_rows(record: dict) -> Iterator[tuple[dict, int]]:
+    for chunk_id, grade in record["relevant_chunks"].items():
+        yield {"query-id": record["id"], "corpus-id": chunk_id, "score": grade}, 48
+
+
+def full_record_rows(record: dict) -> Iterator[tuple[dict, int]]:
+    answers, _ = parse_answers(record["answer"])
+    row = {
+        "id": record["id"],
+        "query": record["query"],
+        "answer": record["answer"],
+        "answers": answers,
+        "relevant_chunks": [{"chunk_id": c, "score": g} for c, g in record["relevant_chunks"].items()],
+        "ori_context": record["ori_context"],
+        "dataset_score": {key: record["dataset_score"][key] for key in DATASET_SCORE_KEYS},
+    }
+    yield row, 2 * len(record["query"]) + 32 * (len(row["relevant_chunks"]) + len(row["ori_context"]))
+
+
+QUERY_FILE_ROWS = {"default": full_record_rows, "queries": query_rows, "qrels": qrel_rows}
+"""Config -> the rows one checked query record gives, each with a rough size in bytes."""
 
 
 def read_query_file(shard: Shard, config: str) -> Iterator[pa.Table]:
@@ -184,7 +148,7 @@ def read_query_file(shard: Shard, config: str) -> Iterator[pa.Table]:
                     raise SourceError(shard.name, str(e), record=index) from None
                 if config == "default" and parse_answers(record["answer"])[1]:
                     fallbacks += 1
-                yield from query_rows(config, record)
+                yield from QUERY_FILE_ROWS[config](record)
 
     yield from tables_from_rows(rows(), schema, max_rows=2_000)
     if fallbacks:
@@ -276,7 +240,7 @@ class MmragBuilder(RagBuilder):
     ]
     DEFAULT_CONFIG_NAME = "default"
 
-    def source_identity(self, data_dir: str | None) -> Any:
+    def source_identity(self, data_dir: str | None, config: datasets.BuilderConfig) -> Any:
         if data_dir is None:
             return [HUB_REPO_ID, HUB_REVISION]
         return SourceFiles(data_dir).identity(list(ALL_FILES))
@@ -317,61 +281,4 @@ class MmragBuilder(RagBuilder):
 
 
 BUILDERS = {PATH: MmragBuilder}
-
-FIELD_NOTES = {
-    "default.id": "query id, as in the file (`<source dataset>_<n>`)",
-    "default.query": "the question",
-    "default.answer": "the answer exactly as in the file: a string, often the Python repr of a list, sometimes empty",
-    "default.answers": "`answer` parsed into a list of strings (ast.literal_eval of a list literal; a plain string "
-                       "gives [it]; \"\" gives []); a string that looks like a list but is not one is kept whole",
-    "default.relevant_chunks": "every judged chunk with its grade (0, 1, 2), in file order",
-    "default.ori_context": "ids of the documents the query was written from",
-    "default.dataset_score": "per source, as in the file",
-    "queries._id": "query id (`id` of `default`)",
-    "queries.text": "the question (`query` of `default`)",
-    "query-id": "a `_id` of the queries config",
-    "corpus-id": "a chunk id (`_id` of the corpus config)",
-    "score": "relevance grade 0, 1 or 2 (grade 0 kept)",
-    "corpus._id": "chunk id: `<source>_<doc>_<chunk>`, or `<freebase mid>_<chunk>` for the knowledge graph",
-    "corpus.title": "always empty (chunks have no title)",
-    "corpus.text": "chunk text",
-    "source": "nq, triviaqa, ott, tat or kg, from the chunk id's prefix",
-    "doc_id": "the chunk id without its last `_<chunk>` (mids may contain `_`)",
-}
-
-
-def published_counts(path: str) -> dict[tuple[str, str | None], int]:
-    """Queries per split as published (for qrels: distinct query ids). The corpus count ("3.2M chunks") is not
-    published exactly by a source checked here, so it is not declared."""
-    configs = ("default", "queries", "qrels")
-    counts: dict[tuple[str, str | None], int] = {
-        (config, split): count for config in configs for split, count in PUBLISHED_QUERIES.items()
-    }
-    return counts
-
-
-def card_facts(path: str) -> dict:
-    """What the dataset card of mmRAG says (keys of ragloaders.cards.CardFacts)."""
-    hub = f"https://huggingface.co/datasets/{HUB_REPO_ID}/resolve/{HUB_REVISION}"
-    source_files = [{"name": name, "url": f"{hub}/{name}", "bytes": QUERY_FILE_BYTES.get(split)}
-                    for split, name in QUERY_FILES.items()]
-    source_files.append({"name": CORPUS_FILE, "url": f"{hub}/{CORPUS_FILE}"})
-    return {
-        "family": "mmrag",
-        "pretty_name": "mmRAG",
-        "summary": (
-            "mmRAG as four configs: `default` (the full query records), `queries` and `qrels` (splits `train`, `dev`, "
-            "`test`) and `corpus` (split `corpus`: every chunk of processed_documents.json). mmRAG publishes "
-            + " / ".join(f"{count:,}" for count in PUBLISHED_QUERIES.values())
-            + " queries (train / dev / test) and about 3.2M chunks."
-        ),
-        "license": "apache-2.0",
-        "license_text": "Apache License 2.0 (mmRAG repository LICENSE and hub card)",
-        "citations": [MMRAG_CITATION],
-        "source_files": source_files,
-        "known_defects": [],
-        "field_notes": FIELD_NOTES,
-        "tags": ["mmrag"],
-        "homepage": "https://github.com/nju-websoft/mmRAG",
-    }
 

@@ -10,13 +10,13 @@ The token comes from HF_TOKEN or the stored login and is never printed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from .api import builder, configs_of
+from ..api import builder, configs_of
+from ..core.sources import file_digest
 
 MAX_COMMIT_FILES = 50
 MAX_COMMIT_BYTES = 2 << 30
@@ -31,18 +31,11 @@ class StagedFile:
     size: int
 
     def sha256(self) -> str:
-        digest = hashlib.sha256()
-        with open(self.local_path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        return digest.hexdigest()
+        return file_digest(self.local_path, "sha256")
 
     def git_sha1(self) -> str:
-        digest = hashlib.sha1(f"blob {self.size}\0".encode())
-        with open(self.local_path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        return digest.hexdigest()
+        """The file's git blob id (sha1 of `blob <size>\\0` + content), as the hub reports for non-LFS files."""
+        return file_digest(self.local_path, "sha1", prefix=f"blob {self.size}\0".encode())
 
 
 @dataclass
@@ -75,7 +68,7 @@ def build_identity(path: str, data_dir: str | None, cache_dir: str | None, repo_
 def stage(path: str, staged_dir: str, *, repo_id: str, data_dir: str | None = None, cache_dir: str | None = None,
           num_proc: int | None = None, log: Callable[[str], None] = print) -> None:
     """Build `path` into `staged_dir`, unless it already holds a complete build with the same identity."""
-    from .hub import build_folder
+    from .build import build_folder
 
     marker = staged_dir.rstrip("/") + ".build.json"
     identity = build_identity(path, data_dir, cache_dir, repo_id)

@@ -1,0 +1,1 @@
+"""Dataset card templates (`<family>.md`), installed as package data of `ragloaders.dataset_cards`."""

@@ -1,0 +1,19 @@
+"""Every benchmark this package serves, each one package that registers one `Benchmark`."""
+
+from __future__ import annotations
+
+from ..core.facts import Benchmark
+from .beir import BENCHMARK as BEIR
+from .crag import BENCHMARK as CRAG
+from .mmrag import BENCHMARK as MMRAG
+
+BENCHMARKS: tuple[Benchmark, ...] = (BEIR, CRAG, MMRAG)
+
+
+def benchmark_of(path: str) -> Benchmark:
+    """The benchmark that serves `path` (KeyError if none does)."""
+    path = path.strip("/")
+    for benchmark in BENCHMARKS:
+        if path in benchmark.builders:
+            return benchmark
+    raise KeyError(path)

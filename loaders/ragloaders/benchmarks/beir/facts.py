@@ -1,0 +1,92 @@
+"""What BEIR tells the dataset card and `ragloaders validate`: known defects, published counts, field notes."""
+
+from __future__ import annotations
+
+from ...core.facts import CardFacts, KnownDefect, PublishedCounts
+from .catalogue import BASE_URL, DATASETS, PUBLISHED_QUERY_SPLIT
+from .citations import BEIR_CITATION
+
+KNOWN_DEFECTS: dict[str, tuple[KnownDefect, ...]] = {
+    "beir/arguana": (
+        KnownDefect("missing_docs", "qrels", "a few qrels point at docs missing from corpus.jsonl, e.g. "
+                    "test-free-speech-debate-yfsdfkhbwu-con03b (beir-cellar/beir#101, #172)", split="test"),
+        KnownDefect("shared_ids", "queries", "queries are also corpus passages; BEIR's evaluation ignores a query "
+                    "retrieving itself (beir-cellar/beir#72)"),
+    ),
+    "beir/quora": (
+        KnownDefect("shared_ids", "queries", "questions are also corpus entries; BEIR's evaluation ignores a query "
+                    "retrieving itself (beir-cellar/beir#72)"),
+    ),
+}
+"""Upstream defects `ragloaders validate` reports as warnings."""
+
+
+def published_counts(path: str) -> PublishedCounts:
+    """BEIR's published figures: distinct test (msmarco: dev) query ids in the qrels; corpus documents."""
+    dataset = DATASETS[path]
+    counts: dict[tuple[str, str | None], int] = {}
+    if dataset.test_queries is not None:
+        counts[("qrels", PUBLISHED_QUERY_SPLIT.get(path, "test"))] = dataset.test_queries
+    if dataset.corpus_docs is not None:
+        counts[("corpus", "corpus")] = dataset.corpus_docs
+    return counts
+
+
+def known_defects(path: str) -> tuple[KnownDefect, ...]:
+    """The upstream defects of a BEIR path that `ragloaders validate` reports as warnings."""
+    return KNOWN_DEFECTS.get(path, ())
+
+
+CARD_NOTES: dict[str, tuple[str, ...]] = {
+    "beir/nq": ("BEIR's table lists train and test for nq, but nq.zip holds only test qrels.",),
+}
+"""Upstream facts for the dataset card that no validation check finds (those are in KNOWN_DEFECTS)."""
+
+FIELD_NOTES = {
+    "corpus._id": "document id, a string byte for byte as in corpus.jsonl",
+    "corpus.title": "document title (may be empty)",
+    "corpus.text": "document text",
+    "queries._id": "query id, a string byte for byte as in queries.jsonl",
+    "queries.text": "query text",
+    "metadata": "the line's `metadata` object as JSON text (its keys vary per line)",
+    **{name: "from the line's `metadata` object" for name in (
+        "url", "pubmed_id", "stance", "authors", "year", "cited_by", "references", "tags", "query", "narrative",
+        "description")},
+    "query-id": "a `_id` of the queries config",
+    "corpus-id": "a `_id` of the corpus config",
+    "score": "relevance grade as in the qrels file (0 and negative grades kept)",
+}
+
+
+def card_facts(path: str) -> CardFacts:
+    """What the dataset card of a BEIR path says."""
+    dataset = DATASETS[path]
+    family = dataset.name.split("/")[0]
+    published = [f"{count:,} {what}" for count, what in
+                 ((dataset.test_queries, f"{PUBLISHED_QUERY_SPLIT.get(path, 'test')} queries"),
+                  (dataset.corpus_docs, "corpus documents")) if count is not None]
+    summary = (
+        f"BEIR's `{dataset.name}` retrieval dataset as three configs: `corpus` (split `corpus`), `queries` (split "
+        f"`queries`, every line of queries.jsonl) and `qrels` (splits {', '.join(f'`{s}`' for s in dataset.splits)}). "
+        f"Metadata fields are columns of their own. BEIR publishes {' and '.join(published) or 'no counts'}."
+    )
+    source_files = []
+    if dataset.md5:
+        source_files.append({"name": f"{dataset.archive}.zip", "url": f"{BASE_URL}/{dataset.archive}.zip",
+                             "md5": dataset.md5, "bytes": dataset.zip_bytes})
+    return CardFacts(
+        family="beir",
+        pretty_name=f"BEIR {dataset.name}",
+        summary=summary,
+        license=dataset.license_id,
+        license_text=dataset.license,
+        license_name=f"{family}-license" if dataset.license_id == "other" else None,
+        license_link=dataset.license_link or None,
+        citations=[BEIR_CITATION, dataset.citation],
+        source_files=source_files,
+        obtain=dataset.obtain,
+        known_defects=list(CARD_NOTES.get(path, ())),
+        field_notes=FIELD_NOTES,
+        tags=[family],
+        homepage="https://github.com/beir-cellar/beir",
+    )

@@ -1,0 +1,78 @@
+"""What CRAG tells the dataset card and `ragloaders validate`: field notes, known defects, published counts."""
+
+from __future__ import annotations
+
+from ...core.facts import CardFacts, KnownDefect, PublishedCounts
+from .catalogue import HOMEPAGE, LICENSE, RELEASES
+from .citations import CITATION
+
+FIELD_NOTES = {
+    "default.split": "the source's `split`: 0 = validation, 1 = public test",
+    "alt_ans": "other valid answers (the example file's `alternative_answers` string, parsed)",
+    "popularity": "head / torso / tail (v5 only; null in v4 and the example file)",
+    "search_results": "the pages returned for the query, in rank order, as in the source (5 per question in task 1&2, "
+                      "up to 50 in task 3)",
+    "queries._id": "interaction_id",
+    "queries.text": "the question",
+    "corpus._id": "first 20 hex digits of sha256(url + NUL + html): the same page has the same id in every build",
+    "corpus.title": "page_name",
+    "corpus.text": "text extracted from the HTML (Resiliparse, whitespace-normalised)",
+    "corpus.html": "page_result, the full HTML as in the source (may be empty)",
+    "last_modified": "page_last_modified as in the source (may be empty or start with a space)",
+    "query-id": "interaction_id of the question",
+    "corpus-id": "`_id` of the page in `corpus`",
+    "rank": "1-based position of the page in the question's search_results",
+}
+CARD_NOTES = (
+    "Some `page_result` values are empty (`text` is then empty too); `page_last_modified` is often empty or starts "
+    "with a space; answers include the strings \"nan\", \"invalid question\" and \"i don't know\".",
+)
+
+
+def published_counts(path: str) -> PublishedCounts:
+    """(config, split or None for all) -> the record count CRAG publishes (task 1&2 only; for `ragloaders validate`)."""
+    records = next((r.records for r in RELEASES if f"crag/{r.task}" == path and r.records), None)
+    return {("queries", None): records} if records else {}
+
+
+KNOWN_DEFECTS = (
+    KnownDefect("duplicate_pairs", "search_results", "CRAG often lists the same page twice among one question's "
+                "search results: both rows are kept in `default` and `search_results`, at their own ranks; `corpus` "
+                "holds the page once."),
+)
+
+
+def known_defects(path: str) -> tuple[KnownDefect, ...]:
+    """Upstream facts that `ragloaders validate` reports as warnings, not errors."""
+    return KNOWN_DEFECTS
+
+
+def card_facts(path: str) -> CardFacts:
+    """What the dataset card of a CRAG path says."""
+    task = path.split("/", 1)[-1]
+    releases = [r for r in RELEASES if r.task == task]
+    pages = "5 web pages" if task == "task_1_and_2" else "up to 50 web pages"
+    summary = (
+        f"CRAG {task.replace('_', ' ')}: questions with {pages} each, as four configs: `default` (every field of every "
+        "record), `queries`, `corpus` (distinct pages) and `search_results`, with splits `validation` and `test`"
+        f" (`corpus`: one split, `corpus`). Built from release {releases[0].name} unless stated otherwise."
+        + (f" CRAG publishes {releases[0].records:,} records." if releases[0].records else "")
+    )
+    source_files = [
+        {"name": f"{download.url.rsplit('/', 1)[-1]} ({release.name})", "url": download.url, "bytes": download.size,
+         **({"md5": download.md5} if download.md5 else {})}
+        for release in releases for download in release.downloads()
+    ]
+    return CardFacts(
+        family="crag",
+        pretty_name=f"CRAG {task}",
+        summary=summary,
+        license="cc-by-nc-4.0",
+        license_text=LICENSE,
+        citations=[CITATION],
+        source_files=source_files,
+        known_defects=list(CARD_NOTES),
+        field_notes=FIELD_NOTES,
+        tags=["crag"],
+        homepage=HOMEPAGE,
+    )

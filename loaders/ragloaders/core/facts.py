@@ -1,0 +1,83 @@
+"""The typed facts every layer shares: what a benchmark declares about itself, as data."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+PublishedCounts = dict[tuple[str, "str | None"], int]
+"""(config, split or None for all splits summed) -> the count the benchmark publishes. For a relations config
+(`qrels`, `search_results`) it counts distinct `query-id`s; for any other config, rows."""
+
+
+@dataclass(frozen=True)
+class KnownDefect:
+    """An upstream defect, declared as data: a finding of `check` in `config` / `split` is a warning, not an error."""
+
+    check: str
+    config: str
+    note: str
+    split: str | None = None
+    """None: any split."""
+    max_count: int | None = None
+    """If set, a finding with a larger count is still an error (the defect got worse)."""
+
+    def covers(self, finding: dict) -> bool:
+        return (
+            self.check == finding["check"]
+            and self.config == finding["config"]
+            and self.split in (None, finding["split"])
+            and (self.max_count is None or finding["count"] <= self.max_count)
+        )
+
+
+@dataclass
+class CardFacts:
+    """What a benchmark tells the dataset card about one path."""
+
+    family: str
+    """Template name: `dataset_cards/<family>.md`."""
+    pretty_name: str
+    summary: str
+    license: str
+    """A hub licence id (`cc-by-sa-3.0`, `apache-2.0`, ...), `other` (then give license_name and license_link)
+    or `unknown`."""
+    license_text: str
+    """The licence in words, as the source states it."""
+    license_name: str | None = None
+    license_link: str | None = None
+    citations: list[str] = field(default_factory=list)
+    """BibTeX entries: the benchmark's, then the source dataset's."""
+    source_files: list[dict[str, Any]] = field(default_factory=list)
+    """The official files: {"name", "url", "bytes", "md5" or "sha256"} (missing keys are shown as "—")."""
+    obtain: str = ""
+    """How to get the files when they may not be redistributed."""
+    known_defects: list[str] = field(default_factory=list)
+    """Upstream facts no validation check finds (those are the benchmark's KnownDefects)."""
+    field_notes: dict[str, str] = field(default_factory=dict)
+    """Column name -> what it holds (looked up as `config.column`, then `column`)."""
+    source_datasets: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    task_ids: list[str] = field(default_factory=list)
+    homepage: str = ""
+
+
+def _no_counts(path: str) -> PublishedCounts:
+    return {}
+
+
+def _no_defects(path: str) -> tuple[KnownDefect, ...]:
+    return ()
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark family as the other layers see it: its paths and what it declares about each."""
+
+    name: str
+    builders: Mapping[str, type]
+    """path -> the `datasets` builder class that serves it."""
+    card_facts: Callable[[str], CardFacts]
+    published_counts: Callable[[str], PublishedCounts] = _no_counts
+    known_defects: Callable[[str], tuple[KnownDefect, ...]] = _no_defects
