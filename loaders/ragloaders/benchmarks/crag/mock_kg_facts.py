@@ -1,0 +1,108 @@
+"""What `crag/mock_kg` tells the dataset card and `ragloaders validate`: per-config facts, keys, defects."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from ...core.facts import CardFacts, KnownDefect, PublishedCounts
+from ...core.sources import mirror_base
+from .catalogue import BASE_URL, BASE_URL_ENV, HOMEPAGE, LICENSE
+from .citations import CITATION
+from .mock_kg_catalogue import NBA_TABLES, SOURCE_FILES, SPLIT, TABLES
+
+PATH = "crag/mock_kg"
+
+FIELD_NOTES = {
+    "finance_company.Name": "company name, as the CSV has it (the key of /finance/get_ticker_by_name)",
+    "finance_company.Symbol": "ticker, as the CSV has it (pandas, which the server uses, would read 'NA' as NaN)",
+    "finance_company.index": "the CSV's first, unnamed column (the index pandas wrote)",
+    "ticker": "the SqliteDict key",
+    "prices": "one entry per trading day (finance_price) or minute (finance_detailed_price), in the source's order; "
+              "`date` is the source's key, e.g. '2023-02-28 00:00:00 EST'",
+    "dividends": "one entry per dividend, in the source's order",
+    "info": "the yfinance `info` object as JSON text",
+    "movie_movies.key": "the JSON object's key: the normalised title the API searches over",
+    "movie_persons.key": "the JSON object's key: the normalised name the API searches over",
+    "movie_years.year": "the year, as the JSON object's key (a string)",
+    "other": "the record's fields that the mock API code does not name, as a JSON object (null: none)",
+    "summary_structured": "the infobox as a JSON object (its keys vary per entity)",
+    "members": "the band's members as in the source (a set in the source is sorted)",
+    "entries": "the songs at this rank, one per chart date, as in the source's list",
+    "charts": "one entry per chart date; `row` is the source's row of strings",
+    "GF": "JSON text: the source mixes integers and strings in this column",
+    "GA": "JSON text: the source mixes integers and strings in this column",
+}
+CARD_NOTES = (
+    "The mock API keeps the last of two equal keys (a JSON object member or CSV name given twice, an entity in both "
+    "open/kg.0 and kg.1): every row is kept here, and `ragloaders validate` reports keys that repeat.",
+    "`sports_soccer_team_matches` holds rows whose `league` is null; the mock API leaves them out.",
+    "NaN, pandas' missing value, is null here, as the mock API's JSON shows it.",
+    "nba.sqlite is assumed to hold the 16 tables of the Kaggle \"NBA Database\" it matches; a table of the file that "
+    "has no config is reported by the build, and a config whose table is missing fails naming the file's tables.",
+)
+
+
+def keys(path: str) -> dict[str, tuple[str, ...]]:
+    """config -> the column(s) the mock API looks rows up by (`validate` reports values that repeat)."""
+    return {table.config: table.key for table in TABLES}
+
+
+def published_counts(path: str) -> PublishedCounts:
+    """CRAG publishes no row counts for the mock knowledge graphs."""
+    return {}
+
+
+def known_defects(path: str) -> tuple[KnownDefect, ...]:
+    """None is declared: a repeated key is reported as a finding, for whoever publishes to look at."""
+    return ()
+
+
+def _config_table() -> str:
+    rows = ["| config | holds | replaces | example (DuckDB over the Parquet) |", "|---|---|---|---|"]
+    for table in TABLES:
+        parquet = f"'{table.config}/{SPLIT}-*.parquet'"
+        example = table.example.format(parquet=parquet) if table.example else ""
+        endpoints = ", ".join(f"`{e}`" for e in table.endpoints) or "— (not served by the API)"
+        cells = [f"`{table.config}`", table.holds, endpoints, f"`{example}`" if example else ""]
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(rows)
+
+
+def card_facts(path: str) -> CardFacts:
+    """What the dataset card of `crag/mock_kg` says."""
+    base = mirror_base(BASE_URL, BASE_URL_ENV)
+    summary = (
+        f"CRAG's mock knowledge graphs: {len(TABLES)} tables from the files of `mock_api/cragkg/` (finance, movie, "
+        f"music, open, sports; {len(NBA_TABLES)} of them the tables of nba.sqlite), each a config with one split, "
+        f"`{SPLIT}`. What each holds, the mock API endpoint it replaces, and a query that does the same:\n\n"
+        + _config_table()
+    )
+    source_files = [{"name": f.relpath, "url": f.url(base), "bytes": f.size, "sha256": f.sha256}
+                    for f in SOURCE_FILES.values()]
+    return CardFacts(
+        family="crag_mock_kg",
+        pretty_name="CRAG mock knowledge graphs",
+        summary=summary,
+        license="cc-by-nc-4.0",
+        license_text=LICENSE,
+        citations=[CITATION],
+        source_files=source_files,
+        known_defects=list(CARD_NOTES),
+        field_notes=FIELD_NOTES,
+        tags=["crag", "knowledge-graph"],
+        homepage=HOMEPAGE,
+    )
+
+
+Fact = TypeVar("Fact")
+
+
+def with_mock_kg(mock_kg: Callable[[str], Fact], tasks: Callable[[str], Fact]) -> Callable[[str], Fact]:
+    """One of the crag benchmark's fact functions: `mock_kg`'s for `crag/mock_kg`, `tasks`' for the task paths."""
+
+    def facts(path: str) -> Fact:
+        return mock_kg(path) if path.strip("/") == PATH else tasks(path)
+
+    return facts
+
