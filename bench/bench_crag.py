@@ -299,18 +299,18 @@ def main() -> None:
     full, half, t3dir = (os.path.join(args.work, "t12", "full"), os.path.join(args.work, "t12", "half"),
                          os.path.join(args.work, "t3"))
     plan = {
-        "decompress python-bz2": ("decompress", "crag/task_1_and_2", "default", full, "python-bz2"),
-        "decompress indexed": ("decompress", "crag/task_1_and_2", "default", full),
-        "default indexed": ("build", "crag/task_1_and_2", "default", full),
-        "default python-bz2": ("build", "crag/task_1_and_2", "default", full, "python-bz2"),
-        "default indexed two-pass": ("build", "crag/task_1_and_2", "default", full, "no-spool"),
-        "default indexed half": ("build", "crag/task_1_and_2", "default", half),
+        "decompress python-bz2": ("decompress", "crag/task_1_and_2", "records", full, "python-bz2"),
+        "decompress indexed": ("decompress", "crag/task_1_and_2", "records", full),
+        "default indexed": ("build", "crag/task_1_and_2", "records", full),
+        "default python-bz2": ("build", "crag/task_1_and_2", "records", full, "python-bz2"),
+        "default indexed two-pass": ("build", "crag/task_1_and_2", "records", full, "no-spool"),
+        "default indexed half": ("build", "crag/task_1_and_2", "records", half),
         "queries indexed": ("build", "crag/task_1_and_2", "queries", full),
         "search_results indexed": ("build", "crag/task_1_and_2", "search_results", full),
         "corpus indexed": ("build", "crag/task_1_and_2", "corpus", full),
-        "default streaming": ("stream", "crag/task_1_and_2", "default", full),
-        "task3 decompress": ("decompress", "crag/task_3", "default", t3dir),
-        "task3 default": ("build", "crag/task_3", "default", t3dir),
+        "default streaming": ("stream", "crag/task_1_and_2", "records", full),
+        "task3 decompress": ("decompress", "crag/task_3", "records", t3dir),
+        "task3 default": ("build", "crag/task_3", "records", t3dir),
         "task3 corpus": ("build", "crag/task_3", "corpus", t3dir),
     }
     results_path = os.path.join(args.work, "results.json")

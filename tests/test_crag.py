@@ -132,7 +132,7 @@ def example(tmp_path_factory):
 
 
 def expected_default(record: dict) -> dict:
-    row = {name: record.get(name) for name in crag_catalogue.DEFAULT_SCHEMA.names}
+    row = {name: record.get(name) for name in crag_catalogue.RECORDS_SCHEMA.names}
     if "alternative_answers" in record:
         row["alt_ans"] = json.loads(record["alternative_answers"].replace("'", '"'))
     return row
@@ -142,7 +142,7 @@ def expected_default(record: dict) -> dict:
 
 
 def test_example_default_keeps_every_value(example):
-    dataset = example("default")
+    dataset = example("records")
     # every example record has split 1: validation is empty here (and left out of a built folder)
     assert list(dataset) == ["validation", "test"] and dataset["validation"].num_rows == 0
     rows = dataset["test"].to_list()
@@ -210,8 +210,8 @@ def test_example_search_results(example):
 
 
 def test_example_streaming_equals_prepared(example, tmp_path):
-    prepared = example("default")["test"].to_list()
-    streamed = load("crag/task_1_and_2", "default", EXAMPLE.parent, tmp_path, streaming=True)
+    prepared = example("records")["test"].to_list()
+    streamed = load("crag/task_1_and_2", "records", EXAMPLE.parent, tmp_path, streaming=True)
     assert list(streamed["test"]) == prepared
     assert list(streamed["validation"]) == []
 
@@ -222,7 +222,7 @@ def test_example_streaming_equals_prepared(example, tmp_path):
 @pytest.mark.parametrize("version", ["v4", "v5"])
 def test_release_default(version, v4_dir, v5_dir, tmp_path):
     folder = v4_dir if version == "v4" else v5_dir
-    dataset = load("crag/task_1_and_2", "default", folder, tmp_path)
+    dataset = load("crag/task_1_and_2", "records", folder, tmp_path)
     records = [release_record(r, i, version) for i, r in enumerate(example_records())]
     assert dataset["validation"].to_list() == [expected_default(r) for r in records if r["split"] == 0]
     assert dataset["test"].to_list() == [expected_default(r) for r in records if r["split"] == 1]
@@ -233,7 +233,7 @@ def test_release_default(version, v4_dir, v5_dir, tmp_path):
 def test_every_release_has_one_schema(example, v4_dir, v5_dir, tmp_path):
     features = [
         (example(config) if folder == EXAMPLE.parent else load("crag/task_1_and_2", config, folder, tmp_path))[
-            "test"].features for config in ("default", "queries") for folder in (EXAMPLE.parent, v4_dir, v5_dir)
+            "test"].features for config in ("records", "queries") for folder in (EXAMPLE.parent, v4_dir, v5_dir)
     ]
     assert features[0] == features[1] == features[2] and features[3] == features[4] == features[5]
 
@@ -253,16 +253,16 @@ def test_newest_release_wins_and_release_picks(v4_dir, v5_dir, tmp_path):
     both.mkdir()
     shutil.copy(v4_dir / T12_V4, both)
     shutil.copy(v5_dir / T12_V5, both)
-    builder = ragloaders.builder("crag/task_1_and_2", "default", data_dir=str(both))
+    builder = ragloaders.builder("crag/task_1_and_2", "records", data_dir=str(both))
     assert builder.source_in(str(both)).release.name == "v5"
-    newest = load("crag/task_1_and_2", "default", both, tmp_path / "c", split="test")
+    newest = load("crag/task_1_and_2", "records", both, tmp_path / "c", split="test")
     assert set(newest["popularity"]) != {None}
-    picked = ragloaders.builder("crag/task_1_and_2", "default", data_dir=str(both), release="v4",
+    picked = ragloaders.builder("crag/task_1_and_2", "records", data_dir=str(both), release="v4",
                                 cache_dir=str(tmp_path / "d"))
     picked.download_and_prepare()
     assert set(picked.as_dataset(split="test")["popularity"]) == {None}
     with pytest.raises(ValueError, match="no release 'v6'"):
-        ragloaders.builder("crag/task_1_and_2", "default", release="v6")
+        ragloaders.builder("crag/task_1_and_2", "records", release="v6")
 
 
 # --- errors name the file and the record ----------------------------------------------------------------
@@ -290,13 +290,13 @@ def broken_file(tmp_path: Path, number: int, line: bytes) -> Path:
 def test_bad_record_names_file_and_record(tmp_path, line, message):
     path = broken_file(tmp_path, 3, line)
     with pytest.raises(SourceError, match=message) as caught:
-        load("crag/task_1_and_2", "default", tmp_path, tmp_path / "cache")
+        load("crag/task_1_and_2", "records", tmp_path, tmp_path / "cache")
     assert caught.value.path == str(path) and caught.value.record == 3
 
 
 def test_missing_fields_are_null(tmp_path):
     write_bz2(tmp_path / T12_V4, [b'{"interaction_id": "x", "query": "q", "split": 1}'])
-    row = load("crag/task_1_and_2", "default", tmp_path, tmp_path / "cache")["test"][0]
+    row = load("crag/task_1_and_2", "records", tmp_path, tmp_path / "cache")["test"][0]
     assert row["answer"] is None and row["search_results"] is None and row["alt_ans"] is None
 
 
@@ -304,15 +304,15 @@ def test_truncated_bz2_is_an_error(tmp_path):
     data = bz2.compress(b"".join(line + b"\n" for line in release_lines("v4")), 1)
     (tmp_path / T12_V4).write_bytes(data[: len(data) // 2])
     with pytest.raises(SourceError, match="truncated") as caught:
-        load("crag/task_1_and_2", "default", tmp_path, tmp_path / "cache")
+        load("crag/task_1_and_2", "records", tmp_path, tmp_path / "cache")
     assert T12_V4 in caught.value.path
 
 
 def test_no_files_lists_expected_names(tmp_path):
     with pytest.raises(MissingSourceError, match=f"{T12_V5}; {T12_V4}; dev_data.jsonl.bz2"):
-        load("crag/task_1_and_2", "default", tmp_path, tmp_path / "cache")
+        load("crag/task_1_and_2", "records", tmp_path, tmp_path / "cache")
     with pytest.raises(MissingSourceError, match=r"crag_task_3_dev_v5.tar.bz2.part0 \+ .*part3 \(or .*_v5.tar.bz2\)"):
-        load("crag/task_3", "default", tmp_path, tmp_path / "cache")
+        load("crag/task_3", "records", tmp_path, tmp_path / "cache")
 
 
 # --- task 3: a tar of JSONL shards, bz2, cut into parts ---------------------------------------------------
@@ -321,7 +321,7 @@ def test_no_files_lists_expected_names(tmp_path):
 @pytest.mark.parametrize("fixture", ["task3_v4", "task3_v5"])
 def test_task3_reads_every_member_through_the_parts(fixture, request, tmp_path):
     folder = request.getfixturevalue(fixture)
-    dataset = load("crag/task_3", "default", folder, tmp_path / "cache")
+    dataset = load("crag/task_3", "records", folder, tmp_path / "cache")
     records = [release_record(r, i, "v5") for i, r in enumerate(example_records())]
     assert dataset["validation"].to_list() == [expected_default(r) for r in records if r["split"] == 0]
     assert dataset["test"].to_list() == [expected_default(r) for r in records if r["split"] == 1]
@@ -344,7 +344,7 @@ def test_task3_joined_archive_accepted(tmp_path, task3_archive):
 def test_task3_missing_part(task3_v4, tmp_path, missing):
     (task3_v4 / f"crag_task_3_dev_v4.tar.bz2.{missing}").unlink()
     with pytest.raises(SourceError, match="missing part") as caught:
-        load("crag/task_3", "default", task3_v4, tmp_path / "cache")
+        load("crag/task_3", "records", task3_v4, tmp_path / "cache")
     assert caught.value.path.endswith(missing)
 
 
@@ -354,7 +354,7 @@ def test_task3_bad_line_names_member_and_record(tmp_path):
     archive = bz2.compress(tar_bytes(task3_members(lines)), 1)
     write_parts(tmp_path, "crag_task_3_dev_v5.tar.bz2", 0, archive)
     with pytest.raises(SourceError, match="oops") as caught:
-        load("crag/task_3", "default", tmp_path, tmp_path / "cache")
+        load("crag/task_3", "records", tmp_path, tmp_path / "cache")
     assert caught.value.path == f"{tmp_path}/crag_task_3_dev_v5.tar.bz2.part*:crag_task_3_dev/shard_1.jsonl"
     assert caught.value.record == 2
 
@@ -393,7 +393,7 @@ def test_download_checks_size(mirror, monkeypatch, tmp_path):
 
 
 def test_official_urls():
-    release = ragloaders.builder("crag/task_3", "default").releases()[0]
+    release = ragloaders.builder("crag/task_3", "records").releases()[0]
     assert [d.url for d in release.downloads()][0] == (
         "https://github.com/facebookresearch/CRAG/raw/refs/heads/main/data/crag_task_3_dev_v5.tar.bz2.part0"
     )
@@ -405,7 +405,7 @@ def test_official_urls():
 
 def test_tables_bounded_by_bytes(v5_dir, monkeypatch):
     monkeypatch.setattr(crag, "BATCH_BYTES", 150_000)
-    builder = ragloaders.builder("crag/task_1_and_2", "default", data_dir=str(v5_dir))
+    builder = ragloaders.builder("crag/task_1_and_2", "records", data_dir=str(v5_dir))
     source = builder.source_in(str(v5_dir))
     tables = [table for _, table in builder._generate_tables(source, split=1)]
     assert sum(t.num_rows for t in tables) == 5 and len(tables) >= 2

@@ -86,3 +86,19 @@ def test_load_dataset_gives_the_parquet_rows_and_the_declared_types(staged, stre
             assert loaded[split].features == features, (config, split)
             got = list(loaded[split]) if streaming else loaded[split].to_list()
             assert got == rows, (config, split)
+
+
+def test_plain_load_gives_the_records_and_no_config_is_named_default(staged, tmp_path):
+    """mteb reads a config named `default` as qrels: the full records are `records`, marked `default: true`."""
+    meta = front_matter(staged)
+    names = {c["config_name"] for c in meta["configs"]}
+    assert "default" not in names
+    defaults = [c["config_name"] for c in meta["configs"] if c.get("default")]
+    if "records" not in names:
+        assert defaults == []
+        return
+    assert defaults == ["records"]
+    plain = datasets.load_dataset(staged, cache_dir=str(tmp_path))
+    records = datasets.load_dataset(staged, "records", cache_dir=str(tmp_path))
+    assert {split: d.num_rows for split, d in plain.items()} == {split: d.num_rows for split, d in records.items()}
+    assert plain[next(iter(plain))].features == records[next(iter(records))].features

@@ -75,7 +75,7 @@ def test_parse_answers(answer, answers, fell_back):
 
 
 def test_sample_default_rows_are_the_records(tmp_path):
-    loaded = load("default", SAMPLE, tmp_path)
+    loaded = load("records", SAMPLE, tmp_path)
     assert set(loaded) == set(SPLITS)
     for split in SPLITS:
         source = records(SAMPLE, split)
@@ -95,7 +95,7 @@ def test_sample_default_rows_are_the_records(tmp_path):
 
 
 def test_sample_answers_including_empty_ones(tmp_path):
-    rows = {row["id"]: row for split in SPLITS for row in load("default", SAMPLE, tmp_path)[split].to_list()}
+    rows = {row["id"]: row for split in SPLITS for row in load("records", SAMPLE, tmp_path)[split].to_list()}
     for empty in ("webqsp_2120", "webqsp_1593", "webqsp_183"):
         assert rows[empty]["answer"] == ""
         assert rows[empty]["answers"] == []
@@ -108,12 +108,12 @@ def test_sample_answers_including_empty_ones(tmp_path):
 
 
 def test_full_query_files(tmp_path):
-    default = load("default", FULL, tmp_path)
+    default = load("records", FULL, tmp_path)
     queries = load("queries", FULL, tmp_path)
     qrels = load("qrels", FULL, tmp_path)
     assert {split: default[split].num_rows for split in SPLITS} == {"train": 3072, "dev": 766, "test": 1286}
     published = published_counts("mmrag")
-    for config, loaded in (("default", default), ("queries", queries)):
+    for config, loaded in (("records", default), ("queries", queries)):
         assert {split: loaded[split].num_rows for split in SPLITS} == {s: published[(config, s)] for s in SPLITS}
     for split in SPLITS:
         source = records(FULL, split)
@@ -261,7 +261,7 @@ def edited_sample(tmp_path: Path, split: str, index: int, edit) -> Path:
         (lambda r: r["ori_context"].append(5), "must be a string, got 5"),
     ],
 )
-@pytest.mark.parametrize("config", ["default", "qrels"])
+@pytest.mark.parametrize("config", ["records", "qrels"])
 def test_bad_query_record_names_file_and_record(tmp_path, edit, message, config):
     folder = edited_sample(tmp_path, "dev", 4, edit)
     with pytest.raises(SourceError) as raised:
@@ -434,7 +434,7 @@ def test_build_round_trips_through_load_dataset(tmp_path):
     out = tmp_path / "hub"
     assert main(["build", "mmrag", "--data-dir", str(SAMPLE), "--out", str(out),
                  "--cache-dir", str(tmp_path / "cache")]) == 0
-    for config in ("default", "queries", "qrels", "corpus"):
+    for config in ("records", "queries", "qrels", "corpus"):
         ours = load(config, SAMPLE, tmp_path)
         theirs = datasets.load_dataset(str(out), config, cache_dir=str(tmp_path / "hub-cache"))
         assert set(theirs) == set(ours)

@@ -141,7 +141,7 @@ def expected_mmrag(files: dict) -> dict[tuple[str, str], list[dict]]:
         expected[("queries", split)] = [{"_id": r["id"], "text": r["query"]} for r in records]
         expected[("qrels", split)] = [{"query-id": r["id"], "corpus-id": chunk_id, "score": grade}
                                       for r in records for chunk_id, grade in r["relevant_chunks"].items()]
-        expected[("default", split)] = [
+        expected[("records", split)] = [
             {key: r[key] for key in ("id", "query", "answer", "ori_context", "dataset_score")}
             | {"relevant_chunks": [{"chunk_id": c, "score": g} for c, g in r["relevant_chunks"].items()]}
             for r in records

@@ -169,4 +169,4 @@ def test_mmrag_complete_query_files_match_published_counts(tmp_path):
         qrels = split_facts(report, "qrels", split)
         assert (qrels["queries"], qrels["missing_docs"], qrels["missing_queries"]) == (count, 0, 0)
         assert set(qrels["score_histogram"]) <= {"0", "1", "2"}
-        assert split_facts(report, "default", split)["rows"] == count
+        assert split_facts(report, "records", split)["rows"] == count

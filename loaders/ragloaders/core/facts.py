@@ -67,6 +67,10 @@ def _no_counts(path: str) -> PublishedCounts:
     return {}
 
 
+def _no_keys(path: str) -> dict[str, tuple[str, ...]]:
+    return {}
+
+
 def _no_defects(path: str) -> tuple[KnownDefect, ...]:
     return ()
 
@@ -81,3 +85,6 @@ class Benchmark:
     card_facts: Callable[[str], CardFacts]
     published_counts: Callable[[str], PublishedCounts] = _no_counts
     known_defects: Callable[[str], tuple[KnownDefect, ...]] = _no_defects
+    keys: Callable[[str], Mapping[str, tuple[str, ...]]] = _no_keys
+    """path -> {config: the column(s) whose values should identify a row ((): none)}: `validate` reports each such
+    config's rows and the key values that repeat."""

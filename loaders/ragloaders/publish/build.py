@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 
@@ -11,6 +12,8 @@ from ..api import builder, configs_of
 from .cards import render_card
 from .parquet import ConfigOutput, SplitOutput, write_parquet
 from .validate import integrity_of
+
+logger = logging.getLogger(__name__)
 
 
 def build_folder(
@@ -37,6 +40,10 @@ def build_folder(
         prepared[config] = dataset_builder.as_dataset()
         # A split with no rows cannot be published (datasets cannot load an empty Parquet split): leave it out.
         prepared[config] = type(prepared[config])({s: d for s, d in prepared[config].items() if d.num_rows})
+        if not prepared[config]:  # no rows at all (an empty source table): a config with no split does not load
+            logger.warning("%s %s: the source has no rows; the config is left out of %s", path, config, out)
+            del prepared[config]
+            continue
         output = ConfigOutput(config, dataset_builder.info)
         folder = os.path.join(staging, config)
         os.makedirs(folder, exist_ok=True)

@@ -26,6 +26,8 @@ TEMPLATES_ENV = "RAGLOADERS_CARD_TEMPLATES"
 """Folder holding `<family>.md`; by default the package's `ragloaders.dataset_cards` (the top-level
 `dataset_cards/` folder, installed with the package)."""
 REPO_PLACEHOLDER = "<org>/<repo>"
+DEFAULT_CONFIG = "records"
+"""The config plain `load_dataset(repo)` gives (`default: true`); never named `default`, which mteb reads as qrels."""
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
                    (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"))
 LIST_PREVIEW = 10
@@ -38,7 +40,9 @@ def facts_for(path: str) -> CardFacts:
 def card_data(outputs: list[ConfigOutput]) -> DatasetCardData:
     """`configs:` (data_files per split) and `dataset_info:` (features, split sizes) for the built folder."""
     data = DatasetCardData()
-    MetadataConfigs({o.name: {"data_files": o.data_files} for o in outputs}).to_dataset_card_data(data)
+    configs = {o.name: {"data_files": o.data_files, **({"default": True} if o.name == DEFAULT_CONFIG else {})}
+               for o in outputs}
+    MetadataConfigs(configs).to_dataset_card_data(data)
     infos = {}
     for output in outputs:
         info = datasets.DatasetInfo(features=output.info.features, config_name=output.name)
@@ -149,6 +153,7 @@ SPLIT_CHECKS = (("rows", "rows"), ("published", "published"), ("queries", "disti
                 ("docs", "distinct docs"), ("duplicate_ids", "duplicate ids"),
                 ("empty_texts", "empty texts"), ("missing_queries", "qrels → missing query"),
                 ("missing_docs", "qrels → missing doc"), ("duplicate_pairs", "duplicate pairs"),
+                ("duplicate_keys", "repeated keys"),
                 ("score_histogram", "scores (score: rows)"))
 
 

@@ -30,12 +30,18 @@ RELATION_CONFIGS = ("qrels", "search_results")
 SAMPLE_IDS = 20
 """How many offending ids a finding lists (its count is always complete)."""
 
-CHECKS = ("count", "missing_queries", "missing_docs", "duplicate_ids", "duplicate_pairs", "shared_ids")
+CHECKS = ("count", "missing_queries", "missing_docs", "duplicate_ids", "duplicate_pairs", "shared_ids",
+          "duplicate_keys")
 
 
 def published_counts_of(path: str) -> PublishedCounts:
     """What the benchmark publishes for `path` (see core.facts.PublishedCounts)."""
     return dict(benchmark_of(path).published_counts(path.strip("/")))
+
+
+def keys_of(path: str) -> dict[str, tuple[str, ...]]:
+    """config -> the column(s) whose values should identify a row, as the benchmark declares them."""
+    return dict(benchmark_of(path).keys(path.strip("/")))
 
 
 def known_defects_of(path: str) -> list[KnownDefect]:
@@ -143,6 +149,21 @@ class _Inspection:
                 facts["score_histogram"] = {str(score): count for score, count in histogram}
             self.splits.append(facts)
 
+    def keyed(self, config: str, tables: dict[str, pa.Table], key: tuple[str, ...]) -> None:
+        """A config with declared key columns: its rows, and the key values that occur more than once."""
+        for split, table in tables.items():
+            facts = {"config": config, "split": split, "rows": table.num_rows}
+            if key:
+                groups = table.select(list(key)).group_by(list(key)).aggregate([([], "count_all")])
+                repeated = groups.filter(pc.greater(groups.column("count_all"), 1))
+                facts["duplicate_keys"] = repeated.num_rows
+                if repeated.num_rows:
+                    parts = [pc.cast(repeated.column(name), pa.string()) for name in key]
+                    labels = parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, " | ")
+                    self.add("duplicate_keys", config, split, labels.combine_chunks(),
+                             f"{repeated.num_rows:,} values of ({', '.join(key)}) occur more than once")
+            self.splits.append(facts)
+
     def shared_ids(self) -> int | None:
         if "queries" not in self.ids or "corpus" not in self.ids:
             return None
@@ -186,6 +207,7 @@ def integrity(path: str, *, data_dir: str | None = None, cache_dir: str | None =
              # corpus / queries:   "duplicate_ids", "empty_texts", "empty_text_ids" (first 20)
              # qrels / search_results: "queries", "docs" (distinct ids), "missing_queries", "missing_docs",
              #                     "duplicate_pairs", "score_histogram" {"<score>": rows} (qrels only)
+             # configs with declared keys (Benchmark.keys): "duplicate_keys" (distinct key values repeated)
             }, ...],
         }
         finding = {"check": one of CHECKS, "config", "split" (None: all splits), "count",
@@ -217,6 +239,10 @@ def integrity_of(path: str, loaded: dict[str, datasets.DatasetDict]) -> dict:
         if config in loaded:
             inspection.splits += [{"config": config, "split": split, "rows": table.num_rows}
                                   for split, table in tables(config).items()]
+    inspected = {facts["config"] for facts in inspection.splits}
+    for config, key in keys_of(path).items():
+        if config in loaded and config not in inspected:
+            inspection.keyed(config, tables(config), key)
     shared = inspection.shared_ids()
     inspection.counts(published)
     return _report(path, inspection, known_defects_of(path), shared)
@@ -258,6 +284,8 @@ def render_text(report: dict) -> Iterable[str]:
             line += f", {facts['queries']:,} queries"
         if facts.get("published") is not None:
             line += f" (published {facts['published']:,})"
+        if facts.get("duplicate_keys"):
+            line += f", {facts['duplicate_keys']:,} repeated keys"
         if facts.get("empty_texts"):
             line += f", {facts['empty_texts']:,} empty texts"
         if "score_histogram" in facts:

@@ -2,7 +2,7 @@
 
 Configs; splits `validation` (records with `split` 0) and `test` (`split` 1), except `corpus`:
 
-- `default`: every field of a record, typed, one schema for every release: v4, v5 (adds
+- `records`: every field of a record, typed, one schema for every release: v4, v5 (adds
   `popularity`) and the older example file (`alternative_answers` as a string such as "[]",
   parsed with `ast.literal_eval` into `alt_ans`). Values stay as the source has them ("nan"
   answers, empty `page_result`, `page_last_modified` empty or with a leading space).
@@ -65,7 +65,7 @@ def page_id(url: str | None, html: str | None) -> str:
 
 
 def normalize(record: Any) -> dict:
-    """A source record as a `default` row; ValueError says what is wrong."""
+    """A source record as a `records` row; ValueError says what is wrong."""
     row = conform(record, SOURCE_FIELDS)
     check_required(row, ("interaction_id", "query", "split"))
     legacy = row.pop("alternative_answers")
@@ -117,7 +117,7 @@ class CragSource:
             raise SourceError(self.name, "the tar holds no .jsonl member")
 
     def records(self) -> Iterator[tuple[dict, int]]:
-        """(`default` row, size of its JSON line) for every record, in file order."""
+        """(`records` row, size of its JSON line) for every record, in file order."""
         for name, stream in self.streams():
             for number, line in iter_lines(stream, name):
                 if not line or line.isspace():
@@ -162,7 +162,7 @@ def search_result_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple
 
 
 CONFIG_ROWS: dict[str, RowsOf] = {
-    "default": record_rows, "queries": query_rows, "corpus": page_rows, "search_results": search_result_rows,
+    "records": record_rows, "queries": query_rows, "corpus": page_rows, "search_results": search_result_rows,
 }
 
 

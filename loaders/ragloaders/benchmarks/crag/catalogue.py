@@ -63,15 +63,15 @@ LABELS = [
     pa.field("query_time", STRING), pa.field("domain", STRING), pa.field("question_type", STRING),
     pa.field("static_or_dynamic", STRING),
 ]
-DEFAULT_SCHEMA = pa.schema([
+RECORDS_SCHEMA = pa.schema([
     pa.field("interaction_id", STRING), *LABELS, pa.field("query", STRING), pa.field("answer", STRING),
     pa.field("alt_ans", pa.list_(STRING)), pa.field("split", INT), pa.field("popularity", STRING),
     pa.field("search_results", pa.list_(PAGE)),
 ])
-SOURCE_FIELDS = [*DEFAULT_SCHEMA, pa.field("alternative_answers", STRING)]
+SOURCE_FIELDS = [*RECORDS_SCHEMA, pa.field("alternative_answers", STRING)]
 """What a record may hold: every release's fields, and the example file's `alternative_answers` string."""
 SCHEMAS = {
-    "default": DEFAULT_SCHEMA,
+    "records": RECORDS_SCHEMA,
     "queries": pa.schema([
         pa.field("_id", STRING), pa.field("text", STRING), *LABELS, pa.field("popularity", STRING),
         pa.field("answer", STRING), pa.field("alt_ans", pa.list_(STRING)),

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ...core.facts import CardFacts, KnownDefect, PublishedCounts
+from ...core.facts import CardFacts, EvalConventions, KnownDefect, PublishedCounts
 from .catalogue import HOMEPAGE, LICENSE, RELEASES
 from .citations import CITATION
 
 FIELD_NOTES = {
-    "default.split": "the source's `split`: 0 = validation, 1 = public test",
+    "records.split": "the source's `split`: 0 = validation, 1 = public test",
     "alt_ans": "other valid answers (the example file's `alternative_answers` string, parsed)",
     "popularity": "head / torso / tail (v5 only; null in v4 and the example file)",
     "search_results": "the pages returned for the query, in rank order, as in the source (5 per question in task 1&2, "
@@ -37,7 +37,7 @@ def published_counts(path: str) -> PublishedCounts:
 
 KNOWN_DEFECTS = (
     KnownDefect("duplicate_pairs", "search_results", "CRAG often lists the same page twice among one question's "
-                "search results: both rows are kept in `default` and `search_results`, at their own ranks; `corpus` "
+                "search results: both rows are kept in `records` and `search_results`, at their own ranks; `corpus` "
                 "holds the page once."),
 )
 
@@ -53,7 +53,7 @@ def card_facts(path: str) -> CardFacts:
     releases = [r for r in RELEASES if r.task == task]
     pages = "5 web pages" if task == "task_1_and_2" else "up to 50 web pages"
     summary = (
-        f"CRAG {task.replace('_', ' ')}: questions with {pages} each, as four configs: `default` (every field of every "
+        f"CRAG {task.replace('_', ' ')}: questions with {pages} each, as four configs: `records` (every field of every "
         "record), `queries`, `corpus` (distinct pages) and `search_results`, with splits `validation` and `test`"
         f" (`corpus`: one split, `corpus`). Built from release {releases[0].name} unless stated otherwise."
         + (f" CRAG publishes {releases[0].records:,} records." if releases[0].records else "")
@@ -76,3 +76,14 @@ def card_facts(path: str) -> CardFacts:
         tags=["crag"],
         homepage=HOMEPAGE,
     )
+
+
+EVAL_CONVENTIONS = EvalConventions(
+    unlabelled="CRAG has no relevance labels (its search_results are the pages a search returned, not judgements); "
+               "`ragloaders bm25` still ranks its pages",
+)
+
+
+def eval_conventions(path: str) -> EvalConventions:
+    """CRAG runs cannot be scored: it has no relevance labels."""
+    return EVAL_CONVENTIONS

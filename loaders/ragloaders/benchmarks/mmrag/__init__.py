@@ -2,11 +2,12 @@
 
 from ...core.facts import Benchmark
 from .builder import BUILDERS
-from .facts import card_facts, published_counts
+from .facts import card_facts, eval_conventions, published_counts
 
 BENCHMARK = Benchmark(
     name="mmrag",
     builders=BUILDERS,
     card_facts=card_facts,
     published_counts=published_counts,
+    eval_conventions=eval_conventions,
 )

@@ -1,6 +1,6 @@
 """mmRAG: queries with graded chunk relevance over text, tables and a knowledge graph, and its chunk corpus.
 
-Configs: `default` (the full query records), `queries`, `qrels` (splits train, dev, test) and `corpus`
+Configs: `records` (the full query records), `queries`, `qrels` (splits train, dev, test) and `corpus`
 (split corpus). Every file is a top-level JSON array, read as a stream: processed_documents.json is
 5.3 GB. Errors name the file and the record's 0-based index in its array.
 
@@ -130,7 +130,7 @@ def full_record_rows(record: dict) -> Iterator[tuple[dict, int]]:
     yield row, 2 * len(record["query"]) + 32 * (len(row["relevant_chunks"]) + len(row["ori_context"]))
 
 
-QUERY_FILE_ROWS = {"default": full_record_rows, "queries": query_rows, "qrels": qrel_rows}
+QUERY_FILE_ROWS = {"records": full_record_rows, "queries": query_rows, "qrels": qrel_rows}
 """Config -> the rows one checked query record gives, each with a rough size in bytes."""
 
 
@@ -146,7 +146,7 @@ def read_query_file(shard: Shard, config: str) -> Iterator[pa.Table]:
                     check_query_record(record)
                 except InvalidRecord as e:
                     raise SourceError(shard.name, str(e), record=index) from None
-                if config == "default" and parse_answers(record["answer"])[1]:
+                if config == "records" and parse_answers(record["answer"])[1]:
                     fallbacks += 1
                 yield from QUERY_FILE_ROWS[config](record)
 
@@ -238,7 +238,7 @@ class MmragBuilder(RagBuilder):
     BUILDER_CONFIGS: ClassVar[list[datasets.BuilderConfig]] = [
         datasets.BuilderConfig(name=name, version=RagBuilder.VERSION) for name in FEATURES
     ]
-    DEFAULT_CONFIG_NAME = "default"
+    DEFAULT_CONFIG_NAME = "records"
 
     def source_identity(self, data_dir: str | None, config: datasets.BuilderConfig) -> Any:
         if data_dir is None:

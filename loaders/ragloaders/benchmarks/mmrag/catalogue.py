@@ -46,7 +46,7 @@ BATCH_MEMORY = pa.system_memory_pool()
 STRING = datasets.Value("string")
 GRADE = datasets.Value("int32")
 FEATURES = {
-    "default": datasets.Features({
+    "records": datasets.Features({
         "id": STRING,
         "query": STRING,
         "answer": STRING,

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from ...core.facts import CardFacts, PublishedCounts
+from ...core.facts import CardFacts, EvalConventions, PublishedCounts
 from .catalogue import CORPUS_FILE, HUB_REPO_ID, HUB_REVISION, PUBLISHED_QUERIES, QUERY_FILE_BYTES, QUERY_FILES
 from .citations import MMRAG_CITATION
 
 FIELD_NOTES = {
-    "default.id": "query id, as in the file (`<source dataset>_<n>`)",
-    "default.query": "the question",
-    "default.answer": "the answer exactly as in the file: a string, often the Python repr of a list, sometimes empty",
-    "default.answers": "`answer` parsed into a list of strings (ast.literal_eval of a list literal; a plain string "
+    "records.id": "query id, as in the file (`<source dataset>_<n>`)",
+    "records.query": "the question",
+    "records.answer": "the answer exactly as in the file: a string, often the Python repr of a list, sometimes empty",
+    "records.answers": "`answer` parsed into a list of strings (ast.literal_eval of a list literal; a plain string "
                        "gives [it]; \"\" gives []); a string that looks like a list but is not one is kept whole",
-    "default.relevant_chunks": "every judged chunk with its grade (0, 1, 2), in file order",
-    "default.ori_context": "ids of the documents the query was written from",
-    "default.dataset_score": "per source, as in the file",
-    "queries._id": "query id (`id` of `default`)",
-    "queries.text": "the question (`query` of `default`)",
+    "records.relevant_chunks": "every judged chunk with its grade (0, 1, 2), in file order",
+    "records.ori_context": "ids of the documents the query was written from",
+    "records.dataset_score": "per source, as in the file",
+    "queries._id": "query id (`id` of `records`)",
+    "queries.text": "the question (`query` of `records`)",
     "query-id": "a `_id` of the queries config",
     "corpus-id": "a chunk id (`_id` of the corpus config)",
     "score": "relevance grade 0, 1 or 2 (grade 0 kept)",
@@ -31,7 +31,7 @@ FIELD_NOTES = {
 def published_counts(path: str) -> PublishedCounts:
     """Queries per split as published (for qrels: distinct query ids). The corpus count ("3.2M chunks") is not
     published exactly by a source checked here, so it is not declared."""
-    configs = ("default", "queries", "qrels")
+    configs = ("records", "queries", "qrels")
     counts: dict[tuple[str, str | None], int] = {
         (config, split): count for config in configs for split, count in PUBLISHED_QUERIES.items()
     }
@@ -48,7 +48,7 @@ def card_facts(path: str) -> CardFacts:
         family="mmrag",
         pretty_name="mmRAG",
         summary=(
-            "mmRAG as four configs: `default` (the full query records), `queries` and `qrels` (splits `train`, `dev`, "
+            "mmRAG as four configs: `records` (the full query records), `queries` and `qrels` (splits `train`, `dev`, "
             "`test`) and `corpus` (split `corpus`: every chunk of processed_documents.json). mmRAG publishes "
             + " / ".join(f"{count:,}" for count in PUBLISHED_QUERIES.values())
             + " queries (train / dev / test) and about 3.2M chunks."
@@ -62,3 +62,14 @@ def card_facts(path: str) -> CardFacts:
         tags=["mmrag"],
         homepage="https://github.com/nju-websoft/mmRAG",
     )
+
+
+EVAL_CONVENTIONS = EvalConventions(notes=(
+    "mmRAG's qrels are graded 0/1/2: nDCG uses the grades as gains; Recall, MAP, MRR and P count grade >= 1 as "
+    "relevant (`--relevance-level 2` counts grade 2 only)",
+))
+
+
+def eval_conventions(path: str) -> EvalConventions:
+    """How runs on mmRAG are scored: graded qrels, the binary measures at grade >= 1."""
+    return EVAL_CONVENTIONS
