@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 
@@ -46,6 +47,68 @@ def cmd_push(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- eval and bm25 (ragloaders.eval, the `eval` extra) ----------------------------------------------------------
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Score a run against a path's qrels; the report as text or JSON on stdout (warnings also on stderr)."""
+    from .eval import evaluate
+
+    try:
+        report = evaluate(args.path, args.run_file, split=args.split, metrics=args.metrics,
+                          relevance_level=args.relevance_level, per_query=args.per_query, data_dir=args.data_dir,
+                          cache_dir=args.cache_dir)
+    except (ImportError, OSError) as e:  # the extra is missing; the run file or --out folder is not there
+        print(f"ragloaders: error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report.as_json(), indent=1, ensure_ascii=False))
+        for warning in report.warnings():
+            print(f"ragloaders: warning: {warning}", file=sys.stderr)
+    else:
+        print(report.text())
+    return 0
+
+
+def cmd_bm25(args: argparse.Namespace) -> int:
+    """Write the BM25 baseline run of a path."""
+    from .eval import bm25
+
+    try:
+        result = bm25(args.path, out=args.out, split=args.split, top_k=args.top_k, data_dir=args.data_dir,
+                      cache_dir=args.cache_dir)
+    except (ImportError, OSError) as e:  # the extra is missing; the run file or --out folder is not there
+        print(f"ragloaders: error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {result.out}: {result.lines} lines for {result.queries} {result.split} queries "
+          f"({result.settings.describe()}, top {args.top_k})")
+    return 0
+
+
+def add_eval_commands(commands: argparse._SubParsersAction) -> None:
+    """`ragloaders eval` and `ragloaders bm25`."""
+    evaluate = commands.add_parser("eval", help="score a run (TREC, .parquet or .jsonl) against a path's qrels")
+    evaluate.add_argument("path", help="e.g. beir/scifact, beir/cqadupstack (mean of its 12 forums), mmrag")
+    evaluate.add_argument("--run", required=True, dest="run_file",
+                          help="TREC run (qid Q0 docid rank score tag), or a .parquet / .jsonl table of query-id, "
+                               "corpus-id, score")
+    evaluate.add_argument("--metrics", help="comma-separated, e.g. ndcg@10,recall@100 (default: BEIR's set)")
+    evaluate.add_argument("--per-query", action="store_true", help="also print every query's values")
+    evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
+    evaluate.add_argument("--relevance-level", type=int,
+                          help="binary measures count grade >= this (default: the benchmark's, 1)")
+    evaluate.set_defaults(run=cmd_eval)
+    baseline = commands.add_parser("bm25", help="write the BM25 baseline run (title + text) of a path")
+    baseline.add_argument("path", help="e.g. beir/nfcorpus, beir/cqadupstack, mmrag, crag/task_1_and_2")
+    baseline.add_argument("--out", required=True, help="run file: TREC, or a table if it ends in .parquet / .jsonl")
+    baseline.add_argument("--top-k", type=int, default=1000, help="documents per query (default 1000)")
+    baseline.set_defaults(run=cmd_bm25)
+    for command in (evaluate, baseline):
+        command.add_argument("--split", default="test", help="qrels (or queries) split (default test)")
+        command.add_argument("--data-dir", help="local files as the benchmark distributes them")
+        command.add_argument("--cache-dir", help="datasets cache folder")
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="ragloaders", description=__doc__)
     commands = root.add_subparsers(dest="command", required=True)
@@ -73,6 +136,8 @@ def parser() -> argparse.ArgumentParser:
     push.add_argument("--staging-dir", help="where to build; default ~/.cache/ragloaders/staging/<repo>/<path>")
     push.add_argument("--dry-run", action="store_true", help="stop after staging; print what would be uploaded")
     push.set_defaults(run=cmd_push)
+
+    add_eval_commands(commands)
 
     for command in (build, validate, push):
         command.add_argument("--data-dir", help="local files as the benchmark distributes them")

@@ -63,6 +63,28 @@ class CardFacts:
     homepage: str = ""
 
 
+@dataclass(frozen=True)
+class EvalConventions:
+    """How a benchmark's authors score a run against one path's qrels (`ragloaders eval` follows them)."""
+
+    unlabelled: str = ""
+    """Why runs cannot be scored (the benchmark has no relevance labels); empty when they can."""
+    ignore_identical_ids: bool = False
+    """Drop a retrieved document whose id equals the query id before scoring (BEIR's EvaluateRetrieval and mteb do
+    where queries are also corpus entries)."""
+    relevance_level: int = 1
+    """Binary measures (Recall, MAP, MRR, P) count a grade >= this as relevant; nDCG uses the grades as gains."""
+    mean_over: tuple[str, ...] = ()
+    """For a path that groups others (beir/cqadupstack): the member paths whose scores are averaged, from one run
+    whose ids are `<member path relative to the group>/<id>`."""
+    notes: tuple[str, ...] = ()
+    """What an evaluation report of this path says about these conventions."""
+
+
+def _standard_conventions(path: str) -> EvalConventions:
+    return EvalConventions()
+
+
 def _no_counts(path: str) -> PublishedCounts:
     return {}
 
@@ -88,3 +110,5 @@ class Benchmark:
     keys: Callable[[str], Mapping[str, tuple[str, ...]]] = _no_keys
     """path -> {config: the column(s) whose values should identify a row ((): none)}: `validate` reports each such
     config's rows and the key values that repeat."""
+    eval_conventions: Callable[[str], EvalConventions] = _standard_conventions
+    """path (or group path such as beir/cqadupstack) -> how runs on it are scored."""

@@ -3,12 +3,13 @@
 from ...core.facts import Benchmark
 from .builder import BeirBuilder
 from .catalogue import DATASETS
-from .facts import card_facts, known_defects, published_counts
+from .facts import card_facts, eval_conventions, known_defects, published_counts
 
 BENCHMARK = Benchmark(
     name="beir",
     builders={path: BeirBuilder for path in DATASETS},
     card_facts=card_facts,
     published_counts=published_counts,
+    eval_conventions=eval_conventions,
     known_defects=known_defects,
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...core.facts import CardFacts, KnownDefect, PublishedCounts
+from ...core.facts import CardFacts, EvalConventions, KnownDefect, PublishedCounts
 from .catalogue import BASE_URL, DATASETS, PUBLISHED_QUERY_SPLIT
 from .citations import BEIR_CITATION
 
@@ -90,3 +90,47 @@ def card_facts(path: str) -> CardFacts:
         tags=[family],
         homepage="https://github.com/beir-cellar/beir",
     )
+
+
+CQADUPSTACK = "beir/cqadupstack"
+_SELF_MATCH_NOTE = ("a query retrieving itself is dropped before scoring, as BEIR's EvaluateRetrieval "
+                    "(ignore_identical_ids) and mteb do for this dataset",)
+EVAL_CONVENTIONS: dict[str, EvalConventions] = {
+    "beir/arguana": EvalConventions(ignore_identical_ids=True, notes=_SELF_MATCH_NOTE),
+    "beir/quora": EvalConventions(ignore_identical_ids=True, notes=_SELF_MATCH_NOTE),
+    CQADUPSTACK: EvalConventions(
+        mean_over=tuple(path for path in DATASETS if path.startswith(CQADUPSTACK + "/")),
+        notes=("cqadupstack is the mean of its 12 forums' scores, as BEIR and Pyserini report it; the run's ids "
+               "are `<forum>/<id>` (what `ragloaders bm25 beir/cqadupstack` writes)",),
+    ),
+}
+"""Paths whose runs BEIR scores other than plainly (every other path: EvalConventions())."""
+
+
+def eval_conventions(path: str) -> EvalConventions:
+    """How BEIR scores runs on `path` (also the group path beir/cqadupstack)."""
+    return EVAL_CONVENTIONS.get(path, EvalConventions())
+
+
+PUBLISHED_BM25_SOURCE = (
+    "Pyserini's BEIR regressions (castorini/pyserini, pyserini/2cr/beir.yaml): BM25 nDCG@10 on the test split, "
+    "`flat` (title and text in one field) and `multifield` (title and text as separate fields) Lucene indexes"
+)
+PUBLISHED_BM25_NDCG10: dict[str, tuple[float, float]] = {
+    "beir/trec-covid": (0.5947, 0.6559),
+    "beir/nfcorpus": (0.3218, 0.3254),
+    "beir/nq": (0.3055, 0.3285),
+    "beir/hotpotqa": (0.6330, 0.6027),
+    "beir/fiqa": (0.2361, 0.2361),
+    "beir/arguana": (0.3970, 0.4142),
+    "beir/webis-touche2020": (0.4422, 0.3673),
+    CQADUPSTACK: (0.3021, 0.2987),
+    "beir/quora": (0.7886, 0.7886),
+    "beir/dbpedia-entity": (0.3180, 0.3128),
+    "beir/scidocs": (0.1490, 0.1581),
+    "beir/fever": (0.6513, 0.7530),
+    "beir/climate-fever": (0.1651, 0.2129),
+    "beir/scifact": (0.6789, 0.6647),
+}
+"""BM25 nDCG@10 (flat, multifield) of the 14 public BEIR datasets, from PUBLISHED_BM25_SOURCE (cqadupstack: the
+mean of its 12 forums). The BEIR paper's Elasticsearch figure for nfcorpus is 0.325."""

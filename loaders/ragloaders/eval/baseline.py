@@ -1,0 +1,142 @@
+"""`ragloaders bm25` and the optional `top_ranked` / `hard_negatives` configs: the BM25 baseline run on a
+benchmark path, loaded through `ragloaders.api.load`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from ..api import load
+from ..core.facts import EvalConventions
+from .bm25 import DEFAULT_SETTINGS, Bm25Settings, rank
+from .data import conventions_of, corpus_tables, load_qrels, load_queries
+from .metrics import Qrels, require_extra
+from .report import member_prefix
+from .runs import write_run
+
+RUN_TAG = "ragloaders-bm25"
+RERANKING_TOP_K = 100
+"""BEIR's reranking setup re-ranks BM25's top 100."""
+RERANKING_SCHEMA = pa.schema([("query-id", pa.string()), ("corpus-ids", pa.list_(pa.string()))])
+"""mteb's reranking shape: a query and document ids in rank order."""
+RERANKING_CONFIGS = ("top_ranked", "hard_negatives")
+
+
+@dataclass
+class Bm25Run:
+    """What `bm25` wrote."""
+
+    path: str
+    split: str
+    out: str
+    queries: int
+    lines: int
+    settings: Bm25Settings
+
+
+def _judged_queries(
+    path: str, split: str, conventions: EvalConventions, where: dict
+) -> tuple[list[tuple[str, str]], Qrels | None]:
+    """The queries a run of this split ranks: those the split's qrels judge (every query of the split when the
+    benchmark has no relevance labels), with the qrels."""
+    if conventions.unlabelled:
+        return load_queries(path, split, **where), None
+    qrels = load_qrels(path, split, **where)
+    return load_queries(path, split, qrels, **where), qrels
+
+
+def _path_rankings(
+    path: str, queries: list[tuple[str, str]], top_k: int, settings: Bm25Settings, where: dict
+) -> Iterator[tuple[str, list[str], list[float]]]:
+    corpus = corpus_tables(path, ["_id", *settings.fields], **where)
+    return rank(corpus, queries, top_k_docs=top_k, settings=settings)
+
+
+def bm25(
+    path: str,
+    *,
+    out: str | os.PathLike,
+    split: str = "test",
+    top_k: int = 1000,
+    settings: Bm25Settings = DEFAULT_SETTINGS,
+    data_dir: str | None = None,
+    cache_dir: str | None = None,
+) -> Bm25Run:
+    """Rank the corpus of `path` for each query of `split` with BM25 and write the top `top_k` as a run to `out`
+    (TREC, or a table for `.parquet` / `.jsonl`). A group path (beir/cqadupstack) ranks each member's corpus for its
+    own queries and writes one run whose ids are `<member>/<id>`."""
+    path, out = path.strip("/"), os.fspath(out)
+    conventions = conventions_of(path)
+    require_extra("Stemmer")
+    where = {"data_dir": data_dir, "cache_dir": cache_dir}
+    counted = {"queries": 0}
+
+    def rankings() -> Iterator[tuple[str, list[str], list[float]]]:
+        for member in conventions.mean_over or (path,):
+            prefix = member_prefix(path, member) if conventions.mean_over else ""
+            queries, _ = _judged_queries(member, split, conventions_of(member), where)
+            counted["queries"] += len(queries)
+            for query_id, doc_ids, scores in _path_rankings(member, queries, top_k, settings, where):
+                yield prefix + query_id, [prefix + doc_id for doc_id in doc_ids], scores
+
+    lines = write_run(out, rankings(), tag=RUN_TAG)
+    return Bm25Run(path, split, out, counted["queries"], lines, settings)
+
+
+def reranking_tables(
+    path: str,
+    *,
+    top_k: int = RERANKING_TOP_K,
+    settings: Bm25Settings = DEFAULT_SETTINGS,
+    data_dir: str | None = None,
+    cache_dir: str | None = None,
+) -> dict[str, dict[str, pa.Table]]:
+    """{`top_ranked` | `hard_negatives`: {qrels split: table of `query-id`, `corpus-ids`}} from one BM25 pass over
+    the corpus for the judged queries of every qrels split. `top_ranked` lists the BM25 top `top_k` in rank order;
+    `hard_negatives` the same without the documents judged relevant (grade >= the benchmark's relevance level).
+    Where the benchmark ignores identical ids (arguana, quora), a query's own document is left out of both."""
+    path = path.strip("/")
+    conventions = conventions_of(path)
+    require_extra("Stemmer")
+    if conventions.unlabelled or conventions.mean_over:
+        raise ValueError(f"{path}: top_ranked and hard_negatives are built for a path with relevance labels "
+                         f"({conventions.unlabelled or 'build each member path'})")
+    where = {"data_dir": data_dir, "cache_dir": cache_dir}
+    splits = list(load(path, "qrels", **where))
+    judged = {split: load_qrels(path, split, **where) for split in splits}
+    union = dict.fromkeys(query_id for qrels in judged.values() for query_id in qrels)
+    queries = _all_queries(path, union, where)
+    depth = top_k + 1 if conventions.ignore_identical_ids else top_k
+    ranked: dict[str, list[str]] = {}
+    for query_id, doc_ids, _ in _path_rankings(path, queries, depth, settings, where):
+        if conventions.ignore_identical_ids:
+            doc_ids = [doc_id for doc_id in doc_ids if doc_id != query_id]
+        ranked[query_id] = doc_ids[:top_k]
+    tables: dict[str, dict[str, pa.Table]] = {name: {} for name in RERANKING_CONFIGS}
+    for split, qrels in judged.items():
+        order = [query_id for query_id in ranked if query_id in qrels]
+        negatives = [[d for d in ranked[q] if qrels[q].get(d, 0) < conventions.relevance_level] for q in order]
+        tables["top_ranked"][split] = pa.table([order, [ranked[q] for q in order]], schema=RERANKING_SCHEMA)
+        tables["hard_negatives"][split] = pa.table([order, negatives], schema=RERANKING_SCHEMA)
+    return tables
+
+
+def _all_queries(path: str, only: dict[str, None], where: dict) -> list[tuple[str, str]]:
+    """(query id, text) of the queries in `only`, from every split of the queries config."""
+    seen: dict[str, str] = {}
+    for split in load(path, "queries", **where):
+        seen.update(load_queries(path, split, only, **where))
+    return list(seen.items())
+
+
+def reranking_description(top_k: int = RERANKING_TOP_K, settings: Bm25Settings = DEFAULT_SETTINGS) -> dict[str, str]:
+    """What a dataset card says about how each reranking config was made."""
+    made = f"{settings.describe()}; top {top_k} per judged query, made by `ragloaders build --with`"
+    return {
+        "top_ranked": f"BM25 candidates in rank order (mteb's reranking shape): {made}.",
+        "hard_negatives": f"`top_ranked` without the documents judged relevant (grade >= the relevance level): "
+                          f"{made}.",
+    }

@@ -1,0 +1,172 @@
+"""Scoring a run against qrels with trec_eval's own code (pytrec_eval), under BEIR's metric names.
+
+Every number comes from pytrec_eval's RelevanceEvaluator; nothing here re-implements a measure.
+The names are the ones BEIR prints (`NDCG@10`, `Recall@100`, `MAP@100`, `MRR@10`, `P@10`) and map
+to trec_eval measures as BEIR's EvaluateRetrieval maps them (`ndcg_cut.10`, `recall.100`,
+`map_cut.100`, `P.10`). trec_eval's `recip_rank` has no cutoff, so `MRR@k` is `recip_rank` on the run
+cut to its first k documents in trec_eval's own order (score descending, then document id
+descending). BEIR's custom MRR ranks ties in the order the run lists them instead; the two differ only
+when a tie straddles the cutoff.
+
+Means are over every query of the qrels: a judged query the run does not name scores 0 on every
+measure (trec_eval's `-c`), and is reported. nDCG uses the qrels grades as gains; the binary measures
+count a grade >= `relevance_level` as relevant (trec_eval's `-l`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from .runs import Run
+
+INSTALL_EVAL = "pip install 'ragloaders[eval]'"
+Qrels = dict[str, dict[str, int]]
+
+
+def require_extra(*modules: str) -> None:
+    """ImportError naming the extra to install when a module of the `eval` extra is missing."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            raise ImportError(f"{name} is missing: {INSTALL_EVAL}") from None
+
+"""query id -> {document id: grade}: the shape pytrec_eval takes."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """A measure family: its BEIR name and the trec_eval measure behind it."""
+
+    name: str
+    trec_measure: str
+    """trec_eval's name; `.k` is appended for a cutoff."""
+    trec_key: str
+    """The key of pytrec_eval's result; `{k}` is the cutoff."""
+    native_cutoff: bool = True
+    """False when trec_eval ignores the cutoff (recip_rank): the run is cut to k documents first."""
+
+
+FAMILIES = {family.name.lower(): family for family in (
+    Family("NDCG", "ndcg_cut", "ndcg_cut_{k}"),
+    Family("Recall", "recall", "recall_{k}"),
+    Family("MAP", "map_cut", "map_cut_{k}"),
+    Family("P", "P", "P_{k}"),
+    Family("MRR", "recip_rank", "recip_rank", native_cutoff=False),
+)}
+"""BEIR's metric families by lower-case name."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One measure at one cutoff, e.g. NDCG@10."""
+
+    family: Family
+    cutoff: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.family.name}@{self.cutoff}"
+
+    @property
+    def trec_key(self) -> str:
+        return self.family.trec_key.format(k=self.cutoff)
+
+
+DEFAULT_METRICS = (
+    "NDCG@1", "NDCG@3", "NDCG@5", "NDCG@10", "NDCG@100",
+    "Recall@1", "Recall@3", "Recall@5", "Recall@10", "Recall@100",
+    "MAP@100", "MRR@10", "P@10",
+)
+"""What BEIR reports (its k values up to 100) plus MRR@10 and P@10."""
+
+_METRIC = re.compile(r"^\s*([A-Za-z]+)\s*@\s*(\d+)\s*$")
+
+
+def parse_metrics(names: str | Iterable[str] | None) -> list[Metric]:
+    """Metrics from names such as `ndcg@10,recall@100` (any case; a comma-separated string or a list);
+    None gives DEFAULT_METRICS."""
+    if names is None:
+        names = DEFAULT_METRICS
+    if isinstance(names, str):
+        names = [name for name in names.split(",") if name.strip()]
+    metrics = []
+    for name in names:
+        match = _METRIC.match(name)
+        family = FAMILIES.get(match.group(1).lower()) if match else None
+        if family is None or int(match.group(2)) < 1:
+            known = ", ".join(f"{f.name}@k" for f in FAMILIES.values())
+            raise ValueError(f"unknown metric {name!r}; metrics are {known} with a cutoff k >= 1, e.g. NDCG@10")
+        metric = Metric(family, int(match.group(2)))
+        if metric not in metrics:
+            metrics.append(metric)
+    if not metrics:
+        raise ValueError("no metric given")
+    return metrics
+
+
+@dataclass
+class Scores:
+    """Mean and per-query values of each metric, keyed by the metric's BEIR name."""
+
+    mean: dict[str, float]
+    per_query: dict[str, dict[str, float]] = field(repr=False)
+    unranked_queries: list[str] = field(default_factory=list)
+    """Judged queries the run does not name (or whose every document was dropped): scored 0."""
+    identical_ids_dropped: int = 0
+    """Documents dropped because their id equals the query id (BEIR's ignore_identical_ids)."""
+
+
+def without_identical_ids(run: Run) -> tuple[Run, int]:
+    """The run without any document whose id equals its query id, and how many there were (BEIR's
+    `ignore_identical_ids`, for datasets whose queries are also corpus entries)."""
+    dropped = sum(1 for query_id, docs in run.items() if query_id in docs)
+    if not dropped:
+        return run, 0
+    return {query_id: {d: s for d, s in docs.items() if d != query_id} for query_id, docs in run.items()}, dropped
+
+
+def cut(run: Run, k: int) -> Run:
+    """Each query's first k documents in trec_eval's order: score descending, then document id descending."""
+    return {query_id: dict(sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)[:k])
+            for query_id, docs in run.items()}
+
+
+def score(
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Run,
+    metrics: Iterable[Metric],
+    *,
+    relevance_level: int = 1,
+    ignore_identical_ids: bool = False,
+) -> Scores:
+    """Score `run` against `qrels` with pytrec_eval: per query and the mean over every query of `qrels`."""
+    require_extra("pytrec_eval")
+    import pytrec_eval
+
+    metrics = list(metrics)
+    qrels = {query_id: dict(docs) for query_id, docs in qrels.items()}
+    dropped = 0
+    if ignore_identical_ids:
+        run, dropped = without_identical_ids(run)
+    judged_run = {query_id: run[query_id] for query_id in qrels if query_id in run}
+    values: dict[str, dict[str, float]] = {query_id: {} for query_id in judged_run}
+    native = [m for m in metrics if m.family.native_cutoff]
+    if native:
+        measures = {f"{m.family.trec_measure}.{m.cutoff}" for m in native}
+        results = pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=relevance_level).evaluate(judged_run)
+        for query_id, result in results.items():
+            values[query_id].update({m.name: result[m.trec_key] for m in native})
+    for metric in (m for m in metrics if not m.family.native_cutoff):
+        evaluator = pytrec_eval.RelevanceEvaluator(qrels, {metric.family.trec_measure}, relevance_level=relevance_level)
+        for query_id, result in evaluator.evaluate(cut(judged_run, metric.cutoff)).items():
+            values[query_id][metric.name] = result[metric.trec_key]
+    zero = {m.name: 0.0 for m in metrics}
+    per_query = {query_id: {**zero, **values.get(query_id, {})} for query_id in qrels}
+    unranked = [query_id for query_id in qrels if not judged_run.get(query_id)]
+    mean = {m.name: (sum(v[m.name] for v in per_query.values()) / len(per_query)) if per_query else 0.0
+            for m in metrics}
+    return Scores(mean, per_query, unranked, dropped)

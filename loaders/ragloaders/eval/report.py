@@ -1,0 +1,178 @@
+"""`ragloaders eval`: score a run against a benchmark path, with that benchmark's conventions, and say
+what in the run could not be matched to the benchmark."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.facts import EvalConventions
+from .data import all_query_ids, conventions_of, corpus_tables, load_qrels, missing_doc_ids, require_labels
+from .metrics import Metric, parse_metrics, require_extra, score
+from .runs import Run, read_run
+
+EXAMPLES = 5
+"""How many ids a report shows for each kind of mismatch."""
+
+
+@dataclass
+class EvalReport:
+    """The scores of one run on one path and split, and everything in the run that did not match the benchmark."""
+
+    path: str
+    split: str
+    relevance_level: int
+    metrics: dict[str, float]
+    """Mean over the judged queries (over the member paths' means for a group path), by BEIR metric name."""
+    judged_queries: int
+    per_query: dict[str, dict[str, float]] | None = None
+    members: dict[str, dict[str, float]] = field(default_factory=dict)
+    """For a group path (beir/cqadupstack): each member path's means."""
+    unranked_queries: list[str] = field(default_factory=list)
+    """Judged queries the run does not rank: each scored 0."""
+    unknown_queries: list[str] = field(default_factory=list)
+    """Query ids of the run that the benchmark does not have: not scored."""
+    unjudged_queries: int = 0
+    """Queries of the run that the benchmark has but this split does not judge: not scored."""
+    unknown_documents: list[str] = field(default_factory=list)
+    """Document ids of the run missing from the corpus (scored as not relevant, as trec_eval does)."""
+    identical_ids_dropped: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        """The report as JSON-ready data; metric names are the keys."""
+        data: dict[str, Any] = {
+            "path": self.path, "split": self.split, "relevance_level": self.relevance_level,
+            "judged_queries": self.judged_queries, "metrics": self.metrics,
+        }
+        if self.members:
+            data["members"] = self.members
+        for name in ("unranked_queries", "unknown_queries", "unknown_documents"):
+            ids = getattr(self, name)
+            data[name] = {"count": len(ids), "examples": ids[:EXAMPLES]}
+        data["unjudged_queries"] = self.unjudged_queries
+        data["identical_ids_dropped"] = self.identical_ids_dropped
+        data["notes"] = self.notes
+        if self.per_query is not None:
+            data["per_query"] = self.per_query
+        return data
+
+    def warnings(self) -> list[str]:
+        """One line for each kind of mismatch between the run and the benchmark."""
+        lines = []
+        for ids, what in (
+            (self.unranked_queries, "judged queries are not in the run (each scored 0)"),
+            (self.unknown_queries, f"queries of the run are not in {self.path} (not scored)"),
+            (self.unknown_documents, f"documents of the run are not in the {self.path} corpus (scored not relevant)"),
+        ):
+            if ids:
+                lines.append(f"{len(ids)} {what}, e.g. {', '.join(map(repr, ids[:EXAMPLES]))}")
+        return lines
+
+    def text(self) -> str:
+        """The report as a person reads it: scores, then notes and warnings (and per-query rows if kept)."""
+        lines = [f"{self.path} {self.split}: {self.judged_queries} judged queries, relevance level "
+                 f"{self.relevance_level} (trec_eval measures via pytrec_eval)"]
+        lines += [f"{name:<12}{value:.5f}" for name, value in self.metrics.items()]
+        for member, means in self.members.items():
+            lines.append(f"  {member}: " + ", ".join(f"{name} {value:.5f}" for name, value in means.items()))
+        if self.unjudged_queries:
+            lines.append(f"note: {self.unjudged_queries} queries of the run are not judged in {self.split} "
+                         "(not scored)")
+        if self.identical_ids_dropped:
+            lines.append(f"note: {self.identical_ids_dropped} retrieved documents equal to their query were dropped")
+        lines += [f"note: {note}" for note in self.notes]
+        lines += [f"warning: {warning}" for warning in self.warnings()]
+        if self.per_query is not None:
+            names = list(self.metrics)
+            lines.append("\t".join(["query-id", *names]))
+            lines += ["\t".join([query_id, *(f"{values[n]:.5f}" for n in names)])
+                      for query_id, values in self.per_query.items()]
+        return "\n".join(lines)
+
+
+def evaluate(
+    path: str,
+    run: Run | str | os.PathLike,
+    *,
+    split: str = "test",
+    metrics: str | Iterable[str] | None = None,
+    relevance_level: int | None = None,
+    per_query: bool = False,
+    data_dir: str | None = None,
+    cache_dir: str | None = None,
+) -> EvalReport:
+    """Score `run` (a run file, or {query id: {document id: score}}) against the `split` qrels of `path`, the way
+    the benchmark's authors do (see EvalConventions); `relevance_level` overrides the benchmark's."""
+    path = path.strip("/")
+    conventions = conventions_of(path)
+    require_labels(path, conventions)
+    require_extra("pytrec_eval")
+    if not isinstance(run, dict):
+        run = read_run(os.fspath(run))
+    chosen = parse_metrics(metrics)
+    level = conventions.relevance_level if relevance_level is None else relevance_level
+    where = {"data_dir": data_dir, "cache_dir": cache_dir}
+    if conventions.mean_over:
+        return _evaluate_group(path, run, conventions, split, chosen, level, per_query, where)
+    qrels = load_qrels(path, split, **where)
+    known = all_query_ids(path, **where)
+    scores = score(qrels, run, chosen, relevance_level=level, ignore_identical_ids=conventions.ignore_identical_ids)
+    doc_ids = (doc_id for docs in run.values() for doc_id in docs)
+    return EvalReport(
+        path, split, level, scores.mean, len(qrels), scores.per_query if per_query else None,
+        unranked_queries=scores.unranked_queries,
+        unknown_queries=[query_id for query_id in run if query_id not in known],
+        unjudged_queries=sum(1 for query_id in run if query_id in known and query_id not in qrels),
+        unknown_documents=missing_doc_ids(doc_ids, corpus_tables(path, ["_id"], **where)),
+        identical_ids_dropped=scores.identical_ids_dropped,
+        notes=list(conventions.notes),
+    )
+
+
+def member_prefix(group: str, member: str) -> str:
+    """How a member path's ids are prefixed in a group run: `beir/cqadupstack/android` -> `android/`."""
+    return member[len(group) + 1:] + "/"
+
+
+def _evaluate_group(
+    path: str, run: Run, conventions: EvalConventions, split: str, metrics: list[Metric], level: int,
+    per_query: bool, where: dict,
+) -> EvalReport:
+    """A group path: the run's ids are `<member>/<id>`; each member is scored alone and the means averaged."""
+    prefixes = {member_prefix(path, member): member for member in conventions.mean_over}
+    runs: dict[str, Run] = {member: {} for member in conventions.mean_over}
+    foreign: dict[str, set[str]] = {member: set() for member in conventions.mean_over}
+    """Per member: documents of its queries that carry another prefix (kept whole, so scored not relevant)."""
+    unknown_queries = []
+    for query_id, docs in run.items():
+        prefix = query_id.split("/", 1)[0] + "/"
+        if prefix not in prefixes or query_id == prefix:
+            unknown_queries.append(query_id)
+            continue
+        member = prefixes[prefix]
+        foreign[member].update(doc_id for doc_id in docs if not doc_id.startswith(prefix))
+        runs[member][query_id[len(prefix):]] = {
+            doc_id[len(prefix):] if doc_id.startswith(prefix) else doc_id: s for doc_id, s in docs.items()
+        }
+    names = [m.name for m in metrics]
+    report = EvalReport(path, split, level, {}, 0, {} if per_query else None, notes=list(conventions.notes))
+    for member, member_run in runs.items():
+        part = evaluate(member, member_run, split=split, metrics=names, relevance_level=level, per_query=per_query,
+                        **where)
+        prefix = member_prefix(path, member)
+        report.members[member] = part.metrics
+        report.judged_queries += part.judged_queries
+        if per_query:
+            report.per_query.update({prefix + q: values for q, values in part.per_query.items()})
+        report.unranked_queries += [prefix + q for q in part.unranked_queries]
+        report.unknown_queries += [prefix + q for q in part.unknown_queries]
+        report.unjudged_queries += part.unjudged_queries
+        report.unknown_documents += [d if d in foreign[member] else prefix + d for d in part.unknown_documents]
+        report.identical_ids_dropped += part.identical_ids_dropped
+    report.unknown_queries = unknown_queries + report.unknown_queries
+    report.metrics = {name: sum(means[name] for means in report.members.values()) / len(report.members)
+                      for name in names}
+    return report

@@ -1,0 +1,219 @@
+"""Retrieval runs: read a TREC run file or a `query-id`/`corpus-id`/`score` table, and write one.
+
+A run is held as pytrec_eval takes it, `{query id: {document id: score}}`, with ids as the exact
+strings of the file. Anything malformed (a short line, a score that is not a finite number, a
+document listed twice for one query, bytes that are not UTF-8) is a SourceError naming the file and
+the line or record; nothing is skipped.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..core.errors import SourceError
+from ..core.readers import Shard, conform, iter_json_records, iter_lines
+from ..core.sources import SourceFiles
+
+Run = dict[str, dict[str, float]]
+"""query id -> {document id: score}: the shape pytrec_eval evaluates."""
+
+RUN_SCHEMA = pa.schema([("query-id", pa.string()), ("corpus-id", pa.string()), ("score", pa.float64())])
+TABLE_FORMATS = {".parquet": "parquet", ".jsonl": "jsonl"}
+"""File suffix -> table format; any other suffix is a TREC run (`qid Q0 docid rank score tag`)."""
+TREC_FIELDS = "query-id Q0 doc-id rank score tag"
+DEFAULT_TAG = "ragloaders"
+
+
+def run_format(path: str) -> str:
+    """`parquet`, `jsonl` or `trec`, from the file's suffix."""
+    return TABLE_FORMATS.get(os.path.splitext(path)[1].lower(), "trec")
+
+
+def read_run(path: str) -> Run:
+    """A run file (TREC, `.parquet` or `.jsonl`) as `{query id: {document id: score}}`."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no such run file")
+    fmt = run_format(path)
+    if fmt == "trec":
+        return _read_trec(path)
+    if fmt == "parquet":
+        return _read_rows(path, _parquet_rows(path), unit="record")
+    return _read_rows(path, _jsonl_rows(path), unit="line")
+
+
+def _read_trec(path: str) -> Run:
+    run: Run = {}
+    with open(path, "rb") as stream:
+        for number, line in iter_lines(stream, path):
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise SourceError(path, f"invalid UTF-8 at byte {e.start} of the line", line=number) from None
+            fields = text.split()
+            if len(fields) != 6:
+                raise SourceError(path, f"expected 6 whitespace-separated fields ({TREC_FIELDS}), got {len(fields)}",
+                                  line=number)
+            query_id, _, doc_id, rank, score, _ = fields
+            try:
+                int(rank)
+            except ValueError:
+                raise SourceError(path, f"rank must be an integer, got {rank!r}", line=number) from None
+            try:
+                value = float(score)
+            except ValueError:
+                value = math.nan
+            if not math.isfinite(value):
+                raise SourceError(path, f"score must be a finite number, got {score!r}", line=number)
+            _add(run, query_id, doc_id, value, path, line=number)
+    return run
+
+
+def _add(run: Run, query_id: str, doc_id: str, score: float, path: str, **where: int) -> None:
+    docs = run.setdefault(query_id, {})
+    if doc_id in docs:
+        raise SourceError(path, f"document {doc_id!r} is listed twice for query {query_id!r}", **where)
+    docs[doc_id] = score
+
+
+def _read_rows(path: str, rows: Iterator[tuple[int, str | None, str | None, float | None]], unit: str) -> Run:
+    run: Run = {}
+    for index, query_id, doc_id, score in rows:
+        where = {unit: index}
+        for name, value in (("query-id", query_id), ("corpus-id", doc_id), ("score", score)):
+            if value is None:
+                raise SourceError(path, f"`{name}` is missing (null)", **where)
+        if not math.isfinite(score):
+            raise SourceError(path, f"score must be a finite number, got {score!r}", **where)
+        _add(run, query_id, doc_id, score, path, **where)
+    return run
+
+
+def _check_columns(path: str, schema: pa.Schema) -> None:
+    names = schema.names
+    unexpected = [name for name in names if name not in RUN_SCHEMA.names]
+    missing = [name for name in RUN_SCHEMA.names if name not in names]
+    if missing or unexpected:
+        raise SourceError(path, f"a run table has the columns query-id, corpus-id, score; "
+                                f"missing {missing}, unexpected {unexpected}")
+    for name in ("query-id", "corpus-id"):
+        kind = schema.field(name).type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            raise SourceError(path, f"column `{name}` must hold strings (ids are strings byte for byte), got {kind}")
+    kind = schema.field("score").type
+    if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
+        raise SourceError(path, f"column `score` must be numeric, got {kind}")
+
+
+def _table_rows(tables: Iterable[pa.Table]) -> Iterator[tuple[int, str | None, str | None, float | None]]:
+    index = 0
+    for table in tables:
+        columns = [table.column(name).to_pylist() for name in RUN_SCHEMA.names]
+        for query_id, doc_id, score in zip(*columns):
+            index += 1
+            yield index, query_id, doc_id, None if score is None else float(score)
+
+
+def _parquet_rows(path: str) -> Iterator[tuple[int, str | None, str | None, float | None]]:
+    try:
+        parquet = pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise SourceError(path, f"not a readable Parquet file ({e})") from None
+    _check_columns(path, parquet.schema_arrow)
+    batches = (pa.Table.from_batches([b]) for b in parquet.iter_batches(batch_size=65_536, columns=RUN_SCHEMA.names))
+    return _table_rows(batches)
+
+
+def _jsonl_rows(path: str) -> Iterator[tuple[int, str | None, str | None, float | None]]:
+    folder, name = os.path.split(os.path.abspath(path))
+    for number, _, record in iter_json_records(Shard(SourceFiles(folder), name)):
+        try:
+            row = conform(record, RUN_SCHEMA)
+        except ValueError as e:
+            raise SourceError(path, str(e), line=number) from None
+        yield number, row["query-id"], row["corpus-id"], row["score"]
+
+
+def check_trec_id(value: str, what: str) -> None:
+    """A TREC run separates fields by whitespace: an id that is empty or holds whitespace cannot be written in one."""
+    if not value or any(c.isspace() for c in value):
+        raise ValueError(f"{what} {value!r} is empty or contains whitespace, which a TREC run cannot hold; "
+                         "write the run as .parquet or .jsonl instead")
+
+
+def write_run(
+    path: str, rankings: Iterable[tuple[str, Sequence[str], Sequence[float]]], *, tag: str = DEFAULT_TAG
+) -> int:
+    """Write (query id, document ids in rank order, their scores) as a TREC run, or as a table when `path` ends
+    in `.parquet` or `.jsonl`; returns the number of lines or rows. The file appears only when complete."""
+    path = os.fspath(path)
+    fmt = run_format(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, partial = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".incomplete", dir=folder)
+    os.close(handle)
+    try:
+        writer = {"trec": _write_trec, "parquet": _write_parquet, "jsonl": _write_jsonl}[fmt]
+        count = writer(partial, rankings, tag)
+        os.replace(partial, path)
+    except BaseException:
+        os.unlink(partial)
+        raise
+    return count
+
+
+def _score_text(score: float) -> str:
+    # 9 significant digits: distinct float32 scores stay distinct, equal ones equal (ties survive the round trip)
+    return format(float(score), ".9g")
+
+
+def _write_trec(path: str, rankings: Iterable[tuple[str, Sequence[str], Sequence[float]]], tag: str) -> int:
+    check_trec_id(tag, "run tag")
+    count = 0
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        for query_id, doc_ids, scores in rankings:
+            check_trec_id(query_id, "query id")
+            lines = []
+            for rank, (doc_id, score) in enumerate(zip(doc_ids, scores), start=1):
+                check_trec_id(doc_id, "document id")
+                lines.append(f"{query_id} Q0 {doc_id} {rank} {_score_text(score)} {tag}\n")
+            f.writelines(lines)
+            count += len(lines)
+    return count
+
+
+def _table_batches(rankings: Iterable[tuple[str, Sequence[str], Sequence[float]]]) -> Iterator[pa.Table]:
+    columns: tuple[list, list, list] = ([], [], [])
+    for query_id, doc_ids, scores in rankings:
+        columns[0].extend([query_id] * len(doc_ids))
+        columns[1].extend(doc_ids)
+        columns[2].extend(float(s) for s in scores)
+        if len(columns[0]) >= 100_000:
+            yield pa.Table.from_arrays([pa.array(c, t.type) for c, t in zip(columns, RUN_SCHEMA)], schema=RUN_SCHEMA)
+            columns = ([], [], [])
+    yield pa.Table.from_arrays([pa.array(c, t.type) for c, t in zip(columns, RUN_SCHEMA)], schema=RUN_SCHEMA)
+
+
+def _write_parquet(path: str, rankings: Iterable[tuple[str, Sequence[str], Sequence[float]]], tag: str) -> int:
+    count = 0
+    with pq.ParquetWriter(path, RUN_SCHEMA) as writer:
+        for table in _table_batches(rankings):
+            writer.write_table(table)
+            count += table.num_rows
+    return count
+
+
+def _write_jsonl(path: str, rankings: Iterable[tuple[str, Sequence[str], Sequence[float]]], tag: str) -> int:
+    count = 0
+    with open(path, "wb") as f:
+        for query_id, doc_ids, scores in rankings:
+            for doc_id, score in zip(doc_ids, scores):
+                f.write(orjson.dumps({"query-id": query_id, "corpus-id": doc_id, "score": float(score)}) + b"\n")
+                count += 1
+    return count

@@ -1,0 +1,319 @@
+"""ragloaders.eval: run files, metrics against pytrec_eval on the raw official qrels, conventions, the CLI."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+import zipfile
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import pytrec_eval
+from conftest import DATA
+from ragloaders.cli import main
+from ragloaders.core.errors import SourceError
+from ragloaders.eval import DEFAULT_METRICS, evaluate, parse_metrics, read_run, score, write_run
+from ragloaders.eval.data import conventions_of
+from ragloaders.eval.metrics import cut, without_identical_ids
+
+NFCORPUS_ZIP = DATA / "beir" / "nfcorpus.zip"
+TREC_MEASURES = {"NDCG": "ndcg_cut", "Recall": "recall", "MAP": "map_cut", "P": "P"}
+
+
+@pytest.fixture(scope="module")
+def nfcorpus(tmp_path_factory) -> dict:
+    """Where the official nfcorpus.zip is, and one cache for every test of this module."""
+    return {"data_dir": str(NFCORPUS_ZIP.parent), "cache_dir": str(tmp_path_factory.mktemp("cache"))}
+
+
+def raw_qrels(split: str) -> dict[str, dict[str, int]]:
+    """The official qrels file read by hand: csv over the zip member, no ragloaders code."""
+    with zipfile.ZipFile(NFCORPUS_ZIP) as archive, archive.open(f"nfcorpus/qrels/{split}.tsv") as f:
+        rows = list(csv.reader(io.TextIOWrapper(f, encoding="utf-8", newline=""), delimiter="\t"))
+    assert rows[0] == ["query-id", "corpus-id", "score"]
+    qrels: dict[str, dict[str, int]] = {}
+    for query_id, doc_id, grade in rows[1:]:
+        qrels.setdefault(query_id, {})[doc_id] = int(grade)
+    return qrels
+
+
+def raw_ids(member: str) -> list[str]:
+    with zipfile.ZipFile(NFCORPUS_ZIP) as archive:
+        return [json.loads(line)["_id"] for line in archive.read(f"nfcorpus/{member}").splitlines()]
+
+
+def random_run(seed: int) -> tuple[dict, dict[str, dict[str, int]], list[str]]:
+    """A run on the test queries with many ties, 20% of the judged queries missing, queries of other splits, an
+    unknown query and unknown documents; with the test qrels and the judged queries left out."""
+    rng = random.Random(seed)
+    qrels, docs = raw_qrels("test"), raw_ids("corpus.jsonl")
+    left_out = rng.sample(sorted(qrels), len(qrels) // 5)
+    run: dict[str, dict[str, float]] = {}
+    for query_id in qrels:
+        if query_id in left_out:
+            continue
+        candidates = rng.sample(sorted(qrels[query_id]), min(5, len(qrels[query_id]))) + rng.sample(docs, 120)
+        run[query_id] = {doc_id: float(rng.randint(0, 12)) / 4 for doc_id in candidates}
+    for query_id in list(raw_qrels("train"))[:7]:
+        run.setdefault(query_id, {rng.choice(docs): 1.0})
+    run["NOT-A-QUERY"] = {docs[0]: 1.0}
+    run[next(iter(run))]["NOT-A-DOC"] = 99.0
+    return run, qrels, left_out
+
+
+def expected_means(qrels, run, metrics, relevance_level: int) -> tuple[dict[str, float], dict[str, dict]]:
+    """pytrec_eval itself on hand-built dicts; a judged query missing from the run counts 0; MRR@k is trec_eval's
+    recip_rank when the first relevant document is within the first k (1/rank >= 1/k), else 0."""
+    measures = {f"{TREC_MEASURES[m.family.name]}.{m.cutoff}" for m in metrics if m.family.name != "MRR"}
+    measures.add("recip_rank")
+    results = pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=relevance_level).evaluate(run)
+    per_query = {}
+    for query_id in qrels:
+        result = results.get(query_id)
+        values = {}
+        for m in metrics:
+            if result is None:
+                values[m.name] = 0.0
+            elif m.family.name == "MRR":
+                rr = result["recip_rank"]
+                values[m.name] = rr if rr >= 1 / m.cutoff - 1e-12 else 0.0
+            else:
+                values[m.name] = result[f"{TREC_MEASURES[m.family.name]}_{m.cutoff}"]
+        per_query[query_id] = values
+    return {m.name: sum(v[m.name] for v in per_query.values()) / len(qrels) for m in metrics}, per_query
+
+
+@pytest.mark.parametrize("relevance_level", [1, 2])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_eval_equals_pytrec_eval_on_the_raw_qrels(nfcorpus, seed, relevance_level):
+    run, qrels, left_out = random_run(seed)
+    metrics = parse_metrics([*DEFAULT_METRICS, "MRR@1", "MRR@100", "P@1", "MAP@10", "NDCG@1000"])
+    report = evaluate("beir/nfcorpus", run, metrics=[m.name for m in metrics], relevance_level=relevance_level,
+                      per_query=True, **nfcorpus)
+    means, per_query = expected_means(qrels, run, metrics, relevance_level)
+    assert list(report.metrics) == [m.name for m in metrics]
+    for name, value in means.items():
+        assert report.metrics[name] == pytest.approx(value, abs=1e-9), name
+    assert report.per_query.keys() == per_query.keys()
+    for query_id, values in per_query.items():
+        assert report.per_query[query_id] == pytest.approx(values, abs=1e-9), query_id
+    assert report.judged_queries == len(qrels)
+    assert sorted(report.unranked_queries) == sorted(left_out)
+    assert report.unknown_queries == ["NOT-A-QUERY"]
+    assert report.unjudged_queries == 7
+    assert report.unknown_documents == ["NOT-A-DOC"]
+    assert report.relevance_level == relevance_level
+
+
+def test_graded_qrels_feed_ndcg_as_gains_and_binary_metrics_by_level():
+    qrels = {"q": {"a": 2, "b": 1, "c": 0}}
+    run = {"q": {"b": 3.0, "a": 2.0, "c": 1.0}}
+    metrics = parse_metrics("ndcg@3,p@1,recall@1")
+    at_1, at_2 = score(qrels, run, metrics).mean, score(qrels, run, metrics, relevance_level=2).mean
+    assert at_1["NDCG@3"] == at_2["NDCG@3"] < 1.0
+    assert (at_1["P@1"], at_1["Recall@1"]) == (1.0, 0.5)
+    assert (at_2["P@1"], at_2["Recall@1"]) == (0.0, 0.0)
+
+
+def test_mrr_cut_follows_trec_eval_tie_order():
+    # equal scores: trec_eval ranks the larger document id first
+    run = {"q": {"d1": 1.0, "d3": 1.0, "d2": 1.0, "d0": 2.0}}
+    assert list(cut(run, 3)["q"]) == ["d0", "d3", "d2"]
+    qrels = {"q": {"d1": 1}}
+    mrr = score(qrels, run, parse_metrics("MRR@3,MRR@4")).mean
+    assert mrr == {"MRR@3": 0.0, "MRR@4": 0.25}
+
+
+def test_identical_ids_are_dropped_only_when_the_convention_says_so():
+    run = {"q1": {"q1": 9.0, "d1": 1.0}, "q2": {"q2": 5.0}}
+    qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}}
+    dropped, count = without_identical_ids(run)
+    assert count == 2 and dropped == {"q1": {"d1": 1.0}, "q2": {}}
+    assert run["q1"] == {"q1": 9.0, "d1": 1.0}, "the caller's run is not changed"
+    metrics = parse_metrics("MRR@10")
+    assert score(qrels, run, metrics).mean["MRR@10"] == 0.25
+    ignored = score(qrels, run, metrics, ignore_identical_ids=True)
+    assert ignored.mean["MRR@10"] == 0.5
+    assert ignored.identical_ids_dropped == 2
+    assert ignored.unranked_queries == ["q2"]
+
+
+@pytest.mark.parametrize("names, message", [
+    ("ndcg", "unknown metric 'ndcg'"), ("foo@10", "unknown metric 'foo@10'"), ("ndcg@0", "cutoff k >= 1"),
+    ("", "no metric given"),
+])
+def test_bad_metric_names(names, message):
+    with pytest.raises(ValueError, match=message):
+        parse_metrics(names)
+
+
+def test_metric_names_any_case_keep_beir_spelling():
+    assert [m.name for m in parse_metrics("ndcg@10, RECALL@100,map@100,mrr@10,p@10,NDCG@10")] == [
+        "NDCG@10", "Recall@100", "MAP@100", "MRR@10", "P@10"]
+
+
+def test_conventions_are_declared_per_benchmark():
+    assert conventions_of("beir/arguana").ignore_identical_ids
+    assert conventions_of("beir/quora").ignore_identical_ids
+    assert not conventions_of("beir/nfcorpus").ignore_identical_ids
+    group = conventions_of("beir/cqadupstack")
+    assert len(group.mean_over) == 12 and all(p.startswith("beir/cqadupstack/") for p in group.mean_over)
+    assert conventions_of("mmrag").relevance_level == 1
+    assert conventions_of("crag/task_1_and_2").unlabelled
+    with pytest.raises(ValueError, match="unknown path"):
+        conventions_of("beir/nope")
+
+
+def test_crag_eval_refuses_with_a_reason(tmp_path, capsys):
+    run = tmp_path / "run.trec"
+    run.write_text("q Q0 d 1 1.0 t\n")
+    with pytest.raises(ValueError, match="no relevance labels"):
+        evaluate("crag/task_1_and_2", str(run))
+    assert main(["eval", "crag/task_1_and_2", "--run", str(run)]) == 2
+    assert "no relevance labels" in capsys.readouterr().err
+
+
+# --- run files ---------------------------------------------------------------------------------------------------
+
+
+def test_trec_run_keeps_ids_byte_for_byte(tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_text("00123 Q0 <dbpedia:Émile_Gilbert> 1 2.5 tag\n00123\tQ0\t007 2 -1e-3 tag\nq2 0 d 1 3 x\n",
+                    encoding="utf-8")
+    assert read_run(str(path)) == {"00123": {"<dbpedia:Émile_Gilbert>": 2.5, "007": -0.001}, "q2": {"d": 3.0}}
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("q Q0 d 1 1.0 t\nq Q0 e 2 1.0\n", 2, "expected 6 whitespace-separated fields"),
+    ("q Q0 d 1 nan t\n", 1, "finite number"),
+    ("q Q0 d 1 inf t\n", 1, "finite number"),
+    ("q Q0 d 1 high t\n", 1, "finite number"),
+    ("q Q0 d one 1.0 t\n", 1, "rank must be an integer"),
+    ("q Q0 d 1 1.0 t\nq Q0 d 2 0.5 t\n", 2, "listed twice"),
+    ("q Q0 d 1 1.0 t\n\nq Q0 e 2 0.5 t\n", 2, "got 0"),
+    ("q Q0 d 1 1.0 t extra\n", 1, "got 7"),
+])
+def test_bad_trec_lines_name_file_and_line(tmp_path, text, line, message):
+    path = tmp_path / "run.trec"
+    path.write_text(text)
+    with pytest.raises(SourceError, match=message) as error:
+        read_run(str(path))
+    assert error.value.line == line and error.value.path == str(path)
+
+
+def test_trec_run_with_invalid_utf8(tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_bytes(b"q Q0 d 1 1.0 t\nq Q0 \xff\xfe 2 1.0 t\n")
+    with pytest.raises(SourceError, match="invalid UTF-8") as error:
+        read_run(str(path))
+    assert error.value.line == 2
+
+
+@pytest.mark.parametrize("suffix", [".trec", ".parquet", ".jsonl"])
+def test_write_then_read_round_trip(tmp_path, suffix):
+    rankings = [("00123", ["d 1" if suffix != ".trec" else "d1", "007"], [1.5, 0.25]), ("q2", [], []),
+                ("q3", ["<x:É>"], [3.0])]
+    path = tmp_path / f"run{suffix}"
+    assert write_run(str(path), rankings) == 3
+    expected = {query_id: dict(zip(docs, scores)) for query_id, docs, scores in rankings if docs}
+    assert read_run(str(path)) == expected
+
+
+def test_trec_refuses_ids_it_cannot_hold_and_leaves_nothing(tmp_path):
+    path = tmp_path / "run.trec"
+    with pytest.raises(ValueError, match="write the run as .parquet or .jsonl"):
+        write_run(str(path), [("q1", ["good"], [1.0]), ("q 2", ["d"], [1.0])])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_interrupted_write_keeps_the_old_file(tmp_path):
+    path = tmp_path / "run.parquet"
+    write_run(str(path), [("q", ["d"], [1.0])])
+
+    def failing():
+        yield "q", ["e"], [2.0]
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_run(str(path), failing())
+    assert read_run(str(path)) == {"q": {"d": 1.0}}
+    assert [p.name for p in tmp_path.iterdir()] == ["run.parquet"]
+
+
+@pytest.mark.parametrize("table, message", [
+    (pa.table({"query-id": [1], "corpus-id": ["d"], "score": [1.0]}), "must hold strings"),
+    (pa.table({"query-id": ["q"], "corpus-id": ["d"]}), "missing \\['score'\\]"),
+    (pa.table({"query-id": ["q"], "corpus-id": ["d"], "score": [1.0], "rank": [1]}), "unexpected \\['rank'\\]"),
+    (pa.table({"query-id": ["q"], "corpus-id": ["d"], "score": ["1"]}), "must be numeric"),
+])
+def test_bad_parquet_run_schema(tmp_path, table, message):
+    path = tmp_path / "run.parquet"
+    pq.write_table(table, path)
+    with pytest.raises(SourceError, match=message):
+        read_run(str(path))
+
+
+@pytest.mark.parametrize("column, values, record, message", [
+    ("query-id", ["q", None, "q"], 2, "`query-id` is missing"),
+    ("score", [1.0, 2.0, float("nan")], 3, "finite number"),
+    ("corpus-id", ["d", "e", "d"], 3, "listed twice"),
+])
+def test_bad_parquet_run_rows_name_the_record(tmp_path, column, values, record, message):
+    data = {"query-id": ["q", "q", "q"], "corpus-id": ["d", "e", "f"], "score": [1.0, 2.0, 3.0], column: values}
+    path = tmp_path / "run.parquet"
+    pq.write_table(pa.table(data), path)
+    with pytest.raises(SourceError, match=message) as error:
+        read_run(str(path))
+    assert error.value.record == record
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"query-id": 123, "corpus-id": "d", "score": 1}', "`query-id` must be a string, got 123"),
+    ('{"query-id": "q", "corpus-id": "d"}', "`score` is missing"),
+    ('{"query-id": "q", "corpus-id": "d", "score": 1, "rank": 1}', "unexpected key 'rank'"),
+    ('{"query-id": "q", "corpus-id": "d", "score": 1', "invalid JSON"),
+    ('{"query-id": "q", "corpus-id": "d", "score": true}', "must be a number"),
+])
+def test_bad_jsonl_run_lines(tmp_path, line, message):
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"query-id": "q", "corpus-id": "a", "score": 0.5}\n' + line + "\n")
+    with pytest.raises(SourceError, match=message) as error:
+        read_run(str(path))
+    assert error.value.line == 2
+
+
+def test_missing_run_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such run file"):
+        read_run(str(tmp_path / "nope.trec"))
+
+
+# --- CLI ---------------------------------------------------------------------------------------------------------
+
+
+def test_cli_json_equals_the_python_function(nfcorpus, tmp_path, capsys):
+    run, _, _ = random_run(3)
+    path = tmp_path / "run.trec"
+    write_run(str(path), [(q, list(docs), list(docs.values())) for q, docs in run.items()])
+    args = ["eval", "beir/nfcorpus", "--run", str(path), "--data-dir", nfcorpus["data_dir"],
+            "--cache-dir", nfcorpus["cache_dir"]]
+    assert main([*args, "--json", "--metrics", "ndcg@10,mrr@10", "--per-query"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    expected = evaluate("beir/nfcorpus", str(path), metrics="ndcg@10,mrr@10", per_query=True, **nfcorpus).as_json()
+    assert printed == json.loads(json.dumps(expected))
+    assert list(printed["metrics"]) == ["NDCG@10", "MRR@10"]
+    assert printed["unknown_queries"] == {"count": 1, "examples": ["NOT-A-QUERY"]}
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "NDCG@10" in text and "warning: 1 queries of the run are not in beir/nfcorpus" in text
+
+
+def test_cli_says_which_extra_to_install(monkeypatch, tmp_path, capsys):
+    path = tmp_path / "run.trec"
+    path.write_text("PLAIN-2 Q0 MED-10 1 1.0 t\n")
+    monkeypatch.setitem(__import__("sys").modules, "pytrec_eval", None)
+    assert main(["eval", "beir/nfcorpus", "--run", str(path), "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "pip install 'ragloaders[eval]'" in err
