@@ -724,9 +724,9 @@ def iter_sqlite_table(path: str, name: str, schema: pa.Schema, json_columns: lis
                         size += len(value)
                 count += 1
                 size += 8 * len(row)
-            if count >= BATCH_ROWS or size >= BATCH_BYTES:
-                yield _sqlite_batch(columns, schema, path, name)
-                columns, size, count = [[] for _ in schema], 0, 0
+                if count >= BATCH_ROWS or size >= BATCH_BYTES:
+                    yield _sqlite_batch(columns, schema, path, name)
+                    columns, size, count = [[] for _ in schema], 0, 0
         if count:
             yield _sqlite_batch(columns, schema, path, name)
     finally:
@@ -854,6 +854,3 @@ class MockKgBuilder(RagBuilder):
         else:
             tables = batched(_rows_reader(table)(paths, table), schema)
         yield from enumerate(tables)
-
-
-BUILDERS = {"crag/mock_kg": MockKgBuilder}

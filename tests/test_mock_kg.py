@@ -1,0 +1,389 @@
+"""crag/mock_kg on generated files shaped as CRAG's mock API server reads them, plus the real company_name.dict cut."""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import dataclasses
+import functools
+import http.server
+import json
+import logging
+import math
+import os
+import pickle
+import shutil
+import sqlite3
+import threading
+from pathlib import Path
+
+import datasets
+import duckdb
+import pytest
+import ragloaders
+from mock_kg_generated import COMPANY_CUT, ODD_KEYS, sqlitedict_file, write_cragkg
+from ragloaders.benchmarks.crag import catalogue as crag_catalogue
+from ragloaders.benchmarks.crag import mock_kg, mock_kg_catalogue
+from ragloaders.cli import main as cli_main
+from ragloaders.core.errors import MissingSourceError, SourceError
+from ragloaders.publish.validate import integrity
+
+PATH = "crag/mock_kg"
+CONFIGS = [table.config for table in mock_kg_catalogue.TABLES]
+
+
+@pytest.fixture(scope="module")
+def kg(tmp_path_factory) -> tuple[Path, dict[str, int]]:
+    root = tmp_path_factory.mktemp("kg") / "cragkg"
+    return root, write_cragkg(root)
+
+
+@pytest.fixture(scope="module")
+def built(kg, tmp_path_factory) -> Path:
+    root, _ = kg
+    base = tmp_path_factory.mktemp("built")
+    out = base / "hub"
+    assert cli_main(["build", PATH, "--data-dir", str(root), "--out", str(out), "--cache-dir", str(base / "c")]) == 0
+    return out
+
+
+def load(config: str, data_dir: Path, cache: Path) -> datasets.Dataset:
+    return ragloaders.load(PATH, config, split="train", data_dir=str(data_dir), cache_dir=str(cache))
+
+
+def rows_by(dataset: datasets.Dataset, key: str) -> dict:
+    return {row[key]: row for row in dataset}
+
+
+# --- the hub folder ------------------------------------------------------------------------------------------
+
+
+def test_every_config_loads_with_plain_datasets_and_counts_equal_the_source(kg, built):
+    _, counts = kg
+    assert sorted(counts) == sorted(CONFIGS)
+    for config in CONFIGS:
+        if counts[config] == 0:  # an empty source table cannot be a loadable split: left out, with a warning
+            assert not (built / config).exists()
+            continue
+        dataset = datasets.load_dataset(str(built), config, split="train")
+        assert dataset.num_rows == counts[config], config
+        table = mock_kg_catalogue.BY_CONFIG[config]
+        if table.reader == "sqlite_table":  # nba tables keep the file's column order
+            assert set(table.key) <= set(dataset.features), config
+        else:  # the key the API looks rows up by comes first
+            assert list(dataset.features)[: len(table.key)] == list(table.key), config
+
+
+def test_card_examples_run_in_duckdb_over_the_parquet(built):
+    card = (built / "README.md").read_text(encoding="utf-8")
+    assert "CC BY-NC 4.0" in card and "yang2024crag" in card and "/finance/get_price_history" in card
+    connection = duckdb.connect()
+    answers = {}
+    for table in mock_kg_catalogue.TABLES:
+        if table.example and (built / table.config).exists():
+            answers[table.config] = connection.execute(
+                table.example.format(parquet=f"'{built}/{table.config}/train-*.parquet'")).fetchall()
+    assert answers["finance_company"] == [("AAPL",)]  # the real cut
+    assert answers["open_entities"] == [(
+        "[generated, not CRAG data] Florida City, Florida is a city.\nSecond line.", "City of Florida City, Florida")]
+    assert answers["finance_info"] == [("22.95", "21.199127")]
+    assert answers["music_billboard_ranks"] == [("Song 1", "Beyonce")]
+    assert answers["sports_nba_game"] == [("0012200049", "Chicago Bulls", 127.0, "Milwaukee Bucks", 104.0)]
+    assert answers["movie_movies"][0][0] == "Rings 100"
+
+
+def test_validate_reports_rows_per_config_and_repeated_keys(kg, tmp_path):
+    root, counts = kg
+    report = integrity(PATH, data_dir=str(root), cache_dir=str(tmp_path / "c"))
+    rows = {facts["config"]: facts["rows"] for facts in report["splits"]}
+    assert rows == counts  # an empty source table too: 0 rows
+    assert report["ok"], report["errors"]
+    # a JSON object that names one movie twice: both rows kept, the key reported (the API keeps the last)
+    copy = tmp_path / "cragkg"
+    shutil.copytree(root / "movie", copy / "movie")
+    text = (copy / "movie" / "year_db.json").read_text()
+    (copy / "movie" / "year_db.json").write_text(text[:-1] + ', "1992": {"movie_list": [1]}}')
+    years = load("movie_years", copy, tmp_path / "c2")
+    assert years.num_rows == counts["movie_years"] + 1
+    assert [r["movie_list"] for r in years if r["year"] == "1992"] == [[872243, 1080889 + 1992], [1]]
+
+
+# --- values, byte for byte ---------------------------------------------------------------------------------
+
+
+def test_company_csv_is_the_real_cut_as_text(kg, tmp_path):
+    root, _ = kg
+    dataset = load("finance_company", root, tmp_path)
+    with open(COMPANY_CUT, newline="", encoding="utf-8") as f:
+        source = list(csv.reader(f))[1:]
+    assert [[str(r["index"]), r["Name"], r["Symbol"]] for r in dataset] == source
+
+
+def test_sqlitedict_values(kg, tmp_path):
+    root, _ = kg
+    price = rows_by(load("finance_price", root, tmp_path), "ticker")
+    with sqlite3.connect(root / "finance" / "finance_price.sqlite") as db:
+        source = {k: pickle.loads(v) for k, v in db.execute('SELECT key, value FROM "unnamed"')}
+    assert list(price) == list(source) and set(ODD_KEYS) <= set(price)
+    for ticker, history in source.items():
+        assert [(p["date"], p["Open"], p["High"], p["Low"], p["Close"], p["Volume"]) for p in price[ticker]["prices"]] \
+            == [(d, v["Open"], v["High"], v["Low"], float(v["Close"]), v["Volume"]) for d, v in history.items()]
+    caps = rows_by(load("finance_marketcap", root, tmp_path), "ticker")
+    assert caps["NOCAP"]["market_cap"] is None and caps["INTCAP"]["market_cap"] == 12345.0
+    dividends = rows_by(load("finance_dividend", root, tmp_path), "ticker")
+    assert dividends["AAPL"]["dividends"] == [{"date": "2019-12-19 00:00:00 EST", "dividend": 0.058},
+                                              {"date": "2020-03-19 00:00:00 EST", "dividend": 0.2}]
+    assert dividends["META"]["dividends"] == []
+    info = json.loads(rows_by(load("finance_info", root, tmp_path), "ticker")["META"]["info"])
+    assert info == {"address1": "1 Meta Way", "zip": "94025", "fullTimeEmployees": 67317, "forwardEps": 22.95,
+                    "forwardPE": 21.199127, "companyOfficers": [{"name": "Mr. X", "age": 39, "maxAge": 1}],
+                    "nothing": None, "missing": None}
+
+
+def test_json_objects_keep_every_field(kg, tmp_path):
+    root, _ = kg
+    movies = rows_by(load("movie_movies", root, tmp_path), "key")
+    source = json.loads((root / "movie" / "movie_db.json").read_text())
+    assert list(movies) == list(source)
+    first = movies["rings 0"]
+    assert json.loads(first["other"]) == {"length": 102}
+    expected = {key: value for key, value in source["rings 0"].items() if key != "length"}
+    assert {key: first[key] for key in expected} == expected
+    assert type(first["rating"]) is float and first["rating"] == 6 and first["cast"][0]["gender"] == 1
+    assert movies["rings 1"]["oscar_awards"] is None and movies["rings 1"]["other"] is None
+    persons = rows_by(load("movie_persons", root, tmp_path), "key")
+    assert {f"person {i} {key}" for i, key in enumerate(ODD_KEYS)} <= set(persons)
+
+
+def test_pickled_dicts(kg, tmp_path):
+    root, _ = kg
+    artists = rows_by(load("music_artists", root, tmp_path), "artist")
+    assert artists["Artist 0"]["members"] == ["m0", "Adam Levine", "Adam Levine"]  # a list: as it is
+    assert artists["Maroon 5"]["members"] == ["Adam Levine", "James Valentine", "PJ Morton"]  # a set: sorted
+    assert json.loads(artists["Maroon 5"]["other"]) == {"type": "Group"}
+    odd = artists[ODD_KEYS[3]]
+    assert (odd["country"], odd["birth_date"], odd["end_date"], odd["members"]) == ("XW", "1990-01-02", None,
+                                                                                     ["a", "b"])
+    songs = rows_by(load("music_billboard_songs", root, tmp_path), "song")
+    assert songs["Song 3"]["charts"] == [
+        {"date": "2024-02-28", "row": ["2024-02-28", "Song 3", "Beyonce", "1", "-", "1", "2"]},
+        {"date": "2024-02-21", "row": ["2024-02-21", "Song 3", "Beyonce", "5", "7", "5", "-"]}]
+    ranks = rows_by(load("music_billboard_ranks", root, tmp_path), "rank")
+    assert ranks["7"]["entries"][0] == {"Date": "2024-02-28", "Song": "Song 7", "Artist": "Beyonce",
+                                        "other": '{"Peak Position":"1"}'}
+
+
+def test_dataframes(kg, tmp_path):
+    root, _ = kg
+    grammy = load("music_grammy", root, tmp_path)
+    assert grammy.features["year"].dtype == "int64" and grammy.features["winner"].dtype == "bool"
+    assert grammy["workers"] == ["Finneas O'Connell, producer", None, None, "James Horner", "Greg Kurstin"]
+    soccer = load("sports_soccer_team_matches", root, tmp_path)
+    assert list(soccer.features)[:6] == ["league", "season", "team", "game", "date", "time"]
+    assert soccer["GF"][:3] == ['"0"', "1", "2.0"] and soccer["GA"][:2] == ['"2"', "2"]
+    assert soccer["league"][0] is None and soccer["league"][1] == "ENG-Premier League"
+    assert soccer["xG"][0] is None and soccer["Attendance"][0] is None and soccer["Notes"][0] is None
+
+
+def test_nba_tables_keep_their_columns_and_types(kg, tmp_path):
+    root, _ = kg
+    game = load("sports_nba_game", root, tmp_path)
+    types = {name: feature.dtype for name, feature in game.features.items()}
+    assert types["game_id"] == "string" and types["min"] == "int64" and types["pts_home"] == "float64"
+    assert types["fgm_home"] == "float64" and game["fgm_home"][0] is None  # a NULL in a REAL column
+    assert game["game_id"][0] == "0012200049" and game["game_date"][0] == "2022-10-11 00:00:00"
+    plays = load("sports_nba_play_by_play", root, tmp_path)
+    assert plays.features["score"].dtype == "string"  # NULL, integer, text and real values: JSON text
+    assert plays["score"][:4] == [None, "5", '"5 - 7"', "2.5"]
+    assert plays["homedescription"][0] == "Jump Ball 0 ‘quoted’ 🙂"
+
+
+# --- hostile and damaged input ------------------------------------------------------------------------------
+
+
+def domain_copy(root: Path, tmp_path: Path, domain: str) -> Path:
+    copy = tmp_path / "cragkg"
+    shutil.copytree(root / domain, copy / domain)
+    return copy
+
+
+class Runs:
+    def __init__(self, *args):
+        self.args = args
+
+    def __reduce__(self):
+        return os.system, self.args
+
+
+def test_a_malicious_pickle_is_refused_and_never_runs(kg, tmp_path):
+    root, _ = kg
+    marker = tmp_path / "ran"
+    copy = domain_copy(root, tmp_path, "music")
+    with open(copy / "music" / "artist_dict_simplified.pickle", "wb") as f:
+        pickle.dump({"Adele": {"country": "GB"}, "evil": Runs(f"touch {marker}")}, f)
+    with pytest.raises(SourceError, match="refused pickle global `posix.system`") as caught:
+        load("music_artists", copy, tmp_path / "c")
+    assert caught.value.path == str(copy / "music" / "artist_dict_simplified.pickle")
+    copy = domain_copy(root, tmp_path / "2", "finance")
+    sqlitedict_file(copy / "finance" / "finance_info.sqlite", [("EVIL", Runs(f"touch {marker}"))])
+    with pytest.raises(SourceError, match="key 'EVIL': refused pickle global `posix.system`"):
+        load("finance_info", copy, tmp_path / "c")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("config,file,value,where", [
+    ("music_artists", "music/artist_dict_simplified.pickle", {"A": {"birth_date": b"1987"}},
+     "key 'A') at `birth_date`"),
+    ("music_artists", "music/artist_dict_simplified.pickle", {"A": {"members": "not a list"}}, "at `members`"),
+    ("music_artists", "music/artist_dict_simplified.pickle", {"A": {"x": {1: "int key"}}}, "keys must be strings"),
+    ("music_artists", "music/artist_dict_simplified.pickle", {"A": {"x": 1 + 2j}}, "complex"),
+    ("music_artists", "music/artist_dict_simplified.pickle", {7: {}}, "keys must be strings"),
+    ("music_artist_works", "music/artist_work_dict.pickle", {"A": ["w", 3.5]}, "at `[1]`: expected a string"),
+    ("music_songs", "music/song_dict_simplified.pickle", ["not", "a dict"], "expected a pickled dict"),
+])
+def test_a_value_of_the_wrong_type_names_file_and_key(kg, tmp_path, config, file, value, where):
+    root, _ = kg
+    copy = domain_copy(root, tmp_path, "music")
+    with open(copy / file, "wb") as f:
+        pickle.dump(value, f)
+    with pytest.raises(SourceError) as caught:
+        load(config, copy, tmp_path / "c")
+    assert caught.value.path == str(copy / file) and where in str(caught.value)
+
+
+def test_a_cyclic_or_exploding_pickle_is_a_source_error(kg, tmp_path, monkeypatch):
+    root, _ = kg
+    copy = domain_copy(root, tmp_path, "music")
+    cycle: list = ["a"]
+    cycle.append(cycle)
+    with open(copy / "music" / "artist_dict_simplified.pickle", "wb") as f:
+        pickle.dump({"A": {"country": "GB", "links": {"self": cycle}}}, f)  # `other` is JSON: any shape but this
+    with pytest.raises(SourceError, match=r"key 'A'\) at `other\['links'\]\['self'\]\[1\]`: the value contains itself"):
+        load("music_artists", copy, tmp_path / "c")
+    shared: list = ["x"]
+    for _ in range(40):
+        shared = [shared, shared]  # 2**40 items once expanded
+    with open(copy / "music" / "rank_dict_hot100.pickle", "wb") as f:
+        pickle.dump({"1": [{"Date": "d", "Song": "s", "Artist": "a", "deep": shared}]}, f)
+    monkeypatch.setattr(mock_kg, "MAX_NODES", 100_000)
+    with pytest.raises(SourceError, match="MAX_NODES"):
+        load("music_billboard_ranks", copy, tmp_path / "c")
+
+
+def test_json_and_jsonl_errors_name_file_and_place(kg, tmp_path):
+    root, _ = kg
+    copy = domain_copy(root, tmp_path, "movie")
+    movie_file = copy / "movie" / "movie_db.json"
+    movie_file.write_text('{"a": {"title": "A", "budget": "25M"}}')
+    with pytest.raises(SourceError, match=r"member 1 \(key 'a'\) at `budget`: expected an integer, got str '25M'"):
+        load("movie_movies", copy, tmp_path / "c")
+    movie_file.write_text('{"a": {"title": "A"}, "b": {"title":')
+    with pytest.raises(SourceError, match="invalid or truncated JSON after member 1"):
+        load("movie_movies", copy, tmp_path / "c2")
+    movie_file.write_text('[{"title": "A"}]')
+    with pytest.raises(SourceError, match="expected a JSON object"):
+        load("movie_movies", copy, tmp_path / "c3")
+    copy = domain_copy(root, tmp_path / "o", "open")
+    part = copy / "open" / "kg.1.jsonl.bz2"
+    part.write_bytes(bz2.compress(b'["x", {"summary_text": "t"}]\n{"not": "a pair"}\n'))
+    with pytest.raises(SourceError, match="expected a JSON array") as caught:
+        load("open_entities", copy, tmp_path / "c4")
+    assert caught.value.path == str(part) and caught.value.line == 2
+    part.write_bytes(bz2.compress(b'["x", {"summary_text": "t"}]\n' * 100)[:-20])
+    with pytest.raises(SourceError, match="bzip2"):
+        load("open_entities", copy, tmp_path / "c5")
+    part.write_bytes(bz2.compress(b'["x", {"summary_text": NaN}]\n'))  # Python's json writes NaN: read as null
+    assert load("open_entities", copy, tmp_path / "c6")["summary_text"][-1] is None
+
+
+def test_sqlite_files_that_are_not_what_the_server_reads(kg, tmp_path, caplog):
+    root, _ = kg
+    copy = domain_copy(root, tmp_path, "finance")
+    with sqlite3.connect(copy / "finance" / "finance_marketcap.sqlite") as db:
+        db.execute("CREATE TABLE other (x)")
+    db.close()
+    with pytest.raises(SourceError, match=r"one table 'unnamed', found tables \['other', 'unnamed'\]"):
+        load("finance_marketcap", copy, tmp_path / "c")
+    (copy / "finance" / "finance_price.sqlite").write_bytes(b"not a database" * 100)
+    with pytest.raises(SourceError, match="not a readable sqlite database|cannot read"):
+        load("finance_price", copy, tmp_path / "c2")
+    nba = domain_copy(root, tmp_path / "n", "sports") / "sports" / "nba.sqlite"
+    with sqlite3.connect(nba) as db:
+        db.execute("DROP TABLE officials")
+        db.execute('CREATE TABLE "new ""table""" (x)')
+    db.close()
+    with pytest.raises(SourceError, match=r"no table 'officials'; the file's tables are \["):
+        load("sports_nba_officials", nba.parent.parent, tmp_path / "c3")
+    with caplog.at_level(logging.WARNING):
+        assert load("sports_nba_player", nba.parent.parent, tmp_path / "c4").num_rows == 3
+    assert 'new "table"' in caplog.text and "not published" in caplog.text
+
+
+def test_a_missing_file_says_which_file_the_config_needs(kg, tmp_path):
+    root, _ = kg
+    only_finance = domain_copy(root, tmp_path, "finance")
+    assert load("finance_marketcap", only_finance, tmp_path / "c").num_rows > 0
+    with pytest.raises(MissingSourceError, match="movie_movies needs movie/movie_db.json"):
+        load("movie_movies", only_finance, tmp_path / "c")
+    # the repository (or its mock_api folder) works as data_dir too
+    repo = tmp_path / "repo"
+    shutil.copytree(only_finance, repo / "mock_api" / "cragkg")
+    assert load("finance_marketcap", repo, tmp_path / "c2").num_rows > 0
+
+
+# --- download ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def mirror(kg, tmp_path, monkeypatch):
+    """The generated files served over HTTP on 127.0.0.1, laid out as the repository (`mock_api/cragkg/...`)."""
+    root, _ = kg
+    served = tmp_path / "mirror"
+    shutil.copytree(root / "finance", served / "mock_api" / "cragkg" / "finance")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv(crag_catalogue.BASE_URL_ENV, f"http://127.0.0.1:{server.server_port}")
+    yield served / "mock_api" / "cragkg"
+    server.shutdown()
+
+
+def with_size(monkeypatch, relpath: str, size: int) -> None:
+    files = dict(mock_kg_catalogue.SOURCE_FILES)
+    files[relpath] = dataclasses.replace(files[relpath], size=size)
+    monkeypatch.setattr(mock_kg, "SOURCE_FILES", files)
+
+
+def test_download_checks_size(mirror, monkeypatch, tmp_path):
+    relpath = "finance/finance_marketcap.sqlite"
+    size = os.path.getsize(mirror / relpath)
+    with_size(monkeypatch, relpath, size)
+    dataset = ragloaders.load(PATH, "finance_marketcap", split="train", cache_dir=str(tmp_path / "ok"))
+    assert dataset.num_rows > 0 and not math.isnan(dataset["market_cap"][0])
+    with_size(monkeypatch, relpath, size + 1)
+    with pytest.raises(SourceError, match=f"expected {size + 1}"):
+        ragloaders.load(PATH, "finance_marketcap", cache_dir=str(tmp_path / "bad"))
+
+
+def test_official_urls_and_sizes():
+    downloads = mock_kg.MockKgBuilder.downloads(mock_kg_catalogue.BY_CONFIG["open_entities"])
+    assert [d.url for d in downloads] == [
+        "https://github.com/facebookresearch/CRAG/raw/refs/heads/main/mock_api/cragkg/open/kg.0.jsonl.bz2",
+        "https://github.com/facebookresearch/CRAG/raw/refs/heads/main/mock_api/cragkg/open/kg.1.jsonl.bz2"]
+    assert [d.size for d in downloads] == [26_290_049, 17_313_388]
+    used = {f for table in mock_kg_catalogue.TABLES for f in table.files}
+    assert used == set(mock_kg_catalogue.SOURCE_FILES) and len(used) == 19
+
+
+def test_tables_are_bounded(kg, monkeypatch):
+    root, _ = kg
+    monkeypatch.setattr(mock_kg, "BATCH_ROWS", 4)
+    builder = ragloaders.builder(PATH, "sports_nba_play_by_play", data_dir=str(root))
+    generator = builder._split_generators(None)[0]
+    sizes = [table.num_rows for _, table in builder._generate_tables(**generator.gen_kwargs)]
+    assert sum(sizes) == 140 and max(sizes) == 4
+    table = mock_kg_catalogue.BY_CONFIG["movie_movies"]
+    rows = mock_kg.iter_json_object(str(root / "movie" / "movie_db.json"), table)
+    tables = list(mock_kg.batched(rows, mock_kg.table_schema(table)))
+    assert [t.num_rows for t in tables] == [4, 4, 4, 4, 4, 1]
