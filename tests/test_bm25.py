@@ -9,6 +9,7 @@ import math
 import shutil
 
 import bm25s
+import datasets
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -235,3 +236,27 @@ def test_crag_has_no_reranking_configs(tmp_path):
     with pytest.raises(ValueError, match="relevance labels"):
         reranking_tables("crag/task_1_and_2", data_dir=str(DATA / "crag"))
 
+
+
+def test_build_with_reranking_configs_loads_and_says_how_they_were_made(nfcorpus, tmp_path):
+    out = tmp_path / "out"
+    assert main(["build", "beir/nfcorpus", "--out", str(out), "--with", "top_ranked,hard_negatives",
+                 "--data-dir", nfcorpus["data_dir"], "--cache-dir", nfcorpus["cache_dir"]]) == 0
+    expected = reranking_tables("beir/nfcorpus", **nfcorpus)
+    for config in ("top_ranked", "hard_negatives"):
+        loaded = datasets.load_dataset(str(out), config, cache_dir=str(tmp_path / "hf"))
+        assert set(loaded) == {"train", "dev", "test"}
+        assert loaded["test"].to_list() == expected[config]["test"].to_pylist()
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "| **beir/nfcorpus** | 0.3218 | 0.3254 |" in card and "ragloaders bm25 beir/nfcorpus --out bm25.trec" in card
+    assert "- `hard_negatives`: `top_ranked` without the documents judged relevant" in card
+    assert "k1=0.9, b=0.4" in card and "top 100 per judged query" in card
+
+
+def test_build_with_refuses_unknown_configs_and_crag(tmp_path, capsys):
+    assert main(["build", "beir/nfcorpus", "--out", str(tmp_path / "o"), "--with", "negatives"]) == 2
+    assert "unknown config(s) negatives" in capsys.readouterr().err
+    assert main(["build", "crag/task_1_and_2", "--out", str(tmp_path / "o"), "--with", "top_ranked",
+                 "--data-dir", str(DATA / "crag")]) == 2
+    assert "relevance labels" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

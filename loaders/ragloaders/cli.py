@@ -21,7 +21,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .publish.build import build_folder
 
     outputs = build_folder(args.path, args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
-                           num_proc=args.num_proc)
+                           num_proc=args.num_proc, **derived_configs(args))
     for output in outputs:
         for split in output.splits.values():
             print(f"{output.name}\t{split.name}\t{split.num_examples} rows")
@@ -85,6 +85,25 @@ def cmd_bm25(args: argparse.Namespace) -> int:
     return 0
 
 
+def derived_configs(args: argparse.Namespace) -> dict:
+    """`build_folder`'s extra_tables and extra_notes for `build --with top_ranked,hard_negatives`."""
+    wanted = [name.strip() for name in (args.with_configs or "").split(",") if name.strip()]
+    if not wanted:
+        return {}
+    from .eval import RERANKING_CONFIGS, reranking_description, reranking_tables
+
+    unknown = [name for name in wanted if name not in RERANKING_CONFIGS]
+    if unknown:
+        raise ValueError(f"--with: unknown config(s) {', '.join(unknown)}; choose from {', '.join(RERANKING_CONFIGS)}")
+    try:
+        tables = reranking_tables(args.path, data_dir=args.data_dir, cache_dir=args.cache_dir)
+    except ImportError as e:
+        raise ValueError(str(e)) from None
+    notes = reranking_description()
+    return {"extra_tables": {name: tables[name] for name in wanted},
+            "extra_notes": {name: notes[name] for name in wanted}}
+
+
 def add_eval_commands(commands: argparse._SubParsersAction) -> None:
     """`ragloaders eval` and `ragloaders bm25`."""
     evaluate = commands.add_parser("eval", help="score a run (TREC, .parquet or .jsonl) against a path's qrels")
@@ -118,6 +137,8 @@ def parser() -> argparse.ArgumentParser:
     build = commands.add_parser("build", help="write a hub-ready folder (Parquet + README.md)")
     build.add_argument("path", help="e.g. beir/scifact, crag/task_1_and_2, mmrag")
     build.add_argument("--out", required=True, help="output folder")
+    build.add_argument("--with", dest="with_configs", metavar="CONFIGS",
+                       help="also build top_ranked,hard_negatives (BM25 top 100; needs the eval extra)")
     build.set_defaults(run=cmd_build)
 
     validate = commands.add_parser(

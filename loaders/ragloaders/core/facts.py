@@ -32,6 +32,16 @@ class KnownDefect:
         )
 
 
+@dataclass(frozen=True)
+class Release:
+    """One published form of a path's source files, with the figures published for exactly those files."""
+
+    name: str
+    files: tuple[dict[str, Any], ...]
+    """The official files: {"name" (file name), "bytes", "md5" or "sha256", "url"}; a missing key is unknown."""
+    counts: PublishedCounts = field(default_factory=dict)
+
+
 @dataclass
 class CardFacts:
     """What a benchmark tells the dataset card about one path."""
@@ -61,6 +71,10 @@ class CardFacts:
     tags: list[str] = field(default_factory=list)
     task_ids: list[str] = field(default_factory=list)
     homepage: str = ""
+    baselines: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Published baseline figures shown as a table: row (a path) -> {column: value}."""
+    baselines_note: str = ""
+    """Where the baseline figures come from and the commands that reproduce them."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +111,10 @@ def _no_defects(path: str) -> tuple[KnownDefect, ...]:
     return ()
 
 
+def _no_releases(path: str) -> tuple[Release, ...]:
+    return ()
+
+
 @dataclass(frozen=True)
 class Benchmark:
     """One benchmark family as the other layers see it: its paths and what it declares about each."""
@@ -112,3 +130,6 @@ class Benchmark:
     config's rows and the key values that repeat."""
     eval_conventions: Callable[[str], EvalConventions] = _standard_conventions
     """path (or group path such as beir/cqadupstack) -> how runs on it are scored."""
+    releases: Callable[[str], tuple[Release, ...]] = _no_releases
+    """path -> its published releases, when it has several with different figures (CRAG: v5, v4, example). None
+    declared: one release made of `card_facts(path).source_files` and `published_counts(path)`."""

@@ -230,6 +230,20 @@ def front_matter(family_yaml: dict, facts: CardFacts, outputs: list[ConfigOutput
     return data
 
 
+def baselines_section(path: str, facts: CardFacts, derived: dict[str, str]) -> str:
+    """Published baseline figures (the row of `path` in bold), how to reproduce them, how derived configs were made."""
+    parts = []
+    if facts.baselines:
+        columns = list(next(iter(facts.baselines.values())))
+        rows = [[f"**{row}**" if row == path else row, *(f"{values[c]:.4f}" for c in columns)]
+                for row, values in facts.baselines.items()]
+        parts.append(_table(["path", *columns], rows))
+    if facts.baselines_note:
+        parts.append(facts.baselines_note)
+    parts += [f"- `{config}`: {how}" for config, how in derived.items()]
+    return "\n\n".join(parts) or "—"
+
+
 def render_card(
     path: str,
     outputs: list[ConfigOutput],
@@ -237,8 +251,10 @@ def render_card(
     data_dir: str | None = None,
     integrity: dict | None = None,
     repo_id: str | None = None,
+    derived: dict[str, str] | None = None,
 ) -> str:
-    """README.md for a folder built from `path`: YAML front matter, then the family template's sections."""
+    """README.md for a folder built from `path`: YAML front matter, then the family template's sections;
+    `derived` says how each config made from the data (not from the source files) was made."""
     facts = facts_for(path)
     family_yaml, body = read_template(facts.family)
     sections = {
@@ -254,6 +270,7 @@ def render_card(
         "defects": defects_section(path.strip("/"), facts),
         "license": license_section(facts),
         "citation": citation_section(facts),
+        "baselines": baselines_section(path.strip("/"), facts, derived or {}),
     }
     text = string.Template(body).substitute(sections)
     return f"---\n{front_matter(family_yaml, facts, outputs).to_yaml()}\n---\n\n{text.rstrip()}\n"

@@ -20,6 +20,7 @@ FIELD_NOTES = {
     "query-id": "a `_id` of the queries config",
     "corpus-id": "a chunk id (`_id` of the corpus config)",
     "score": "relevance grade 0, 1 or 2 (grade 0 kept)",
+    "corpus-ids": "chunk ids in BM25 rank order (optional configs made by `ragloaders build --with`)",
     "corpus._id": "chunk id: `<source>_<doc>_<chunk>`, or `<freebase mid>_<chunk>` for the knowledge graph",
     "corpus.title": "always empty (chunks have no title)",
     "corpus.text": "chunk text",
@@ -61,8 +62,16 @@ def card_facts(path: str) -> CardFacts:
         field_notes=FIELD_NOTES,
         tags=["mmrag"],
         homepage="https://github.com/nju-websoft/mmRAG",
+        baselines_note=BASELINE_NOTE,
     )
 
+
+BASELINE_NOTE = (
+    "No BM25 figure is published for mmRAG's chunk corpus. ragloaders' BM25 baseline (bm25s's Lucene variant, "
+    "k1=0.9, b=0.4, Snowball English stemmer, Lucene's English stopwords, over title + text) and its trec_eval "
+    "scoring give one (`pip install 'ragloaders[eval]'`; grades 0/1/2 are nDCG gains, the binary measures count "
+    "grade >= 1):\n\n```\nragloaders bm25 mmrag --out bm25.trec\nragloaders eval mmrag --run bm25.trec\n```"
+)
 
 EVAL_CONVENTIONS = EvalConventions(notes=(
     "mmRAG's qrels are graded 0/1/2: nDCG uses the grades as gains; Recall, MAP, MRR and P count grade >= 1 as "
