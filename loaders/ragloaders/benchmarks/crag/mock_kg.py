@@ -435,9 +435,9 @@ def iter_sqlitedict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]
         connection.close()
 
 
-def _fetch(cursor: sqlite3.Cursor, path: str) -> list:
+def _fetch(cursor: sqlite3.Cursor, path: str, most: int = FETCH_ROWS) -> list:
     try:
-        return cursor.fetchmany(FETCH_ROWS)
+        return cursor.fetchmany(max(1, min(FETCH_ROWS, most)))
     except sqlite3.Error as e:
         raise SourceError(path, f"cannot read the database ({e})") from None
 
@@ -668,34 +668,35 @@ def sqlite_table_schema(connection: sqlite3.Connection, path: str, name: str) ->
     columns = [(row[1], row[2] or "") for row in info]
     if not columns:
         raise SourceError(path, f"table {name!r} has no columns")
-    probes = []
-    for column, _ in columns:
-        c = quote(column)
-        probes += [f"max(typeof({c}) = 'integer')", f"max(typeof({c}) = 'real')", f"max(typeof({c}) = 'text')",
-                   f"max(typeof({c}) = 'blob')", f"min(CASE WHEN typeof({c}) = 'integer' THEN {c} END)",
-                   f"max(CASE WHEN typeof({c}) = 'integer' THEN {c} END)"]
+    table = quote(name)
     try:
-        scan = connection.execute(f"SELECT {', '.join(probes)} FROM {quote(name)}").fetchone()
+        probes = ", ".join(f"group_concat(DISTINCT typeof({quote(c)}))" for c, _ in columns)
+        present = [set((found or "").split(",")) - {"null", ""}
+                   for found in connection.execute(f"SELECT {probes} FROM {table}").fetchone()]
+        mixed = [c for (c, _), kinds in zip(columns, present) if kinds == {"integer", "real"}]
+        ranges: tuple = ()
+        if mixed:  # integers stored beside reals: float64 only if every integer is exact as a float
+            integer = [f"CASE WHEN typeof({quote(c)}) = 'integer' THEN {quote(c)} END" for c in mixed]
+            bounds = ", ".join(f"min({i}), max({i})" for i in integer)
+            ranges = connection.execute(f"SELECT {bounds} FROM {table}").fetchone()
     except sqlite3.Error as e:
         raise SourceError(path, f"table {name!r}: cannot scan ({e})") from None
+    exact = {c: abs(low) <= EXACT_FLOAT_INT and abs(high) <= EXACT_FLOAT_INT
+             for c, low, high in zip(mixed, ranges[0::2], ranges[1::2])}
     fields, json_columns = [], []
-    for index, (column, declared) in enumerate(columns):
-        has_int, has_real, has_text, has_blob, low, high = scan[6 * index: 6 * index + 6]
-        present = {kind for kind, flag in (("integer", has_int), ("real", has_real), ("text", has_text),
-                                          ("blob", has_blob)) if flag}
-        exact = low is None or (abs(low) <= EXACT_FLOAT_INT and abs(high) <= EXACT_FLOAT_INT)
-        if not present:
+    for (column, declared), kinds_of in zip(columns, present):
+        if not kinds_of:
             kind = _affinity_type(declared)
-        elif present == {"integer"}:
+        elif kinds_of == {"integer"}:
             kind = pa.int64()
-        elif present == {"real"} or (present == {"integer", "real"} and exact):
+        elif kinds_of == {"real"} or (kinds_of == {"integer", "real"} and exact[column]):
             kind = pa.float64()
-        elif present == {"text"}:
+        elif kinds_of == {"text"}:
             kind = STRING
-        elif present == {"blob"}:
+        elif kinds_of == {"blob"}:
             kind = pa.binary()
-        elif "blob" in present:
-            raise SourceError(path, f"table {name!r}, column {column!r}: blobs mixed with {sorted(present - {'blob'})}"
+        elif "blob" in kinds_of:
+            raise SourceError(path, f"table {name!r}, column {column!r}: blobs mixed with {sorted(kinds_of - {'blob'})}"
                               " cannot be stored in one column")
         else:
             kind = STRING
@@ -713,20 +714,20 @@ def iter_sqlite_table(path: str, name: str, schema: pa.Schema, json_columns: lis
     try:
         cursor = connection.execute(f"SELECT {', '.join(quote(f.name) for f in schema)} FROM {quote(name)}")
         columns: list[list] = [[] for _ in schema]
+        text_like = [pa.types.is_string(f.type) or pa.types.is_binary(f.type) for f in schema]
         size = count = 0
-        while rows := _fetch(cursor, f"{path}, table {name!r}"):
-            for row in rows:
-                for index, value in enumerate(row):
-                    if as_json[index] and value is not None:
-                        value = json.dumps(value, ensure_ascii=False)
-                    columns[index].append(value)
-                    if isinstance(value, (str, bytes)):
-                        size += len(value)
-                count += 1
-                size += 8 * len(row)
-                if count >= BATCH_ROWS or size >= BATCH_BYTES:
-                    yield _sqlite_batch(columns, schema, path, name)
-                    columns, size, count = [[] for _ in schema], 0, 0
+        while rows := _fetch(cursor, f"{path}, table {name!r}", BATCH_ROWS - count):
+            count += len(rows)
+            size += 8 * len(schema) * len(rows)
+            for index, values in enumerate(zip(*rows)):
+                if as_json[index]:
+                    values = [None if v is None else json.dumps(v, ensure_ascii=False) for v in values]
+                if text_like[index]:
+                    size += sum(map(len, filter(None, values)))
+                columns[index].extend(values)
+            if count >= BATCH_ROWS or size >= BATCH_BYTES:
+                yield _sqlite_batch(columns, schema, path, name)
+                columns, size, count = [[] for _ in schema], 0, 0
         if count:
             yield _sqlite_batch(columns, schema, path, name)
     finally:
