@@ -97,7 +97,7 @@ def load_section(repo_id: str, outputs: list[ConfigOutput]) -> str:
 def fields_section(outputs: list[ConfigOutput], notes: dict[str, str]) -> str:
     rows = []
     for output in outputs:
-        for name, feature in output.info.features.items():
+        for name, feature in (output.info.features or {}).items():  # None: columns known once built from the file
             note = notes.get(f"{output.name}.{name}", notes.get(name, ""))
             rows.append([output.name, f"`{name}`", feature_type(feature), note])
     return _table(["config", "column", "type", "meaning"], rows)
