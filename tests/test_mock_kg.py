@@ -387,3 +387,12 @@ def test_tables_are_bounded(kg, monkeypatch):
     rows = mock_kg.iter_json_object(str(root / "movie" / "movie_db.json"), table)
     tables = list(mock_kg.batched(rows, mock_kg.table_schema(table)))
     assert [t.num_rows for t in tables] == [4, 4, 4, 4, 4, 1]
+
+
+def test_num_proc_gives_the_same_rows(kg, tmp_path):
+    root, _ = kg
+    for config in ("open_entities", "sports_nba_play_by_play"):  # two files split over workers; one sqlite table
+        one = load(config, root, tmp_path / "one")
+        two = ragloaders.load(PATH, config, split="train", data_dir=str(root), cache_dir=str(tmp_path / "two"),
+                              num_proc=2)
+        assert two.to_list() == one.to_list()

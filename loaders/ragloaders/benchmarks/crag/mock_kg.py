@@ -831,7 +831,8 @@ class MockKgBuilder(RagBuilder):
                 logger.warning("%s holds tables with no config in crag/mock_kg, so not published: %s (declare them "
                                "in mock_kg_catalogue.NBA_TABLES)", paths[0], ", ".join(undeclared))
             self.info.features = datasets.Features.from_arrow_schema(schema)
-            kwargs = {"paths": paths, "schema": schema, "json_columns": json_columns}
+            # a tuple: datasets shards list arguments over num_proc workers, and `paths` is the only list to split
+            kwargs = {"paths": paths, "schema": schema, "json_columns": tuple(json_columns)}
         elif table.reader == "pickle_frame":
             frame = frame_table(paths[0])
             self.info.features = datasets.Features.from_arrow_schema(frame.schema)
@@ -841,12 +842,12 @@ class MockKgBuilder(RagBuilder):
         return [datasets.SplitGenerator(name=SPLIT, gen_kwargs=kwargs)]
 
     def _generate_tables(self, paths: list[str], schema: pa.Schema,
-                         json_columns: list[str] | None = None) -> Iterator[tuple[int, pa.Table]]:
+                         json_columns: tuple[str, ...] = ()) -> Iterator[tuple[int, pa.Table]]:
         table = self.table
         if table.reader == "csv":
             tables: Iterable[pa.Table] = read_company_csv(paths[0])
         elif table.reader == "sqlite_table":
-            tables = iter_sqlite_table(paths[0], table.sqlite_table or "", schema, json_columns or [])
+            tables = iter_sqlite_table(paths[0], table.sqlite_table or "", schema, list(json_columns))
         elif table.reader == "pickle_frame":
             whole = frame_table(paths[0])
             if whole.schema != schema:
