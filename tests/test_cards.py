@@ -162,8 +162,9 @@ def test_integrity_findings_and_known_defects_are_shown():
         "splits": [{"config": "qrels", "split": "test", "rows": 10, "score_histogram": {"-1": 2, "0": 8}}],
     }
     text = cards.render_card("beir/arguana", synthetic_outputs("beir/arguana"), integrity=report)
-    assert "- qrels/test: qrels point at docs missing from the corpus (3; e.g. `q1 -> d9`)." in text
-    assert "Known upstream defect: self-matches are ignored" in text
+    assert "- qrels/test: qrels point at docs missing from the corpus; e.g. `q1 -> d9` …." in text
+    assert "- queries: query ids that are also corpus ids. A known upstream defect (see Known upstream defects)." in text
+    assert "self-matches are ignored" not in text  # a warning's note is the declared defect's, listed once below
     assert "| qrels | test | 10 | -1: 2, 0: 8 |" in text
     assert "No structural errors." not in text
     assert "retrieving itself" in text  # arguana's declared defects, from beir_facts.KNOWN_DEFECTS
@@ -175,3 +176,78 @@ def test_every_benchmark_path_gets_a_card_even_without_card_facts():
         card = DatasetCard(text)
         assert card.data.pretty_name and card.data.license in HUB_LICENSES, path
         assert set(MetadataConfigs.from_dataset_card_data(card.data)) == set(configs_of(path))
+
+
+# --- cards tell what was read (issue 11) --------------------------------------------------------------------------
+
+
+def sha256_of(path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def section(text: str, title: str) -> str:
+    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+@pytest.fixture(scope="module")
+def crag_example_card(tmp_path_factory):
+    out = tmp_path_factory.mktemp("crag") / "built"
+    build_folder("crag/task_1_and_2", str(out), data_dir=str(DATA / "crag"),
+                 cache_dir=str(tmp_path_factory.mktemp("cache")))
+    return (out / "README.md").read_text()
+
+
+def test_crag_card_states_the_example_release_its_file_and_the_splits_written(crag_example_card):
+    text = crag_example_card
+    build = section(text, "This build")
+    assert "The files read are release `example`" in build
+    assert "| records | all | rows | 10 | 10 | equal |" in build and "2,706" not in build
+    assert "Split `validation` of `records`, `queries`, `search_results`" in build
+    assert "unless stated" not in text and "739,310,088" not in text  # no v5 claim, no v5 file listed
+    sources = section(text, "Source files")
+    example = DATA / "crag" / "dev_data.jsonl.bz2"
+    assert f"| `dev_data.jsonl.bz2` | 2,032,693 | `{sha256_of(example)}` |" in sources
+    assert "the official file of release `example` (size and md5 match)" in sources
+    assert "v5: 2,706, v4: 2,706, example: 10" in text  # the published figures per release, in the summary
+
+
+def test_each_defect_line_appears_once(crag_example_card):
+    body = crag_example_card.split("\n---\n", 1)[1]  # after the YAML front matter
+    lines = [line for line in body.splitlines() if line.startswith("- ")]
+    assert sum("lists the same page twice" in line for line in lines) == 1
+    assert len(lines) == len(set(lines))
+
+
+def test_mmrag_sample_card_says_sample_and_compares_no_published_count(tmp_path):
+    out = tmp_path / "built"
+    build_folder("mmrag", str(out), data_dir=str(DATA / "mmrag"), cache_dir=str(tmp_path / "cache"))
+    text = (out / "README.md").read_text()
+    build = section(text, "This build")
+    assert "**not** the published files: `mmrag_train.json` is 25,831 bytes; the official mmrag_train.json is " \
+           "3,138,030 bytes" in build
+    assert "| qrels | train | distinct query ids | 3,072 | 14 | not compared (other files) |" in build
+    assert "| corpus | corpus | 664 |" in section(text, "Splits")
+    assert "the 3.2M chunks" not in text and "(3,058)" not in text and "Findings:" not in text
+    sources = section(text, "Source files")
+    for name in ("mmrag_train.json", "mmrag_dev.json", "mmrag_test.json", "processed_documents.json"):
+        path = DATA / "mmrag" / name
+        assert f"| `{name}` | {path.stat().st_size:,} | `{sha256_of(path)}` |" in sources
+
+
+def test_beir_card_names_the_zip_read_and_checks_it(built):
+    out, _, _ = built
+    text = (out / "README.md").read_text()
+    zip_path = DATA / "beir" / "nfcorpus.zip"
+    assert f"| `nfcorpus.zip` | 2,448,432 | `{sha256_of(zip_path)}` | corpus, queries, qrels | the official file " \
+           "(size and md5 match) |" in text
+    build = section(text, "This build")
+    assert "| qrels | test | distinct query ids | 323 | 323 | equal |" in build
+    assert "| corpus | corpus | rows | 3,633 | 3,633 | equal |" in build
+
+
+def test_a_card_without_a_recorded_source_says_so():
+    text = cards.render_card(PATH, synthetic_outputs(PATH))
+    assert "This build did not record which source files it read." in section(text, "This build")
+    assert "The official files (this build did not record which it read)" in section(text, "Source files")

@@ -94,6 +94,17 @@ class RagBuilder(datasets.ArrowBasedBuilder):
         """What identifies the source files this config reads (paths, sizes, times, or URL and checksum)."""
         raise NotImplementedError
 
+    def source_files_read(self) -> list[str]:
+        """The local source files this config reads, in reading order: each file of a folder, or the archive itself
+        (a zip, the parts of a split archive). Without `data_dir`, the downloaded copies (downloaded now if they are
+        not in the cache). Dataset cards and `ragloaders validate` hash and identify them."""
+        raise NotImplementedError
+
+    def source_release(self) -> str | None:
+        """The published release the files read are, for a benchmark with several (CRAG's `v5`, `example`); else
+        None."""
+        return None
+
     def download_manager(self, dl_manager: Any) -> datasets.DownloadManager:
         """A download manager that writes real local files, also when the builder is streaming."""
         if isinstance(dl_manager, datasets.DownloadManager):

@@ -11,7 +11,7 @@ from huggingface_hub.utils import tqdm
 from ..api import builder, configs_of
 from .cards import render_card
 from .parquet import ConfigOutput, SplitOutput, write_parquet
-from .validate import integrity_of
+from .validate import integrity_of, source_of
 
 logger = logging.getLogger(__name__)
 
@@ -33,10 +33,11 @@ def build_folder(
     """
     staging = out.rstrip("/") + ".incomplete"
     shutil.rmtree(staging, ignore_errors=True)
-    outputs, prepared = [], {}
+    outputs, prepared, builders = [], {}, {}
     for config in tqdm(configs_of(path), desc=f"Building {path}", unit="config"):
         dataset_builder = builder(path, config, data_dir=data_dir, cache_dir=cache_dir)
         dataset_builder.download_and_prepare(num_proc=num_proc)
+        builders[config] = dataset_builder
         prepared[config] = dataset_builder.as_dataset()
         # A split with no rows cannot be published (datasets cannot load an empty Parquet split): leave it out.
         prepared[config] = type(prepared[config])({s: d for s, d in prepared[config].items() if d.num_rows})
@@ -55,7 +56,7 @@ def build_folder(
             )
         outputs.append(output)
     with open(os.path.join(staging, "README.md"), "w", encoding="utf-8") as f:
-        integrity = integrity_of(path, prepared)
+        integrity = integrity_of(path, prepared, source=source_of(path, builders, sha256=True))
         f.write(render_card(path, outputs, data_dir=data_dir, integrity=integrity, repo_id=repo_id))
     if os.path.isdir(out):
         shutil.rmtree(out)

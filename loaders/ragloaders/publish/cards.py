@@ -113,13 +113,32 @@ def splits_section(outputs: list[ConfigOutput]) -> str:
     return _table(["config", "split", "rows", "bytes (Arrow)", "Parquet files", "bytes (Parquet)"], rows)
 
 
-def sources_section(facts: CardFacts, data_dir: str | None) -> str:
+def _official_files(facts: CardFacts, source: dict | None) -> list[dict]:
+    """The official files of the release read (by name), else every official file the benchmark lists."""
+    if source:
+        named = [f["official"] for f in source["files"] if f.get("official")]
+        if named:
+            return named
+    return facts.source_files
+
+
+def sources_section(facts: CardFacts, data_dir: str | None, source: dict | None = None) -> str:
+    """The files this build read (name, bytes, sha256, what they are), then the official files and where they are."""
     parts = []
-    if facts.source_files:
+    if source and source["files"]:
+        rows = [[f"`{f['name']}`", f"{f['bytes']:,}", f"`{f['sha256']}`" if f.get("sha256") else "—",
+                 ", ".join(f["configs"]), f["note"]] for f in source["files"]]
+        parts.append("Files this build read (hashed when it was built):\n\n"
+                     + _table(["file", "bytes", "sha256", "read by", "what it is"], rows))
+    elif source is not None:
+        parts.append("The builder did not report the files it read.")
+    official = _official_files(facts, source)
+    if official:
         rows = [[f.get("name", "—"), f"{f['bytes']:,}" if f.get("bytes") else "—",
                  f"md5 `{f['md5']}`" if f.get("md5") else (f"sha256 `{f['sha256']}`" if f.get("sha256") else "—"),
-                 f.get("url", "—")] for f in facts.source_files]
-        parts.append(_table(["file", "bytes", "checksum", "url"], rows))
+                 f.get("url", "—")] for f in official]
+        parts.append(("The official files:" if source else "The official files (this build did not record which it "
+                      "read):") + "\n\n" + _table(["file", "bytes", "checksum", "url"], rows))
     if facts.obtain:
         parts.append(f"The files are {facts.obtain}.")
     if data_dir:
@@ -149,7 +168,7 @@ def _flatten(value: Any, prefix: str = "") -> list[list[str]]:
     return rows
 
 
-SPLIT_CHECKS = (("rows", "rows"), ("published", "published"), ("queries", "distinct queries"),
+SPLIT_CHECKS = (("rows", "rows"), ("queries", "distinct queries"),
                 ("docs", "distinct docs"), ("duplicate_ids", "duplicate ids"),
                 ("empty_texts", "empty texts"), ("missing_queries", "qrels → missing query"),
                 ("missing_docs", "qrels → missing doc"), ("duplicate_pairs", "duplicate pairs"),
@@ -158,10 +177,13 @@ SPLIT_CHECKS = (("rows", "rows"), ("published", "published"), ("queries", "disti
 
 
 def _finding_line(finding: dict) -> str:
+    """One finding; its message already states the count. A known defect is named, its note is in the defects
+    section (not repeated here)."""
     where = finding["config"] + (f"/{finding['split']}" if finding.get("split") else "")
     ids = ", ".join(f"`{i}`" for i in finding.get("ids", [])[:LIST_PREVIEW])
-    note = f" Known upstream defect: {finding['note']}" if finding.get("note") else ""
-    return f"- {where}: {finding['message']} ({finding['count']:,}{'; e.g. ' + ids if ids else ''}).{note}"
+    more = " …" if ids and finding["count"] > min(len(finding.get("ids", [])), LIST_PREVIEW) else ""
+    known = " A known upstream defect (see Known upstream defects)." if finding.get("note") else ""
+    return f"- {where}: {finding['message']}{'; e.g. ' + ids + more if ids else ''}.{known}"
 
 
 def integrity_section(integrity: dict | None) -> str:
@@ -182,6 +204,77 @@ def integrity_section(integrity: dict | None) -> str:
             parts.append(f"{title}:\n\n" + "\n".join(_finding_line(f) for f in integrity[key]))
     if not integrity.get("errors"):
         parts.append("No structural errors.")
+    return "\n\n".join(parts)
+
+
+RELATION_MEASURE = "distinct query ids"
+"""What a published figure of qrels / search_results counts (core.facts.PublishedCounts)."""
+
+
+def _release_sentence(source: dict | None) -> str:
+    if source is None:
+        return "This build did not record which source files it read."
+    if not source["files"]:
+        return "The builder did not report the files it read."
+    statuses = {f["status"] for f in source["files"]}
+    release = f"release `{source['release']}`" if source.get("release") else "the official files"
+    if "differs" in statuses:
+        first = next(f for f in source["files"] if f["status"] == "differs")
+        of = f" of release `{source['release']}`" if source.get("release") else ""
+        return (f"The files read are **not** the published files{of}: `{first['name']}` is {first['difference']}, so "
+                "this build is a sample, a cut or another release (its own counts are under Splits). The published "
+                "figures below belong to the published files: they are shown beside this build's, not compared.")
+    if statuses == {"official"}:
+        return f"The files read are {release}: each matches its official file (see Source files)."
+    if "official" in statuses:
+        return (f"The files read are {release} where an official size or checksum exists; the others could not be "
+                "checked (see Source files).")
+    return ("The files read have no published size or checksum to check them against (e.g. the files of an extracted "
+            "archive): which release they are is not known; the published figures are compared as if they were.")
+
+
+def _built_count(integrity: dict, config: str, split: str | None) -> int | None:
+    facts = [f for f in integrity.get("splits", []) if f["config"] == config and split in (None, f["split"])]
+    if not facts:
+        return None
+    measure = "queries" if any("queries" in f for f in facts) else "rows"
+    return sum(f.get(measure, 0) for f in facts)
+
+
+def build_section(outputs: list[ConfigOutput], integrity: dict | None) -> str:
+    """What this build holds: the release read, the splits written (and declared ones left empty), and the
+    published figures beside the built ones with a word on each difference."""
+    source = (integrity or {}).get("source")
+    parts = [_release_sentence(source)]
+    written = "; ".join(f"`{o.name}`: {', '.join(f'`{s}`' for s in o.splits)}" for o in outputs)
+    parts.append(f"Splits written: {written}.")
+    empty = {}
+    for output in outputs:
+        declared = list(output.info.splits or [])
+        for split in declared:
+            if split not in output.splits:
+                empty.setdefault(split, []).append(output.name)
+    for split, configs in empty.items():
+        parts.append(f"Split `{split}` of {', '.join(f'`{c}`' for c in configs)} had no rows in the files read, so "
+                     "this repository has no such split.")
+    if source and source["published"]:
+        rows = []
+        for key, published in source["published"].items():
+            config, split = key.split("|", 1)
+            built = _built_count(integrity, config, split or None)
+            what = RELATION_MEASURE if any(
+                "queries" in f for f in integrity["splits"] if f["config"] == config) else "rows"
+            if config in source["not_compared"]:
+                word = "not compared (other files)"
+            elif built is None:
+                word = "not built"
+            elif built == published:
+                word = "equal"
+            else:
+                word = f"differs by {abs(built - published):,} (a finding under Integrity)"
+            rows.append([config, split or "all", what, f"{published:,}", "—" if built is None else f"{built:,}", word])
+        parts.append("Published figures beside this build's:\n\n"
+                     + _table(["config", "split", "counts", "published", "this build", "comparison"], rows))
     return "\n\n".join(parts)
 
 
@@ -266,7 +359,8 @@ def render_card(
         "fields": fields_section(outputs, facts.field_notes),
         "splits": splits_section(outputs),
         "integrity": integrity_section(integrity),
-        "sources": sources_section(facts, data_dir),
+        "sources": sources_section(facts, data_dir, (integrity or {}).get("source")),
+        "build": build_section(outputs, integrity),
         "defects": defects_section(path.strip("/"), facts),
         "license": license_section(facts),
         "citation": citation_section(facts),

@@ -1,6 +1,7 @@
 """`ragloaders validate`: is what a benchmark gives complete and consistent?
 
-Works on any benchmark through `ragloaders.load` and pyarrow compute (no Python loop per row).
+Works on any benchmark path through its builders, and on any repository in BEIR / mteb layout (a built folder or
+a hub repo id, `integrity_of_repository`), with pyarrow compute (no Python loop per row).
 Checks, per config and split: row counts against the counts the benchmark publishes, relations
 (`qrels`, or CRAG's `search_results`) pointing at queries or docs that do not exist, duplicate
 ids, duplicate (query, doc) pairs, ids that are both a query and a doc, empty texts, and the
@@ -8,12 +9,16 @@ score histogram.
 
 What each benchmark publishes and which upstream defects it declares come from its `Benchmark`
 (core.facts): a finding covered by a declared `KnownDefect` is a warning (exit 0); any other
-finding is a structural error (exit 1).
+finding is a structural error (exit 1). Published counts belong to a release: they are compared only as
+`publish.provenance` rules (the files read are that release's official files, or cannot be told apart from
+them); a sample or another release is reported as such, its counts shown but not compared. A repository is
+checked without source files: no published counts, no declared defects.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
@@ -22,11 +27,14 @@ import datasets
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..api import configs_of, load, registry
+from ..api import builder, configs_of, registry
 from ..benchmarks import benchmark_of
 from ..core.facts import KnownDefect, PublishedCounts
+from .provenance import files_read, published_of, source_report
 
 RELATION_CONFIGS = ("qrels", "search_results")
+RELATION_COLUMNS = ("query-id", "corpus-id")
+"""In a repository, any config with these columns is checked as relations (mteb reads qrels from `default`)."""
 SAMPLE_IDS = 20
 """How many offending ids a finding lists (its count is always complete)."""
 
@@ -102,8 +110,9 @@ class _Inspection:
     def add(self, check: str, config: str, split: str | None, ids: pa.Array, message: str) -> None:
         self.findings.append(_finding(check, config, split, _sample(ids), len(ids), message))
 
-    def entities(self, config: str, tables: dict[str, pa.Table]) -> None:
-        """corpus / queries: duplicate ids per split, empty texts; remembers the ids."""
+    def entities(self, config: str, tables: dict[str, pa.Table], role: str | None = None) -> None:
+        """corpus / queries (`role`, by default the config's name): duplicate ids per split, empty texts;
+        remembers the ids."""
         all_ids = []
         for split, table in tables.items():
             facts = {"config": config, "split": split, "rows": table.num_rows}
@@ -118,7 +127,8 @@ class _Inspection:
                     facts["empty_texts"], facts["empty_text_ids"] = empty_text_ids(table)
             self.splits.append(facts)
         if all_ids:
-            self.ids[config] = pc.unique(pa.chunked_array([c for ids in all_ids for c in ids.chunks], pa.string()))
+            chunks = [c for ids in all_ids for c in ids.chunks]
+            self.ids[role or config] = pc.unique(pa.chunked_array(chunks, pa.string()))
 
     def relations(self, config: str, tables: dict[str, pa.Table]) -> None:
         """qrels / search_results: dangling ids, duplicate pairs, score histogram."""
@@ -173,9 +183,13 @@ class _Inspection:
             self.add("shared_ids", "queries", None, shared, f"{len(shared):,} query ids are also corpus ids")
         return len(shared)
 
-    def counts(self, published: dict[tuple[str, str | None], int]) -> None:
+    def counts(self, published: dict[tuple[str, str | None], int], not_compared: dict[str, str]) -> None:
         for (config, split), expected in published.items():
             facts = [f for f in self.splits if f["config"] == config and split in (None, f["split"])]
+            if config in not_compared:
+                for f in facts:
+                    f["published"], f["compared"] = (expected if split is not None else None), False
+                continue
             if not facts:
                 self.findings.append(_finding("count", config, split, [], expected,
                                               f"no split {split!r} in `{config}`, which publishes {expected:,}"))
@@ -215,15 +229,28 @@ def integrity(path: str, *, data_dir: str | None = None, cache_dir: str | None =
     """
     path = path.strip("/")
     if path not in registry():
-        raise ValueError(f"unknown path {path!r}; `ragloaders list` shows the known paths")
-    loaded = {config: load(path, config, data_dir=data_dir, cache_dir=cache_dir) for config in configs_of(path)}
-    return integrity_of(path, loaded)
+        builder(path, "")  # raises the unknown-path error (with its suggestion)
+    builders, loaded = {}, {}
+    for config in configs_of(path):
+        builders[config] = builder(path, config, data_dir=data_dir, cache_dir=cache_dir)
+        builders[config].download_and_prepare()
+        loaded[config] = builders[config].as_dataset()
+    return integrity_of(path, loaded, source=source_of(path, builders, sha256=False))
 
 
-def integrity_of(path: str, loaded: dict[str, datasets.DatasetDict]) -> dict:
-    """The report of `integrity` on configs already prepared: {config: DatasetDict}."""
+def source_of(path: str, builders: dict[str, Any], *, sha256: bool) -> dict:
+    """The `provenance.source_report` of prepared builders ({config: builder}): the files they read, the release
+    those are, and which configs' counts are compared with the published ones."""
+    read, release = files_read(builders)
+    return source_report(path.strip("/"), read, release, published_counts_of(path), sha256=sha256)
+
+
+def integrity_of(path: str, loaded: dict[str, datasets.DatasetDict], source: dict | None = None) -> dict:
+    """The report of `integrity` on configs already prepared: {config: DatasetDict}. `source` (`source_of`) says
+    which published counts apply; without it, the path's published counts are compared as they are."""
     path = path.strip("/")
-    published = published_counts_of(path)
+    published = published_of(source) if source is not None else published_counts_of(path)
+    not_compared = source["not_compared"] if source is not None else {}
     inspection = _Inspection(path)
 
     def tables(config: str) -> dict[str, pa.Table]:
@@ -244,11 +271,46 @@ def integrity_of(path: str, loaded: dict[str, datasets.DatasetDict]) -> dict:
         if config in loaded and config not in inspected:
             inspection.keyed(config, tables(config), key)
     shared = inspection.shared_ids()
-    inspection.counts(published)
-    return _report(path, inspection, known_defects_of(path), shared)
+    inspection.counts(published, not_compared)
+    return _report(path, inspection, known_defects_of(path), shared, source)
 
 
-def _report(path: str, inspection: _Inspection, defects: list[KnownDefect], shared: int | None) -> dict:
+def integrity_of_repository(repository: str, *, cache_dir: str | None = None) -> dict:
+    """The same report for any repository in BEIR / mteb layout, ours or not, from its Parquet alone: a folder
+    with a README.md (or data files) as `datasets.load_dataset` reads it, or a hub repo id (network).
+
+    Configs are found with `datasets.get_dataset_config_names`; `corpus` and `queries` (or mteb's `query`) are
+    checked as entities, any config with `query-id` and `corpus-id` columns as relations (qrels, or mteb's
+    `default`), every other config for its rows. No counts are published and no defects declared for a repository:
+    every finding is an error. Raises ValueError when the repository has no config at all."""
+    configs = datasets.get_dataset_config_names(repository)
+    if not configs:
+        raise ValueError(f"{repository}: no configs (not a dataset folder or repository)")
+    loaded = {config: datasets.load_dataset(repository, config, cache_dir=cache_dir) for config in configs}
+    inspection = _Inspection(repository)
+
+    def tables(config: str) -> dict[str, pa.Table]:
+        return {split: _table(dataset) for split, dataset in loaded[config].items()}
+
+    for config, role in (("corpus", "corpus"), ("queries", "queries"), ("query", "queries")):
+        if config in loaded and not (role == "queries" and config == "query" and "queries" in loaded):
+            inspection.entities(config, tables(config), role)
+    inspected = {"corpus", "queries", "query"} & set(loaded)
+    for config in configs:
+        if config not in inspected and set(RELATION_COLUMNS) <= set(loaded[config].column_names[
+                next(iter(loaded[config]))]):
+            inspection.relations(config, tables(config))
+            inspected.add(config)
+    for config in configs:
+        if config not in inspected:
+            inspection.splits += [{"config": config, "split": split, "rows": table.num_rows}
+                                  for split, table in tables(config).items()]
+    shared = inspection.shared_ids()
+    return _report(repository, inspection, [], shared, None)
+
+
+def _report(path: str, inspection: _Inspection, defects: list[KnownDefect], shared: int | None,
+            source: dict | None) -> dict:
     errors, warnings, observed = [], [], set()
     for finding in inspection.findings:
         declared = next((d for d in defects if d.covers(finding)), None)
@@ -265,6 +327,7 @@ def _report(path: str, inspection: _Inspection, defects: list[KnownDefect], shar
         "unobserved_defects": [asdict(d) for d in defects if d not in observed],
         "shared_ids": shared,
         "splits": inspection.splits,
+        "source": source,
     }
 
 
@@ -283,7 +346,7 @@ def render_text(report: dict) -> Iterable[str]:
         if "queries" in facts:
             line += f", {facts['queries']:,} queries"
         if facts.get("published") is not None:
-            line += f" (published {facts['published']:,})"
+            line += f" (published {facts['published']:,}{'' if facts.get('compared', True) else ', not compared'})"
         if facts.get("duplicate_keys"):
             line += f", {facts['duplicate_keys']:,} repeated keys"
         if facts.get("empty_texts"):
@@ -293,6 +356,7 @@ def render_text(report: dict) -> Iterable[str]:
         yield line
     if report["shared_ids"] is not None:
         yield f"  query ids that are also corpus ids: {report['shared_ids']:,}"
+    yield from source_lines(report.get("source"))
     for finding in report["errors"]:
         yield f"ERROR {_describe(finding)}"
     for finding in report["warnings"]:
@@ -302,9 +366,43 @@ def render_text(report: dict) -> Iterable[str]:
     yield "OK" if report["ok"] else f"FAILED: {len(report['errors'])} structural error(s)"
 
 
+def source_lines(source: dict | None) -> Iterable[str]:
+    """What was read and whether the published counts were compared, as terminal lines."""
+    if source is None:
+        yield "source: a repository (no source files read): published counts not compared"
+        return
+    for f in source["files"]:
+        yield f"source: {f['name']} ({f['bytes']:,} bytes; {', '.join(f['configs'])}): {f['note']}"
+    if source.get("release"):
+        yield f"release: {source['release']}"
+    reasons: dict[str, list[str]] = {}
+    for config, why in source["not_compared"].items():
+        reasons.setdefault(why, []).append(config)
+    for why, configs in reasons.items():
+        yield f"note: {', '.join(configs)}: counts not compared with the published ones ({why})"
+
+
+def is_repository(target: str) -> bool:
+    """Whether `validate` reads `target` as a repository: a known benchmark path never is; an existing folder is
+    (a built one: README.md + Parquet); so is `org/name` whose `org` is no benchmark family (a hub repo id)."""
+    if target.strip("/") in registry():
+        return False
+    if os.path.isdir(target):
+        return True
+    families = {path.split("/")[0] for path in registry()}
+    parts = target.split("/")
+    return len(parts) == 2 and all(parts) and parts[0] not in families
+
+
 def run(path: str, *, data_dir: str | None, cache_dir: str | None, as_json: bool) -> int:
-    """The `validate` command: prints the report; 0 when there is no structural error, else 1."""
-    report = integrity(path, data_dir=data_dir, cache_dir=cache_dir)
+    """The `validate` command: prints the report of a benchmark path, or of a repository (a built folder or a hub
+    repo id, see `is_repository`); 0 when there is no structural error, else 1."""
+    if is_repository(path):
+        if data_dir:
+            raise ValueError(f"{path}: --data-dir is for a benchmark path, not for a built folder or repository")
+        report = integrity_of_repository(path, cache_dir=cache_dir)
+    else:
+        report = integrity(path, data_dir=data_dir, cache_dir=cache_dir)
     if as_json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:

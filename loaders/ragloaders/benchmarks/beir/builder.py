@@ -158,6 +158,14 @@ class BeirBuilder(RagBuilder):
             raise MissingSourceError(f"BEIR {self.dataset.name} is {self.dataset.obtain}")
         return SourceFiles(download_verified(self.download_manager(dl_manager), download), root=self.dataset.root)
 
+    def source_files_read(self) -> list[str]:
+        files = self.source_files(None)
+        if files.is_zip:
+            return [files.location]
+        names = [f"qrels/{s}.tsv" for s in self.dataset.splits] if self.config.name == "qrels" else [
+            ENTITY_FILES[self.config.name].relpath]
+        return [files.local_path(name) for name in names]
+
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         return CONFIG_PLANS[self.config.name].splits(self.dataset, self.source_files(dl_manager))
 

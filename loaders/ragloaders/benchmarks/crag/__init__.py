@@ -3,7 +3,7 @@
 from ...core.facts import Benchmark
 from . import mock_kg_facts
 from .builder import BUILDERS
-from .facts import card_facts, eval_conventions, known_defects, published_counts
+from .facts import card_facts, eval_conventions, known_defects, published_counts, releases
 from .mock_kg import MockKgBuilder
 from .mock_kg_facts import with_mock_kg
 
@@ -15,4 +15,5 @@ BENCHMARK = Benchmark(
     eval_conventions=eval_conventions,
     known_defects=with_mock_kg(mock_kg_facts.known_defects, known_defects),
     keys=mock_kg_facts.keys,
+    releases=releases,
 )

@@ -283,6 +283,12 @@ class CragBuilder(RagBuilder):
         paths = tuple(download_verified(manager, download) for download in release.downloads())
         return CragSource(release, paths)
 
+    def source_files_read(self) -> list[str]:
+        return list(self.source(None).paths)
+
+    def source_release(self) -> str | None:
+        return self.source(None).release.name
+
     def _download_and_prepare(self, dl_manager, verification_mode, **kwargs):
         # Only a full preparation generates both splits one after the other in this process: only
         # then may the first split's pass keep the second split's rows for it.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...core.facts import CardFacts, EvalConventions, KnownDefect, PublishedCounts
+from ...core.facts import CardFacts, EvalConventions, KnownDefect, PublishedCounts, Release
 from .catalogue import HOMEPAGE, LICENSE, RELEASES
 from .citations import CITATION
 
@@ -35,6 +35,16 @@ def published_counts(path: str) -> PublishedCounts:
     return {("queries", None): records} if records else {}
 
 
+def releases(path: str) -> tuple[Release, ...]:
+    """Each release of a task with its files and its record count (the example file's 10 records are its own)."""
+    return tuple(
+        Release(release.name, tuple({"name": d.url.rsplit("/", 1)[-1], "url": d.url, "bytes": d.size,
+                                     **({"md5": d.md5} if d.md5 else {})} for d in release.downloads()),
+                {(config, None): release.records for config in ("records", "queries")} if release.records else {})
+        for release in RELEASES if f"crag/{release.task}" == path
+    )
+
+
 KNOWN_DEFECTS = (
     KnownDefect("duplicate_pairs", "search_results", "CRAG often lists the same page twice among one question's "
                 "search results: both rows are kept in `records` and `search_results`, at their own ranks; `corpus` "
@@ -52,11 +62,13 @@ def card_facts(path: str) -> CardFacts:
     task = path.split("/", 1)[-1]
     releases = [r for r in RELEASES if r.task == task]
     pages = "5 web pages" if task == "task_1_and_2" else "up to 50 web pages"
+    published = [f"{r.name}: {r.records:,}" for r in releases if r.records]
     summary = (
-        f"CRAG {task.replace('_', ' ')}: questions with {pages} each, as four configs: `records` (every field of every "
-        "record), `queries`, `corpus` (distinct pages) and `search_results`, with splits `validation` and `test`"
-        f" (`corpus`: one split, `corpus`). Built from release {releases[0].name} unless stated otherwise."
-        + (f" CRAG publishes {releases[0].records:,} records." if releases[0].records else "")
+        f"CRAG {task.replace('_', ' ')}: questions with {pages} each, as configs `records` (every field of every "
+        "record), `queries`, `corpus` (distinct pages) and `search_results`, split into `validation` and `test` by "
+        "each record's `split` (`corpus`: one split, `corpus`); This build says which release was read and which "
+        "splits it has."
+        + (f" Records published per release: {', '.join(published)}." if published else "")
     )
     source_files = [
         {"name": f"{download.url.rsplit('/', 1)[-1]} ({release.name})", "url": download.url, "bytes": download.size,

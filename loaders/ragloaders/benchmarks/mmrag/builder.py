@@ -263,6 +263,10 @@ class MmragBuilder(RagBuilder):
         path = download_from_hub(filename, os.path.join(self._cache_downloaded_dir, "huggingface"))
         return Shard(SourceFiles(os.path.dirname(path)), os.path.basename(path))
 
+    def source_files_read(self) -> list[str]:
+        names = [CORPUS_FILE] if self.config.name == "corpus" else [QUERY_FILES[split] for split in SPLITS]
+        return [self.source_shard(name).files.local_path(name) for name in names]
+
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         if self.config.name == "corpus":
             return [datasets.SplitGenerator(name="corpus", gen_kwargs={"shard": self.source_shard(CORPUS_FILE)})]
