@@ -170,3 +170,141 @@ def test_mmrag_complete_query_files_match_published_counts(tmp_path):
         assert (qrels["queries"], qrels["missing_docs"], qrels["missing_queries"]) == (count, 0, 0)
         assert set(qrels["score_histogram"]) <= {"0", "1", "2"}
         assert split_facts(report, "records", split)["rows"] == count
+
+
+# --- published counts belong to a release; repositories (issue 11) ----------------------------------------------
+
+CRAG_DATA = os.path.join(os.path.dirname(__file__), "data", "crag")
+MMRAG_SAMPLE = os.path.join(os.path.dirname(__file__), "data", "mmrag")
+
+
+def test_crag_example_file_is_checked_against_its_own_release(tmp_path, capsys):
+    report = integrity("crag/task_1_and_2", data_dir=CRAG_DATA, cache_dir=str(tmp_path))
+    assert report["ok"], report["errors"]
+    source = report["source"]
+    assert source["release"] == "example" and source["not_compared"] == {}
+    assert source["published"] == {"records|": 10, "queries|": 10}
+    [read] = source["files"]
+    assert (read["name"], read["bytes"], read["status"]) == ("dev_data.jsonl.bz2", 2_032_693, "official")
+    assert read["md5"] == "3f6f5794005d7991786690d81f5cdac2" and "sha256" not in read  # only what the check needs
+    assert [f["published"] for f in report["splits"] if f["config"] == "queries"] == [None, None]  # summed: all
+    assert cli.main(["validate", "crag/task_1_and_2", "--data-dir", CRAG_DATA, "--cache-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "release: example" in out and "the official file of release `example` (size and md5 match)" in out
+
+
+def test_a_cut_of_the_example_file_is_reported_not_failed(tmp_path):
+    """The example file minus its last record has the official name but not its size: counts shown, not compared
+    (a count mismatch is an error only for files that are, or cannot be told from, the published ones)."""
+    import bz2
+
+    folder = tmp_path / "crag"
+    folder.mkdir()
+    lines = bz2.decompress(open(os.path.join(CRAG_DATA, "dev_data.jsonl.bz2"), "rb").read()).splitlines(True)
+    (folder / "dev_data.jsonl.bz2").write_bytes(bz2.compress(b"".join(lines[:-1])))
+    report = integrity("crag/task_1_and_2", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    assert report["source"]["files"][0]["status"] == "differs"  # another size: not the example file
+    assert report["ok"] and set(report["source"]["not_compared"]) >= {"records", "queries"}
+
+
+def test_mmrag_sample_is_reported_as_a_sample_not_failed(tmp_path, capsys):
+    report = integrity("mmrag", data_dir=MMRAG_SAMPLE, cache_dir=str(tmp_path))
+    assert report["ok"], report["errors"]
+    assert set(report["source"]["not_compared"]) == {"records", "queries", "qrels"}
+    train = split_facts(report, "queries", "train")
+    assert (train["rows"], train["published"], train["compared"]) == (14, 3_072, False)
+    statuses = {f["name"]: f["status"] for f in report["source"]["files"]}
+    assert statuses == {"mmrag_train.json": "differs", "mmrag_dev.json": "differs", "mmrag_test.json": "differs",
+                        "processed_documents.json": "unverified"}
+    assert cli.main(["validate", "mmrag", "--data-dir", MMRAG_SAMPLE, "--cache-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "14 rows (published 3,072, not compared)" in out
+    assert "note: qrels, queries, records: counts not compared with the published ones (mmrag_train.json: not the " \
+           "published file (25,831 bytes; the official mmrag_train.json is 3,138,030 bytes)" in out
+
+
+def test_identify_by_size_then_checksum():
+    from ragloaders.core.facts import Release
+    from ragloaders.publish.provenance import _identify
+
+    release = Release("r1", ({"name": "a.zip", "bytes": 10, "md5": "0" * 32},))
+    entries = [(release, release.files[0])]
+    assert _identify("a.zip", 10, entries, {"md5": "0" * 32})["status"] == "official"
+    changed = _identify("a.zip", 10, entries, {"md5": "f" * 32})
+    assert changed["status"] == "differs" and f"md5 {'f' * 32}; the official a.zip has {'0' * 32}" in changed["note"]
+    smaller = _identify("a.zip", 11, entries, {"md5": "0" * 32})
+    assert smaller["difference"] == "11 bytes; the official a.zip is 10 bytes"
+    assert _identify("b.zip", 10, [], {})["status"] == "unlisted"
+    bare = Release("r2", ({"name": "a.zip"},))
+    assert _identify("a.zip", 10, [(bare, bare.files[0])], {})["status"] == "unverified"
+
+
+def test_a_built_folder_gets_the_same_report_without_its_sources(tmp_path, capsys):
+    from ragloaders.publish.build import build_folder
+    from ragloaders.publish.validate import integrity_of_repository
+
+    out = tmp_path / "built"
+    build_folder("mmrag", str(out), data_dir=MMRAG_SAMPLE, cache_dir=str(tmp_path / "c"))
+    from_sources = integrity("mmrag", data_dir=MMRAG_SAMPLE, cache_dir=str(tmp_path / "c"))
+    from_folder = integrity_of_repository(str(out), cache_dir=str(tmp_path / "c2"))
+    assert from_folder["ok"] and from_folder["source"] is None
+    def strip(facts):
+        return {k: v for k, v in facts.items() if k not in ("published", "compared")}
+    assert sorted(map(str, map(strip, from_folder["splits"]))) == sorted(map(str, map(strip, from_sources["splits"])))
+    assert cli.main(["validate", str(out), "--cache-dir", str(tmp_path / "c3")]) == 0
+    assert "source: a repository (no source files read): published counts not compared" in capsys.readouterr().out
+
+
+def test_a_hand_made_mteb_repository_with_a_dangling_qrel(tmp_path, capsys):
+    """Not ours: qrels in mteb's `default` config, a qrel pointing at no document, a corpus id twice."""
+    from mteb_layout import beir_tables, write_repository
+    from ragloaders.publish.validate import integrity_of_repository
+
+    tables = beir_tables([("d1", "one"), ("d2", "two"), ("d1", "again")], [("q1", "first"), ("q2", "")],
+                         {"test": [("q1", "d1", 1), ("q2", "d404", 2)]})
+    tables["default"] = tables.pop("qrels")
+    folder = write_repository(str(tmp_path / "repo"), tables, default="default")
+    report = integrity_of_repository(folder, cache_dir=str(tmp_path / "c"))
+    errors = by_check(report["errors"])
+    assert set(errors) == {"missing_docs", "duplicate_ids"}
+    assert (errors["missing_docs"]["config"], errors["missing_docs"]["ids"]) == ("default", ["d404"])
+    assert errors["duplicate_ids"]["ids"] == ["d1"]
+    assert split_facts(report, "queries", "queries")["empty_text_ids"] == ["q2"]
+    assert split_facts(report, "default", "test")["score_histogram"] == {"1": 1, "2": 1}
+    assert cli.main(["validate", folder, "--cache-dir", str(tmp_path / "c2")]) == 1
+    assert "ERROR missing_docs in default/test: 1 corpus ids are not in `corpus`: 'd404'" in capsys.readouterr().out
+    assert cli.main(["validate", folder, "--data-dir", folder]) == 2  # --data-dir is for benchmark paths
+
+
+def test_what_validate_reads_as_a_repository(tmp_path, monkeypatch):
+    from ragloaders.publish.validate import is_repository
+
+    assert is_repository("some-org/some-dataset") and is_repository(str(tmp_path))
+    assert not is_repository("beir/scifact") and not is_repository("mmrag") and not is_repository("beir/scifactt")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mmrag").mkdir()  # a folder named like a path: the path wins
+    assert not is_repository("mmrag")
+
+
+def test_a_hub_repo_id_is_loaded_by_its_id(tmp_path, monkeypatch):
+    """No network in tests: datasets' two entry points are redirected from the repo id to a local folder, which
+    shows the id reaches them unchanged."""
+    from mteb_layout import beir_tables, write_repository
+
+    folder = write_repository(str(tmp_path / "repo"), beir_tables([("d1", "x")], [("q1", "y")],
+                                                                   {"test": [("q1", "d1", 1)]}))
+    seen = []
+    real_names, real_load = validate.datasets.get_dataset_config_names, validate.datasets.load_dataset
+
+    def names(repo, *args, **kwargs):
+        seen.append(repo)
+        return real_names(folder if repo == "some-org/beir-copy" else repo, *args, **kwargs)
+
+    def load(repo, *args, **kwargs):
+        seen.append(repo)
+        return real_load(folder if repo == "some-org/beir-copy" else repo, *args, **kwargs)
+
+    monkeypatch.setattr(validate.datasets, "get_dataset_config_names", names)
+    monkeypatch.setattr(validate.datasets, "load_dataset", load)
+    assert cli.main(["validate", "some-org/beir-copy", "--json", "--cache-dir", str(tmp_path / "c")]) == 0
+    assert set(seen) == {"some-org/beir-copy"} and len(seen) == 4
