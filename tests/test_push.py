@@ -16,6 +16,7 @@ import pytest
 import ragloaders
 from conftest import DATA
 from fake_hub import FakeHub
+from ragloaders.publish.output_folder import MANIFEST
 
 ROOT = Path(__file__).resolve().parent.parent
 PATH = "beir/nfcorpus"
@@ -45,7 +46,9 @@ def run_push(tmp_path: Path, cache_dir: str, *args: str, token: str | None = TOK
 
 
 def staged_files(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    """The files a push uploads: the staged folder's, but its manifest (which stays local)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != MANIFEST}
 
 
 def rows(dataset) -> list[dict]:

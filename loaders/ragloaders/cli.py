@@ -21,7 +21,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .publish.build import build_folder
 
     outputs = build_folder(args.path, args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
-                           num_proc=args.num_proc, **derived_configs(args))
+                           num_proc=args.num_proc, into_existing=args.into_existing, **derived_configs(args))
     for output in outputs:
         for split in output.splits.values():
             print(f"{output.name}\t{split.name}\t{split.num_examples} rows")
@@ -40,7 +40,7 @@ def cmd_push(args: argparse.Namespace) -> int:
 
     result = push(args.path, args.repo_id, data_dir=args.data_dir, cache_dir=args.cache_dir, num_proc=args.num_proc,
                   private=args.private, revision=args.revision, commit_message=args.commit_message,
-                  staging_dir=args.staging_dir, dry_run=args.dry_run)
+                  staging_dir=args.staging_dir, dry_run=args.dry_run, into_existing=args.into_existing)
     if not args.dry_run:
         print(f"{args.repo_id}: {len(result.uploaded)} files uploaded, {len(result.unchanged)} already there, "
               f"{len(result.deleted)} stale files deleted, {len(result.commits)} commits")
@@ -130,6 +130,7 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="ragloaders", description=__doc__)
+    root.add_argument("--debug", action="store_true", help="show the traceback of an error")
     commands = root.add_subparsers(dest="command", required=True)
 
     commands.add_parser("list", help="every path with its configs").set_defaults(run=cmd_list)
@@ -165,6 +166,12 @@ def parser() -> argparse.ArgumentParser:
         command.add_argument("--cache-dir", help="datasets cache folder")
     for command in (build, push):
         command.add_argument("--num-proc", type=int, help="processes for large files")
+        command.add_argument("--into-existing", action="store_true",
+                             help="let the folder be an existing one that ragloaders did not write: the build is "
+                                  "added beside its files, none of which is changed or deleted (a build that would "
+                                  "write where one of them is stops)")
+    for command in commands.choices.values():  # --debug after the command too
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return root
 
 
@@ -172,8 +179,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.run(args)
-    except (SourceError, MissingSourceError, ValueError) as e:
-        print(f"ragloaders: error: {e}", file=sys.stderr)
+    except Exception as e:  # one line a user can act on; the traceback only with --debug
+        if args.debug:
+            raise
+        known = isinstance(e, (SourceError, MissingSourceError, ValueError, OSError))
+        message = str(e) if known else f"{type(e).__name__}: {e} (--debug shows where)"
+        print(f"ragloaders: error: {' '.join(message.splitlines())}", file=sys.stderr)
         return 2
 
 

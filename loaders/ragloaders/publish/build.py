@@ -4,35 +4,59 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
+from typing import Any
 
 from huggingface_hub.utils import tqdm
 
 from ..api import builder, configs_of
 from .cards import render_card
+from .output_folder import Altered, OutputFolder
 from .parquet import ConfigOutput, SplitOutput, write_parquet
 from .validate import integrity_of, source_of
 
 logger = logging.getLogger(__name__)
 
 
-def build_folder(
+def build_identity(path: str, data_dir: str | None, cache_dir: str | None, repo_id: str | None) -> dict:
+    """What a built folder was built from (kept in its manifest): the builders' cache hashes cover the code and
+    the source files."""
+    hashes = {config: builder(path, config, data_dir=data_dir, cache_dir=cache_dir).hash for config in configs_of(path)}
+    return {"path": path.strip("/"), "repo_id": repo_id, "builders": hashes}
+
+
+def build_folder(path: str, out: str, *, data_dir: str | None = None, cache_dir: str | None = None,
+                 into_existing: bool = False, altered: Altered = "refuse", option: str = "--out",
+                 **options: Any) -> list[ConfigOutput]:
+    """Build `path` into the folder `out` (see `write_folder` for what it holds and `options`).
+
+    ragloaders replaces only what it wrote (output_folder.py has the rules): the build is written into its own
+    hidden sibling folder under a lock on `out`, then swapped into place in one step, so a kill leaves the old
+    complete folder or the new one. An existing `out` that ragloaders did not write is refused unless
+    `into_existing`; its entries that are not ragloaders' are kept either way. `altered` says what happens to
+    files ragloaders wrote that were changed since: "refuse" the build, or "set_aside" into a kept folder.
+    `option` names the folder in errors (`--out`, `--staging-dir`).
+    """
+    with OutputFolder(out, data_dir=data_dir, cache_dir=cache_dir, into_existing=into_existing, altered=altered,
+                      option=option) as folder:
+        identity = build_identity(path, data_dir, cache_dir, options.get("repo_id"))
+        outputs = write_folder(path, folder.work, data_dir=data_dir, cache_dir=cache_dir, **options)
+        folder.commit(identity)
+    return outputs
+
+
+def write_folder(
     path: str,
-    out: str,
+    staging: str,
     *,
     data_dir: str | None = None,
     cache_dir: str | None = None,
     num_proc: int | None = None,
     repo_id: str | None = None,
 ) -> list[ConfigOutput]:
-    """Prepare every config of `path` once and write `out/<config>/<split>-*.parquet` plus `out/README.md`.
-
-    The folder is written under `out` + ".incomplete" and moved into place at the end, so an
-    interrupted build never leaves a folder that looks complete. `repo_id` goes into the card's
+    """Prepare every config of `path` once and write `staging/<config>/<split>-*.parquet` plus `staging/README.md`
+    (into a new folder: `build_folder` swaps it into place). `repo_id` goes into the card's
     `load_dataset` lines; the card shows the integrity report of the prepared configs.
     """
-    staging = out.rstrip("/") + ".incomplete"
-    shutil.rmtree(staging, ignore_errors=True)
     outputs, prepared, builders = [], {}, {}
     for config in tqdm(configs_of(path), desc=f"Building {path}", unit="config"):
         dataset_builder = builder(path, config, data_dir=data_dir, cache_dir=cache_dir)
@@ -42,7 +66,7 @@ def build_folder(
         # A split with no rows cannot be published (datasets cannot load an empty Parquet split): leave it out.
         prepared[config] = type(prepared[config])({s: d for s, d in prepared[config].items() if d.num_rows})
         if not prepared[config]:  # no rows at all (an empty source table): a config with no split does not load
-            logger.warning("%s %s: the source has no rows; the config is left out of %s", path, config, out)
+            logger.warning("%s %s: the source has no rows; the config is left out of the folder", path, config)
             del prepared[config]
             continue
         output = ConfigOutput(config, dataset_builder.info)
@@ -58,7 +82,4 @@ def build_folder(
     with open(os.path.join(staging, "README.md"), "w", encoding="utf-8") as f:
         integrity = integrity_of(path, prepared, source=source_of(path, builders, sha256=True))
         f.write(render_card(path, outputs, data_dir=data_dir, integrity=integrity, repo_id=repo_id))
-    if os.path.isdir(out):
-        shutil.rmtree(out)
-    os.replace(staging, out)
     return outputs

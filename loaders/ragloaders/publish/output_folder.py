@@ -1,0 +1,582 @@
+"""The folders ragloaders writes (`build --out`, `push --staging-dir`): it deletes or replaces only what it wrote.
+
+The rules, in the order a build meets them:
+
+- **Where.** The target is resolved (realpath, so `x/..`, `.` and symlinks count as where they point) and refused
+  when it is the filesystem root, the home folder or a folder above it, the current folder or a folder above it,
+  or a folder that contains or lies inside the data dir or the cache dir (datasets' default cache when no cache
+  dir is given). A target whose last component is `.` or `..`, or that exists and is not a folder, is refused too.
+- **Whose.** A folder ragloaders built holds MANIFEST: every file it wrote with its sha256 and size, and the build
+  identity. A file is ragloaders' own when the manifest lists it and its size and sha256 still match. An existing
+  non-empty target without a (valid) manifest is refused unless `into_existing` (`--into-existing`) is given.
+  Every entry that is not an own file (the user's files, folders, symlinks) is kept at its path: it is hard-linked
+  (or, across filesystems, copied) into the new folder. A build that would write where such an entry is refuses.
+- **Altered own files** (listed in the manifest, content changed): `altered="refuse"` (build) refuses before the
+  build starts, naming them; `altered="set_aside"` (push's staging folder, which is rebuilt rather than trusted)
+  builds anew and keeps the altered files in a visible sibling `<name>.ragloaders-kept-<UTC time>/`, with a warning.
+  Neither deletes them.
+- **How.** Each build writes into its own sibling work folder `.<name>.ragloaders-work-XXXXXXXX` (mkdtemp), whose
+  manifest says `"complete": false` until the last file is written. A lock (flock on the sibling
+  `.<name>.ragloaders-lock`) is held from the first check to the end, so a second build of the same target waits
+  for the first (it says so once on stderr) and then builds and swaps in turn. The swap is one
+  renameat2(RENAME_EXCHANGE): the target is the old complete folder until the call and the new complete folder
+  after it. Where the filesystem cannot exchange, the old folder is renamed to `.<name>.ragloaders-old-XXXXXXXX`
+  and the new one into place; the next build puts the old one back if a kill came between the two renames.
+- **Leftovers.** A build first removes the work and old folders of its target that a killed build left: only
+  folders whose name has the pattern and that hold a ragloaders manifest; in them it removes an incomplete
+  build whole, and from a complete one only verified own files and the copies of entries the target has too;
+  anything else is moved to a kept folder, never deleted.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import filecmp
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: filelock's msvcrt lock instead
+    fcntl = None
+
+MANIFEST = ".ragloaders-manifest.json"
+FORMAT = "ragloaders-manifest"
+VERSION = 1
+WORK_TAG = ".ragloaders-work-"
+OLD_TAG = ".ragloaders-old-"
+LOCK_TAG = ".ragloaders-lock"
+KEPT_TAG = ".ragloaders-kept-"
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_CHUNK = 1 << 20
+
+Altered = Literal["refuse", "set_aside"]
+
+
+class OutputFolderError(ValueError):
+    """A target folder that ragloaders will not write: names the folder and what to do."""
+
+
+def _warn(message: str) -> None:
+    print(f"ragloaders: warning: {message}", file=sys.stderr)
+
+
+# --- the manifest -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    sha256: str
+    size: int
+
+
+@dataclass
+class Manifest:
+    """What a folder ragloaders wrote holds: its files (relative '/' paths) and the build that made them."""
+
+    target: str
+    identity: dict
+    files: dict[str, FileRecord] = field(default_factory=dict)
+    complete: bool = False
+
+    def as_json(self) -> dict:
+        from .. import __version__
+
+        return {"format": FORMAT, "version": VERSION, "complete": self.complete, "ragloaders": __version__,
+                "target": self.target, "identity": self.identity,
+                "files": {name: {"sha256": r.sha256, "size": r.size} for name, r in sorted(self.files.items())}}
+
+    def write(self, folder: str) -> None:
+        """Write atomically (a temporary file renamed over), so a kill never leaves half a manifest."""
+        path = os.path.join(folder, MANIFEST)
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(self.as_json(), f, indent=1, ensure_ascii=False)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(path + ".tmp", path)
+
+
+def safe_relative(name: object) -> bool:
+    """A manifest path ragloaders could have written: relative, '/'-separated, no empty, '.' or '..' part."""
+    if not isinstance(name, str) or not name or "\0" in name or "\\" in name or name.startswith("/"):
+        return False
+    return all(part not in ("", ".", "..") for part in name.split("/"))
+
+
+def read_manifest(folder: str) -> Manifest | None:
+    """The folder's manifest, or None when it has none or one that is not a well-formed ragloaders manifest
+    (a hostile one naming paths outside the folder, say): such a folder is not ragloaders'."""
+    path = os.path.join(folder, MANIFEST)
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
+        return None
+    files, entries = {}, data.get("files")
+    if not isinstance(entries, dict) or not isinstance(data.get("target"), str):
+        return None
+    for name, record in entries.items():
+        if not (safe_relative(name) and name != MANIFEST and isinstance(record, dict)
+                and isinstance(record.get("sha256"), str) and _SHA256.fullmatch(record["sha256"])
+                and type(record.get("size")) is int and record["size"] >= 0):
+            return None
+        files[name] = FileRecord(record["sha256"], record["size"])
+    identity = data.get("identity")
+    return Manifest(data["target"], identity if isinstance(identity, dict) else {}, files, data.get("complete") is True)
+
+
+def sha256_of(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _regular_file_inside(root: str, name: str) -> os.stat_result | None:
+    """lstat of root/name when it is a regular file reached through real folders only (no symlink on the way)."""
+    parts = name.split("/")
+    current = root
+    try:
+        for part in parts[:-1]:
+            current = os.path.join(current, part)
+            if not stat.S_ISDIR(os.lstat(current).st_mode):
+                return None
+        info = os.lstat(os.path.join(current, parts[-1]))
+    except OSError:
+        return None
+    return info if stat.S_ISREG(info.st_mode) else None
+
+
+def _signature(info: os.stat_result) -> tuple:
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
+@dataclass
+class Verdict:
+    """The entries of a folder sorted by whose they are."""
+
+    own: dict[str, tuple] = field(default_factory=dict)
+    """Own files (listed, size and sha256 match) with their stat signature at the time they were hashed."""
+    altered: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)
+    """Every other leaf entry (files, symlinks, ...) and empty folder: the user's."""
+    manifest: Manifest | None = None
+
+
+def verify(folder: str, manifest: Manifest | None = None) -> Verdict:
+    """Hash every file the manifest lists and sort the folder's entries into own, altered, missing and others."""
+    manifest = manifest or read_manifest(folder)
+    verdict = Verdict(manifest=manifest)
+    listed = manifest.files if manifest else {}
+    for name, record in listed.items():
+        info = _regular_file_inside(folder, name)
+        if info is None:
+            (verdict.altered if os.path.lexists(os.path.join(folder, name)) else verdict.missing).append(name)
+        elif info.st_size == record.size and sha256_of(os.path.join(folder, name)) == record.sha256:
+            verdict.own[name] = _signature(info)
+        else:
+            verdict.altered.append(name)
+    for name in _entries(folder):
+        if name not in listed and not (manifest and name == MANIFEST):
+            verdict.others.append(name)
+    return verdict
+
+
+def _entries(folder: str, prefix: str = "") -> Iterator[str]:
+    """Leaf entries ('/' paths) of a folder: files, symlinks and other non-folders, and empty folders.
+    Symlinks are never followed."""
+    with os.scandir(folder) as scan:
+        items = sorted(scan, key=lambda e: e.name)
+    for entry in items:
+        name = prefix + entry.name
+        if entry.is_dir(follow_symlinks=False):
+            inner = list(_entries(entry.path, name + "/"))
+            yield from inner if inner else [name + "/"]
+        else:
+            yield name
+
+
+def hash_folder(folder: str) -> dict[str, FileRecord]:
+    """Every regular file of a folder ragloaders just wrote (its manifest aside), with sha256 and size."""
+    files = {}
+    for name in _entries(folder):
+        if name == MANIFEST or name.endswith("/"):
+            continue
+        path = os.path.join(folder, name)
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            raise OutputFolderError(f"{path}: not a regular file; a build writes only regular files")
+        files[name] = FileRecord(sha256_of(path), os.path.getsize(path))
+    return files
+
+
+# --- where a target may be ----------------------------------------------------------------------------------------
+
+
+def _inside(path: str, folder: str) -> bool:
+    """path is folder or lies inside it (both resolved)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def check_target(out: str, *, data_dir: str | None = None, cache_dir: str | None = None,
+                 option: str = "--out") -> str:
+    """The resolved target, or an OutputFolderError saying why ragloaders will not write there."""
+    if not out or not str(out).strip():
+        raise OutputFolderError(f"{option} is empty")
+    given = os.fspath(out)
+    target = os.path.realpath(os.path.expanduser(given))
+    where = f"{option} {given}" + (f" (resolved to {target})" if target != given else "")
+    if os.path.dirname(target) == target:
+        raise OutputFolderError(f"{where} is the filesystem root; choose a new folder")
+    home = os.path.realpath(os.path.expanduser("~"))
+    if _inside(home, target):
+        raise OutputFolderError(f"{where} is the home folder or a folder above it; choose a new folder")
+    if _inside(os.path.realpath(os.getcwd()), target):
+        raise OutputFolderError(f"{where} is the current folder or a folder above it; choose a new folder")
+    for label, folder in _protected(data_dir, cache_dir):
+        if _inside(target, folder) or _inside(folder, target):
+            raise OutputFolderError(f"{where} contains or lies inside the {label} {folder}; choose a folder "
+                                    "outside it")
+    if os.path.basename(given.rstrip("/" + os.sep)) in (".", ".."):
+        raise OutputFolderError(f"{where}: name the folder itself, not '.' or '..' (which name a folder that "
+                                "holds other things)")
+    if os.path.lexists(target) and not os.path.isdir(target):
+        raise OutputFolderError(f"{where} exists and is not a folder")
+    return target
+
+
+def _protected(data_dir: str | None, cache_dir: str | None) -> Iterator[tuple[str, str]]:
+    if data_dir:
+        yield "data dir", os.path.realpath(os.path.expanduser(data_dir))
+    if cache_dir:
+        yield "cache dir", os.path.realpath(os.path.expanduser(cache_dir))
+    else:
+        import datasets.config
+
+        yield "datasets cache", os.path.realpath(str(datasets.config.HF_DATASETS_CACHE))
+
+
+# --- the lock -----------------------------------------------------------------------------------------------------
+
+
+class TargetLock:
+    """An exclusive lock on a target, held through a sibling lock file that is removed on release.
+
+    A waiter that obtains the lock on a file another holder already removed (and someone re-created) tries
+    again, so removing the file on release never lets two holders in at once."""
+
+    def __init__(self, target: str, log: Callable[[str], None] = _warn):
+        self.path = os.path.join(os.path.dirname(target), "." + os.path.basename(target) + LOCK_TAG)
+        self.target = target
+        self.log = log
+        self.fd: int | None = None
+        self._fallback = None
+
+    def acquire(self) -> None:
+        if fcntl is None:  # pragma: no cover
+            import filelock
+
+            self._fallback = filelock.FileLock(self.path)
+            self._fallback.acquire()
+            return
+        told = False
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if not told:
+                    self.log(f"another ragloaders build is writing {self.target}; waiting for it to finish")
+                    told = True
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                self.fd = fd
+                return
+            os.close(fd)
+
+    def release(self) -> None:
+        if self._fallback is not None:  # pragma: no cover
+            self._fallback.release()
+            return
+        if self.fd is not None:
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+            os.close(self.fd)
+            self.fd = None
+
+
+# --- the swap -----------------------------------------------------------------------------------------------------
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _renameat2():
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
+
+
+_RENAMEAT2 = _renameat2() if sys.platform.startswith("linux") else None
+
+
+def exchange(a: str, b: str) -> bool:
+    """Swap two paths in one atomic step; False when the platform or filesystem cannot (nothing changed then)."""
+    if _RENAMEAT2 is None:
+        return False
+    if _RENAMEAT2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, f"cannot swap {b} into place: {os.strerror(code)}", a)
+
+
+# --- the folder a build writes ------------------------------------------------------------------------------------
+
+
+class OutputFolder:
+    """A context manager around one build into `out`: checks the target, takes the lock, removes leftovers,
+    and gives `work`, the folder to write into; `commit(identity)` swaps the finished folder into place.
+    Leaving the block without commit (an error) removes the work folder; the target is then untouched."""
+
+    def __init__(self, out: str, *, data_dir: str | None = None, cache_dir: str | None = None,
+                 into_existing: bool = False, altered: Altered = "refuse", option: str = "--out",
+                 log: Callable[[str], None] = _warn):
+        self.target = check_target(out, data_dir=data_dir, cache_dir=cache_dir, option=option)
+        self.given = out
+        self.option = option
+        self.into_existing = into_existing
+        self.altered = altered
+        self.log = log
+        self.parent = os.path.dirname(self.target)
+        self.name = os.path.basename(self.target)
+        self.lock = TargetLock(self.target, log)
+        self.work: str = ""
+        self.before: Verdict | None = None
+        self.committed = False
+
+    def __enter__(self) -> OutputFolder:
+        os.makedirs(self.parent, exist_ok=True)
+        self.lock.acquire()
+        try:
+            self._recover()
+            self.before = self._inspect()
+            self.work = tempfile.mkdtemp(prefix="." + self.name + WORK_TAG, dir=self.parent)
+            mask = os.umask(0)
+            os.umask(mask)
+            os.chmod(self.work, 0o777 & ~mask)  # mkdtemp makes 0700; the folder a user gets follows the umask
+            Manifest(self.target, {}).write(self.work)
+        except BaseException:
+            self.lock.release()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if not self.committed and self.work and os.path.isdir(self.work):
+                shutil.rmtree(self.work, ignore_errors=True)
+        finally:
+            self.lock.release()
+
+    # -- before the build
+
+    def _inspect(self) -> Verdict | None:
+        """What is at the target now; refuses a folder that is not ragloaders' (without into_existing) and,
+        with altered="refuse", one whose own files were changed."""
+        if not os.path.isdir(self.target):
+            return None
+        verdict = verify(self.target)
+        where = f"{self.option} {self.given}"
+        if verdict.manifest is None and verdict.others and not self.into_existing:
+            raise OutputFolderError(
+                f"{where} exists and was not written by ragloaders (no valid {MANIFEST}); choose a new folder, "
+                "or pass --into-existing to add the build beside its files (none of them is changed)")
+        if verdict.altered and self.altered == "refuse":
+            shown = ", ".join(verdict.altered[:5]) + (" ..." if len(verdict.altered) > 5 else "")
+            raise OutputFolderError(
+                f"{where}: {len(verdict.altered)} file(s) ragloaders wrote were changed since ({shown}); "
+                "move them out of the folder (or delete them) and build again")
+        return verdict
+
+    # -- the swap
+
+    def commit(self, identity: dict) -> Manifest:
+        """Seal the work folder (its manifest lists every file written, complete) and swap it into place."""
+        manifest = Manifest(self.target, identity, hash_folder(self.work), complete=True)
+        keep = self._to_carry(manifest)
+        self._refuse_collisions(keep, manifest)
+        manifest.write(self.work)
+        for name in keep:
+            _carry(os.path.join(self.target, name.rstrip("/")), os.path.join(self.work, name.rstrip("/")),
+                   name.endswith("/"))
+        folders = {"/".join(n.rstrip("/").split("/")[:i]) for n in keep for i in range(1, n.rstrip("/").count("/") + 2)
+                   if i <= n.rstrip("/").count("/") or n.endswith("/")}
+        for folder in sorted(folders, key=lambda f: -f.count("/")):  # the user's folders keep their mode and times
+            shutil.copystat(os.path.join(self.target, folder), os.path.join(self.work, folder), follow_symlinks=False)
+        if self.before is None:
+            try:  # onto nothing (or an empty folder, which rename replaces); never onto something new
+                os.rename(self.work, self.target)
+            except OSError as e:
+                raise OutputFolderError(f"{self.option} {self.given}: something was put there during the build "
+                                        f"({e.strerror}); it is left as it is") from e
+        else:
+            self._swap()
+        self.committed = True
+        return manifest
+
+    def _to_carry(self, manifest: Manifest) -> list[str]:
+        """Entries of the old folder that stay: the user's, and altered own files the new build does not write."""
+        if self.before is None:
+            return []
+        altered = [n for n in self.before.altered if n not in manifest.files] if self.altered == "set_aside" \
+            else self.before.altered
+        return sorted(self.before.others + altered)
+
+    def _refuse_collisions(self, keep: list[str], manifest: Manifest) -> None:
+        written = set(manifest.files) | {MANIFEST}
+        folders = {"/".join(n.split("/")[:i]) for n in written for i in range(1, n.count("/") + 1)}
+        clashes = [n for n in keep if n.rstrip("/") in written or (not n.endswith("/") and n in folders)
+                   or any("/".join(n.rstrip("/").split("/")[:i]) in written for i in range(1, n.count("/") + 1))]
+        if clashes:
+            shown = ", ".join(clashes[:5]) + (" ..." if len(clashes) > 5 else "")
+            raise OutputFolderError(
+                f"{self.option} {self.given}: the build writes where files that are not ragloaders' are ({shown}); "
+                "move them out of the folder and build again")
+
+    def _swap(self) -> None:
+        if exchange(self.work, self.target):
+            old = self.work
+        else:
+            old = tempfile.mkdtemp(prefix="." + self.name + OLD_TAG, dir=self.parent)
+            os.rename(self.target, old)  # over the empty folder mkdtemp made: the name is ours
+            os.rename(self.work, self.target)
+        if read_manifest(old) is None:  # it was the user's folder or an empty one: mark it as this target's old one
+            Manifest(self.target, {}, complete=True).write(old)
+        clear_old(old, self.target, self.before.own if self.before else None, self.log, self.name)
+
+    # -- after a kill
+
+    def _recover(self) -> None:
+        """Put back an old folder a kill left aside between two renames; remove the leftovers of killed builds."""
+        leftovers, aside = [], []
+        for entry in sorted(os.listdir(self.parent)):
+            if entry.startswith("." + self.name + WORK_TAG) or entry.startswith("." + self.name + OLD_TAG):
+                path = os.path.join(self.parent, entry)
+                if os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path):
+                    os.rmdir(path)  # killed between mkdtemp and its first manifest: empty, nothing to lose
+                    continue
+                manifest = read_manifest(path) if os.path.isdir(path) and not os.path.islink(path) else None
+                if manifest is not None:  # its name and its manifest: a folder a build of this target made
+                    leftovers.append((path, manifest))
+                elif OLD_TAG in entry and manifest is None and os.path.isdir(path) and not os.path.islink(path):
+                    # a folder without a manifest put aside by the two-rename swap: a user's (--into-existing)
+                    aside.append(path)
+        if not os.path.lexists(self.target):
+            for path in aside:
+                self.log(f"{self.target} was left aside by a killed build: putting it back from {path}")
+                os.rename(path, self.target)
+                return self._recover()
+            for path, manifest in leftovers:
+                if OLD_TAG in os.path.basename(path) and manifest.complete:
+                    self.log(f"{self.target} was left aside by a killed build: putting it back from {path}")
+                    os.rename(path, self.target)
+                    leftovers.remove((path, manifest))
+                    break
+        for path, manifest in leftovers:
+            if manifest.complete:
+                clear_old(path, self.target, None, self.log, self.name)
+            else:
+                shutil.rmtree(path)
+
+
+def _carry(source: str, destination: str, folder: bool) -> None:
+    """Keep a user's entry in the new folder: the same inode (hard link), a copy across filesystems."""
+    os.makedirs(os.path.dirname(destination), exist_ok=True)
+    if folder:
+        os.makedirs(destination, exist_ok=True)
+        return
+    try:
+        os.link(source, destination, follow_symlinks=False)
+    except OSError:
+        if os.path.islink(source):
+            os.symlink(os.readlink(source), destination)
+        else:
+            shutil.copy2(source, destination, follow_symlinks=False)
+
+
+def _same_entry(old: str, new: str) -> bool:
+    """new holds what old holds: the same inode, the same symlink, or a regular file with the same bytes."""
+    try:
+        a, b = os.lstat(old), os.lstat(new)
+    except OSError:
+        return False
+    if os.path.samestat(a, b):
+        return True
+    if stat.S_ISLNK(a.st_mode) and stat.S_ISLNK(b.st_mode):
+        return os.readlink(old) == os.readlink(new)
+    if stat.S_ISREG(a.st_mode) and stat.S_ISREG(b.st_mode):
+        return a.st_size == b.st_size and filecmp.cmp(old, new, shallow=False)
+    return False
+
+
+def clear_old(old: str, target: str, own: dict[str, tuple] | None, log: Callable[[str], None], name: str) -> None:
+    """Remove a replaced folder: its own files (whose stat signature is still the one hashed, or, with `own`
+    None, that verify now), entries the target holds too, then empty folders and its manifest. What is left is
+    not provably ragloaders' nor kept elsewhere: the folder is renamed to a visible kept folder, never deleted."""
+    if own is None:
+        own = verify(old).own
+    for entry, signature in own.items():
+        info = _regular_file_inside(old, entry)
+        if info is not None and _signature(info) == signature:
+            os.unlink(os.path.join(old, entry))
+    for entry in _entries(old):
+        if entry != MANIFEST and not entry.endswith("/") and _same_entry(os.path.join(old, entry),
+                                                                           os.path.join(target, entry)):
+            os.unlink(os.path.join(old, entry))
+    for folder, _, _ in os.walk(old, topdown=False):  # the deepest first
+        if folder != old:
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass
+    ours = (MANIFEST, MANIFEST + ".tmp")
+    if not [e for e in os.listdir(old) if e not in ours]:
+        for leftover in ours:
+            if os.path.lexists(os.path.join(old, leftover)):
+                os.unlink(os.path.join(old, leftover))
+        os.rmdir(old)
+        return
+    kept = os.path.join(os.path.dirname(target), name + KEPT_TAG + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+    while os.path.lexists(kept):
+        kept += "-1"
+    os.rename(old, kept)
+    if os.path.lexists(os.path.join(kept, MANIFEST)):  # after the rename: a kill before it leaves a leftover
+        os.unlink(os.path.join(kept, MANIFEST))
+    log(f"files of {target} that ragloaders did not write unchanged were kept in {kept}")

@@ -1,0 +1,405 @@
+"""`build --out`: ragloaders never deletes or replaces what it did not write (publish/output_folder.py).
+
+Builds use the bundled nfcorpus.zip and the CRAG example file, with one datasets cache for the module. Targets that
+could harm the machine on a build without these rules (`/`) are only given to `check_target`; every other refused
+target is a folder under tmp_path, given to the real CLI, and checked byte for byte afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import datasets
+import pytest
+from conftest import DATA
+from ragloaders.cli import main
+from ragloaders.publish.build import build_folder
+from ragloaders.publish.output_folder import (
+    MANIFEST,
+    OutputFolder,
+    OutputFolderError,
+    check_target,
+    read_manifest,
+    verify,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+NEW, OLD = "beir/nfcorpus", "crag/task_1_and_2"
+SOURCES = {NEW: str(DATA / "beir"), OLD: str(DATA / "crag")}
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory) -> str:
+    return str(tmp_path_factory.mktemp("cache"))
+
+
+@pytest.fixture(scope="module")
+def loads(tmp_path_factory) -> Path:
+    """Where load_dataset caches what the tests load (away from the folders whose siblings are checked)."""
+    return tmp_path_factory.mktemp("loads")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, cache_dir) -> dict[str, tuple[Path, dict]]:
+    """A complete build of each path (copied into place by tests) and its {config: {split: rows}}."""
+    folders = {}
+    for path in (NEW, OLD):
+        out = tmp_path_factory.mktemp("built") / path.replace("/", "-")
+        outputs = build_folder(path, str(out), data_dir=SOURCES[path], cache_dir=cache_dir)
+        folders[path] = out, {o.name: {s.name: s.num_examples for s in o.splits.values()} for o in outputs}
+    return folders
+
+
+def snapshot(folder: Path, folder_inodes: bool = True) -> dict[str, tuple]:
+    """Every entry under folder: mode, inode, bytes (or link target), and a folder's mtime, to prove nothing was
+    touched. A build adds the user's entries to a new folder: their folders are new ones (`folder_inodes` False)."""
+    entries = {}
+    for path in sorted(folder.rglob("*")):
+        info = path.lstat()
+        content = os.readlink(path) if path.is_symlink() else path.read_bytes() if path.is_file() else None
+        kept = folder_inodes or not path.is_dir() or path.is_symlink()
+        entries[str(path.relative_to(folder))] = (info.st_mode, info.st_ino if kept else info.st_mtime_ns, content)
+    return entries
+
+
+def user_folder(folder: Path) -> Path:
+    (folder / "notes").mkdir(parents=True)
+    (folder / "notes" / "plan.txt").write_text("my notes\n")
+    (folder / "paper.pdf").write_bytes(os.urandom(2000))
+    (folder / "empty").mkdir()
+    os.symlink("/nonexistent/target", folder / "dangling")
+    return folder
+
+
+def cli(capsys, *args: str) -> tuple[int, str]:
+    status = main(list(args))
+    return status, capsys.readouterr().err
+
+
+def one_error_line(err: str) -> str:
+    errors = [line for line in err.splitlines() if line.startswith("ragloaders: error:")]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    return errors[0]
+
+
+def build_args(out, path: str = NEW, *extra: str, cache_dir: str) -> list[str]:
+    return ["build", path, "--data-dir", SOURCES[path], "--cache-dir", cache_dir, "--out", str(out), *extra]
+
+
+def which_build(out: Path, built: dict, loads: Path) -> str:
+    """The path whose complete build `out` holds: the manifest verifies with nothing missing, altered or extra,
+    the card's configs are exactly that build's, and each loads with the right row counts."""
+    verdict = verify(str(out))
+    assert verdict.manifest and verdict.manifest.complete, os.listdir(out)
+    assert not (verdict.altered or verdict.missing or verdict.others), verdict
+    path = verdict.manifest.identity["path"]
+    expected = built[path][1]
+    assert sorted(datasets.get_dataset_config_names(str(out))) == sorted(expected)
+    for config, splits in expected.items():
+        loaded = datasets.load_dataset(str(out), config, cache_dir=str(loads / f"load-{time.monotonic_ns()}"))
+        assert {split: dataset.num_rows for split, dataset in loaded.items()} == splits, (path, config)
+    return path
+
+
+def siblings(out: Path) -> list[str]:
+    return sorted(os.listdir(out.parent))
+
+
+# --- whose folder ---------------------------------------------------------------------------------------------------
+
+
+def test_a_folder_ragloaders_did_not_write_is_refused_in_one_line_and_left_alone(tmp_path, capsys, cache_dir):
+    out = user_folder(tmp_path / "mine")
+    before = snapshot(tmp_path)
+    status, err = cli(capsys, *build_args(out, cache_dir=cache_dir))
+    assert status == 2
+    assert "not written by ragloaders" in one_error_line(err) and "--into-existing" in err
+    assert snapshot(tmp_path) == before
+
+
+def test_into_existing_adds_the_build_beside_every_user_entry(tmp_path, capsys, cache_dir, built):
+    out = user_folder(tmp_path / "mine")
+    os.utime(out / "empty", ns=(10**18, 10**18))
+    os.utime(out / "notes", ns=(2 * 10**18, 2 * 10**18))
+    before = snapshot(out, folder_inodes=False)
+    assert cli(capsys, *build_args(out, NEW, "--into-existing", cache_dir=cache_dir))[0] == 0
+    after = snapshot(out, folder_inodes=False)
+    assert {name: after[name] for name in before} == before  # same bytes, same inodes
+    assert which_build_ignoring_user(out, before) == NEW
+    # now the folder is ragloaders': the next build needs no flag and still keeps the user's entries
+    assert cli(capsys, *build_args(out, OLD, cache_dir=cache_dir))[0] == 0
+    again = snapshot(out, folder_inodes=False)
+    assert {name: again[name] for name in before} == before
+    assert not (out / "qrels").exists() and which_build_ignoring_user(out, before) == OLD  # nfcorpus' files gone
+    assert siblings(out) == ["mine"]
+
+
+def which_build_ignoring_user(out: Path, user: dict) -> str:
+    verdict = verify(str(out))
+    assert sorted(verdict.others) == sorted(n + "/" if n == "empty" else n for n in user if n != "notes")
+    assert not verdict.altered and not verdict.missing
+    return verdict.manifest.identity["path"]
+
+
+def test_a_user_file_where_the_build_writes_stops_it_even_with_into_existing(tmp_path, capsys, cache_dir):
+    out = user_folder(tmp_path / "mine")
+    (out / "README.md").write_text("my own readme\n")
+    before = snapshot(tmp_path)
+    status, err = cli(capsys, *build_args(out, NEW, "--into-existing", cache_dir=cache_dir))
+    assert status == 2 and "README.md" in one_error_line(err)
+    assert snapshot(tmp_path) == before  # nothing changed, no work folder or lock file left
+
+
+def test_an_empty_folder_is_taken_without_a_flag(tmp_path, capsys, cache_dir, built, loads):
+    out = tmp_path / "empty"
+    out.mkdir()
+    assert cli(capsys, *build_args(out, cache_dir=cache_dir))[0] == 0
+    assert which_build(out, built, loads) == NEW
+
+
+def test_an_altered_own_file_is_refused_and_kept_a_missing_one_rebuilt(tmp_path, capsys, cache_dir, built, loads):
+    out = tmp_path / "out"
+    shutil.copytree(built[NEW][0], out)
+    card = out / "README.md"
+    text = card.read_bytes()
+    card.write_bytes(text[:-2] + b"X" + text[-1:])  # one byte, the same size: caught by the hash
+    before = snapshot(tmp_path)
+    status, err = cli(capsys, *build_args(out, cache_dir=cache_dir))
+    assert status == 2 and "README.md" in one_error_line(err) and "changed" in err
+    assert snapshot(tmp_path) == before
+    card.write_bytes(text + b"\nmy edit\n")
+    assert cli(capsys, *build_args(out, cache_dir=cache_dir))[0] == 2
+    card.unlink()
+    (out / "qrels" / "test-00000-of-00001.parquet").unlink()
+    assert cli(capsys, *build_args(out, OLD, cache_dir=cache_dir))[0] == 0
+    assert which_build(out, built, loads) == OLD and siblings(out) == ["out"]
+
+
+def test_a_hostile_manifest_cannot_make_ragloaders_delete_outside_or_through_a_symlink(tmp_path, capsys, cache_dir):
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"precious\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "data.parquet").write_bytes(b"also precious\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    os.symlink(elsewhere, out / "corpus")
+    record = {"sha256": hashlib.sha256(b"precious\n").hexdigest(), "size": 9}
+    inner = {"sha256": hashlib.sha256(b"also precious\n").hexdigest(), "size": 14}
+    manifest = {"format": "ragloaders-manifest", "version": 1, "complete": True, "target": str(out), "identity": {},
+                "files": {"../victim.txt": record, "corpus/data.parquet": inner}}
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    before = snapshot(tmp_path)
+    assert read_manifest(str(out)) is None  # a path outside the folder: not a ragloaders manifest
+    status, err = cli(capsys, *build_args(out, cache_dir=cache_dir))
+    assert status == 2 and "not written by ragloaders" in one_error_line(err)
+    # without the '..' entry it is well formed, but the file behind the symlink is never an own file
+    del manifest["files"]["../victim.txt"]
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    assert verify(str(out)).own == {} and verify(str(out)).altered == ["corpus/data.parquet"]
+    status, err = cli(capsys, *build_args(out, cache_dir=cache_dir))
+    assert status == 2 and "corpus/data.parquet" in one_error_line(err)
+    assert victim.read_bytes() == b"precious\n" and (elsewhere / "data.parquet").read_bytes() == b"also precious\n"
+    assert {k: v for k, v in snapshot(tmp_path).items() if not k.startswith("out/")} == \
+        {k: v for k, v in before.items() if not k.startswith("out/")}
+
+
+# --- where ----------------------------------------------------------------------------------------------------------
+
+
+def test_the_filesystem_root_is_refused():
+    for root in ("/", "//", "/tmp/..", "/./"):
+        with pytest.raises(OutputFolderError, match="filesystem root"):
+            check_target(root)
+
+
+REFUSED = {
+    "home": ("home", "home folder"),
+    "above home": ("home/..", "home folder"),
+    "cwd as .": (".", "current folder"),
+    "cwd": ("home/work/cwd", "current folder"),
+    "above cwd": ("home/work/cwd/..", "current folder"),
+    "x/.. naming cwd": ("home/work/cwd/x/..", "current folder"),
+    "dot of a folder": ("other/.", "name the folder itself"),
+    "data dir": ("parent-of-data/data", "data dir"),
+    "inside data dir": ("parent-of-data/data/out", "data dir"),
+    "above data dir": ("parent-of-data", "data dir"),
+    "cache dir": ("cache", "cache dir"),
+    "inside cache dir": ("cache/out", "cache dir"),
+    "symlink to data dir": ("link-to-data", "data dir"),
+    "symlink to cwd": ("link-to-cwd", "current folder"),
+    "a file": ("afile", "not a folder"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_unsafe_targets_are_refused_in_one_line_before_anything_is_written(case, tmp_path, capsys, monkeypatch):
+    """Each target holds files of its own; with the old rmtree each of these cases lost them."""
+    given, reason = REFUSED[case]
+    home, cwd, other = tmp_path / "home", tmp_path / "home" / "work" / "cwd", tmp_path / "other"
+    data, cache = tmp_path / "parent-of-data" / "data", tmp_path / "cache"
+    for folder in (cwd / "x", other, data, cache):
+        folder.mkdir(parents=True)
+        (folder / "keep.txt").write_text(f"{folder.name} file\n")
+    shutil.copy(DATA / "beir" / "nfcorpus.zip", data)
+    os.symlink(data, tmp_path / "link-to-data")
+    os.symlink(cwd, tmp_path / "link-to-cwd")
+    (tmp_path / "afile").write_text("a file\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    target = "." if given == "." else f"{tmp_path}/{given}"  # as typed: pathlib would drop a '.' part
+    before = snapshot(tmp_path)
+    status, err = cli(capsys, "build", NEW, "--data-dir", str(data), "--cache-dir", str(cache), "--out", target)
+    assert status == 2 and reason in one_error_line(err)
+    assert snapshot(tmp_path) == before
+
+
+def test_the_default_datasets_cache_is_protected_without_a_cache_dir(tmp_path):
+    cache = Path(datasets.config.HF_DATASETS_CACHE)
+    for target in (cache, cache / "out", cache.parent):
+        with pytest.raises(OutputFolderError, match="datasets cache"):
+            check_target(str(target), data_dir=str(DATA / "beir"))
+    assert check_target(str(tmp_path / "out"), data_dir=str(DATA / "beir")) == os.path.realpath(tmp_path / "out")
+
+
+def test_a_symlinked_target_is_built_where_it_points(tmp_path, capsys, cache_dir, built, loads):
+    real = tmp_path / "real"
+    os.symlink(real, tmp_path / "link")
+    assert cli(capsys, *build_args(tmp_path / "link", cache_dir=cache_dir))[0] == 0
+    assert (tmp_path / "link").is_symlink() and which_build(real, built, loads) == NEW
+
+
+# --- kills and concurrent builds ------------------------------------------------------------------------------------
+
+HOOK = r"""
+import os, sys, time
+import ragloaders.publish.build as build
+import ragloaders.publish.output_folder as of
+
+point, sentinel, out, cache = sys.argv[1:5]
+state = {"swapped": False, "checks": 0, "renames": 0}
+
+def reached():
+    with open(sentinel, "w") as f:
+        f.write(point)
+    time.sleep(300)
+
+real_exchange, real_write, real_rename = of.exchange, build.write_parquet, os.rename
+real_inside = of._regular_file_inside
+
+def exchange(a, b):
+    if point == "sealed":
+        reached()
+    if point == "aside":
+        state["swapped"] = True
+        return False
+    done = real_exchange(a, b)
+    state["swapped"] = True
+    if point == "swapped":
+        reached()
+    return done
+
+def write_parquet(*args, **kwargs):
+    files = real_write(*args, **kwargs)
+    if point == "writing":
+        reached()
+    return files
+
+def inside(root, name):
+    if state["swapped"] and point == "clearing":
+        state["checks"] += 1
+        if state["checks"] == 2:  # the first old file is gone, the others are there
+            reached()
+    return real_inside(root, name)
+
+def rename(a, b):
+    if state["swapped"] and point == "aside":
+        state["renames"] += 1
+        if state["renames"] == 2:  # the old folder is aside, the new one not yet in place
+            reached()
+    return real_rename(a, b)
+
+of.exchange, build.write_parquet, of._regular_file_inside, os.rename = exchange, write_parquet, inside, rename
+build.build_folder("beir/nfcorpus", out, data_dir=sys.argv[5], cache_dir=cache)
+"""
+
+
+def hooked_build(tmp_path: Path, point: str, out: Path, cache_dir: str) -> subprocess.Popen:
+    environment = {**os.environ, "PYTHONPATH": str(ROOT / "loaders")}
+    return subprocess.Popen([sys.executable, "-c", HOOK, point, str(tmp_path / "reached"), str(out), cache_dir,
+                             SOURCES[NEW]], env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def kill_when_reached(process: subprocess.Popen, sentinel: Path) -> None:
+    deadline = time.monotonic() + 240
+    while not sentinel.exists():
+        assert process.poll() is None, process.stderr.read().decode()[-3000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    process.stderr.close()
+
+
+@pytest.mark.parametrize("point, expected", [("writing", OLD), ("sealed", OLD), ("swapped", NEW),
+                                             ("clearing", NEW)])
+def test_a_kill_at_any_point_leaves_the_old_or_the_new_complete_folder(point, expected, tmp_path, cache_dir, built,
+                                                                       loads):
+    out = tmp_path / "out"
+    shutil.copytree(built[OLD][0], out)
+    kill_when_reached(hooked_build(tmp_path, point, out, cache_dir), tmp_path / "reached")
+    assert which_build(out, built, loads) == expected
+    assert [name for name in siblings(out) if ".ragloaders-work-" in name]  # the killed build's leftover
+    build_folder(NEW, str(out), data_dir=SOURCES[NEW], cache_dir=cache_dir)
+    assert which_build(out, built, loads) == NEW
+    assert siblings(out) == ["out", "reached"]  # the leftover was removed, nothing else
+
+
+def test_a_kill_between_the_two_renames_of_the_fallback_swap_is_undone(tmp_path, cache_dir, built, loads):
+    """Where the filesystem cannot exchange two folders, the old one is put aside then the new one moved in;
+    a kill in between leaves no folder at `out`, and the next build puts the old one back first."""
+    out = tmp_path / "out"
+    shutil.copytree(built[OLD][0], out)
+    kill_when_reached(hooked_build(tmp_path, "aside", out, cache_dir), tmp_path / "reached")
+    assert not out.exists() and [name for name in siblings(out) if ".ragloaders-old-" in name]
+    with OutputFolder(str(out), data_dir=SOURCES[NEW], cache_dir=cache_dir):
+        pass  # what a build does first: recover; then it is left without a commit
+    assert which_build(out, built, loads) == OLD and siblings(out) == ["out", "reached"]
+
+
+def test_two_concurrent_builds_of_one_folder_both_finish_with_a_complete_folder(tmp_path, cache_dir, built, loads):
+    out = tmp_path / "out"
+    shutil.copytree(built[OLD][0], out)
+    environment = {**os.environ, "PYTHONPATH": str(ROOT / "loaders")}
+    command = [sys.executable, "-m", "ragloaders", *build_args(out, cache_dir=cache_dir)]
+    processes = [subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(2)]
+    results = [process.communicate(timeout=300) for process in processes]
+    assert [process.returncode for process in processes] == [0, 0], [err[-2000:] for _, err in results]
+    assert all(f"wrote {out}" in stdout for stdout, _ in results)
+    assert which_build(out, built, loads) == NEW and siblings(out) == ["out"]
+
+
+# --- the CLI's errors -----------------------------------------------------------------------------------------------
+
+
+def test_errors_are_one_line_and_debug_shows_the_traceback(tmp_path, capsys, cache_dir):
+    out = user_folder(tmp_path / "mine")
+    status, err = cli(capsys, *build_args(out, cache_dir=cache_dir))
+    assert status == 2 and err.count("\n") == 1
+    with pytest.raises(OutputFolderError):
+        main(["--debug", *build_args(out, cache_dir=cache_dir)])
+    with pytest.raises(OutputFolderError):
+        main([*build_args(out, cache_dir=cache_dir), "--debug"])
+    # an OSError (here: the parent of --out cannot be made) is one line too
+    (tmp_path / "plain").write_text("a file\n")
+    status, err = cli(capsys, *build_args(tmp_path / "plain" / "out", cache_dir=cache_dir))
+    assert status == 2 and "plain" in one_error_line(err)
