@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 import datasets
@@ -20,21 +21,48 @@ def configs_of(path: str) -> list[str]:
     return [config.name for config in _builder_class(path).BUILDER_CONFIGS]
 
 
+def did_you_mean(name: str, known: list[str]) -> str:
+    """` (did you mean 'beir/scifact'?)` for the known names closest to a misspelt one; "" when none is close."""
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.75)
+    return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+
+
 def _builder_class(path: str) -> type[RagBuilder]:
     paths = registry()
     normalized = path.strip("/")
     if normalized not in paths:
-        raise ValueError(f"unknown path {path!r}; `ragloaders list` shows the {len(paths)} known paths")
+        raise ValueError(f"unknown path {path!r}{did_you_mean(normalized, list(paths))}; `ragloaders list` shows the "
+                         f"{len(paths)} known paths")
     return paths[normalized]
 
 
 def builder(path: str, config: str, **kwargs: Any) -> datasets.DatasetBuilder:
-    """The `datasets.DatasetBuilder` behind `load(path, config)`; kwargs go to its constructor
-    (`data_dir`, `cache_dir`, and config parameters such as CRAG's `release`)."""
+    """The `datasets.DatasetBuilder` behind `load(path, config)`, not yet prepared.
+
+    Args:
+        path: a benchmark path, e.g. `beir/scifact`, `crag/task_1_and_2`, `mmrag` (`ragloaders list`).
+        config: one of the path's configs (`configs_of(path)`), e.g. `corpus`, `qrels`, `records`, `top_ranked`.
+        **kwargs: passed to the builder: `data_dir` (a folder with the files as the benchmark distributes them),
+            `cache_dir`, and config parameters such as CRAG's `release` ("v5", "v4", "example").
+
+    Returns:
+        A `datasets.DatasetBuilder`: call `download_and_prepare()`, then `as_dataset()`, or `as_streaming_dataset()`.
+        Its `source_files_read()` lists the local files the config reads.
+
+    Raises:
+        ValueError: unknown path or config (with the closest names: "did you mean ...?"), or a bad parameter.
+        MissingSourceError: `data_dir` lacks the files (raised when the builder is made, or when it prepares).
+
+    Example:
+        >>> b = builder("beir/scifact", "qrels", data_dir="~/beir")  # the folder holding scifact.zip
+        >>> b.download_and_prepare(); b.as_dataset()["test"].num_rows  # doctest: +SKIP
+        339
+    """
     cls = _builder_class(path)
     names = [c.name for c in cls.BUILDER_CONFIGS]
     if config not in names:
-        raise ValueError(f"{path} has no config {config!r}; its configs are {', '.join(names)}")
+        raise ValueError(f"{path} has no config {config!r}{did_you_mean(config, names)}; its configs are "
+                         f"{', '.join(names)}")
     return cls(path.strip("/"), config, **kwargs)
 
 
@@ -49,8 +77,36 @@ def load(
     num_proc: int | None = None,
     **config_kwargs: Any,
 ) -> datasets.DatasetDict | datasets.Dataset | datasets.IterableDatasetDict | datasets.IterableDataset:
-    """Load a benchmark config as `datasets.load_dataset` would load its published hub repository;
-    `config_kwargs` set config parameters (CRAG's `release`) as in `load_dataset`."""
+    """Load a benchmark config as `datasets.load_dataset` would load its published hub repository.
+
+    Args:
+        path: a benchmark path, e.g. `beir/scifact`, `crag/task_1_and_2`, `mmrag` (`ragloaders list` shows all).
+        config: one of the path's configs: BEIR `corpus` / `queries` / `qrels`; CRAG `records` (every field of
+            every record), `queries`, `corpus`, `search_results`, `top_ranked`; mmRAG `records`, `queries`,
+            `qrels`, `corpus`.
+        split: one split (a `Dataset`) instead of all (a `DatasetDict`).
+        data_dir: a folder holding the files as the benchmark distributes them (the archive or its extracted files);
+            required for datasets that cannot be downloaded (bioasq, signal1m, trec-news, robust04).
+        streaming: read the source as it is iterated (an `IterableDataset[Dict]`), without preparing a cache.
+        cache_dir: where `datasets` keeps the prepared Arrow files (default: its own cache).
+        num_proc: processes for preparing large files.
+        **config_kwargs: config parameters, as in `load_dataset` (CRAG's `release`: "v5", "v4", "example").
+
+    Returns:
+        `DatasetDict` (or `Dataset` with `split`); with `streaming`, `IterableDatasetDict` / `IterableDataset`.
+        Ids are strings exactly as in the source.
+
+    Raises:
+        ValueError: unknown path, config or split (with "did you mean ...?" for a close name).
+        MissingSourceError: no source files where they are expected (`data_dir`, or not downloadable).
+        SourceError: a source file is damaged or not as the benchmark specifies; names the file and record.
+
+    Example:
+        >>> from ragloaders import load
+        >>> qrels = load("beir/scifact", "qrels", split="test")  # doctest: +SKIP
+        >>> qrels[0]  # doctest: +SKIP
+        {'query-id': '1', 'corpus-id': '31715818', 'score': 1}
+    """
     dataset_builder = builder(path, config, data_dir=data_dir, cache_dir=cache_dir, **config_kwargs)
     if streaming:
         return dataset_builder.as_streaming_dataset(split=split)

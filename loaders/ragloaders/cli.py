@@ -7,17 +7,46 @@ import json
 import sys
 from collections.abc import Sequence
 
+from . import __version__
 from .api import configs_of, registry
 from .core.errors import MissingSourceError, SourceError
 
+DATA_DIR_HELP = ("a folder holding the benchmark's files as it distributes them: the archive (e.g. nfcorpus.zip) or "
+                 "its extracted files; default: download them")
+EXAMPLES = {
+    "list": ["ragloaders list"],
+    "build": ["ragloaders build beir/scifact --out scifact",
+              "ragloaders build crag/task_1_and_2 --data-dir ~/crag --out crag12"],
+    "validate": ["ragloaders validate beir/arguana",
+                 "ragloaders validate mmrag --data-dir ~/mmrag --json",
+                 "ragloaders validate ./scifact            # a built folder",
+                 "ragloaders validate mteb/scifact          # a hub repository (network)"],
+    "push": ["ragloaders push beir/scifact --repo-id my-org/scifact --dry-run"],
+    "eval": ["ragloaders eval beir/scifact --run bm25.trec --metrics ndcg@10"],
+    "bm25": ["ragloaders bm25 beir/scifact --out bm25.trec"],
+}
+"""One or more command lines per subcommand, shown at the end of its --help."""
+
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """`ragloaders list`: one line per path: path, configs, size, and `bring your own` for the datasets whose
+    files a user must obtain. Returns 0.
+
+    Example: `ragloaders list` prints `beir/nfcorpus  corpus queries qrels  3,633 docs; 2.4 MB download`."""
+    from .publish.listing import path_size, supplied_by_user
+
     for path in registry():
-        print(f"{path}\t{' '.join(configs_of(path))}")
+        mark = "\tbring your own: " + supplied_by_user(path) if supplied_by_user(path) else ""
+        print(f"{path}\t{' '.join(configs_of(path))}\t{path_size(path)}{mark}")
     return 0
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    """`ragloaders build PATH --out FOLDER`: every config of PATH as Parquet plus a README.md dataset card
+    (`publish.build.build_folder`); prints each config's split sizes. Returns 0; errors are raised (SourceError,
+    MissingSourceError, ValueError) and `main` prints them (exit 2).
+
+    Example: `ragloaders build beir/scifact --out scifact`, then `datasets.load_dataset("scifact", "qrels")`."""
     from .publish.build import build_folder
 
     outputs = build_folder(args.path, args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
@@ -30,12 +59,22 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    """`ragloaders validate TARGET`: the integrity report of a benchmark path (from its source files), or of a
+    built folder or hub repository in BEIR / mteb layout (from its Parquet); `--json` for JSON
+    (`publish.validate.run`). Returns 0 when there is no structural error, 1 otherwise; `main` prints raised errors
+    (unknown path with "did you mean", missing files) and returns 2.
+
+    Example: `ragloaders validate crag/task_1_and_2 --data-dir ~/crag`; `ragloaders validate ./scifact`."""
     from .publish.validate import run
 
     return run(args.path, data_dir=args.data_dir, cache_dir=args.cache_dir, as_json=args.json)
 
 
 def cmd_push(args: argparse.Namespace) -> int:
+    """`ragloaders push PATH --repo-id ORG/NAME`: build into a staging folder and upload what changed
+    (`publish.push.push`); `--dry-run` stops after staging. Returns 0; errors are raised and printed by `main`.
+
+    Example: `ragloaders push beir/scifact --repo-id my-org/scifact --private`."""
     from .publish.push import push
 
     result = push(args.path, args.repo_id, data_dir=args.data_dir, cache_dir=args.cache_dir, num_proc=args.num_proc,
@@ -124,12 +163,13 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:
     baseline.set_defaults(run=cmd_bm25)
     for command in (evaluate, baseline):
         command.add_argument("--split", default="test", help="qrels (or queries) split (default test)")
-        command.add_argument("--data-dir", help="local files as the benchmark distributes them")
+        command.add_argument("--data-dir", help=DATA_DIR_HELP)
         command.add_argument("--cache-dir", help="datasets cache folder")
 
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="ragloaders", description=__doc__)
+    root.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     root.add_argument("--debug", action="store_true", help="show the traceback of an error")
     commands = root.add_subparsers(dest="command", required=True)
 
@@ -145,7 +185,8 @@ def parser() -> argparse.ArgumentParser:
     validate = commands.add_parser(
         "validate", help="counts, dangling and shared ids, duplicates, score histogram; exit 1 on structural errors"
     )
-    validate.add_argument("path", help="e.g. beir/arguana")
+    validate.add_argument("path", help="a benchmark path (beir/arguana), a built folder (README.md + Parquet), or a "
+                                       "hub repo id org/name (network): any repository in BEIR / mteb layout")
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
     validate.set_defaults(run=cmd_validate)
 
@@ -162,7 +203,7 @@ def parser() -> argparse.ArgumentParser:
     add_eval_commands(commands)
 
     for command in (build, validate, push):
-        command.add_argument("--data-dir", help="local files as the benchmark distributes them")
+        command.add_argument("--data-dir", help=DATA_DIR_HELP)
         command.add_argument("--cache-dir", help="datasets cache folder")
     for command in (build, push):
         command.add_argument("--num-proc", type=int, help="processes for large files")
@@ -170,12 +211,24 @@ def parser() -> argparse.ArgumentParser:
                              help="let the folder be an existing one that ragloaders did not write: the build is "
                                   "added beside its files, none of which is changed or deleted (a build that would "
                                   "write where one of them is stops)")
+    for name, command in commands.choices.items():
+        if name in EXAMPLES:
+            command.epilog = "example:\n" + "\n".join(f"  {line}" for line in EXAMPLES[name])
+            command.formatter_class = argparse.RawDescriptionHelpFormatter
+    root.epilog = "examples:\n" + "\n".join(f"  {lines[0]}" for lines in EXAMPLES.values()) + (
+        "\n\n`ragloaders COMMAND --help` shows each command's options and examples.")
+    root.formatter_class = argparse.RawDescriptionHelpFormatter
     for command in commands.choices.values():  # --debug after the command too
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return root
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `ragloaders` command line (`argv`: the arguments, default `sys.argv[1:]`); returns the exit status:
+    0 success, 1 `validate` found structural errors, 2 an error (printed as one line on stderr). `--help` and
+    `--version` exit through SystemExit, as argparse does.
+
+    Example: `main(["validate", "beir/nfcorpus", "--data-dir", "tests/data/beir"])` returns 0."""
     args = parser().parse_args(argv)
     try:
         return args.run(args)

@@ -1,0 +1,95 @@
+"""The newcomer's first hour: --version, --help with a working example per command, `list`, "did you mean"."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+import ragloaders
+from ragloaders import cli
+from ragloaders.api import configs_of, registry
+from ragloaders.benchmarks.beir import catalogue as beir
+from ragloaders.publish.listing import human_bytes
+
+BRING_YOUR_OWN = {"beir/bioasq", "beir/signal1m", "beir/trec-news", "beir/robust04"}
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"ragloaders {ragloaders.__version__}"
+
+
+def command_help(name: str) -> str:
+    return cli.parser()._subparsers._group_actions[0].choices[name].format_help()
+
+
+def test_every_command_shows_an_example_that_parses():
+    commands = cli.parser()._subparsers._group_actions[0].choices
+    assert set(cli.EXAMPLES) == set(commands)
+    for name in commands:
+        text = command_help(name)
+        assert "\nexample:\n" in text, name
+        examples = [line.strip() for line in text.split("\nexample:\n", 1)[1].strip().splitlines()]
+        assert examples == cli.EXAMPLES[name]
+        for line in examples:
+            argv = shlex.split(line, comments=True)
+            assert argv[:2] == ["ragloaders", name]
+            args = cli.parser().parse_args(argv[1:])  # a wrong option would exit here
+            assert args.command == name
+    root = cli.parser().format_help()
+    assert all(f"  {lines[0]}" in root for lines in cli.EXAMPLES.values())
+
+
+def test_data_dir_help_says_folder_or_archive():
+    for name in ("build", "validate", "push", "eval", "bm25"):
+        text = " ".join(command_help(name).split())
+        assert "a folder holding the benchmark's files as it distributes them: the archive" in text, name
+
+
+def test_list_marks_bring_your_own_and_shows_sizes(capsys):
+    assert cli.main(["list"]) == 0
+    lines = {line.split("\t")[0]: line.split("\t") for line in capsys.readouterr().out.splitlines()}
+    assert list(lines) == list(registry())
+    assert {path for path, cells in lines.items() if cells[-1].startswith("bring your own: ")} == BRING_YOUR_OWN
+    for path, cells in lines.items():
+        assert cells[1].split() == configs_of(path)
+    for path in beir.DATASETS:
+        dataset = beir.DATASETS[path]
+        size = lines[path][2]
+        assert size.startswith(f"{dataset.corpus_docs:,} docs"), path
+        if path not in BRING_YOUR_OWN:
+            assert size.endswith(f"; {human_bytes(dataset.zip_bytes)} download"), path
+    assert lines["crag/task_1_and_2"][2] == "705.1 MB download (v5)"  # 739,310,088 bytes
+    assert lines["mmrag"][2].endswith("+ download")  # the corpus file's size is not published
+
+
+def test_human_bytes():
+    assert [human_bytes(n) for n in (812, 2_448_432, 739_310_088, 5 << 30)] == ["812 B", "2.3 MB", "705.1 MB",
+                                                                               "5.0 GB"]
+
+
+@pytest.mark.parametrize("argv, suggestion", [
+    (["validate", "beir/scifactt"], "did you mean 'beir/scifact'?"),
+    (["build", "crag/task1_and_2", "--out", "unused"], "did you mean 'crag/task_1_and_2'?"),
+    (["validate", "mmrg"], "did you mean 'mmrag'?"),
+])
+def test_misspelt_paths_get_did_you_mean(argv, suggestion, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ragloaders: error: unknown path") and suggestion in err
+
+
+def test_misspelt_configs_get_did_you_mean_and_far_names_get_none():
+    with pytest.raises(ValueError, match=r"no config 'recrods' \(did you mean 'records'\?\)"):
+        ragloaders.load("mmrag", "recrods")
+    with pytest.raises(ValueError, match=r"no config 'qrel' \(did you mean 'qrels'\?\)"):
+        ragloaders.builder("beir/nfcorpus", "qrel")
+    with pytest.raises(ValueError) as error:
+        ragloaders.builder("beir/nfcorpus", "xyz")
+    assert "did you mean" not in str(error.value) and "its configs are corpus, queries, qrels" in str(error.value)
+    with pytest.raises(ValueError) as error:
+        ragloaders.load("nothing/like/this", "corpus")
+    assert "did you mean" not in str(error.value)
