@@ -27,5 +27,23 @@ def _rebuild_source_error(path: str, message: str, line: int | None, record: int
     return SourceError(path, message, line=line, record=record)
 
 
+class DownloadError(SourceError):
+    """A download that failed (no network, DNS, refused, HTTP error): names the URL, the cause and what to do."""
+
+    def __init__(self, url: str, cause: str, *, mirror_env: str | None = None):
+        self.url, self.cause, self.mirror_env = url, cause, mirror_env
+        mirror = f"set {mirror_env} to a mirror" if mirror_env else "use a mirror"
+        super().__init__(
+            url, f"download failed ({cause}); nothing partial is kept. Check the network, or {mirror}, or download "
+            "the files yourself and pass their folder with --data-dir (data_dir= in Python)"
+        )
+
+    def __reduce__(self):
+        return (DownloadError, (self.url, self.cause), {"mirror_env": self.mirror_env})
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(self.url, self.cause, **state)
+
+
 class MissingSourceError(FileNotFoundError):
     """A dataset's files are not there and cannot be downloaded; says where to get them."""

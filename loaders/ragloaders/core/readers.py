@@ -1,15 +1,31 @@
 """Readers shared by every benchmark: JSON lines and TSV into Arrow tables, in bounded batches.
 
-Clean files go through pyarrow's streaming readers with an explicit schema (ids stay strings, no
-Python per row). When pyarrow refuses a block, the same shard is read again line by line with
-orjson, which either pinpoints the bad line in a SourceError or, for a legal file pyarrow cannot
-handle (a line longer than its block), produces the remaining rows itself.
+A file is read in chunks of whole lines (`iter_line_chunks`). Each chunk is first parsed by pyarrow
+from an in-memory buffer with an explicit schema (ids stay strings, no Python per row); when pyarrow
+refuses the chunk, or a check of its result fails, the same chunk is read line by line in Python,
+which either pinpoints the bad line in a SourceError or produces the rows itself. Both paths apply
+the same rules (below), so a line gets the same verdict whichever path reads it.
+
+pyarrow never gets a Python file object: its streaming readers read ahead on their own threads,
+which call back into Python and abort the interpreter when a stream stopped early is finalized at
+exit (`Fatal Python error: PyGILState_Release`). Parsing whole in-memory chunks leaves no thread
+running between two batches.
+
+Rules for bad input (each a SourceError naming the file and the line or record):
+- JSON: invalid UTF-8, invalid JSON, an object with a duplicate key, and an unpaired surrogate
+  escape (`"\ud800"`, `"\udce9"`: UTF-8, hence Parquet, cannot hold it) are refused; integers
+  of any size are kept exactly (in JSON text columns too); a UTF-8 BOM is skipped at the start of
+  a file only. An empty corpus or queries file is refused.
+- qrels: a score is an optional `-` followed by ASCII digits that fits int32; a carriage return
+  anywhere but just before the line end is refused.
 """
 
 from __future__ import annotations
 
 import ast
 import io
+import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -17,6 +33,7 @@ from typing import Any, BinaryIO
 import ijson
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 
@@ -24,6 +41,8 @@ from .errors import SourceError
 from .sources import RangeReader, SourceFiles, line_aligned_ranges
 
 BLOCK_BYTES = 1 << 20
+"""pyarrow's parser block; a chunk of lines (CHUNK_BLOCKS blocks) is parsed on threads, block by block."""
+CHUNK_BLOCKS = 4
 SHARD_BYTES = 128 << 20
 MAX_LINE_BYTES = 512 << 20
 """Longest line read: far above any benchmark's (CRAG's reach several MB), far below what exhausts memory."""
@@ -84,6 +103,42 @@ def iter_lines(stream: BinaryIO, name: str = "<stream>", first: int = 1) -> Iter
         yield number, line.rstrip(b"\r\n")
 
 
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def iter_line_chunks(
+    stream: BinaryIO, name: str = "<stream>", first: int = 1, *, skip_bom: bool = False
+) -> Iterator[tuple[int, bytes]]:
+    """(number of its first line, bytes) for consecutive chunks of whole lines of about CHUNK_BLOCKS * BLOCK_BYTES.
+
+    Every chunk but the last ends with a newline. `skip_bom` drops a UTF-8 BOM at the very start. A line
+    longer than MAX_LINE_BYTES raises SourceError instead of filling memory."""
+    target = min(CHUNK_BLOCKS * BLOCK_BYTES, MAX_LINE_BYTES)  # so a longer line always spans reads
+    pending: list[bytes] = []
+    pending_bytes = 0
+    number = first
+    if skip_bom:
+        head = stream.read(len(_UTF8_BOM))
+        if head != _UTF8_BOM:
+            pending, pending_bytes = [head], len(head)
+    while data := stream.read(target):
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:
+            pending.append(data)
+            pending_bytes += len(data)
+            if pending_bytes > MAX_LINE_BYTES:
+                raise SourceError(name, f"line longer than {MAX_LINE_BYTES:,} bytes (MAX_LINE_BYTES)", line=number)
+            continue
+        if pending and pending_bytes + data.find(b"\n") > MAX_LINE_BYTES:
+            raise SourceError(name, f"line longer than {MAX_LINE_BYTES:,} bytes (MAX_LINE_BYTES)", line=number)
+        chunk = b"".join([*pending, data[:cut]]) if pending else data[:cut]
+        pending, pending_bytes = ([data[cut:]], len(data) - cut) if cut < len(data) else ([], 0)
+        yield number, chunk
+        number += chunk.count(b"\n")
+    if pending_bytes:
+        yield number, b"".join(pending)
+
+
 def _describe(value: Any) -> str:
     text = orjson.dumps(value).decode()
     return text if len(text) <= 60 else text[:57] + "..."
@@ -93,7 +148,7 @@ def _conform_value(value: Any, field: pa.Field, where: str) -> Any:
     if value is None:
         return None
     if field.metadata == JSON_FIELD:
-        return orjson.dumps(value).decode()
+        return json_text(value)
     kind = field.type
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         if isinstance(value, str):
@@ -101,7 +156,11 @@ def _conform_value(value: Any, field: pa.Field, where: str) -> Any:
         expected = "a string"
     elif pa.types.is_integer(kind):
         if isinstance(value, int) and not isinstance(value, bool):
-            return value
+            bits = kind.bit_width
+            low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1)) if pa.types.is_signed_integer(kind) else (0, 2**bits)
+            if low <= value < high:
+                return value
+            raise ValueError(f"`{where}` = {value} does not fit in {kind}")
         expected = "an integer"
     elif pa.types.is_floating(kind):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -148,25 +207,103 @@ def check_required(row: dict, required: Iterable[str]) -> None:
             raise ValueError(f"missing required field `{name}`")
 
 
-def _json_problem(line: bytes, error: orjson.JSONDecodeError) -> str:
+_JSON_WHITESPACE = b" \t\r\n"
+_KEY_END = re.compile(rb'"[ \t\r\n]*:')
+"""Ends a key (and, rarely, an escaped quote in a string): its count bounds the number of keys in the text."""
+_LONG_INTEGER = re.compile(rb"[0-9]{19}")
+"""19 digits or more: a number that orjson may turn into a float (beyond int64 / uint64)."""
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object names the same key twice (which value a reader keeps is arbitrary)."""
+
+
+class UniqueKeyDict(dict):
+    """A dict that refuses to set a key twice: the `map_type` for ijson, so that a duplicate key is refused."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if key in self:
+            raise DuplicateKeyError(f"duplicate key {key!r} in a JSON object")
+        super().__setitem__(key, value)
+
+
+def refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """`object_pairs_hook` for `json.loads`: the object as a dict, or DuplicateKeyError naming the repeated key."""
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKeyError(f"duplicate key {key!r} in a JSON object")
+            seen.add(key)
+    return result
+
+
+def _count_keys(value: Any) -> int:
+    count, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            count += len(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
+
+
+def _json_problem(line: bytes, error: Exception) -> str:
     try:
         line.decode("utf-8")
     except UnicodeDecodeError as e:
         return f"invalid UTF-8 at byte {e.start} of the line ({line[e.start:e.start + 4]!r})"
+    if "surrogate" in str(error):
+        return f"unpaired surrogate escape such as \\ud800 in a string, which UTF-8 cannot hold ({error})"
     return f"invalid JSON ({error})"
 
 
-def iter_json_records(shard: Shard) -> Iterator[tuple[int, int, Any]]:
-    """(line number, line length in bytes, parsed value) for each non-blank line of a JSONL shard."""
-    first = shard.first_line_number()
+def loads_strict(text: bytes) -> Any:
+    """One JSON value under the shared rules: ValueError (saying what is wrong) for invalid UTF-8 or JSON, an
+    unpaired surrogate escape or a duplicate key; integers of any size kept exact.
+
+    orjson parses; the standard library parses again, refusing duplicate keys and keeping big integers as
+    int, only when the text may hold either (more key-like tokens than keys parsed, or a 19-digit run)."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as e:
+        raise ValueError(_json_problem(text, e)) from None
+    if _LONG_INTEGER.search(text) or len(_KEY_END.findall(text)) != _count_keys(value):
+        value = json.loads(text, object_pairs_hook=refuse_duplicate_keys)
+    return value
+
+
+def json_text(value: Any) -> str:
+    """A parsed JSON value as compact JSON text; integers beyond 64 bits stay exact."""
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _shard_chunks(shard: Shard) -> Iterator[tuple[int, bytes]]:
     with shard.open() as stream:
-        for number, line in iter_lines(stream, shard.name, first):
-            if not line.strip():
-                continue
-            try:
-                yield number, len(line), orjson.loads(line)
-            except orjson.JSONDecodeError as e:
-                raise SourceError(shard.name, _json_problem(line, e), line=number) from None
+        yield from iter_line_chunks(stream, shard.name, shard.first_line_number(), skip_bom=shard.start == 0)
+
+
+def _json_line_records(chunk: bytes, first: int, name: str) -> Iterator[tuple[int, int, Any]]:
+    for number, line in enumerate(chunk.split(b"\n"), start=first):
+        if not line.strip(_JSON_WHITESPACE):
+            continue
+        try:
+            value = loads_strict(line)
+        except ValueError as e:
+            raise SourceError(name, str(e), line=number) from None
+        yield number, len(line), value
+
+
+def iter_json_records(shard: Shard) -> Iterator[tuple[int, int, Any]]:
+    """(line number, line length in bytes, parsed value) for each non-blank line of a JSONL shard (loads_strict)."""
+    for first, chunk in _shard_chunks(shard):
+        yield from _json_line_records(chunk, first, shard.name)
 
 
 class RowBatcher:
@@ -216,43 +353,59 @@ def literal_string_list(text: str) -> list[str] | None:
     return None
 
 
-def conformed_rows(
-    shard: Shard, schema: pa.Schema, required: Iterable[str], skip: int = 0
+def _chunk_rows(
+    chunk: bytes, first: int, name: str, schema: pa.Schema, required: tuple[str, ...]
 ) -> Iterator[tuple[dict, int]]:
-    required = tuple(required)
-    for index, (number, nbytes, record) in enumerate(iter_json_records(shard)):
-        if index < skip:
-            continue
+    for number, nbytes, record in _json_line_records(chunk, first, name):
         try:
             row = conform(record, schema)
             check_required(row, required)
         except ValueError as e:
-            raise SourceError(shard.name, str(e), line=number) from None
+            raise SourceError(name, str(e), line=number) from None
         yield row, nbytes
 
 
-def read_jsonl(shard: Shard, schema: pa.Schema, required: Iterable[str] = ()) -> Iterator[pa.Table]:
-    """Tables of `schema` from a JSONL shard; `required` columns may not be missing or null."""
-    required = tuple(required)
-    if any(field.metadata == JSON_FIELD for field in schema):
-        yield from tables_from_rows(conformed_rows(shard, schema, required), schema)
-        return
-    rows_done = 0
-    parse_options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+_NON_BLANK_LINE = re.compile(rb"(?m)^[ \t\r]*[^ \t\r\n]")
+
+
+def _jsonl_fast(chunk: bytes, schema: pa.Schema, required: tuple[str, ...]) -> pa.Table | None:
+    """The chunk parsed by pyarrow, or None when pyarrow refuses it or its result breaks a rule (then the
+    line-by-line path decides). pyarrow skips a BOM at a buffer's start and reads `}{` as two rows: such
+    chunks are left to the line path too."""
+    if chunk.startswith(_UTF8_BOM):
+        return None
     try:
-        with shard.open() as stream:
-            reader = pa_json.open_json(
-                stream, read_options=pa_json.ReadOptions(block_size=BLOCK_BYTES, use_threads=True),
-                parse_options=parse_options,
-            )
-            for batch in reader:
-                if any(batch.column(name).null_count for name in required):
-                    raise pa.ArrowInvalid("null in a required column")
-                batch.validate(full=True)  # pyarrow's JSON reader lets invalid UTF-8 through; this refuses it
-                rows_done += batch.num_rows
-                yield pa.Table.from_batches([batch])
+        table = pa_json.read_json(
+            pa.py_buffer(chunk),
+            read_options=pa_json.ReadOptions(block_size=BLOCK_BYTES, use_threads=True),
+            parse_options=pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"),
+        )
+        table.validate(full=True)  # pyarrow's JSON reader lets invalid UTF-8 through; this refuses it
     except pa.ArrowInvalid:
-        yield from tables_from_rows(conformed_rows(shard, schema, required, skip=rows_done), schema)
+        return None
+    if any(table.column(name).null_count for name in required):
+        return None
+    if table.num_rows != len(_NON_BLANK_LINE.findall(chunk)):
+        return None
+    return table
+
+
+def read_jsonl(shard: Shard, schema: pa.Schema, required: Iterable[str] = ()) -> Iterator[pa.Table]:
+    """Tables of `schema` from a JSONL shard; `required` columns may not be missing or null; a file with
+    no record is refused."""
+    required = tuple(required)
+    line_by_line = any(field.metadata == JSON_FIELD for field in schema)
+    rows = 0
+    for first, chunk in _shard_chunks(shard):
+        table = None if line_by_line else _jsonl_fast(chunk, schema, required)
+        tables = [table] if table is not None else tables_from_rows(
+            _chunk_rows(chunk, first, shard.name, schema, required), schema
+        )
+        for table in tables:
+            rows += table.num_rows
+            yield table
+    if rows == 0 and shard.end is None:
+        raise SourceError(shard.name, "no records: the file is empty or holds only blank lines")
 
 
 def fits_int32(value: int) -> bool:
@@ -261,57 +414,85 @@ def fits_int32(value: int) -> bool:
 
 QRELS_SCHEMA = pa.schema([("query-id", pa.string()), ("corpus-id", pa.string()), ("score", pa.int32())])
 QRELS_HEADER = b"query-id\tcorpus-id\tscore"
+_QRELS_TEXT = pa.schema([(name, pa.string()) for name in QRELS_SCHEMA.names])
+_SCORE = re.compile(r"-?[0-9]+")
 
 
-def _check_qrels_line(line: bytes) -> None:
-    text = line.decode("utf-8")
+def qrels_fields(line: bytes) -> tuple[str, str, int]:
+    """(query-id, corpus-id, score) of one qrels line without its line end; ValueError says what is wrong.
+
+    A score is an optional `-` followed by ASCII digits and fits int32."""
+    if b"\r" in line:
+        raise ValueError("carriage return inside the line (only a CRLF line end is allowed)")
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"invalid UTF-8 at byte {e.start} of the line ({line[e.start:e.start + 4]!r})") from None
     columns = text.split("\t")
     if len(columns) != 3:
         raise ValueError(f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(columns)}")
-    try:
-        score = int(columns[2])
-    except ValueError:
-        raise ValueError(f"score must be an integer, got {columns[2]!r}") from None
-    if not fits_int32(score):
+    query, doc, score = columns
+    if not _SCORE.fullmatch(score):
+        raise ValueError(f"score must be an integer (an optional '-' followed by ASCII digits), got {score!r}")
+    if len(score) > 11 or not fits_int32(int(score)):
         raise ValueError(f"score {score} does not fit in int32")
+    return query, doc, int(score)
+
+
+def _qrels_fast(chunk: bytes) -> pa.Table | None:
+    """The chunk parsed by pyarrow, or None (then the line path decides): pyarrow also ends a line at a lone
+    CR and skips a BOM at a buffer's start, so such chunks go to the line path."""
+    if chunk.count(b"\r") != chunk.count(b"\r\n") or chunk.startswith(_UTF8_BOM):
+        return None
+    try:
+        table = pa_csv.read_csv(
+            pa.py_buffer(chunk),
+            read_options=pa_csv.ReadOptions(column_names=QRELS_SCHEMA.names, block_size=BLOCK_BYTES, use_threads=True),
+            parse_options=pa_csv.ParseOptions(delimiter="\t", quote_char=False, ignore_empty_lines=True),
+            convert_options=pa_csv.ConvertOptions(
+                column_types=_QRELS_TEXT, strings_can_be_null=False, quoted_strings_can_be_null=False
+            ),
+        )
+        score = table.column("score")
+        if not pc.all(pc.match_substring_regex(score, r"^-?[0-9]+$")).as_py():
+            return None
+        return table.set_column(2, "score", pc.cast(score, pa.int32())).cast(QRELS_SCHEMA)
+    except pa.ArrowInvalid:
+        return None
+
+
+def _qrels_by_line(chunk: bytes, first: int, name: str) -> pa.Table:
+    columns: tuple[list, list, list] = ([], [], [])
+    for number, line in enumerate(chunk.split(b"\n"), start=first):
+        line = line.removesuffix(b"\r")
+        if not line:
+            continue
+        try:
+            fields = qrels_fields(line)
+        except ValueError as e:
+            raise SourceError(name, str(e), line=number) from None
+        for column, value in zip(columns, fields):
+            column.append(value)
+    return pa.Table.from_arrays([pa.array(column, type=f.type) for column, f in zip(columns, QRELS_SCHEMA)],
+                                schema=QRELS_SCHEMA)
+
+
+def _qrels_chunks(shard: Shard) -> Iterator[tuple[int, bytes]]:
+    with shard.open() as stream:
+        header = stream.readline(len(QRELS_HEADER) + 2)
+        if header.removesuffix(b"\n").removesuffix(b"\r") != QRELS_HEADER:
+            raise SourceError(shard.name, f"expected the header {QRELS_HEADER.decode()!r}, got {header[:80]!r}", line=1)
+        yield from iter_line_chunks(stream, shard.name, 2)
 
 
 def read_qrels(shard: Shard) -> Iterator[pa.Table]:
     """A BEIR qrels TSV (header `query-id<TAB>corpus-id<TAB>score`) as (string, string, int32) tables."""
-    with shard.open() as stream:
-        header = stream.readline().rstrip(b"\r\n")
-    if header != QRELS_HEADER:
-        raise SourceError(shard.name, f"expected the header {QRELS_HEADER.decode()!r}, got {header[:80]!r}", line=1)
-    try:
-        with shard.open() as stream:
-            reader = pa_csv.open_csv(
-                stream,
-                read_options=pa_csv.ReadOptions(
-                    skip_rows=1, column_names=QRELS_SCHEMA.names, block_size=BLOCK_BYTES, use_threads=True
-                ),
-                parse_options=pa_csv.ParseOptions(delimiter="\t", quote_char=False, ignore_empty_lines=True),
-                convert_options=pa_csv.ConvertOptions(
-                    column_types=QRELS_SCHEMA, strings_can_be_null=False, quoted_strings_can_be_null=False
-                ),
-            )
-            for batch in reader:
-                yield pa.Table.from_batches([batch]).cast(QRELS_SCHEMA)
-    except (pa.ArrowInvalid, UnicodeDecodeError):
-        _raise_qrels_error(shard)
-        raise
-
-
-def _raise_qrels_error(shard: Shard) -> None:
-    with shard.open() as stream:
-        for number, line in iter_lines(stream, shard.name):
-            if number == 1 or not line:
-                continue
-            try:
-                _check_qrels_line(line)
-            except (ValueError, UnicodeDecodeError) as e:
-                raise SourceError(shard.name, str(e), line=number) from None
-
-
+    for first, chunk in _qrels_chunks(shard):
+        table = _qrels_fast(chunk)
+        if table is None:
+            table = _qrels_by_line(chunk, first, shard.name)
+        if table.num_rows:
+            yield table
 
 
 def _ijson_backend() -> Any:
@@ -325,8 +506,6 @@ def _ijson_backend() -> Any:
 
 
 JSON_ARRAY_BACKEND = _ijson_backend()
-_JSON_WHITESPACE = b" \t\r\n"
-_UTF8_BOM = b"\xef\xbb\xbf"
 
 
 def _first_bytes(stream: BinaryIO, buf_size: int) -> bytes:
@@ -366,23 +545,39 @@ def iter_json_array_batches(
         found = repr(start.decode("latin-1")) if start else "an empty file"
         raise SourceError(name, f"expected a JSON array (a file starting with '['), found {found}")
     parsed = ijson.sendable_list()
-    parser = JSON_ARRAY_BACKEND.items_coro(parsed, "item", use_float=True)
+    parser = JSON_ARRAY_BACKEND.items_coro(parsed, "item", use_float=True, map_type=UniqueKeyDict)
     done = 0
+    while chunk:
+        batch = _send(parser, parsed, chunk, name, done)
+        if batch:
+            yield done, batch
+            done += len(batch)
+        chunk = stream.read(buf_size)
+    if batch := _send(parser, parsed, None, name, done):
+        yield done, batch
+
+
+def _send(parser: Any, parsed: list, chunk: bytes | None, name: str, done: int) -> list[Any]:
+    """Push `chunk` (None: the end) into the array parser; the elements it completed. Errors become SourceError
+    naming the element: invalid JSON, invalid UTF-8 or an unpaired surrogate escape, a duplicate key."""
     try:
-        while chunk:
+        if chunk is None:
+            parser.close()
+        else:
             parser.send(chunk)
-            if parsed:
-                batch = list(parsed)
-                del parsed[:]
-                yield done, batch
-                done += len(batch)
-            chunk = stream.read(buf_size)
-        parser.close()
     except ijson.JSONError as e:
         index = done + len(parsed)
         raise SourceError(name, _array_error(_json_error_detail(e), index), record=index) from None
-    if parsed:
-        yield done, list(parsed)
+    except DuplicateKeyError as e:
+        index = done + len(parsed)
+        raise SourceError(name, f"{e} in record {index}", record=index) from None
+    except UnicodeDecodeError as e:
+        index = done + len(parsed)
+        message = f"invalid UTF-8 or an unpaired surrogate escape (such as \\ud800) in record {index} ({e.reason})"
+        raise SourceError(name, message, record=index) from None
+    batch = list(parsed)
+    del parsed[:]
+    return batch
 
 
 def _array_error(detail: str, index: int) -> str:

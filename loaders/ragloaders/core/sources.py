@@ -8,10 +8,11 @@ import io
 import json
 import os
 import zipfile
+import zlib
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from .errors import MissingSourceError, SourceError
+from .errors import DownloadError, MissingSourceError, SourceError
 
 _CHUNK = 1 << 20
 
@@ -22,10 +23,10 @@ class SourceFiles:
     def __init__(self, location: str, *, root: str = ""):
         self.location = os.path.abspath(location)
         self.root = root.strip("/")
-        self.is_zip = zipfile.is_zipfile(self.location) if os.path.isfile(self.location) else False
+        self.is_zip = os.path.isfile(self.location)
         if not self.is_zip and not os.path.isdir(self.location):
             raise MissingSourceError(f"{self.location}: no such folder or zip file")
-        self._zip = zipfile.ZipFile(self.location) if self.is_zip else None
+        self._zip = open_zip(self.location) if self.is_zip else None
 
     def __getstate__(self):
         return {"location": self.location, "root": self.root}
@@ -58,7 +59,8 @@ class SourceFiles:
     def open(self, relpath: str) -> BinaryIO:
         self.require(relpath)
         if self._zip is not None:
-            return self._zip.open(self._member(relpath))
+            member = _ZipMember(self._zip.open(self._member(relpath)), self.location, self._member(relpath))
+            return io.BufferedReader(member, _CHUNK)  # type: ignore[return-value]
         return open(self.display(relpath), "rb")
 
     def size(self, relpath: str) -> int:
@@ -73,19 +75,53 @@ class SourceFiles:
         return self.display(relpath)
 
     def identity(self, relpaths: list[str]) -> list:
-        """What changes when a source file is edited: size and modification time (nanoseconds)."""
+        """What changes when a source file is edited (see file_identity): of the zip, or of each file."""
         if self._zip is not None:
             return [*file_identity(self.location), self.root]
         return [file_identity(self.display(relpath)) for relpath in relpaths]
 
 
 def file_identity(path: str) -> list:
-    """[path, size, modification time in nanoseconds], or [path, None] for a file that is not there."""
+    """[path, size, modification time, change time (ns), device, inode], or [path, None] for a missing file.
+
+    Size and mtime alone miss an edit that keeps the size and restores the mtime (`touch -r`); the change
+    time is set by the kernel on every write or metadata change and cannot be set back by the user, and a
+    file replaced by another (rename over it) has a new inode."""
     try:
         stat = os.stat(path)
     except FileNotFoundError:
         return [path, None]
-    return [path, stat.st_size, stat.st_mtime_ns]
+    return [path, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_dev, stat.st_ino]
+
+
+def open_zip(path: str) -> zipfile.ZipFile:
+    """A zip archive opened for reading; a damaged or truncated one raises SourceError naming it."""
+    try:
+        return zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError) as e:
+        raise SourceError(
+            path, f"not a readable zip file: truncated or damaged (its central directory cannot be read: {e})"
+        ) from None
+
+
+class _ZipMember(io.RawIOBase):
+    """A zip member's content; a bad CRC, bad deflate data or a cut member raises SourceError naming both."""
+
+    def __init__(self, member: BinaryIO, archive: str, name: str):
+        self.member, self.archive, self.name = member, archive, name
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        try:
+            return self.member.readinto(buffer)  # type: ignore[attr-defined]
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as e:
+            raise SourceError(f"{self.archive}:{self.name}", f"damaged zip member ({type(e).__name__}: {e})") from None
+
+    def close(self) -> None:
+        self.member.close()
+        super().close()
 
 
 class RangeReader(io.RawIOBase):
@@ -150,6 +186,28 @@ class Download:
     url: str
     md5: str | None = None
     size: int | None = None
+    mirror_env: str | None = None
+    """The environment variable that points this benchmark at a mirror (named when the download fails)."""
+
+
+def verify_md5_once(path: str, expected: str, marker_dir: str) -> None:
+    """Check a local file against the md5 the catalogue knows, once per file identity (see file_identity).
+
+    A passing check leaves a small marker in `marker_dir` (never next to the user's file); a mismatch
+    raises SourceError naming both checksums."""
+    key = hashlib.sha256(json.dumps([file_identity(os.path.abspath(path)), expected]).encode()).hexdigest()[:32]
+    marker = os.path.join(marker_dir, f"{key}.md5-verified")
+    if os.path.exists(marker):
+        return
+    actual = md5_of(path)
+    if actual != expected:
+        raise SourceError(
+            path, f"md5 {actual} does not match the official file's md5 {expected}: the file is damaged or is not "
+            "the official one (extract it and pass the folder, or download it again)"
+        )
+    os.makedirs(marker_dir, exist_ok=True)
+    with open(marker, "w") as f:
+        f.write(actual)
 
 
 def download_verified(dl_manager, download: Download) -> str:
@@ -161,14 +219,12 @@ def download_verified(dl_manager, download: Download) -> str:
     """
     try:
         path = dl_manager.download(download.url)
-    except (SourceError, FileNotFoundError):
+    except SourceError:
         raise
-    except Exception as e:  # a dropped connection surfaces as aiohttp, fsspec or OS errors
+    except Exception as e:  # no network, DNS, refused, HTTP errors, a dropped connection: aiohttp, fsspec, OS errors
         if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
             raise
-        raise SourceError(
-            download.url, f"download failed ({e}); the partial file is not used, and the next attempt restarts it"
-        ) from e
+        raise DownloadError(download.url, _download_cause(e), mirror_env=download.mirror_env) from e
     stat = os.stat(path)
     marker = f"{path}.ragloaders-verified"
     expected = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "md5": download.md5}
@@ -189,6 +245,18 @@ def download_verified(dl_manager, download: Download) -> str:
     with open(marker, "w") as f:
         json.dump(expected, f)
     return path
+
+
+def _download_cause(error: BaseException) -> str:
+    """The innermost useful description of why a download failed, on one line."""
+    causes = []
+    current: BaseException | None = error
+    while current is not None and len(causes) < 4:
+        text = " ".join(str(current).split())
+        if text and text not in causes:
+            causes.append(f"{type(current).__name__}: {text}"[:300])
+        current = current.__cause__ or current.__context__
+    return "; ".join(causes) or type(error).__name__
 
 
 def _discard(path: str) -> None:

@@ -13,7 +13,7 @@ import pyarrow as pa
 from ...core.builder import RagBuilder
 from ...core.errors import MissingSourceError
 from ...core.readers import JSON_FIELD, QRELS_SCHEMA, Shard, read_jsonl, read_qrels, shards_of
-from ...core.sources import SourceFiles, download_verified
+from ...core.sources import SourceFiles, download_verified, verify_md5_once
 from .catalogue import DATASETS, STRING, BeirDataset
 from .citations import BEIR_CITATION
 
@@ -136,8 +136,11 @@ class BeirBuilder(RagBuilder):
         )
 
     def source_files_in(self, data_dir: str) -> SourceFiles:
-        """The dataset inside `data_dir`: the extracted folder itself, a `<name>/` folder in it, or the zip."""
+        """The dataset at `data_dir`: the extracted folder itself, a `<name>/` folder in it, the zip in it, or
+        `data_dir` is the zip itself."""
         root = self.dataset.root
+        if os.path.isfile(data_dir):
+            return SourceFiles(data_dir, root=root)
         for folder in (data_dir, os.path.join(data_dir, root), os.path.join(data_dir, root.split("/")[-1])):
             if any(os.path.exists(os.path.join(folder, name)) for name in ("corpus.jsonl", "queries.jsonl", "qrels")):
                 return SourceFiles(folder)
@@ -152,7 +155,10 @@ class BeirBuilder(RagBuilder):
     def source_files(self, dl_manager: Any) -> SourceFiles:
         """The dataset's files: from `data_dir`, or the official zip downloaded and md5-checked."""
         if self.config.data_dir:
-            return self.source_files_in(self.config.data_dir)
+            files = self.source_files_in(self.config.data_dir)
+            if files.is_zip and self.dataset.md5:  # once per zip identity: the marker lives in the cache
+                verify_md5_once(files.location, self.dataset.md5, os.path.join(self._cache_dir_root, "ragloaders-md5"))
+            return files
         download = self.dataset.download
         if download is None:
             raise MissingSourceError(f"BEIR {self.dataset.name} is {self.dataset.obtain}")

@@ -68,7 +68,7 @@ class BeirDataset:
         if self.md5 is None:
             return None
         base = mirror_base(BASE_URL, BASE_URL_ENV)
-        return Download(f"{base}/{self.archive}.zip", md5=self.md5, size=self.zip_bytes)
+        return Download(f"{base}/{self.archive}.zip", md5=self.md5, size=self.zip_bytes, mirror_env=BASE_URL_ENV)
 
 
 def _bring_your_own(where: str) -> str:

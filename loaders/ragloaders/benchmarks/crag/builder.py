@@ -38,14 +38,13 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import datasets
-import orjson
 import pyarrow as pa
 
 from ...core.builder import RagBuilder
 from ...core.compressed import iter_tar_members, open_bz2, open_joined, order_parts
 from ...core.errors import MissingSourceError, SourceError
 from ...core.html_text import html_to_text
-from ...core.readers import RowBatcher, check_required, conform, iter_lines, literal_string_list
+from ...core.readers import RowBatcher, check_required, conform, iter_lines, literal_string_list, loads_strict
 from ...core.sources import download_verified, file_identity
 from .catalogue import HOMEPAGE, LICENSE, RELEASES, SCHEMAS, SOURCE_FIELDS, SPLITS, TASKS, CragRelease
 from .citations import CITATION
@@ -123,9 +122,7 @@ class CragSource:
                 if not line or line.isspace():
                     continue
                 try:
-                    row = normalize(orjson.loads(line))
-                except orjson.JSONDecodeError as e:
-                    raise SourceError(name, f"invalid JSON ({e})", record=number) from None
+                    row = normalize(loads_strict(line))
                 except ValueError as e:
                     raise SourceError(name, str(e), record=number) from None
                 yield row, len(line)
@@ -247,7 +244,15 @@ class CragBuilder(RagBuilder):
         )
 
     def source_in(self, data_dir: str, chosen: str | None = None) -> CragSource:
-        """The newest release (or the `chosen` one, by default the config's) whose files are in `data_dir`."""
+        """The newest release (or the `chosen` one, by default the config's) whose files are in `data_dir`; or,
+        when `data_dir` is one of the files itself (the `.jsonl.bz2`, the joined tar, a part), its release."""
+        if os.path.isfile(data_dir):
+            folder, name = os.path.split(data_dir)
+            owner = next((r for r in self.releases(chosen) if name in r.files or name == r.joined), None)
+            if owner is None:
+                known = ", ".join(name for r in self.releases(chosen) for name in (*r.files, r.joined) if name)
+                raise MissingSourceError(f"{data_dir}: not a file of CRAG {self.task}; expected one of {known}")
+            return self.source_in(folder, owner.name)
         for release in self.releases(chosen):
             paths = [os.path.join(data_dir, name) for name in release.files]
             if release.joined is None:

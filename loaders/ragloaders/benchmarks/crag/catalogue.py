@@ -36,7 +36,7 @@ class CragRelease:
 
     def downloads(self) -> list[Download]:
         base = mirror_base(BASE_URL, BASE_URL_ENV)
-        return [Download(f"{base}/{self.folder}/{name}", md5=self.md5, size=size)
+        return [Download(f"{base}/{self.folder}/{name}", md5=self.md5, size=size, mirror_env=BASE_URL_ENV)
                 for name, size in zip(self.files, self.sizes)]
 
 
