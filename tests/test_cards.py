@@ -211,6 +211,7 @@ def test_crag_card_states_the_example_release_its_file_and_the_splits_written(cr
     assert f"| `dev_data.jsonl.bz2` | 2,032,693 | `{sha256_of(example)}` |" in sources
     assert "the official file of release `example` (size and md5 match)" in sources
     assert "v5: 2,706, v4: 2,706, example: 10" in text  # the published figures per release, in the summary
+    assert text.endswith("\n\n<!-- built by ragloaders from crag/task_1_and_2 -->\n")  # read by validate
 
 
 def test_each_defect_line_appears_once(crag_example_card):

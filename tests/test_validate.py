@@ -251,8 +251,26 @@ def test_a_built_folder_gets_the_same_report_without_its_sources(tmp_path, capsy
     def strip(facts):
         return {k: v for k, v in facts.items() if k not in ("published", "compared")}
     assert sorted(map(str, map(strip, from_folder["splits"]))) == sorted(map(str, map(strip, from_sources["splits"])))
+    assert from_folder["built_from"] == "mmrag"  # the card's last line
     assert cli.main(["validate", str(out), "--cache-dir", str(tmp_path / "c3")]) == 0
-    assert "source: a repository (no source files read): published counts not compared" in capsys.readouterr().out
+    assert "source: a repository built by ragloaders from mmrag (its declared upstream defects apply); no source " \
+           "files read: published counts not compared" in capsys.readouterr().out
+
+
+def test_a_built_crag_folder_keeps_its_known_defects_as_warnings(tmp_path):
+    from ragloaders.publish.build import build_folder
+    from ragloaders.publish.validate import integrity_of_repository
+
+    out = tmp_path / "built"
+    build_folder("crag/task_1_and_2", str(out), data_dir=CRAG_DATA, cache_dir=str(tmp_path / "c"))
+    report = integrity_of_repository(str(out), cache_dir=str(tmp_path / "c2"))
+    assert report["ok"] and report["built_from"] == "crag/task_1_and_2"
+    assert [(w["check"], w["config"], w["count"]) for w in report["warnings"]] == [
+        ("duplicate_pairs", "search_results", 11)]
+    readme = out / "README.md"  # the same folder without our card's marker: a foreign repository, no declared defects
+    readme.write_text(readme.read_text().replace("<!-- built by ragloaders from crag/task_1_and_2 -->", ""))
+    foreign = integrity_of_repository(str(out), cache_dir=str(tmp_path / "c3"))
+    assert foreign["built_from"] is None and [e["check"] for e in foreign["errors"]] == ["duplicate_pairs"]
 
 
 def test_a_hand_made_mteb_repository_with_a_dangling_qrel(tmp_path, capsys):
@@ -271,6 +289,7 @@ def test_a_hand_made_mteb_repository_with_a_dangling_qrel(tmp_path, capsys):
     assert errors["duplicate_ids"]["ids"] == ["d1"]
     assert split_facts(report, "queries", "queries")["empty_text_ids"] == ["q2"]
     assert split_facts(report, "default", "test")["score_histogram"] == {"1": 1, "2": 1}
+    assert report["built_from"] is None
     assert cli.main(["validate", folder, "--cache-dir", str(tmp_path / "c2")]) == 1
     assert "ERROR missing_docs in default/test: 1 corpus ids are not in `corpus`: 'd404'" in capsys.readouterr().out
     assert cli.main(["validate", folder, "--data-dir", folder]) == 2  # --data-dir is for benchmark paths
@@ -306,5 +325,6 @@ def test_a_hub_repo_id_is_loaded_by_its_id(tmp_path, monkeypatch):
 
     monkeypatch.setattr(validate.datasets, "get_dataset_config_names", names)
     monkeypatch.setattr(validate.datasets, "load_dataset", load)
+    monkeypatch.setattr(validate, "built_from", lambda repo: seen.append(repo) and None)
     assert cli.main(["validate", "some-org/beir-copy", "--json", "--cache-dir", str(tmp_path / "c")]) == 0
-    assert set(seen) == {"some-org/beir-copy"} and len(seen) == 4
+    assert set(seen) == {"some-org/beir-copy"} and len(seen) == 5

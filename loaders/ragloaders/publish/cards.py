@@ -8,6 +8,7 @@ YAML (task categories, language, tags) come from `dataset_cards/<family>.md`, a 
 from __future__ import annotations
 
 import os
+import re
 import string
 from importlib import resources
 from typing import Any
@@ -31,6 +32,10 @@ DEFAULT_CONFIG = "records"
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
                    (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"))
 LIST_PREVIEW = 10
+BUILT_FROM = "<!-- built by ragloaders from {path} -->"
+"""The last line of every card (invisible when rendered): `validate` of a built folder or repository reads it to
+apply the path's declared upstream defects."""
+BUILT_FROM_PATTERN = re.compile(r"^<!-- built by ragloaders from (\S+) -->$", re.MULTILINE)
 
 def facts_for(path: str) -> CardFacts:
     """The `CardFacts` the path's benchmark declares."""
@@ -367,4 +372,5 @@ def render_card(
         "baselines": baselines_section(path.strip("/"), facts, derived or {}),
     }
     text = string.Template(body).substitute(sections)
-    return f"---\n{front_matter(family_yaml, facts, outputs).to_yaml()}\n---\n\n{text.rstrip()}\n"
+    marker = BUILT_FROM.format(path=path.strip("/"))
+    return f"---\n{front_matter(family_yaml, facts, outputs).to_yaml()}\n---\n\n{text.rstrip()}\n\n{marker}\n"

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from ..api import builder, configs_of, registry
 from ..benchmarks import benchmark_of
 from ..core.facts import KnownDefect, PublishedCounts
+from .cards import BUILT_FROM_PATTERN
 from .provenance import files_read, published_of, source_report
 
 RELATION_CONFIGS = ("qrels", "search_results")
@@ -282,10 +283,13 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None) ->
     Configs are found with `datasets.get_dataset_config_names`; `corpus` and `queries` (or mteb's `query`) are
     checked as entities, any config with `query-id` and `corpus-id` columns as relations (qrels, or mteb's
     `default`), every other config for its rows. No counts are published and no defects declared for a repository:
-    every finding is an error. Raises ValueError when the repository has no config at all."""
+    every finding is an error, unless the card says ragloaders built it from a benchmark path (`built_from`):
+    then that path's declared upstream defects are warnings and its declared keys are checked, as for the path.
+    Raises ValueError when the repository has no config at all."""
     configs = datasets.get_dataset_config_names(repository)
     if not configs:
         raise ValueError(f"{repository}: no configs (not a dataset folder or repository)")
+    path = built_from(repository)
     loaded = {config: datasets.load_dataset(repository, config, cache_dir=cache_dir) for config in configs}
     inspection = _Inspection(repository)
 
@@ -305,8 +309,34 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None) ->
         if config not in inspected:
             inspection.splits += [{"config": config, "split": split, "rows": table.num_rows}
                                   for split, table in tables(config).items()]
+    if path is not None:
+        for config, key in keys_of(path).items():
+            if config in loaded and config not in inspected:
+                inspection.splits = [f for f in inspection.splits if f["config"] != config]
+                inspection.keyed(config, tables(config), key)
     shared = inspection.shared_ids()
-    return _report(repository, inspection, [], shared, None)
+    report = _report(repository, inspection, known_defects_of(path) if path else [], shared, None)
+    report["built_from"] = path
+    return report
+
+
+def built_from(repository: str) -> str | None:
+    """The benchmark path a ragloaders card says the repository was built from (its last line, `BUILT_FROM`),
+    if it names a known path; None for any other repository."""
+    readme = os.path.join(repository, "README.md")
+    if not os.path.isdir(repository):
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import EntryNotFoundError
+
+        try:
+            readme = hf_hub_download(repository, "README.md", repo_type="dataset")
+        except EntryNotFoundError:
+            return None
+    if not os.path.isfile(readme):
+        return None
+    with open(readme, encoding="utf-8", errors="replace") as f:
+        found = BUILT_FROM_PATTERN.findall(f.read())
+    return found[-1] if found and found[-1] in registry() else None
 
 
 def _report(path: str, inspection: _Inspection, defects: list[KnownDefect], shared: int | None,
@@ -356,7 +386,7 @@ def render_text(report: dict) -> Iterable[str]:
         yield line
     if report["shared_ids"] is not None:
         yield f"  query ids that are also corpus ids: {report['shared_ids']:,}"
-    yield from source_lines(report.get("source"))
+    yield from source_lines(report.get("source"), report.get("built_from"))
     for finding in report["errors"]:
         yield f"ERROR {_describe(finding)}"
     for finding in report["warnings"]:
@@ -366,10 +396,12 @@ def render_text(report: dict) -> Iterable[str]:
     yield "OK" if report["ok"] else f"FAILED: {len(report['errors'])} structural error(s)"
 
 
-def source_lines(source: dict | None) -> Iterable[str]:
+def source_lines(source: dict | None, built_from_path: str | None = None) -> Iterable[str]:
     """What was read and whether the published counts were compared, as terminal lines."""
     if source is None:
-        yield "source: a repository (no source files read): published counts not compared"
+        by = (f" built by ragloaders from {built_from_path} (its declared upstream defects apply)"
+              if built_from_path else "")
+        yield f"source: a repository{by}; no source files read: published counts not compared"
         return
     for f in source["files"]:
         yield f"source: {f['name']} ({f['bytes']:,} bytes; {', '.join(f['configs'])}): {f['note']}"
