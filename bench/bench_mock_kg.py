@@ -83,53 +83,62 @@ def run(code: dict, *args: str) -> dict:
 
 
 def make_nba(path: Path, size: int) -> int:
+    """200,000 varied rows, then the table doubled inside sqlite (`INSERT ... SELECT`) until the file reaches `size`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     rng = random.Random(0)
-    rows = 0
     with sqlite3.connect(path) as db:
         db.execute('CREATE TABLE "play_by_play" ("game_id" TEXT, "eventnum" INTEGER, "eventmsgtype" INTEGER, '
                    '"period" INTEGER, "wctimestring" TEXT, "pctimestring" TEXT, "homedescription" TEXT, '
                    '"visitordescription" TEXT, "player1_id" TEXT, "player1_name" TEXT, "score" TEXT, "margin" REAL)')
+        db.executemany("INSERT INTO play_by_play VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", [
+            (f"{22200000 + i // 400:010d}", i, rng.randint(1, 18), 1 + i % 4, "8:04 PM", "11:42",
+             f"Tatum 25' 3PT Jump Shot ({rng.randint(0, 40)} PTS) (Brown {rng.randint(0, 9)} AST)",
+             None if i % 3 else "MISS Curry 26' 3PT Jump Shot", str(1628369 + i % 500), "Jayson Tatum",
+             f"{rng.randint(0, 130)} - {rng.randint(0, 130)}", rng.uniform(-30, 30)) for i in range(200_000)])
+        db.commit()
+        rows = 200_000
         while path.stat().st_size < size:
-            batch = [(f"{22200000 + rows // 400:010d}", i, rng.randint(1, 18), 1 + i % 4, "8:04 PM", "11:42",
-                      f"Tatum 25' 3PT Jump Shot ({rng.randint(0, 40)} PTS) (Brown {rng.randint(0, 9)} AST)",
-                      None if i % 3 else "MISS Curry 26' 3PT Jump Shot", str(1628369 + i % 500), "Jayson Tatum",
-                      f"{rng.randint(0, 130)} - {rng.randint(0, 130)}", rng.uniform(-30, 30))
-                     for i in range(rows, rows + 200_000)]
-            db.executemany("INSERT INTO play_by_play VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", batch)
+            grow = min(rows, max(1, int(rows * (size - path.stat().st_size) / path.stat().st_size)) + 1)
+            db.execute(f"INSERT INTO play_by_play SELECT * FROM play_by_play LIMIT {grow}")
             db.commit()
-            rows += len(batch)
+            rows += grow
     db.close()
     return rows
 
 
 def make_movies(path: Path, size: int) -> int:
+    """Records of the generated fixtures' shape (cast and crew lengthened), each under its own key."""
     from mock_kg_generated import movie_record
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    variants = []
+    for i in range(50):
+        record = movie_record(i)
+        record["cast"], record["crew"] = record["cast"] * 12, record["crew"] * 20
+        variants.append(json.dumps(record))
     count = 0
     with open(path, "w", encoding="utf-8") as f:
         f.write("{")
         while f.tell() < size:
-            record = movie_record(count)
-            record["cast"] = record["cast"] * 12
-            record["crew"] = record["crew"] * 20
-            f.write(("," if count else "") + json.dumps(f"rings {count}") + ": " + json.dumps(record))
+            f.write(("," if count else "") + f'"rings {count}": ' + variants[count % len(variants)])
             count += 1
         f.write("}")
     return count
 
 
 def make_detailed_prices(path: Path, size: int) -> int:
+    """SqliteDict rows of 1,950 one-minute prices each (five days), 20 distinct pickles under distinct tickers."""
     from mock_kg_generated import price_history, sqlitedict_file
 
     rng = random.Random(0)
     path.parent.mkdir(parents=True, exist_ok=True)
-    one = len(pickle.dumps(price_history(rng, 1950, True), pickle.HIGHEST_PROTOCOL))
-    tickers = max(1, size // one)
-    for start in range(0, tickers, 500):
-        sqlitedict_file(path, [(f"T{i:06d}", price_history(rng, 1950, True))
-                               for i in range(start, min(tickers, start + 500))])
+    sqlitedict_file(path, [])
+    blobs = [pickle.dumps(price_history(rng, 1950, True), pickle.HIGHEST_PROTOCOL) for _ in range(20)]
+    tickers = max(1, size // len(blobs[0]))
+    with sqlite3.connect(path) as db:
+        db.executemany('INSERT INTO "unnamed" (key, value) VALUES (?, ?)',
+                       ((f"T{i:06d}", blobs[i % len(blobs)]) for i in range(tickers)))
+    db.close()
     return tickers
 
 

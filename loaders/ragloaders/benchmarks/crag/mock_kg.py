@@ -72,21 +72,36 @@ BATCH_ROWS = 10_000
 BATCH_BYTES = 32 << 20
 """Rows are written in tables of at most this many rows or about this many bytes."""
 FETCH_ROWS = 1_000
+FETCH_VALUES = 32
+"""SqliteDict rows fetched at a time: each value is a pickle of up to a few hundred KB (a ticker's minute prices)."""
 MAX_DEPTH = 200
 MAX_NODES = 10_000_000
 """Most values (containers and scalars) one key's value may expand to: a pickle whose memo points many times at
 the same list could otherwise expand exponentially."""
 INT64 = (-(2**63), 2**63 - 1)
+PYTHON_BYTES = 400
+"""What a container of a converted row costs in memory, with its scalars, as Python objects (measured on the
+price and movie records: 300-500 bytes); batches are bounded by this estimate."""
 EXACT_FLOAT_INT = 2**53
 OTHER = "other"
 
 
 class Mismatch(ValueError):
-    """A value that does not have the declared shape: `where` is its place inside the key's value."""
+    """A value that does not have the declared shape. `where` (its place inside the key's value, such as
+    `cast[3].name`) is built on the way up, only when a value fails."""
 
     def __init__(self, where: str, message: str):
         self.where, self.message = where, message
-        super().__init__(f"{where or 'value'}: {message}")
+        super().__init__(message)
+
+    def under(self, step: str) -> Mismatch:
+        """The same mismatch, one level up: `step` is `.field`, `[index]` or `['key']`."""
+        self.where = step + self.where
+        return self
+
+    @property
+    def place(self) -> str:
+        return self.where.removeprefix(".")
 
 
 # ---------------------------------------------------------------- shapes -> Arrow
@@ -158,111 +173,162 @@ def _date_text(value: Any) -> str | None:
     return None
 
 
+def _kind(arrow: pa.DataType) -> str:
+    for kind, check in (("text", pa.types.is_string), ("text", pa.types.is_large_string), ("int", pa.types.is_integer),
+                        ("float", pa.types.is_floating), ("bool", pa.types.is_boolean)):
+        if check(arrow):
+            return kind
+    raise TypeError(f"unsupported scalar type {arrow}")
+
+
+_KINDS: dict[pa.DataType, str] = {}
+_EXPECTED = {"text": "a string", "int": "an integer", "float": "a number", "bool": "true or false"}
+
+
 class Converter:
-    """Turns one key's value into row values of the declared shapes, counting what it visits."""
+    """Turns one key's value into row values of the declared shapes, counting the containers it visits."""
 
     def __init__(self) -> None:
         self.nodes = 0
         self.bytes = 0
         self._open: set[int] = set()
 
-    def _visit(self, where: str, depth: int) -> None:
+    def _container(self, value: Any, depth: int) -> None:
         self.nodes += 1
         if self.nodes > MAX_NODES:
-            raise Mismatch(where, f"value expands to more than {MAX_NODES:,} items (MAX_NODES)")
+            raise Mismatch("", f"value expands to more than {MAX_NODES:,} items (MAX_NODES)")
         if depth > MAX_DEPTH:
-            raise Mismatch(where, f"value nested deeper than {MAX_DEPTH} levels")
+            raise Mismatch("", f"value nested deeper than {MAX_DEPTH} levels")
+        if id(value) in self._open:
+            raise Mismatch("", "the value contains itself (a cycle)")
 
-    def value(self, value: Any, shape: Shape, where: str = "", depth: int = 0) -> Any:
+    def value(self, value: Any, shape: Shape, depth: int = 0) -> Any:
         """`value` as Arrow expects it for `shape`; Mismatch if it does not fit."""
-        self._visit(where, depth)
-        if isinstance(shape, Scalar):
-            return self.scalar(value, shape.arrow, where)
-        if isinstance(shape, Json):
-            plain = self.plain(value, where, depth)
+        if type(shape) is Scalar:
+            return self.scalar(value, shape.arrow)
+        if type(shape) is Json:
+            plain = self.plain(value, depth)
+            if plain is None:
+                return None
             text = json.dumps(plain, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
             self.bytes += len(text)
-            return None if plain is None else text
+            return text
         if _is_missing(value):
             return None
-        if isinstance(shape, ListOf):
-            items = self._sequence(value, where)
-            with self._inside(value, where):
-                return [self.value(item, shape.item, f"{where}[{i}]", depth + 1) for i, item in enumerate(items)]
-        if isinstance(shape, Record):
-            return self.record(value, shape, where, depth)
-        if isinstance(shape, Entries):
-            mapping = self._mapping(value, where)
-            rows = []
-            with self._inside(value, where):
-                for key, item in mapping.items():
-                    at = f"{where}[{key!r}]"
-                    row = {shape.key_name: self._key(key, at)}
-                    if shape.value_name is None:
-                        row.update(self.record(item, shape.value, at, depth + 1, required=True))  # type: ignore[arg-type]
-                    else:
-                        row[shape.value_name] = self.value(item, shape.value, at, depth + 1)
-                    rows.append(row)
-            return rows
+        self._container(value, depth)
+        self._open.add(id(value))
+        try:
+            if isinstance(shape, ListOf):
+                return self._list(self._sequence(value), shape.item, depth)
+            if isinstance(shape, Record):
+                return self.record(value, shape, depth)
+            if isinstance(shape, Entries):
+                return self._entries(self._mapping(value), shape, depth)
+        finally:
+            self._open.discard(id(value))
         raise TypeError(f"not a shape: {shape!r}")
 
-    def record(self, value: Any, shape: Record, where: str, depth: int, *, required: bool = False) -> dict | None:
+    def _list(self, items: list, item: Shape, depth: int) -> list:
+        converted = []
+        for index, value in enumerate(items):
+            try:
+                converted.append(self.value(value, item, depth + 1))
+            except Mismatch as e:
+                raise e.under(f"[{index}]") from None
+        return converted
+
+    def _entries(self, mapping: dict, shape: Entries, depth: int) -> list:
+        rows = []
+        for key, item in mapping.items():
+            try:
+                row = {shape.key_name: self._key(key)}
+                if shape.value_name is None:
+                    row.update(self.record(item, shape.value, depth + 1, required=True))  # type: ignore[arg-type]
+                else:
+                    row[shape.value_name] = self.value(item, shape.value, depth + 1)
+            except Mismatch as e:
+                raise e.under(f"[{key!r}]") from None
+            rows.append(row)
+        return rows
+
+    def record(self, value: Any, shape: Record, depth: int, *, required: bool = False) -> dict | None:
+        """A dict as the fields of `shape` (missing ones null); undeclared keys go to `other` or are a Mismatch."""
         if _is_missing(value) and not required:
             return None
-        mapping = self._mapping(value, where)
-        names = {name for name, _ in shape.fields}
+        mapping = self._mapping(value)
+        self.nodes += 1  # (a record reached through Entries is not seen by `value`)
+        if self.nodes > MAX_NODES:
+            raise Mismatch("", f"value expands to more than {MAX_NODES:,} items (MAX_NODES)")
         row = {}
-        with self._inside(value, where):
-            for name, field_shape in shape.fields:
-                at = f"{where}.{name}" if where else name
-                row[name] = self.value(mapping.get(name), field_shape, at, depth + 1) if name in mapping else None
-            extra = {key: item for key, item in mapping.items() if key not in names}
-            for key in extra:
-                self._key(key, where)
-            if extra and not shape.other:
-                unknown = sorted(map(str, extra))
-                raise Mismatch(where, f"unexpected field {unknown[0]!r}; expected only {sorted(names)}")
-            if shape.other:
-                row[OTHER] = self.value(extra, Json(), f"{where}.{OTHER}" if where else OTHER, depth + 1) if extra \
-                    else None
+        for name, field_shape in shape.fields:
+            try:
+                row[name] = self.value(mapping[name], field_shape, depth + 1) if name in mapping else None
+            except Mismatch as e:
+                raise e.under(f".{name}") from None
+        if len(mapping) > len(row) or any(key not in row for key in mapping):
+            names = {name for name, _ in shape.fields}
+            extra = {self._key(key): item for key, item in mapping.items() if key not in names}
+            if not shape.other:
+                raise Mismatch("", f"unexpected field {sorted(extra)[0]!r}; expected only {sorted(names)}")
+            try:
+                row[OTHER] = self.value(extra, Json(), depth + 1)
+            except Mismatch as e:
+                raise e.under(f".{OTHER}") from None
+        elif shape.other:
+            row[OTHER] = None
         return row
 
-    def scalar(self, value: Any, kind: pa.DataType, where: str) -> Any:
+    def scalar(self, value: Any, arrow: pa.DataType) -> Any:
+        kind = _KINDS.get(arrow) or _KINDS.setdefault(arrow, _kind(arrow))
+        python = type(value)
+        if python is str and kind == "text":
+            self.bytes += len(value)
+            return value
+        if python is float and kind == "float":
+            return None if value != value else value
+        if python is int and kind in ("int", "float"):
+            if kind == "float":
+                return float(value)
+            if not INT64[0] <= value <= INT64[1]:
+                raise Mismatch("", f"integer {value} does not fit in int64")
+            return value
+        if python is bool and kind == "bool":
+            return value
         if _is_missing(value):
             return None
-        if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        if kind == "text":
             if isinstance(value, str):
                 self.bytes += len(value)
                 return str(value)
             text = _date_text(value)
             if text is not None:
                 return text
-            expected = "a string"
-        elif pa.types.is_integer(kind):
+        elif kind == "int":
             number = self._integer(value)
             if number is not None:
-                if not INT64[0] <= number <= INT64[1]:
-                    raise Mismatch(where, f"integer {number} does not fit in int64")
-                return number
-            expected = "an integer"
-        elif pa.types.is_floating(kind):
+                return self.scalar(number, arrow)
+        elif kind == "float":
             number = self._integer(value)
             if number is not None:
                 return float(number)
             if self._is_float(value):
                 return float(value)
-            expected = "a number"
-        elif pa.types.is_boolean(kind):
-            if type(value).__name__ in ("bool", "bool_"):
-                return bool(value)
-            expected = "true or false"
-        else:
-            raise TypeError(f"unsupported scalar type {kind}")
-        raise Mismatch(where, f"expected {expected}, got {_describe(value)}")
+        elif type(value).__name__ in ("bool", "bool_"):
+            return bool(value)
+        raise Mismatch("", f"expected {_EXPECTED[kind]}, got {_describe(value)}")
 
-    def plain(self, value: Any, where: str, depth: int) -> Any:
+    def plain(self, value: Any, depth: int) -> Any:
         """`value` as plain JSON-able Python (dict with string keys, list, str, int, float, bool, None)."""
-        self._visit(where, depth)
+        python = type(value)
+        if python is str:
+            self.bytes += len(value)
+            return value
+        if python is int or python is bool or value is None:
+            return value
+        if python is float:
+            if math.isinf(value):
+                raise Mismatch("", f"{value} cannot be written as JSON")
+            return None if value != value else value
         if _is_missing(value):
             return None
         if isinstance(value, str):
@@ -274,19 +340,30 @@ class Converter:
         if number is not None:
             return number
         if self._is_float(value):
-            if math.isinf(value):
-                raise Mismatch(where, f"{float(value)} cannot be written as JSON")
-            return float(value)
+            return self.plain(float(value), depth)
         text = _date_text(value)
         if text is not None:
             return text
-        if isinstance(value, dict):
-            with self._inside(value, where):
-                return {self._key(key, where): self.plain(item, f"{where}[{key!r}]", depth + 1)
-                        for key, item in value.items()}
-        items = self._sequence(value, where)
-        with self._inside(value, where):
-            return [self.plain(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(items)]
+        self._container(value, depth)
+        self._open.add(id(value))
+        try:
+            if isinstance(value, dict):
+                converted = {}
+                for key, item in value.items():
+                    try:
+                        converted[self._key(key)] = self.plain(item, depth + 1)
+                    except Mismatch as e:
+                        raise e.under(f"[{key!r}]") from None
+                return converted
+            items = []
+            for index, item in enumerate(self._sequence(value)):
+                try:
+                    items.append(self.plain(item, depth + 1))
+                except Mismatch as e:
+                    raise e.under(f"[{index}]") from None
+            return items
+        finally:
+            self._open.discard(id(value))
 
     @staticmethod
     def _integer(value: Any) -> int | None:
@@ -306,64 +383,48 @@ class Converter:
         return type(value).__module__ == "numpy" and hasattr(value, "dtype") and value.dtype.kind == "f"
 
     @staticmethod
-    def _key(key: Any, where: str) -> str:
+    def _key(key: Any) -> str:
+        if type(key) is str:
+            return key
         if not isinstance(key, str):
-            raise Mismatch(where, f"keys must be strings, got the key {_describe(key)}")
+            raise Mismatch("", f"keys must be strings, got the key {_describe(key)}")
         return str(key)
 
     @staticmethod
-    def _mapping(value: Any, where: str) -> dict:
+    def _mapping(value: Any) -> dict:
         if not isinstance(value, dict):
-            raise Mismatch(where, f"expected an object (dict), got {_describe(value)}")
+            raise Mismatch("", f"expected an object (dict), got {_describe(value)}")
         return value
 
     @staticmethod
-    def _sequence(value: Any, where: str) -> list:
+    def _sequence(value: Any) -> list:
         if isinstance(value, (list, tuple)):
             return list(value)
         if isinstance(value, (set, frozenset)):
             try:
                 return sorted(value)  # a set has no order: sorted, so that every build writes the same row
             except TypeError:
-                raise Mismatch(where, "a set whose items cannot be sorted") from None
+                raise Mismatch("", "a set whose items cannot be sorted") from None
         if type(value).__name__ == "ndarray" and type(value).__module__ == "numpy" and value.ndim == 1:
             return value.tolist()
-        raise Mismatch(where, f"expected a list, got {_describe(value)}")
-
-    def _inside(self, container: Any, where: str) -> _Inside:
-        return _Inside(self._open, id(container), where)
-
-
-class _Inside:
-    """Marks a container as being converted, so that a container inside itself (a cyclic pickle) is refused."""
-
-    def __init__(self, open_ids: set[int], ident: int, where: str):
-        self.open_ids, self.ident, self.where = open_ids, ident, where
-
-    def __enter__(self) -> None:
-        if self.ident in self.open_ids:
-            raise Mismatch(self.where, "the value contains itself (a cycle)")
-        self.open_ids.add(self.ident)
-
-    def __exit__(self, *exc: Any) -> None:
-        self.open_ids.discard(self.ident)
+        raise Mismatch("", f"expected a list, got {_describe(value)}")
 
 
 def keyed_row(table: MockKgTable, key: Any, value: Any, name: str, where: str) -> tuple[dict, int]:
-    """The row of one (key, value) of a dict-like source, with its approximate size in bytes."""
+    """The row of one (key, value) of a dict-like source, with its approximate size in memory as Python objects."""
     converter = Converter()
     try:
-        key = Converter._key(key, "")
+        key = Converter._key(key)
         if table.value_column is not None:
-            row = {table.key[0]: key, table.value_column: converter.value(value, table.value, "")}  # type: ignore[arg-type]
+            row = {table.key[0]: key, table.value_column: converter.value(value, table.value)}  # type: ignore[arg-type]
         else:
-            row = {table.key[0]: key, **converter.record(value, table.value, "", 0, required=True)}  # type: ignore[arg-type]
+            row = {table.key[0]: key, **converter.record(value, table.value, 0, required=True)}  # type: ignore[arg-type]
     except Mismatch as e:
-        inside = f" at `{e.where}`" if e.where else ""
+        inside = f" at `{e.place}`" if e.place else ""
         raise SourceError(name, f"{where}{inside}: {e.message}") from None
     except RecursionError:
         raise SourceError(name, f"{where}: value nested too deeply") from None
-    return row, len(key) + converter.bytes + 8 * converter.nodes
+    return row, len(key) + converter.bytes + PYTHON_BYTES * converter.nodes
 
 
 def batched(rows: Iterable[tuple[dict, int]], schema: pa.Schema) -> Iterator[pa.Table]:
@@ -421,7 +482,7 @@ def iter_sqlitedict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]
             raise SourceError(path, f"table 'unnamed' has columns {columns}, expected ['key', 'value'] (SqliteDict)")
         cursor = connection.execute('SELECT key, value FROM "unnamed" ORDER BY rowid')
         number = 0
-        while rows := _fetch(cursor, path):
+        while rows := _fetch(cursor, path, FETCH_VALUES):
             for key, blob in rows:
                 number += 1
                 if not isinstance(key, str):
@@ -627,12 +688,15 @@ def _object_array(values: list, name: str, path: str) -> pa.Array:
             abs(v) <= EXACT_FLOAT_INT for v in values if Converter._integer(v) is not None):
         typed[frozenset(kinds)] = pa.float64()
     kind = typed.get(frozenset(kinds))
-    try:
-        if kind is not None:
-            return pa.array([converter.scalar(v, kind, f"{name}[{i}]") for i, v in enumerate(values)], type=kind)
-        return pa.array([converter.value(v, Json(), f"{name}[{i}]") for i, v in enumerate(values)], type=STRING)
-    except Mismatch as e:
-        raise SourceError(path, f"column {name!r}, row {e.where.split('[', 1)[-1].rstrip(']')}: {e.message}") from None
+    shape: Shape = Scalar(kind) if kind is not None else Json()
+    converted = []
+    for row, value in enumerate(values):
+        try:
+            converted.append(converter.value(value, shape))
+        except Mismatch as e:
+            inside = f" at `{e.place}`" if e.place else ""
+            raise SourceError(path, f"column {name!r}, row {row}{inside}: {e.message}") from None
+    return pa.array(converted, type=kind or STRING)
 
 
 def frame_table(path: str) -> pa.Table:
