@@ -54,7 +54,8 @@ def test_list_marks_bring_your_own_and_shows_sizes(capsys):
     assert list(lines) == list(registry())
     assert {path for path, cells in lines.items() if cells[-1].startswith("bring your own: ")} == BRING_YOUR_OWN
     for path, cells in lines.items():
-        assert cells[1].split() == configs_of(path)
+        assert cells[1].replace(" (default)", "").split() == configs_of(path)
+        assert ("records (default)" in cells[1]) == ("records" in configs_of(path))  # the card's `default: true`
     for path in beir.DATASETS:
         dataset = beir.DATASETS[path]
         size = lines[path][2]

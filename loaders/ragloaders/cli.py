@@ -29,15 +29,17 @@ EXAMPLES = {
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """`ragloaders list`: one line per path: path, configs, size, and `bring your own` for the datasets whose
-    files a user must obtain. Returns 0.
+    """`ragloaders list`: one line per path: path, configs (the one a built folder loads without a config name marked
+    `(default)`), size, and `bring your own` for the datasets whose files a user must obtain. Returns 0.
 
     Example: `ragloaders list` prints `beir/nfcorpus  corpus queries qrels  3,633 docs; 2.4 MB download`."""
+    from .publish.cards import DEFAULT_CONFIG
     from .publish.listing import path_size, supplied_by_user
 
     for path in registry():
         mark = "\tbring your own: " + supplied_by_user(path) if supplied_by_user(path) else ""
-        print(f"{path}\t{' '.join(configs_of(path))}\t{path_size(path)}{mark}")
+        configs = " ".join(f"{c} (default)" if c == DEFAULT_CONFIG else c for c in configs_of(path))
+        print(f"{path}\t{configs}\t{path_size(path)}{mark}")
     return 0
 
 
