@@ -163,7 +163,8 @@ def test_integrity_findings_and_known_defects_are_shown():
     }
     text = cards.render_card("beir/arguana", synthetic_outputs("beir/arguana"), integrity=report)
     assert "- qrels/test: qrels point at docs missing from the corpus; e.g. `q1 -> d9` …." in text
-    assert "- queries: query ids that are also corpus ids. A known upstream defect (see Known upstream defects)." in text
+    known = " A known upstream defect (see Known upstream defects)."
+    assert "- queries: query ids that are also corpus ids." + known in text
     assert "self-matches are ignored" not in text  # a warning's note is the declared defect's, listed once below
     assert "| qrels | test | 10 | -1: 2, 0: 8 |" in text
     assert "No structural errors." not in text
@@ -202,7 +203,7 @@ def crag_example_card(tmp_path_factory):
 def test_crag_card_states_the_example_release_its_file_and_the_splits_written(crag_example_card):
     text = crag_example_card
     build = section(text, "This build")
-    assert "The files read are release `example`" in build
+    assert "The files read are the official files of release `example`" in build
     assert "| records | all | rows | 10 | 10 | equal |" in build and "2,706" not in build
     assert "Split `validation` of `records`, `queries`, `search_results`" in build
     assert "unless stated" not in text and "739,310,088" not in text  # no v5 claim, no v5 file listed
@@ -230,6 +231,8 @@ def test_mmrag_sample_card_says_sample_and_compares_no_published_count(tmp_path)
            "3,138,030 bytes" in build
     assert "| qrels | train | distinct query ids | 3,072 | 14 | not compared (other files) |" in build
     assert "| corpus | corpus | 664 |" in section(text, "Splits")
+    assert "This build is a sample, a cut or another release: it holds 39 `records` rows, 39 `queries` rows, 670 " \
+           "`qrels` rows, 664 `corpus` rows." in build
     assert "the 3.2M chunks" not in text and "(3,058)" not in text and "Findings:" not in text
     sources = section(text, "Source files")
     for name in ("mmrag_train.json", "mmrag_dev.json", "mmrag_test.json", "processed_documents.json"):

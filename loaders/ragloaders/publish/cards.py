@@ -216,21 +216,24 @@ RELATION_MEASURE = "distinct query ids"
 """What a published figure of qrels / search_results counts (core.facts.PublishedCounts)."""
 
 
-def _release_sentence(source: dict | None) -> str:
+def _release_sentence(source: dict | None, outputs: list[ConfigOutput]) -> str:
     if source is None:
         return "This build did not record which source files it read."
     if not source["files"]:
         return "The builder did not report the files it read."
     statuses = {f["status"] for f in source["files"]}
-    release = f"release `{source['release']}`" if source.get("release") else "the official files"
+    release = f"the official files of release `{source['release']}`" if source.get("release") else "the official files"
     if "differs" in statuses:
         first = next(f for f in source["files"] if f["status"] == "differs")
         of = f" of release `{source['release']}`" if source.get("release") else ""
-        return (f"The files read are **not** the published files{of}: `{first['name']}` is {first['difference']}, so "
-                "this build is a sample, a cut or another release (its own counts are under Splits). The published "
-                "figures below belong to the published files: they are shown beside this build's, not compared.")
+        holds = ", ".join(f"{sum(s.num_examples for s in o.splits.values()):,} `{o.name}` rows" for o in outputs)
+        return (f"The files read are **not** the published files{of}: `{first['name']}` is {first['difference']}. "
+                f"This build is a sample, a cut or another release: it holds {holds}. The published figures below "
+                "belong to the published files: they are shown beside this build's, not compared.")
     if statuses == {"official"}:
-        return f"The files read are {release}: each matches its official file (see Source files)."
+        checked = "size and checksum" if all(
+            f["official"].get("md5") or f["official"].get("sha256") for f in source["files"]) else "size"
+        return f"The files read are {release}: each matches its official file in {checked} (see Source files)."
     if "official" in statuses:
         return (f"The files read are {release} where an official size or checksum exists; the others could not be "
                 "checked (see Source files).")
@@ -250,7 +253,7 @@ def build_section(outputs: list[ConfigOutput], integrity: dict | None) -> str:
     """What this build holds: the release read, the splits written (and declared ones left empty), and the
     published figures beside the built ones with a word on each difference."""
     source = (integrity or {}).get("source")
-    parts = [_release_sentence(source)]
+    parts = [_release_sentence(source, outputs)]
     written = "; ".join(f"`{o.name}`: {', '.join(f'`{s}`' for s in o.splits)}" for o in outputs)
     parts.append(f"Splits written: {written}.")
     empty = {}
