@@ -154,3 +154,127 @@ def test_the_plan_puts_the_card_last_and_bounds_commits(tmp_path):
     commits = plan(str(tmp_path), max_files=5, max_bytes=35).commits
     assert [[f.path_in_repo for f in c] for c in commits] == [["a/x-0.parquet"], ["a/x-1.parquet", "b/y-0.parquet"],
                                                               ["README.md"]]
+
+
+# --- the staging folder and the repo id (issue 10: never destroy, never trust an unverified folder) ----------------
+
+
+def test_a_staged_file_changed_or_missing_is_rebuilt_not_trusted(tmp_path, cache_dir):
+    assert run_push(tmp_path, cache_dir).returncode == 0
+    hub = FakeHub(str(tmp_path / "hub"))
+    good = staged_files(tmp_path / "staged")
+    name = "corpus/corpus-00000-of-00001.parquet"
+    target = tmp_path / "staged" / name
+    altered = bytearray(target.read_bytes())
+    altered[len(altered) // 2] ^= 0xFF  # same size, one byte: only the content hash sees it
+    target.write_bytes(bytes(altered))
+    (tmp_path / "staged" / "queries" / "queries-00000-of-00001.parquet").unlink()
+    hub.seed_file(REPO, "corpus/corpus-00001-of-00002.parquet", b"PAR1 from an older build")
+
+    again = run_push(tmp_path, cache_dir)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "does not match its manifest (1 changed, 1 missing files): building it again" in again.stdout
+    assert "0 files uploaded, 6 already there, 1 stale files deleted" in again.stdout  # the altered bytes never went up
+    assert staged_files(tmp_path / "staged") == good
+    hub.export(REPO, str(tmp_path / "received"))
+    assert staged_files(tmp_path / "received") == good
+    kept = list(tmp_path.glob("staged.ragloaders-kept-*"))
+    assert len(kept) == 1 and (kept[0] / name).read_bytes() == bytes(altered)  # set aside, not deleted
+    assert "kept in" in again.stderr
+
+
+def test_a_staging_folder_ragloaders_did_not_write_is_refused_and_nothing_is_sent(tmp_path, cache_dir):
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    (staged / "thesis.tex").write_text("years of work\n")
+    done = run_push(tmp_path, cache_dir)
+    assert done.returncode == 2
+    errors = [line for line in done.stderr.splitlines() if line.startswith("ragloaders: error:")]
+    assert len(errors) == 1 and "--staging-dir" in errors[0] and "not written by ragloaders" in errors[0]
+    assert "Traceback" not in done.stderr
+    assert [p.name for p in staged.iterdir()] == ["thesis.tex"] and (staged / "thesis.tex").read_text() == \
+        "years of work\n"
+    assert not (tmp_path / "hub" / "state.json").exists() or not FakeHub(str(tmp_path / "hub")).load()["requests"]
+
+
+UNVERIFIED_UPLOAD = r"""
+import sys
+sys.path[:0] = sys.argv[3:5]
+from fake_hub import install
+from huggingface_hub import HfApi
+from ragloaders.publish.push import plan, upload
+from ragloaders.publish.output_folder import verify
+
+hub = install(sys.argv[1])
+HfApi().create_repo("org/data", repo_type="dataset")
+hub.seed_file("org/data", "corpus/old.parquet", b"PAR1 old")
+staged = sys.argv[2]
+first = upload(plan(staged), "org/data")  # no verification in this run: no delete
+second = upload(plan(staged, verdict=verify(staged)), "org/data")
+print(first.deleted, second.deleted, sorted(hub.files("org/data")))
+"""
+
+
+def test_only_a_plan_verified_in_this_run_deletes_files_in_the_repository(tmp_path):
+    from ragloaders.publish.output_folder import Manifest, hash_folder
+
+    staged = tmp_path / "staged"
+    (staged / "corpus").mkdir(parents=True)
+    (staged / "corpus" / "new.parquet").write_bytes(b"PAR1 new")
+    (staged / "README.md").write_text("card\n")
+    Manifest(str(staged), {}, hash_folder(str(staged)), complete=True).write(str(staged))
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("HF_")}
+    environment.update(HF_ENDPOINT="http://hub.test", HF_HUB_DISABLE_XET="1", HF_HOME=str(tmp_path / "hf-home"),
+                       HF_TOKEN=TOKEN)
+    done = subprocess.run([sys.executable, "-c", UNVERIFIED_UPLOAD, str(tmp_path / "hub"), str(staged),
+                           str(ROOT / "loaders"), str(ROOT / "tests")], env=environment, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[-1] == "[] ['corpus/old.parquet'] ['README.md', 'corpus/new.parquet']"
+    assert "not deleting 1 Parquet files of org/data" in done.stdout.splitlines()[0]
+
+
+BAD_REPO_IDS = ["../../escape", "org/../../escape", "a/b/c", "/name", "org/", "", "-org/name", "org/name-",
+                ".org/name", "org/name.", "org--x/name", "org/na..me", "org/name.git", "or g/name", "org/n\u00e4me",
+                "org/" + "x" * 97, "org/name\n", ".", "..", "org/.", "org/.."]
+
+
+@pytest.mark.parametrize("repo_id", BAD_REPO_IDS)
+def test_an_illegal_repo_id_is_refused(repo_id):
+    from ragloaders.publish.push import check_repo_id
+
+    with pytest.raises(ValueError, match="--repo-id"):
+        check_repo_id(repo_id)
+
+
+def test_legal_repo_ids_and_their_staging_folders_stay_inside_the_staging_root(tmp_path, monkeypatch):
+    from ragloaders.publish.push import STAGING_ENV, check_repo_id, default_staging_dir
+
+    monkeypatch.setenv(STAGING_ENV, str(tmp_path / "root"))
+    legal = ["org/name", "name", "a_b/c.d-e", "_x_/y_", "o/" + "x" * 96, "O1/N.2"]
+    folders = set()
+    for repo_id in legal:
+        assert check_repo_id(repo_id) == repo_id
+        for path in ragloaders.registry():
+            folder = default_staging_dir(path, repo_id)
+            assert os.path.commonpath([str(tmp_path / "root"), folder]) == str(tmp_path / "root")
+            folders.add(folder)
+    assert len(folders) == len(legal) * len(ragloaders.registry())  # no two share a folder
+    for path in ("beir/../../../etc", "../x", "beir//nfcorpus/..", "beir/nf--corpus"):
+        with pytest.raises(ValueError):
+            default_staging_dir(path, "org/name")
+
+
+def test_push_with_an_illegal_repo_id_fails_in_one_line_before_any_folder_or_request(tmp_path, cache_dir):
+    environment = {"RAGLOADERS_STAGING": str(tmp_path / "root")}
+    command = [sys.executable, str(ROOT / "tests" / "fake_hub.py"), str(tmp_path / "hub"), "--",
+               "push", PATH, "--repo-id", "../../escape", "--data-dir", str(DATA / "beir"), "--cache-dir", cache_dir]
+    env = {key: value for key, value in os.environ.items() if not key.startswith("HF_")}
+    env.update(HF_ENDPOINT="http://hub.test", HF_HUB_DISABLE_XET="1", HF_HOME=str(tmp_path / "hf-home"),
+               HF_TOKEN=TOKEN, PYTHONPATH=f"{ROOT / 'loaders'}{os.pathsep}{ROOT / 'tests'}", **environment)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [line for line in done.stderr.strip().splitlines()
+                                                if line.startswith("ragloaders: error: --repo-id '../../escape'")]
+    assert not (tmp_path / "root").exists() and not (tmp_path / "escape").exists()
+    assert not FakeHub(str(tmp_path / "hub")).load()["requests"]
