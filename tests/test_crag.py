@@ -209,6 +209,51 @@ def test_example_search_results(example):
     assert [row["page_snippet"] for row in rows[:5]] == [p["page_snippet"] for p in first]
 
 
+def test_example_top_ranked(example):
+    ranked = example("top_ranked")["test"]
+    records = example_records()
+    assert ranked.column_names == ["query-id", "corpus-ids"]
+    assert ranked.features["corpus-ids"] == datasets.List(datasets.Value("string"))
+    assert ranked["query-id"] == [r["interaction_id"] for r in records]
+    expected = [[crag.page_id(p["page_url"], p["page_result"]) for p in r["search_results"]] for r in records]
+    assert ranked["corpus-ids"] == expected
+    assert len(set(expected[0])) < len(expected[0])  # record 1 lists its first page twice: both positions kept
+    results = example("search_results")["test"]
+    assert [i for ids in ranked["corpus-ids"] for i in ids] == results["corpus-id"]
+    assert {i for ids in ranked["corpus-ids"] for i in ids} == set(example("corpus")["corpus"]["_id"])
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        (("a\0b", "c"), ("a", "b\0c")),  # the old url + NUL + html encoding gave both the same bytes
+        (("a", "\0"), ("a\0", "")),
+        ((None, "<p>x</p>"), ("", "<p>x</p>")),  # null is not ""
+        (("https://x", None), ("https://x", "")),
+        ((None, None), ("", "")),
+        ((None, ""), ("", None)),
+    ],
+)
+def test_page_ids_are_unambiguous(one, other):
+    assert crag.page_id(*one) != crag.page_id(*other)
+    assert crag.page_id(*one) == crag.page_id(*one) and len(crag.page_id(*one)) == 20
+
+
+def test_pages_that_shared_an_id_are_all_in_corpus(tmp_path):
+    pages = [("a\0b", "c"), ("a", "b\0c"), ("https://x", None), ("https://x", ""), ("https://x", "")]
+    record = {"interaction_id": "q1", "query": "q", "split": 1, "search_results": [
+        {"page_name": f"p{i}", "page_url": url, "page_snippet": "s", "page_result": html, "page_last_modified": ""}
+        for i, (url, html) in enumerate(pages)]}
+    write_bz2(tmp_path / T12_V5, [json.dumps(record).encode()])
+    corpus = load("crag/task_1_and_2", "corpus", tmp_path, tmp_path / "c")["corpus"]
+    assert [(row["url"], row["html"], row["title"]) for row in corpus] == [(u, h, f"p{i}") for i, (u, h) in
+                                                                         enumerate(pages[:4])]
+    assert corpus["text"][2:4] == [None, ""]
+    ranked = load("crag/task_1_and_2", "top_ranked", tmp_path, tmp_path / "c")["test"]
+    ids = ranked[0]["corpus-ids"]
+    assert ids[:4] == corpus["_id"] and len(set(ids)) == 4 and ids[3] == ids[4]
+
+
 def test_example_streaming_equals_prepared(example, tmp_path):
     prepared = example("records")["test"].to_list()
     streamed = load("crag/task_1_and_2", "records", EXAMPLE.parent, tmp_path, streaming=True)

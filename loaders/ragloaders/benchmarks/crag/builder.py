@@ -13,9 +13,20 @@ Configs; splits `validation` (records with `split` 0) and `test` (`split` 1), ex
 - `search_results` (in place of qrels: CRAG has no relevance labels): `query-id`, `corpus-id`,
   `rank` (1-based position in the record's `search_results`), `page_snippet`; a page listed
   twice in one record gives two rows.
+- `top_ranked` (mteb's reranking input): `query-id`, `corpus-ids` (the record's search results in
+  their order, as `corpus` ids; a page listed twice keeps both positions).
 
-Page ids: `page_id(url, html)` = the first 20 hex digits of sha256(url + "\\0" + html), both in
-UTF-8 (null counts as ""): it depends on the page only, never on file order.
+Page ids: `page_id(url, html)` = the first 20 hex digits of sha256 over url then html, each encoded
+unambiguously (null as one 0x00 byte; a string as 0x01, its UTF-8 length in 8 bytes, its UTF-8
+bytes), so no two different (url, html) pairs share an encoding and a null page differs from an
+empty one. It depends on the page only, never on file order.
+
+One pass: only `records` reads the source. Every other config is generated from the prepared
+`records` (the cached records builder with the same data_dir, cache_dir and release; prepared first
+if it is not cached yet), read back in bounded record batches with plain reads, so building every
+config decompresses the source once. `records` also keeps the split of every record in file order
+(RECORD_SPLITS_FILE beside its Arrow files), from which `corpus` visits the records in file order.
+Streaming reads the source directly for every config.
 
 Sources: task 1&2 is one `.jsonl.bz2`; task 3 a `.tar.bz2` cut into four `.partN` pieces (v4
 part1..4, v5 part0..3), read in order as one stream through every `.jsonl` member, never written
@@ -26,6 +37,7 @@ in a temporary lz4 Arrow file, which the second split reads and deletes.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import hashlib
 import logging
@@ -33,14 +45,15 @@ import os
 import posixpath
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import datasets
 import pyarrow as pa
+from datasets.naming import filenames_for_dataset_split
 
-from ...core.builder import RagBuilder
+from ...core.builder import RagBuilder, identity_hash
 from ...core.compressed import iter_tar_members, open_bz2, open_joined, order_parts
 from ...core.errors import MissingSourceError, SourceError
 from ...core.html_text import html_to_text
@@ -55,11 +68,21 @@ BATCH_BYTES = 16 << 20
 BATCH_ROWS = 1_000
 
 
+def _hash_field(digest: Any, value: str | None) -> None:
+    if value is None:
+        digest.update(b"\0")
+        return
+    data = value.encode("utf-8", "surrogatepass")
+    digest.update(b"\1" + len(data).to_bytes(8, "big"))
+    digest.update(data)
+
+
 def page_id(url: str | None, html: str | None) -> str:
-    """The corpus id of a page: 20 hex digits of sha256(url + NUL + html)."""
-    digest = hashlib.sha256((url or "").encode("utf-8", "surrogatepass"))
-    digest.update(b"\0")
-    digest.update((html or "").encode("utf-8", "surrogatepass"))
+    """The corpus id of a page: 20 hex digits of sha256 over url and html, each length-prefixed (null marked apart
+    from ""), so that the encoding of two different pages never coincides."""
+    digest = hashlib.sha256()
+    _hash_field(digest, url)
+    _hash_field(digest, html)
     return digest.hexdigest()[:20]
 
 
@@ -158,9 +181,61 @@ def search_result_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple
                "rank": rank, "page_snippet": page["page_snippet"]}, 128 + len(page["page_snippet"] or "")
 
 
+def top_ranked_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, int]]:
+    ids = [page_id(page["page_url"], page["page_result"]) for page in row["search_results"] or ()]
+    yield {"query-id": row["interaction_id"], "corpus-ids": ids}, 64 + 24 * len(ids)
+
+
 CONFIG_ROWS: dict[str, RowsOf] = {
     "records": record_rows, "queries": query_rows, "corpus": page_rows, "search_results": search_result_rows,
+    "top_ranked": top_ranked_rows,
 }
+RECORD_COLUMNS: dict[str, list[str]] = {
+    "queries": ["interaction_id", "query", *(n for n in SCHEMAS["queries"].names if n not in ("_id", "text"))],
+    "corpus": ["search_results"],
+    "search_results": ["interaction_id", "search_results"],
+    "top_ranked": ["interaction_id", "search_results"],
+}
+"""The `records` columns each derived config reads."""
+RECORD_SPLITS_FILE = "crag-record-splits.bin"
+"""Written by `records` beside its Arrow files: the `split` of every record in file order, one byte each."""
+
+
+def record_batches(paths: Sequence[str], columns: list[str]) -> Iterator[pa.Table]:
+    """The record batches of prepared `records` Arrow files, in order, as tables of `columns`.
+
+    Plain reads, not a memory map: mapped pages would count in the process's RSS up to the files' size."""
+    for path in paths:
+        with pa.OSFile(path, "rb") as source:
+            for batch in pa.ipc.open_stream(source):
+                yield pa.Table.from_batches([batch]).select(columns)
+
+
+def record_rows_from(paths: Sequence[str], columns: list[str]) -> Iterator[tuple[dict, int]]:
+    """(row of `columns`, rough size in bytes) for every record of prepared `records` Arrow files, in order."""
+    for table in record_batches(paths, columns):
+        size = table.nbytes // max(1, table.num_rows)
+        for row in table.to_pylist():
+            yield row, size
+
+
+def rows_in_file_order(split_paths: Sequence[Sequence[str]], order_path: str, columns: list[str]
+                       ) -> Iterator[tuple[dict, int]]:
+    """Every record of prepared `records` in source file order: the splits' rows interleaved as RECORD_SPLITS_FILE
+    says."""
+    readers = [record_rows_from(paths, columns) for paths in split_paths]
+    with open(order_path, "rb") as order:
+        while block := order.read(1 << 16):
+            for split in block:
+                row = next(readers[split], None)
+                if row is None:
+                    raise SourceError(order_path, f"damaged `records` cache: split {split} has fewer rows than this "
+                                      "file lists (delete the cache folder to rebuild it)")
+                yield row
+    for split, reader in enumerate(readers):
+        if next(reader, None) is not None:
+            raise SourceError(order_path, f"damaged `records` cache: split {split} has more rows than this file "
+                              "lists (delete the cache folder to rebuild it)")
 
 
 @dataclass(frozen=True)
@@ -219,7 +294,8 @@ class CragBuilder(RagBuilder):
         if kwargs.get("release") is not None and kwargs["release"] not in names:
             raise ValueError(f"{path} has no release {kwargs['release']!r}; its releases are {', '.join(names)}")
         self._spool_dir: str | None = None
-        if config_name in ("queries", "search_results"):
+        self._cache_dir_arg = kwargs.get("cache_dir")
+        if config_name in ("queries", "search_results", "top_ranked"):
             kwargs.setdefault("writer_batch_size", 1_000)
         super().__init__(path, config_name, **kwargs)
 
@@ -229,6 +305,11 @@ class CragBuilder(RagBuilder):
         return [r for r in RELEASES if r.task == self.task and chosen in (None, r.name)]
 
     def source_identity(self, data_dir: str | None, config: CragConfig) -> Any:
+        if config.name != "records":
+            # Derived configs are read from the prepared `records`: their identity is that cache's.
+            parameters = {"release": config.release} if config.release is not None else {}
+            records = dataclasses.replace(config, name="records")
+            return ["records", identity_hash(self.path, "records", parameters, self.source_identity(data_dir, records))]
         if data_dir is None:
             release = self.releases(config.release)[0]
             return [release.name, [(d.url, d.size) for d in release.downloads()]]
@@ -305,21 +386,60 @@ class CragBuilder(RagBuilder):
             shutil.rmtree(self._spool_dir, ignore_errors=True)
             self._spool_dir = None
 
+    def records_builder(self) -> CragBuilder:
+        """The `records` builder of this path, data_dir, cache_dir and release, prepared (or found in the cache)."""
+        release = {"release": self.config.release} if self.config.release is not None else {}
+        records = CragBuilder(self.path, "records", data_dir=self.config.data_dir, cache_dir=self._cache_dir_arg,
+                              **release)
+        if records.hash != self.source_identity(self.config.data_dir, self.config)[1]:
+            raise RuntimeError("the records cache identity differs from the one this config was hashed with")
+        records.download_and_prepare()
+        return records
+
+    def split_names(self) -> list[str]:
+        return ["corpus"] if self.config.name == "corpus" else list(SPLITS.values())
+
     def _split_generators(self, dl_manager):
-        source = self.source(dl_manager)
         config = self.config.name
+        if config != "records" and self._spool_dir is not None:
+            return self._derived_split_generators()
+        source = self.source(dl_manager)
         if config == "corpus":
             return [datasets.SplitGenerator(name="corpus", gen_kwargs={"source": source})]
         spool = Spool(os.path.join(self._spool_dir, f"{config}-test.arrow")) if self._spool_dir else None
+        order = os.path.join(self._output_dir, RECORD_SPLITS_FILE) if self._spool_dir and config == "records" else None
         return [
-            datasets.SplitGenerator(name="validation", gen_kwargs={"source": source, "split": 0, "spool_out": spool}),
+            datasets.SplitGenerator(name="validation", gen_kwargs={
+                "source": source, "split": 0, "spool_out": spool, "order_out": order}),
             datasets.SplitGenerator(name="test", gen_kwargs={"source": source, "split": 1, "spool_in": spool}),
         ]
 
+    def _derived_split_generators(self) -> list[datasets.SplitGenerator]:
+        records = self.records_builder()
+        files = {
+            split: [path for path in filenames_for_dataset_split(
+                records._output_dir, records.dataset_name, split, "arrow", records.info.splits[split].shard_lengths)
+                if records.info.splits[split].num_examples]
+            for split in SPLITS.values()
+        }
+        if self.config.name == "corpus":
+            order = os.path.join(records._output_dir, RECORD_SPLITS_FILE)
+            split_paths = tuple(tuple(files[name]) for _, name in sorted(SPLITS.items()))
+            return [datasets.SplitGenerator(name="corpus", gen_kwargs={"split_paths": split_paths, "order": order})]
+        return [datasets.SplitGenerator(name=split, gen_kwargs={"paths": paths}) for split, paths in files.items()]
+
     def _generate_tables(
-        self, source: CragSource, split: int | None = None, spool_out: Spool | None = None,
-        spool_in: Spool | None = None,
+        self, source: CragSource | None = None, split: int | None = None, spool_out: Spool | None = None,
+        spool_in: Spool | None = None, order_out: str | None = None, paths: Sequence[str] | None = None,
+        split_paths: Sequence[Sequence[str]] | None = None, order: str | None = None,
     ) -> Iterator[tuple[int, pa.Table]]:
+        if source is None:
+            columns = RECORD_COLUMNS[self.config.name]
+            if split_paths is not None:
+                yield from self._tables_of(rows_in_file_order(split_paths, order, columns))
+            else:
+                yield from self._tables_of(record_rows_from(paths or (), columns))
+            return
         if spool_in is not None and os.path.isfile(spool_in.path):
             yield from enumerate(spool_in.tables())
             os.remove(spool_in.path)
@@ -328,11 +448,14 @@ class CragBuilder(RagBuilder):
         keep = RowBatcher(schema, max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)
         other = _SpoolWriter(spool_out, schema) if spool_out is not None else None
         other_batches = RowBatcher(schema, max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)
+        splits = bytearray() if order_out is not None else None
         seen: set[str] = set()
         index = records = 0
         try:
             for row, nbytes in source.records():
                 records += 1
+                if splits is not None:
+                    splits.append(row["split"])
                 kept = split is None or row["split"] == split
                 if not kept and other is None:
                     continue
@@ -351,10 +474,25 @@ class CragBuilder(RagBuilder):
                 other.write(other_batches.flush())
                 other.commit()
                 other = None
+            if splits is not None:
+                with open(order_out, "wb") as f:
+                    f.write(splits)
         finally:
             if other is not None:
                 other.discard()
 
-
+    def _tables_of(self, records: Iterator[tuple[dict, int]]) -> Iterator[tuple[int, pa.Table]]:
+        """This config's tables from `records` rows (derived configs), batched as from the source."""
+        rows_of, schema = CONFIG_ROWS[self.config.name], SCHEMAS[self.config.name]
+        batcher = RowBatcher(schema, max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)
+        seen: set[str] = set()
+        index = 0
+        for row, nbytes in records:
+            for out_row, size in rows_of(row, nbytes, seen):
+                if (table := batcher.add(out_row, size)) is not None:
+                    yield index, table
+                    index += 1
+        if (table := batcher.flush()) is not None:
+            yield index, table
 
 BUILDERS = {f"crag/{task}": CragBuilder for task in TASKS}

@@ -84,5 +84,6 @@ SCHEMAS = {
         pa.field("query-id", STRING), pa.field("corpus-id", STRING), pa.field("rank", pa.int32()),
         pa.field("page_snippet", STRING),
     ]),
+    "top_ranked": pa.schema([pa.field("query-id", STRING), pa.field("corpus-ids", pa.list_(STRING))]),
 }
 SPLITS = {0: "validation", 1: "test"}

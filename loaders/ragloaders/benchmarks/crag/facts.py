@@ -14,7 +14,9 @@ FIELD_NOTES = {
                       "up to 50 in task 3)",
     "queries._id": "interaction_id",
     "queries.text": "the question",
-    "corpus._id": "first 20 hex digits of sha256(url + NUL + html): the same page has the same id in every build",
+    "corpus._id": "first 20 hex digits of sha256 over the page's url and html, each length-prefixed and a null told "
+                  "apart from \"\" (so two different pages never share an id): the same page has the same id in "
+                  "every build",
     "corpus.title": "page_name",
     "corpus.text": "text extracted from the HTML (Resiliparse, whitespace-normalised)",
     "corpus.html": "page_result, the full HTML as in the source (may be empty)",
@@ -22,6 +24,8 @@ FIELD_NOTES = {
     "query-id": "interaction_id of the question",
     "corpus-id": "`_id` of the page in `corpus`",
     "rank": "1-based position of the page in the question's search_results",
+    "corpus-ids": "`_id`s of the question's search_results pages in rank order (for reranking); a page listed twice "
+                  "keeps both positions, so an id may appear twice",
 }
 CARD_NOTES = (
     "Some `page_result` values are empty (`text` is then empty too); `page_last_modified` is often empty or starts "
@@ -47,8 +51,8 @@ def releases(path: str) -> tuple[Release, ...]:
 
 KNOWN_DEFECTS = (
     KnownDefect("duplicate_pairs", "search_results", "CRAG often lists the same page twice among one question's "
-                "search results: both rows are kept in `records` and `search_results`, at their own ranks; `corpus` "
-                "holds the page once."),
+                "search results: both are kept in `records`, `search_results` and `top_ranked`, at their own ranks; "
+                "`corpus` holds the page once."),
 )
 
 
@@ -65,7 +69,8 @@ def card_facts(path: str) -> CardFacts:
     published = [f"{r.name}: {r.records:,}" for r in releases if r.records]
     summary = (
         f"CRAG {task.replace('_', ' ')}: questions with {pages} each, as configs `records` (every field of every "
-        "record), `queries`, `corpus` (distinct pages) and `search_results`, split into `validation` and `test` by "
+        "record), `queries`, `corpus` (distinct pages), `search_results` and `top_ranked` (each question's pages as "
+        "corpus ids, in rank order), split into `validation` and `test` by "
         "each record's `split` (`corpus`: one split, `corpus`); This build says which release was read and which "
         "splits it has."
         + (f" Records published per release: {', '.join(published)}." if published else "")
