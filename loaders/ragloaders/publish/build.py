@@ -6,6 +6,9 @@ import logging
 import os
 from typing import Any
 
+import datasets
+import pyarrow as pa
+from datasets.table import InMemoryTable
 from huggingface_hub.utils import tqdm
 
 from ..api import builder, configs_of
@@ -52,10 +55,14 @@ def write_folder(
     cache_dir: str | None = None,
     num_proc: int | None = None,
     repo_id: str | None = None,
+    extra_tables: dict[str, dict[str, pa.Table]] | None = None,
+    extra_notes: dict[str, str] | None = None,
 ) -> list[ConfigOutput]:
     """Prepare every config of `path` once and write `staging/<config>/<split>-*.parquet` plus `staging/README.md`
     (into a new folder: `build_folder` swaps it into place). `repo_id` goes into the card's
-    `load_dataset` lines; the card shows the integrity report of the prepared configs.
+    `load_dataset` lines; the card shows the integrity report of the prepared configs. `extra_tables`
+    ({config: {split: table}}, e.g. BM25's `top_ranked`) are written beside the built configs, and
+    `extra_notes` ({config: how it was made}) go into the card.
     """
     outputs, prepared, builders = [], {}, {}
     for config in tqdm(configs_of(path), desc=f"Building {path}", unit="config"):
@@ -79,7 +86,28 @@ def write_folder(
                 sum(os.path.getsize(f) for f in files),
             )
         outputs.append(output)
+    for config, tables in (extra_tables or {}).items():
+        if config in prepared:
+            raise ValueError(f"{path} already has a config {config!r}")
+        outputs.append(write_table_config(staging, config, tables))
     with open(os.path.join(staging, "README.md"), "w", encoding="utf-8") as f:
         integrity = integrity_of(path, prepared, source=source_of(path, builders, sha256=True))
-        f.write(render_card(path, outputs, data_dir=data_dir, integrity=integrity, repo_id=repo_id))
+        f.write(render_card(path, outputs, data_dir=data_dir, integrity=integrity, repo_id=repo_id,
+                            derived=extra_notes))
     return outputs
+
+
+def write_table_config(staging: str, config: str, tables: dict[str, pa.Table]) -> ConfigOutput:
+    """A config made outside the builders ({split: Arrow table}) written as `staging/<config>/<split>-*.parquet`."""
+    splits = {split: datasets.Dataset(InMemoryTable(table)) for split, table in tables.items() if table.num_rows}
+    if not splits:
+        raise ValueError(f"{config}: no rows in any split")
+    output = ConfigOutput(config, datasets.DatasetInfo(features=next(iter(splits.values())).features))
+    folder = os.path.join(staging, config)
+    os.makedirs(folder, exist_ok=True)
+    for split, dataset in splits.items():
+        files = write_parquet(dataset, folder, split)
+        output.splits[split] = SplitOutput(split, dataset.num_rows, dataset.data.nbytes,
+                                           [os.path.relpath(f, staging) for f in files],
+                                           sum(os.path.getsize(f) for f in files))
+    return output
