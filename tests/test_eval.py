@@ -285,6 +285,16 @@ def test_bad_jsonl_run_lines(tmp_path, line, message):
     assert error.value.line == 2
 
 
+@pytest.mark.parametrize("run, message", [
+    ({1: {"d": 1.0}}, "maps query ids"), ({"q": {7: 1.0}}, "document id 7 is not a string"),
+    ({"q": {"d": "1"}}, "finite number"), ({"q": {"d": float("inf")}}, "finite number"),
+    ({"q": {"d": True}}, "finite number"), ({"q": [("d", 1.0)]}, "maps query ids"),
+])
+def test_python_runs_are_checked_not_converted(run, message):
+    with pytest.raises(ValueError, match=message):
+        evaluate("beir/nfcorpus", run)
+
+
 def test_missing_run_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such run file"):
         read_run(str(tmp_path / "nope.trec"))

@@ -11,7 +11,7 @@ from typing import Any
 from ..core.facts import EvalConventions
 from .data import all_query_ids, conventions_of, corpus_tables, load_qrels, missing_doc_ids, require_labels
 from .metrics import Metric, parse_metrics, require_extra, score
-from .runs import Run, read_run
+from .runs import Run, checked_run, read_run
 
 EXAMPLES = 5
 """How many ids a report shows for each kind of mismatch."""
@@ -110,8 +110,7 @@ def evaluate(
     conventions = conventions_of(path)
     require_labels(path, conventions)
     require_extra("pytrec_eval")
-    if not isinstance(run, dict):
-        run = read_run(os.fspath(run))
+    run = checked_run(run) if isinstance(run, dict) else read_run(os.fspath(run))
     chosen = parse_metrics(metrics)
     level = conventions.relevance_level if relevance_level is None else relevance_level
     where = {"data_dir": data_dir, "cache_dir": cache_dir}

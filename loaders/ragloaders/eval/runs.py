@@ -9,6 +9,7 @@ the line or record; nothing is skipped.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import re
 import tempfile
@@ -48,6 +49,23 @@ def read_run(path: str) -> Run:
     if fmt == "parquet":
         return _read_rows(path, _parquet_rows(path), unit="record")
     return _read_rows(path, _jsonl_rows(path), unit="line")
+
+
+def checked_run(run: dict) -> Run:
+    """A run given in Python, checked: ids are strings (never converted), scores finite numbers (as floats)."""
+    checked: Run = {}
+    for query_id, docs in run.items():
+        if not isinstance(query_id, str) or not isinstance(docs, dict):
+            raise ValueError(f"a run maps query ids (strings) to {{document id: score}}; got {query_id!r}: "
+                             f"{type(docs).__name__}")
+        for doc_id, score in docs.items():
+            if not isinstance(doc_id, str):
+                raise ValueError(f"query {query_id!r}: document id {doc_id!r} is not a string")
+            if isinstance(score, bool) or not isinstance(score, numbers.Real) or not math.isfinite(score):
+                raise ValueError(f"query {query_id!r}, document {doc_id!r}: score must be a finite number, "
+                                 f"got {score!r}")
+        checked[query_id] = {doc_id: float(score) for doc_id, score in docs.items()}
+    return checked
 
 
 def _read_trec(path: str) -> Run:
