@@ -108,6 +108,10 @@ def load(
         {'query-id': '1', 'corpus-id': '31715818', 'score': 1}
     """
     dataset_builder = builder(path, config, data_dir=data_dir, cache_dir=cache_dir, **config_kwargs)
+    names = dataset_builder.split_names() if split is not None else None
+    if names is not None and split not in names:
+        raise ValueError(f"{path} {config} has no split {split!r}{did_you_mean(split, names)}; its splits are "
+                         f"{', '.join(names)}")
     if streaming:
         return dataset_builder.as_streaming_dataset(split=split)
     dataset_builder.download_and_prepare(num_proc=num_proc)

@@ -94,6 +94,10 @@ class RagBuilder(datasets.ArrowBasedBuilder):
         """What identifies the source files this config reads (paths, sizes, times, or URL and checksum)."""
         raise NotImplementedError
 
+    def split_names(self) -> list[str] | None:
+        """The splits this config has, known before any build (None: they depend on the files)."""
+        return None
+
     def source_files_read(self) -> list[str]:
         """The local source files this config reads, in reading order: each file of a folder, or the archive itself
         (a zip, the parts of a split archive). Without `data_dir`, the downloaded copies (downloaded now if they are

@@ -7,11 +7,14 @@ yields fewer rows silently.
 
 from __future__ import annotations
 
+import atexit
 import bz2
 import io
+import math
 import os
 import re
 import tarfile
+import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import PurePosixPath
 from typing import BinaryIO
@@ -133,11 +136,87 @@ def _check_bz2_frame(source: BinaryIO, name: str) -> None:
         raise SourceError(name, "truncated bzip2 file: it does not end with the bzip2 end-of-stream marker")
 
 
-class _Decompressed(io.RawIOBase):
-    """Reads a decompressor, turning its errors into SourceError; closes what it owns."""
+def iter_bz2_streams(source: BinaryIO, name: str, *, piece_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
+    """The decompressed bytes of every bzip2 stream of `source`, in pieces of at most `piece_bytes`.
 
-    def __init__(self, reader: BinaryIO, name: str, owned: BinaryIO | None):
+    Unlike Python's bz2 module, which stops silently at anything after a stream that is not a stream
+    header, every byte must belong to a stream: garbage, a damaged header, trailing data or a cut stream
+    raises SourceError naming `name` and the byte offset (in the compressed file) where it starts."""
+    offset = 0
+    """Compressed bytes before the current stream."""
+    data = b""
+    while True:
+        while len(data) < 4 and (more := source.read(CHUNK_BYTES)):
+            data += more
+        if not data:
+            return
+        if not _BZ2_HEADER.fullmatch(data[:4]):
+            what = "at its start" if offset == 0 else "after the bzip2 stream that ends there"
+            raise SourceError(name, f"bytes at offset {offset:,} are not a bzip2 stream ({data[:8]!r} {what}): "
+                              "garbage or a damaged stream header, which a decoder would skip with all that follows")
+        decompressor, fed = bz2.BZ2Decompressor(), 0
+        while not decompressor.eof:
+            given = b""
+            if decompressor.needs_input:
+                given, data = data or source.read(CHUNK_BYTES), b""
+                if not given:
+                    raise SourceError(name, f"truncated bzip2 stream: the stream starting at offset {offset:,} "
+                                      f"ends after {fed:,} bytes without its end-of-stream marker")
+                fed += len(given)
+            try:
+                piece = decompressor.decompress(given, max_length=piece_bytes)
+            except OSError as error:
+                message = f"corrupt bzip2 data in the stream starting at offset {offset:,}: {error}"
+                raise SourceError(name, message) from None
+            if piece:
+                yield piece
+        data = decompressor.unused_data
+        offset += fed - len(data)
+
+
+class _Bz2StreamsReader(io.RawIOBase):
+    """iter_bz2_streams as a raw stream (Python's bz2, for a source indexed_bzip2 cannot open)."""
+
+    def __init__(self, source: BinaryIO, name: str):
+        self.pieces, self.rest = iter_bz2_streams(source, name), b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        while not self.rest:
+            self.rest = next(self.pieces, b"")
+            if not self.rest:
+                return 0
+        count = min(len(buffer), len(self.rest))
+        buffer[:count] = self.rest[:count]
+        self.rest = self.rest[count:]
+        return count
+
+
+_OPEN_READERS: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_readers() -> None:
+    # indexed_bzip2's threads abort the interpreter if a reader is still open when it finalizes
+    # (a stream stopped early and never closed): close them while Python is still whole.
+    for reader in list(_OPEN_READERS):
+        reader.close()
+
+
+class _Decompressed(io.RawIOBase):
+    """Reads a decompressor, turning its errors into SourceError; closes what it owns.
+
+    At the end of an indexed_bzip2 reader, the compressed bytes it consumed must reach the end of the
+    file: if not (it stopped at garbage or a damaged header between streams, or ignored trailing data),
+    the file is scanned again with iter_bz2_streams, which names the offset."""
+
+    def __init__(self, reader: BinaryIO, name: str, owned: BinaryIO | None, source: BinaryIO | None = None,
+                 start: int = 0, size: int = 0):
         self.reader, self.name, self.owned, self.produced = reader, name, owned, 0
+        self.source, self.start, self.size = source, start, size
+        _OPEN_READERS.add(self)
 
     def readable(self) -> bool:
         return True
@@ -152,7 +231,19 @@ class _Decompressed(io.RawIOBase):
                 self.name, f"corrupt or truncated bzip2 data after {self.produced:,} decompressed bytes: {error}"
             ) from error
         self.produced += count
+        if count == 0 and len(buffer) and self.source is not None:
+            self._check_consumed()
         return count
+
+    def _check_consumed(self) -> None:
+        source, self.source = self.source, None
+        reader = self.reader
+        consumed = max([reader.tell_compressed(), *reader.block_offsets()])  # type: ignore[attr-defined]
+        if math.ceil(consumed / 8) == self.size:
+            return
+        source.seek(self.start)  # type: ignore[union-attr]
+        for _ in iter_bz2_streams(source, self.name):  # type: ignore[arg-type]
+            pass
 
     def close(self) -> None:
         if not self.closed:
@@ -167,27 +258,31 @@ class _Decompressed(io.RawIOBase):
 def open_bz2(source: str | BinaryIO, *, name: str, threads: int | None = None) -> BinaryIO:
     """Decompressed bzip2 (single or multi-stream), with indexed_bzip2 when the source is seekable.
 
-    `threads` defaults to min(2, cpu count). Python's bz2 is used only for a source that
-    indexed_bzip2 cannot open (not seekable). Close the result (or use `with`).
+    `threads` defaults to min(2, cpu count). Python's bz2 (iter_bz2_streams) is used only for a source
+    that indexed_bzip2 cannot open (not seekable). Either way, data between or after the streams that
+    is not a stream (which decoders skip with a warning at most) raises SourceError naming the offset.
+    Close the result (or use `with`); readers left open are closed at interpreter exit.
     """
     threads = threads or min(2, os.cpu_count() or 1)
     owned = open(source, "rb") if isinstance(source, (str, os.PathLike)) else None  # noqa: SIM115
     fileobj: BinaryIO = owned if owned is not None else source  # type: ignore[assignment]
     try:
-        reader: BinaryIO
-        if fileobj.seekable():
-            _check_bz2_frame(fileobj, name)
-            try:
-                reader = indexed_bzip2.open(fileobj, parallelization=threads)
-            except (io.UnsupportedOperation, AttributeError, TypeError):
-                reader = bz2.BZ2File(fileobj)  # type: ignore[assignment]
-        else:
-            reader = bz2.BZ2File(fileobj)  # type: ignore[assignment]
+        if not fileobj.seekable():
+            return io.BufferedReader(_Bz2StreamsReader(fileobj, name), CHUNK_BYTES)  # type: ignore[return-value]
+        start = fileobj.tell()
+        _check_bz2_frame(fileobj, name)
+        size = fileobj.seek(0, io.SEEK_END) - start
+        fileobj.seek(start)
+        try:
+            reader: BinaryIO = indexed_bzip2.open(fileobj, parallelization=threads)
+        except (io.UnsupportedOperation, AttributeError, TypeError):
+            return io.BufferedReader(_Bz2StreamsReader(fileobj, name), CHUNK_BYTES)  # type: ignore[return-value]
     except BaseException:
         if owned is not None:
             owned.close()
         raise
-    return io.BufferedReader(_Decompressed(reader, name, owned), buffer_size=CHUNK_BYTES)  # type: ignore[return-value]
+    decompressed = _Decompressed(reader, name, owned, fileobj, start, size)
+    return io.BufferedReader(decompressed, buffer_size=CHUNK_BYTES)  # type: ignore[return-value]
 
 
 class _CountingReader(io.RawIOBase):

@@ -126,6 +126,9 @@ class BeirBuilder(RagBuilder):
         files = self.source_files_in(data_dir)
         return files.identity(["corpus.jsonl", "queries.jsonl"] + [f"qrels/{s}.tsv" for s in self.dataset.splits])
 
+    def split_names(self) -> list[str]:
+        return list(self.dataset.splits) if self.config.name == "qrels" else [ENTITY_FILES[self.config.name].split]
+
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
             description=f"BEIR {self.dataset.name}: {self.config.name}",

@@ -267,6 +267,9 @@ class MmragBuilder(RagBuilder):
         names = [CORPUS_FILE] if self.config.name == "corpus" else [QUERY_FILES[split] for split in SPLITS]
         return [self.source_shard(name).files.local_path(name) for name in names]
 
+    def split_names(self) -> list[str]:
+        return ["corpus"] if self.config.name == "corpus" else list(SPLITS)
+
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         if self.config.name == "corpus":
             return [datasets.SplitGenerator(name="corpus", gen_kwargs={"shard": self.source_shard(CORPUS_FILE)})]

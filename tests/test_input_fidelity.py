@@ -1,0 +1,446 @@
+"""Nothing from the source is lost or changed silently: hostile and odd input is refused with the file and the
+line or record, the same line gets the same verdict on both reader paths, and identity and download errors are
+ones a user can act on."""
+
+import bz2
+import http.server
+import io
+import json
+import os
+import shutil
+import socket
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+import ragloaders
+from conftest import DATA
+from ragloaders.benchmarks.beir import builder as beir_builder
+from ragloaders.benchmarks.beir import catalogue as beir
+from ragloaders.benchmarks.crag import catalogue as crag_catalogue
+from ragloaders.cli import main as cli_main
+from ragloaders.core import readers, sources
+from ragloaders.core.errors import DownloadError, SourceError
+from ragloaders.core.readers import Shard, iter_json_array, read_jsonl, read_qrels
+from ragloaders.core.sources import SourceFiles
+from test_crag import release_lines, tar_bytes, task3_members, write_parts
+
+NFCORPUS_ZIP = DATA / "beir" / "nfcorpus.zip"
+CRAG_EXAMPLE = DATA / "crag" / "dev_data.jsonl.bz2"
+LONG = readers.BLOCK_BYTES + 1000
+"""A line longer than pyarrow's block: its chunk is read line by line."""
+
+
+def crag_lines() -> list[bytes]:
+    with bz2.open(CRAG_EXAMPLE) as f:
+        return [line.rstrip(b"\n") for line in f if line.strip()]
+
+
+def doc(_id: str = "d", text: str = "t", **extra) -> bytes:
+    return json.dumps({"_id": _id, "title": "", "text": text, **extra}).encode()
+
+
+def beir_folder(folder: Path, corpus: bytes, queries: bytes | None = None, qrels: bytes | None = None) -> Path:
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.jsonl").write_bytes(corpus)
+    (folder / "queries.jsonl").write_bytes(queries if queries is not None else b'{"_id": "q", "text": "x"}\n')
+    qrels = qrels if qrels is not None else b"query-id\tcorpus-id\tscore\nq\td\t1\n"
+    (folder / "qrels" / "test.tsv").write_bytes(qrels)
+    return folder
+
+
+def verdict(read, folder: Path) -> tuple:
+    """("rows", rows) or ("error", message without the folder), for a reader over a file in `folder`."""
+    try:
+        return "rows", [row for table in read() for row in table.to_pylist()]
+    except SourceError as e:
+        return "error", str(e).replace(str(folder), "<folder>")
+
+
+@pytest.fixture
+def fast_path_use(monkeypatch) -> list:
+    """Whether pyarrow (True) or the line path (False) read each chunk, in order; `fast_path_use.off = True`
+    sends every chunk to the line path."""
+
+    class Use(list):
+        off = False
+
+    used = Use()
+    for name in ("_jsonl_fast", "_qrels_fast"):
+        original = getattr(readers, name)
+
+        def spy(*args, original=original):
+            table = None if used.off else original(*args)
+            used.append(table is not None)
+            return table
+
+        monkeypatch.setattr(readers, name, spy)
+    return used
+
+
+# --- qrels scores: one rule, both reader paths ------------------------------------------------------------
+
+QRELS_ACCEPTED = [b"0", b"-1", b"007", b"-0", b"2147483647", b"-2147483648"]
+QRELS_REFUSED = {
+    b"q1\td1\t": "score must be an integer",
+    b"q1\td1\t0x1": "score must be an integer",
+    b"q1\td1\t 1": "score must be an integer",
+    b"q1\td1\t1 ": "score must be an integer",
+    b"q1\td1\t+1": "score must be an integer",
+    b"q1\td1\t1.0": "score must be an integer",
+    b"q1\td1\t1e3": "score must be an integer",
+    "q1\td1\t\uff11".encode(): "score must be an integer",  # fullwidth digit one
+    "q1\td1\t\u0661".encode(): "score must be an integer",  # Arabic-Indic digit one
+    b"q1\td1\t2147483648": "does not fit in int32",
+    b"q1\td1\t-2147483649": "does not fit in int32",
+    b"q1\td1\t" + b"9" * 40: "does not fit in int32",
+    b"q\r1\td1\t1": "carriage return inside the line",
+    b"q1\td1\t1\r\r": "carriage return inside the line",
+    b"q1\td1": "expected 3 tab-separated columns",
+    b"\xef\xbb\xbfq1\td1\t1": None,  # a BOM at a line start mid-file stays part of the id, on both paths
+}
+
+
+def qrels_verdicts(tmp_path: Path, line: bytes, fast_path_use: list) -> tuple[tuple, tuple]:
+    """The verdict on a qrels file holding `line`, read as usual (pyarrow first) and read line by line."""
+    folder = tmp_path / "beir"
+    folder.mkdir()
+    (folder / "qrels.tsv").write_bytes(b"query-id\tcorpus-id\tscore\nq0\td0\t1\n" + line + b"\nq2\td2\t2\n")
+    results = []
+    for line_by_line in (False, True):
+        fast_path_use.off = line_by_line
+        results.append(verdict(lambda: read_qrels(Shard(SourceFiles(str(folder)), "qrels.tsv")), folder))
+    assert fast_path_use[-1] is False
+    return results[0], results[1]
+
+
+@pytest.mark.parametrize("score", QRELS_ACCEPTED)
+def test_qrels_scores_of_ascii_digits_are_kept_on_both_paths(tmp_path, score, fast_path_use):
+    short, long = qrels_verdicts(tmp_path, b"q1\td1\t" + score, fast_path_use)
+    assert short == long == ("rows", [{"query-id": "q0", "corpus-id": "d0", "score": 1},
+                                      {"query-id": "q1", "corpus-id": "d1", "score": int(score)},
+                                      {"query-id": "q2", "corpus-id": "d2", "score": 2}])
+
+
+@pytest.mark.parametrize("line", list(QRELS_REFUSED), ids=repr)
+def test_odd_qrels_lines_get_one_verdict_on_both_paths(tmp_path, line, fast_path_use):
+    short, long = qrels_verdicts(tmp_path, line, fast_path_use)
+    assert short == long
+    expected = QRELS_REFUSED[line]
+    if expected is None:
+        assert short[0] == "rows" and short[1][1]["query-id"] == line.decode().split("\t")[0]
+    else:
+        assert short[0] == "error" and short[1].startswith("<folder>/qrels.tsv, line 3: ") and expected in short[1]
+
+
+def test_an_empty_score_is_refused_by_build_not_loaded_as_null(tmp_path):
+    folder = beir_folder(tmp_path / "scidocs", doc() + b"\n", qrels=b"query-id\tcorpus-id\tscore\nq\td\t\n")
+    with pytest.raises(SourceError, match=r"qrels/test\.tsv, line 2: score must be an integer .*got ''"):
+        ragloaders.load("beir/scidocs", "qrels", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+
+
+# --- JSON lines: one rule, both reader paths --------------------------------------------------------------
+
+SCIDOCS = beir.DATASETS["beir/scidocs"]
+JSONL_CASES = {
+    "duplicate top-level key": (b'{"_id": "d1", "title": "", "text": "a", "text": "b"}', "duplicate key 'text'"),
+    "duplicate metadata key": (b'{"_id": "d1", "title": "", "text": "a", "metadata": {"year": 1, "year": 2}}',
+                               "duplicate key 'year'"),
+    "unpaired high surrogate": (b'{"_id": "d1", "title": "", "text": "\\ud800"}', "unpaired surrogate escape"),
+    "unpaired low surrogate in id": (b'{"_id": "\\udce9", "title": "", "text": "a"}', "unpaired surrogate escape"),
+    "two high surrogates": (b'{"_id": "d1", "title": "", "text": "\\ud83d\\ud83d"}', "unpaired surrogate escape"),
+    "reversed pair": (b'{"_id": "d1", "title": "", "text": "\\ude00\\ud83d"}', "unpaired surrogate escape"),
+    "two objects on a line": (b'{"_id": "d1", "title": "", "text": "a"}{"_id": "d9", "title": "", "text": "b"}',
+                              "invalid JSON"),
+    "BOM mid-file": (b'\xef\xbb\xbf{"_id": "d1", "title": "", "text": "a"}', "invalid JSON"),
+    "year beyond int64": (b'{"_id": "d1", "title": "", "text": "a", "metadata": {"year": 9223372036854775808}}',
+                          "does not fit in int64"),
+    "year as a float": (b'{"_id": "d1", "title": "", "text": "a", "metadata": {"year": 1.0}}', "must be an integer"),
+    "null id": (b'{"_id": null, "title": "", "text": "a"}', "missing required field `_id`"),
+    "valid pair": (b'{"_id": "d1", "title": "\\ud83d\\ude00", "text": "a"}', "\U0001f600"),
+    "key-like text in a value": (b'{"_id": "d1", "title": "\\"text\\": 1", "text": "a"}', '"text": 1'),
+    "CR between tokens": (b'{"_id": "d1",\r"title": "", "text": "a"}\r', ""),
+}
+
+
+def jsonl_verdicts(tmp_path: Path, line: bytes, fast_path_use: list) -> list[tuple]:
+    """The verdicts on a scidocs corpus holding `line` as line 2: read as usual (pyarrow first), read line by line,
+    and read as usual with a line longer than pyarrow's block after it."""
+    schema = beir_builder.source_schema(SCIDOCS, "corpus")
+    results = []
+    for name, extra, line_by_line in (("usual", b"", False), ("by-line", b"", True),
+                                      ("long", doc("long", "x" * LONG) + b"\n", False)):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "corpus.jsonl").write_bytes(doc("d0") + b"\n" + line + b"\n" + doc("d2") + b"\n" + extra)
+        shard = Shard(SourceFiles(str(folder)), "corpus.jsonl")
+        fast_path_use.off = line_by_line
+        result = verdict(lambda shard=shard: read_jsonl(shard, schema, beir_builder.REQUIRED), folder)
+        if name == "long" and result[0] == "rows":
+            result = ("rows", result[1][:-1])
+        results.append(result)
+    return results
+
+
+@pytest.mark.parametrize("case", list(JSONL_CASES))
+def test_odd_json_lines_get_one_verdict_on_both_paths(tmp_path, case, fast_path_use):
+    line, expected = JSONL_CASES[case]
+    short, by_line, long = jsonl_verdicts(tmp_path, line, fast_path_use)
+    assert short == by_line == long
+    if short[0] == "error":
+        assert short[1].startswith("<folder>/corpus.jsonl, line 2: ") and expected in short[1], short
+    else:
+        assert [row["_id"] for row in short[1]] == ["d0", "d1", "d2"]
+        assert case in ("valid pair", "key-like text in a value", "CR between tokens")
+        assert short[1][1]["title"] == expected
+
+
+def test_a_duplicate_key_is_refused_end_to_end_naming_key_and_line(tmp_path):
+    corpus = doc("d0") + b"\n" + b'{"_id": "d1", "_id": "d2", "title": "", "text": "a"}\n'
+    folder = beir_folder(tmp_path / "scidocs", corpus)
+    with pytest.raises(SourceError, match=r"corpus\.jsonl, line 2: duplicate key '_id'"):
+        ragloaders.load("beir/scidocs", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+
+
+def test_integers_beyond_64_bits_in_json_text_metadata_stay_exact(tmp_path):
+    metadata = b'{"n":123456789012345678901234567890,"m":-9223372036854775809,"k":18446744073709551615,"f":1.5}'
+    corpus = b'{"_id": "d0", "title": "", "text": "a", "metadata": ' + metadata + b"}\n"
+    folder = beir_folder(tmp_path / "robust04", corpus, queries=b'{"_id": "q", "text": "x", "metadata": {"a": 1}}\n')
+    corpus_rows = ragloaders.load("beir/robust04", "corpus", split="corpus", data_dir=str(folder),
+                                  cache_dir=str(tmp_path / "c"))
+    assert json.loads(corpus_rows[0]["metadata"]) == json.loads(metadata)
+    assert corpus_rows[0]["metadata"] == metadata.decode()
+
+
+def test_a_duplicate_key_in_json_text_metadata_is_refused(tmp_path):
+    corpus = b'{"_id": "d0", "title": "", "text": "a", "metadata": {"a": 1, "b": {"c": 1, "c": 1}}}\n'
+    folder = beir_folder(tmp_path / "robust04", corpus)
+    with pytest.raises(SourceError, match=r"corpus\.jsonl, line 1: duplicate key 'c'"):
+        ragloaders.load("beir/robust04", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+
+
+@pytest.mark.parametrize("config", ["corpus", "queries"])
+@pytest.mark.parametrize("content", [b"", b"\n \n\t\n"], ids=["empty", "blank lines"])
+def test_an_empty_corpus_or_queries_file_is_refused(tmp_path, config, content):
+    folder = beir_folder(tmp_path / "scidocs", doc() + b"\n")
+    (folder / f"{config}.jsonl").write_bytes(content)
+    with pytest.raises(SourceError, match=rf"{config}\.jsonl: no records"):
+        ragloaders.load("beir/scidocs", config, data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+
+
+def test_json_arrays_refuse_duplicate_keys_and_unpaired_surrogates_naming_the_record():
+    with pytest.raises(SourceError, match=r"mmrag_dev\.json, record 1: duplicate key 'chunk_id'"):
+        list(iter_json_array(io.BytesIO(b'[{"a": 1}, {"r": [{"chunk_id": "x", "chunk_id": "y"}]}]'), "mmrag_dev.json"))
+    with pytest.raises(SourceError, match=r"mmrag_dev\.json, record 2: invalid UTF-8 or an unpaired surrogate"):
+        list(iter_json_array(io.BytesIO(b'[{"a": 1}, {"a": 2}, {"q": "\\udce9"}]'), "mmrag_dev.json"))
+    assert list(iter_json_array(io.BytesIO(b'[{"q": "\\ud83d\\ude00"}]'), "ok.json")) == [(0, {"q": "\U0001f600"})]
+
+
+def test_crag_records_follow_the_same_json_rules(tmp_path):
+    lines = crag_lines()
+    for name, bad, message in [
+        ("surrogate", lines[1].replace(b'"query": "', b'"query": "\\ud800', 1), "unpaired surrogate escape"),
+        ("duplicate", lines[1].replace(b'"query": ', b'"query": "x", "query": ', 1), "duplicate key 'query'"),
+    ]:
+        path = tmp_path / name / "dev_data.jsonl.bz2"
+        path.parent.mkdir()
+        path.write_bytes(bz2.compress(b"\n".join([lines[0], bad, *lines[2:]]) + b"\n"))
+        with pytest.raises(SourceError, match=rf"dev_data\.jsonl\.bz2, record 2: .*{message}"):
+            ragloaders.load("crag/task_1_and_2", "records", data_dir=str(path.parent), cache_dir=str(tmp_path / "c"))
+
+
+# --- bz2: data a decoder would skip -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("between", [b"GARBAGE!", b"BZh0", b"\0" * 8], ids=["garbage", "damaged header", "zeros"])
+def test_crag_multi_stream_bz2_with_bad_bytes_between_streams_is_refused_with_the_offset(tmp_path, between):
+    lines = crag_lines()
+    first = bz2.compress(b"".join(line + b"\n" for line in lines[:5]))
+    second = bz2.compress(b"".join(line + b"\n" for line in lines[5:]))
+    path = tmp_path / "dev_data.jsonl.bz2"
+    path.write_bytes(first + between + (second[4:] if between == b"BZh0" else second))
+    with pytest.raises(SourceError, match=rf"dev_data\.jsonl\.bz2: bytes at offset {len(first):,} are not a bzip2"):
+        ragloaders.load("crag/task_1_and_2", "records", data_dir=str(tmp_path), cache_dir=str(tmp_path / "c"))
+    assert cli_main(["build", "crag/task_1_and_2", "--data-dir", str(tmp_path), "--out", str(tmp_path / "out"),
+                     "--cache-dir", str(tmp_path / "c2")]) != 0
+
+
+# --- zip damage -------------------------------------------------------------------------------------------
+
+def damaged_zip(tmp_path: Path, how: str) -> Path:
+    """nfcorpus.zip rewritten with one member damaged: its CRC, its deflate data, or the file cut short."""
+    path = tmp_path / "nfcorpus.zip"
+    data = bytearray(NFCORPUS_ZIP.read_bytes())
+    with zipfile.ZipFile(NFCORPUS_ZIP) as archive:
+        info = archive.getinfo("nfcorpus/queries.jsonl")
+    header = info.header_offset
+    name_length, extra_length = int.from_bytes(data[header + 26:header + 28], "little"), int.from_bytes(
+        data[header + 28:header + 30], "little")
+    start = header + 30 + name_length + extra_length
+    if how == "crc":  # both CRC copies (local header and central directory) changed: the data no longer match
+        wrong = ((info.CRC ^ 0xFFFFFFFF) & 0xFFFFFFFF).to_bytes(4, "little")
+        data[header + 14:header + 18] = wrong
+        end = data.rfind(b"PK\x05\x06")
+        entry = int.from_bytes(data[end + 16:end + 20], "little")
+        while data[entry + 46:entry + 46 + len(info.filename)] != info.filename.encode():
+            lengths = [int.from_bytes(data[entry + i:entry + i + 2], "little") for i in (28, 30, 32)]
+            entry += 46 + sum(lengths)
+        data[entry + 16:entry + 20] = wrong
+    elif how == "deflate":
+        data[start:start + 4] = b"\xff" * 4  # a first deflate block of the reserved type 3
+    else:
+        data = data[: len(data) // 2]
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("how", ["crc", "deflate"])
+def test_a_damaged_zip_member_names_archive_member_and_damage(tmp_path, how, monkeypatch):
+    path = damaged_zip(tmp_path, how)
+    monkeypatch.setitem(beir.DATASETS, "beir/nfcorpus", beir.DATASETS["beir/nfcorpus"].__class__(
+        **{**beir.DATASETS["beir/nfcorpus"].__dict__, "md5": None}))  # reach the member, past the md5 check
+    with pytest.raises(SourceError, match=r"nfcorpus\.zip:nfcorpus/queries\.jsonl: damaged zip member") as error:
+        ragloaders.load("beir/nfcorpus", "queries", data_dir=str(path), cache_dir=str(tmp_path / "c"))
+    assert ("Bad CRC-32" if how == "crc" else "invalid block type") in str(error.value)
+
+
+def test_a_truncated_zip_is_a_source_error_not_a_missing_folder(tmp_path):
+    path = damaged_zip(tmp_path, "cut")
+    for data_dir in (path, tmp_path):
+        with pytest.raises(SourceError, match=r"nfcorpus\.zip: not a readable zip file: truncated or damaged"):
+            ragloaders.load("beir/nfcorpus", "queries", data_dir=str(data_dir), cache_dir=str(tmp_path / "c"))
+
+
+def test_a_local_zip_is_checked_against_the_catalogue_md5_once_per_identity(tmp_path, monkeypatch):
+    repacked = tmp_path / "repacked" / "nfcorpus.zip"
+    repacked.parent.mkdir()
+    with zipfile.ZipFile(NFCORPUS_ZIP) as source, zipfile.ZipFile(repacked, "w", zipfile.ZIP_STORED) as target:
+        for info in source.infolist():
+            target.writestr(info.filename, source.read(info))
+    expected = beir.DATASETS["beir/nfcorpus"].md5
+    actual = sources.md5_of(str(repacked))
+    with pytest.raises(SourceError, match=f"md5 {actual} does not match the official file's md5 {expected}"):
+        ragloaders.load("beir/nfcorpus", "queries", data_dir=str(repacked.parent), cache_dir=str(tmp_path / "c"))
+
+    official = tmp_path / "official" / "nfcorpus.zip"
+    official.parent.mkdir()
+    shutil.copy(NFCORPUS_ZIP, official)
+    computed = []
+    monkeypatch.setattr(sources, "md5_of", lambda path: computed.append(path) or sources.file_digest(path, "md5"))
+    for _ in range(3):  # streaming prepares nothing, so only the marker in the cache spares the second check
+        stream = ragloaders.load("beir/nfcorpus", "queries", streaming=True, data_dir=str(official),
+                                 cache_dir=str(tmp_path / "c"))
+        assert next(iter(stream["queries"]))["_id"]
+    assert computed == [str(official)]
+    os.utime(official)  # a new identity: checked again
+    ragloaders.load("beir/nfcorpus", "queries", streaming=True, data_dir=str(official), cache_dir=str(tmp_path / "c"))
+    assert computed == [str(official)] * 2
+
+
+# --- cache identity ---------------------------------------------------------------------------------------
+
+def test_an_edit_that_keeps_size_and_mtime_is_noticed(tmp_path):
+    folder = beir_folder(tmp_path / "scidocs", doc("d0", "alpha") + b"\n")
+    cache = str(tmp_path / "c")
+    first = ragloaders.load("beir/scidocs", "corpus", split="corpus", data_dir=str(folder), cache_dir=cache)
+    assert first[0]["text"] == "alpha"
+    corpus = folder / "corpus.jsonl"
+    before = corpus.stat()
+    corpus.write_bytes(doc("d0", "omega") + b"\n")  # same size
+    os.utime(corpus, ns=(before.st_atime_ns, before.st_mtime_ns))  # as `touch -r` would
+    assert (corpus.stat().st_size, corpus.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    again = ragloaders.load("beir/scidocs", "corpus", split="corpus", data_dir=str(folder), cache_dir=cache)
+    assert again[0]["text"] == "omega"
+
+
+def test_zip_identity_notices_a_replaced_zip_with_restored_mtime(tmp_path):
+    path = tmp_path / "nfcorpus.zip"
+    shutil.copy(NFCORPUS_ZIP, path)
+    identity = SourceFiles(str(path), root="nfcorpus").identity([])
+    stat = path.stat()
+    path.write_bytes(path.read_bytes())
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert SourceFiles(str(path), root="nfcorpus").identity([]) != identity
+
+
+# --- downloads --------------------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Failing(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        self.send_error(int(self.path.rsplit("/", 2)[-2]))
+
+    do_HEAD = do_GET  # noqa: N815
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def failing_server():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Failing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+@pytest.mark.parametrize("failure", ["refused", "404", "500"])
+def test_a_failed_download_is_one_error_naming_url_cause_and_remedy(tmp_path, monkeypatch, failure, failing_server,
+                                                                     capsys):
+    base = f"http://127.0.0.1:{free_port()}" if failure == "refused" else f"{failing_server}/{failure}"
+    monkeypatch.setenv(beir.BASE_URL_ENV, base)
+    with pytest.raises(DownloadError) as error:
+        ragloaders.load("beir/nfcorpus", "qrels", cache_dir=str(tmp_path / "c"))
+    message = str(error.value)
+    assert message.startswith(f"{base}/nfcorpus.zip: download failed (")
+    assert "--data-dir" in message and beir.BASE_URL_ENV in message
+    assert (failure in message) if failure != "refused" else ("connect" in message.lower())
+    assert isinstance(error.value, ragloaders.DownloadError) and isinstance(error.value, SourceError)
+
+    assert cli_main(["build", "beir/nfcorpus", "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "c")]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert f"{base}/nfcorpus.zip: download failed" in err[-1] and "Traceback" not in "\n".join(err)
+
+
+def test_a_failed_crag_download_names_its_mirror_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv(crag_catalogue.BASE_URL_ENV, f"http://127.0.0.1:{free_port()}")
+    with pytest.raises(DownloadError, match=crag_catalogue.BASE_URL_ENV):
+        ragloaders.load("crag/task_1_and_2", "queries", cache_dir=str(tmp_path / "c"))
+
+
+# --- data_dir as the file itself; a wrong split -----------------------------------------------------------
+
+def test_data_dir_may_be_the_zip_itself(tmp_path):
+    queries = ragloaders.load("beir/nfcorpus", "queries", split="queries", data_dir=str(NFCORPUS_ZIP),
+                              cache_dir=str(tmp_path / "c"))
+    with zipfile.ZipFile(NFCORPUS_ZIP) as archive:
+        assert queries.num_rows == len(archive.read("nfcorpus/queries.jsonl").splitlines())
+
+
+def test_data_dir_may_be_the_crag_file_itself(tmp_path):
+    records = ragloaders.load("crag/task_1_and_2", "queries", data_dir=str(CRAG_EXAMPLE), cache_dir=str(tmp_path / "c"))
+    assert sum(split.num_rows for split in records.values()) == len(crag_lines())
+
+
+def test_data_dir_may_be_a_task_3_part(tmp_path):
+    archive = bz2.compress(tar_bytes(task3_members(release_lines("v5"))), 1)
+    parts = write_parts(tmp_path, "crag_task_3_dev_v5.tar.bz2", 0, archive)
+    queries = ragloaders.load("crag/task_3", "queries", data_dir=str(parts[2]), cache_dir=str(tmp_path / "c"))
+    assert sum(split.num_rows for split in queries.values()) == len(release_lines("v5"))
+
+
+def test_a_wrong_split_is_reported_before_any_build_in_one_line(tmp_path):
+    cache = tmp_path / "c"
+    with pytest.raises(ValueError) as error:
+        ragloaders.load("beir/nfcorpus", "qrels", split="validation", data_dir=str(NFCORPUS_ZIP), cache_dir=str(cache))
+    message = str(error.value)
+    assert "\n" not in message and "'validation'" in message and "train, dev, test" in message
+    assert not cache.exists() or not any(cache.rglob("*.arrow"))
+    with pytest.raises(ValueError, match="its splits are validation, test"):
+        ragloaders.load("crag/task_1_and_2", "queries", split="train", data_dir=str(CRAG_EXAMPLE),
+                        cache_dir=str(cache), streaming=True)
