@@ -403,3 +403,11 @@ def test_errors_are_one_line_and_debug_shows_the_traceback(tmp_path, capsys, cac
     (tmp_path / "plain").write_text("a file\n")
     status, err = cli(capsys, *build_args(tmp_path / "plain" / "out", cache_dir=cache_dir))
     assert status == 2 and "plain" in one_error_line(err)
+
+
+def test_a_source_error_is_one_line_and_leaves_no_folder_lock_or_work_folder(tmp_path, capsys, cache_dir):
+    out = tmp_path / "out"
+    status, err = cli(capsys, "build", NEW, "--data-dir", str(DATA / "beir" / "nfcorpus-cut"), "--cache-dir",
+                      cache_dir, "--out", str(out))
+    assert status == 2 and "corpus.jsonl" in one_error_line(err)
+    assert os.listdir(tmp_path) == []

@@ -278,3 +278,13 @@ def test_push_with_an_illegal_repo_id_fails_in_one_line_before_any_folder_or_req
                                                 if line.startswith("ragloaders: error: --repo-id '../../escape'")]
     assert not (tmp_path / "root").exists() and not (tmp_path / "escape").exists()
     assert not FakeHub(str(tmp_path / "hub")).load()["requests"]
+
+
+def test_a_staging_folder_of_an_older_ragloaders_is_refused_with_what_to_do(tmp_path, cache_dir):
+    staged = tmp_path / "staged"
+    (staged / "corpus").mkdir(parents=True)
+    (staged / "corpus" / "corpus-00000-of-00001.parquet").write_bytes(b"PAR1 staged by ragloaders 0.2")
+    (tmp_path / "staged.build.json").write_text("{}")
+    done = run_push(tmp_path, cache_dir)
+    assert done.returncode == 2 and "older ragloaders" in done.stderr and "staged.build.json" in done.stderr
+    assert (staged / "corpus" / "corpus-00000-of-00001.parquet").read_bytes() == b"PAR1 staged by ragloaders 0.2"

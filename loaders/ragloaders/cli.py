@@ -179,7 +179,8 @@ def parser() -> argparse.ArgumentParser:
 
     build = commands.add_parser("build", help="write a hub-ready folder (Parquet + README.md)")
     build.add_argument("path", help="e.g. beir/scifact, crag/task_1_and_2, mmrag")
-    build.add_argument("--out", required=True, help="output folder")
+    build.add_argument("--out", required=True, help="output folder: a new one, or one ragloaders built (only the files "
+                       "it wrote are replaced; see --into-existing)")
     build.add_argument("--with", dest="with_configs", metavar="CONFIGS",
                        help="also build top_ranked,hard_negatives (BM25 top 100; needs the eval extra)")
     build.set_defaults(run=cmd_build)

@@ -103,6 +103,11 @@ def stage(path: str, staged_dir: str, *, repo_id: str, data_dir: str | None = No
     identity = build_identity(path, data_dir, cache_dir, repo_id)
     if os.path.isdir(staged_dir):
         verdict = verify(staged_dir)
+        legacy = staged_dir.rstrip("/") + ".build.json"  # what ragloaders 0.2 and older wrote beside the folder
+        if verdict.manifest is None and os.path.isfile(legacy) and not into_existing:
+            raise OutputFolderError(f"--staging-dir {staged_dir} was staged by an older ragloaders without a "
+                                    f"manifest, so its files cannot be verified; delete it and {legacy}, then push "
+                                    "again")
         if _trusted(verdict, identity):
             log(f"reusing the staged build in {staged_dir} (every file checked against its manifest)")
             return verdict
