@@ -219,11 +219,13 @@ def integrity(path: str, *, data_dir: str | None = None, cache_dir: str | None =
           "splits": [                        # one entry per (config, split) checked
             {"config", "split", "rows",
              "published": int | None,        # the published count for this split, if any
+             "compared": False,              # only when that count is shown but not compared (another release)
              # corpus / queries:   "duplicate_ids", "empty_texts", "empty_text_ids" (first 20)
              # qrels / search_results: "queries", "docs" (distinct ids), "missing_queries", "missing_docs",
              #                     "duplicate_pairs", "score_histogram" {"<score>": rows} (qrels only)
              # configs with declared keys (Benchmark.keys): "duplicate_keys" (distinct key values repeated)
             }, ...],
+          "source": {...},                   # provenance.source_report: files read, release, what is compared
         }
         finding = {"check": one of CHECKS, "config", "split" (None: all splits), "count",
                    "ids": first 20 offending ids (pairs as "query -> doc"), "message", ["note"]}
