@@ -436,8 +436,7 @@ class OutputFolder:
         for name in keep:
             _carry(os.path.join(self.target, name.rstrip("/")), os.path.join(self.work, name.rstrip("/")),
                    name.endswith("/"))
-        folders = {"/".join(n.rstrip("/").split("/")[:i]) for n in keep for i in range(1, n.rstrip("/").count("/") + 2)
-                   if i <= n.rstrip("/").count("/") or n.endswith("/")}
+        folders = {folder for name in keep for folder in _folders_of(name)}
         for folder in sorted(folders, key=lambda f: -f.count("/")):  # the user's folders keep their mode and times
             shutil.copystat(os.path.join(self.target, folder), os.path.join(self.work, folder), follow_symlinks=False)
         if self.before is None:
@@ -455,15 +454,13 @@ class OutputFolder:
         """Entries of the old folder that stay: the user's, and altered own files the new build does not write."""
         if self.before is None:
             return []
-        altered = [n for n in self.before.altered if n not in manifest.files] if self.altered == "set_aside" \
-            else self.before.altered
-        return sorted(self.before.others + altered)
+        return sorted(self.before.others + [n for n in self.before.altered if n not in manifest.files])
 
     def _refuse_collisions(self, keep: list[str], manifest: Manifest) -> None:
         written = set(manifest.files) | {MANIFEST}
-        folders = {"/".join(n.split("/")[:i]) for n in written for i in range(1, n.count("/") + 1)}
+        folders = {folder for name in written for folder in _folders_of(name)}
         clashes = [n for n in keep if n.rstrip("/") in written or (not n.endswith("/") and n in folders)
-                   or any("/".join(n.rstrip("/").split("/")[:i]) in written for i in range(1, n.count("/") + 1))]
+                   or any(folder in written for folder in _folders_of(n))]
         if clashes:
             shown = ", ".join(clashes[:5]) + (" ..." if len(clashes) > 5 else "")
             raise OutputFolderError(
@@ -514,6 +511,12 @@ class OutputFolder:
                 clear_old(path, self.target, None, self.log, self.name)
             else:
                 shutil.rmtree(path)
+
+
+def _folders_of(name: str) -> list[str]:
+    """The folders an entry ('a/b/c', or 'a/b/' for an empty folder) needs: ['a', 'a/b']."""
+    parts = name.rstrip("/").split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts) + name.endswith("/"))]
 
 
 def _carry(source: str, destination: str, folder: bool) -> None:
