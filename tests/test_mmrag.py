@@ -443,3 +443,124 @@ def test_build_round_trips_through_load_dataset(tmp_path):
             assert theirs[split].to_list() == ours[split].to_list()
     card = (out / "README.md").read_text(encoding="utf-8")
     assert "mmRAG" in card and "apache-2.0" in card and "processed_documents.json" in card
+
+
+# --- the parallel corpus path: byte ranges parsed with orjson ---------------------------------------------
+
+
+HOSTILE_TEXTS = ('a", {"id": "nq_1_2", "text": "b', '},{"id":"x"}', "back\\", "back\\\\", '\\"', "x\\\",{\"id\":",
+                 "{", "[", "]", ",", "\u2028", "emoji 🙂", "北京")
+"""Texts that look like record boundaries or escapes once written as JSON."""
+
+
+def hostile_corpus(chunk_ids: list[str]) -> list[dict]:
+    source = corpus_of(chunk_ids)
+    for index, record in enumerate(source):
+        record["text"] = HOSTILE_TEXTS[index % len(HOSTILE_TEXTS)] + record["text"]
+    return source
+
+
+@pytest.fixture
+def small_ranges(monkeypatch):
+    """Ranges and pieces of a few KB, so that a test file is cut in many places."""
+    from ragloaders.benchmarks.mmrag import builder as mmrag_builder
+    from ragloaders.core import json_ranges
+
+    monkeypatch.setattr(mmrag_builder, "CORPUS_RANGE_BYTES", 20_000)
+    monkeypatch.setattr(json_ranges, "PIECE_BYTES", 3_000)
+
+
+@pytest.mark.parametrize("layout", ["compact", "indent 4", "spaced", "ascii"])
+@pytest.mark.parametrize("num_proc", [None, 3])
+def test_parallel_corpus_equals_json_load(tmp_path, small_ranges, monkeypatch, layout, num_proc):
+    from ragloaders.benchmarks.mmrag import builder as mmrag_builder
+
+    def no_streaming_path(*args, **kwargs):
+        raise AssertionError("a valid file went to the streaming path")
+
+    monkeypatch.setattr(mmrag_builder, "read_corpus_stream", no_streaming_path)
+    source = hostile_corpus(judged_chunk_ids(SAMPLE))
+    if layout == "spaced":  # whitespace everywhere JSON allows it, a BOM, CRLF line ends
+        text = "\ufeff \r\n[ " + " ,\r\n ".join(
+            "{ " + " , ".join(f"{json.dumps(k)} :\t{json.dumps(v, ensure_ascii=False)}" for k, v in r.items()) + " }"
+            for r in source) + " ]\r\n "
+    elif layout == "ascii":  # \uXXXX escapes, surrogate pairs for the emoji
+        text = json.dumps(source, ensure_ascii=True)
+    else:
+        text = dump_array(source, None if layout == "compact" else 4)
+    folder = folder_with(tmp_path, SAMPLE, text)
+    expected = json.loads(text.removeprefix("\ufeff"))
+    assert expected == source
+    builder = ragloaders.builder("mmrag", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "cache"))
+    from ragloaders.benchmarks.mmrag.builder import corpus_ranges
+
+    shard = builder.source_shard("processed_documents.json")
+    assert len(corpus_ranges(shard)) > 3
+    corpus = load("corpus", folder, tmp_path, num_proc=num_proc)["corpus"].data
+    assert corpus.column("_id").to_pylist() == [r["id"] for r in expected]
+    assert corpus.column("text").to_pylist() == [r["text"] for r in expected]
+
+
+@pytest.mark.parametrize("text", ["[]", " [ \n ] ", "\ufeff[]"])
+def test_empty_corpus_array(tmp_path, text):
+    folder = folder_with(tmp_path, SAMPLE, text)
+    assert load("corpus", folder, tmp_path)["corpus"].num_rows == 0
+
+
+@pytest.mark.parametrize("indent", [None, 4])
+@pytest.mark.parametrize(("field", "escape"), [("text", "\\ud800"), ("id", "\\udce9"), ("text", "\\ud83d x"),
+                                               ("text", "\\ude42\\ud83d")])
+def test_unpaired_surrogate_in_corpus_names_file_and_record(tmp_path, small_ranges, indent, field, escape):
+    source = corpus_of(judged_chunk_ids(SAMPLE))
+    text = dump_array(source, indent)
+    value = json.dumps(source[157][field], ensure_ascii=False)
+    text = text.replace(value, value[:-1] + escape + '"', 1)
+    folder = folder_with(tmp_path, SAMPLE, text)
+    with pytest.raises(SourceError, match="unpaired surrogate") as raised:
+        load("corpus", folder, tmp_path)
+    assert raised.value.record == 157 and "processed_documents.json, record 157" in str(raised.value)
+
+
+def test_surrogate_pairs_are_one_character(tmp_path, small_ranges):
+    source = corpus_of(judged_chunk_ids(SAMPLE))
+    text = dump_array(source, 4).replace(json.dumps(source[9]["text"], ensure_ascii=False)[:-1],
+                                         json.dumps(source[9]["text"], ensure_ascii=False)[:-1] + "\\ud83d\\ude42", 1)
+    folder = folder_with(tmp_path, SAMPLE, text)
+    corpus = load("corpus", folder, tmp_path)["corpus"]
+    assert corpus[9]["text"] == source[9]["text"] + "🙂"
+
+
+@pytest.mark.parametrize("indent", [None, 4])
+def test_duplicate_key_in_corpus_record(tmp_path, small_ranges, indent):
+    source = corpus_of(judged_chunk_ids(SAMPLE))
+    text = dump_array(source, indent)
+    first = json.dumps(source[211]["id"])
+    spaced = " " if indent else ""
+    text = text.replace(f'"id":{spaced}{first}', f'"id":{spaced}"nq_9_9",{spaced}"id":{spaced}{first}', 1)
+    folder = folder_with(tmp_path, SAMPLE, text)
+    with pytest.raises(SourceError, match="duplicate key 'id'") as raised:
+        load("corpus", folder, tmp_path)
+    assert raised.value.record == 211
+
+
+@pytest.mark.parametrize("config", ["records", "queries", "qrels"])
+def test_unpaired_surrogate_in_query_file(tmp_path, config):
+    folder = folder_with(tmp_path, SAMPLE)
+    text = (SAMPLE / "mmrag_dev.json").read_text(encoding="utf-8")
+    query = json.dumps(records(SAMPLE, "dev")[3]["query"], ensure_ascii=False)
+    write_queries(folder, "dev", text.replace(query, query[:-1] + '\\udce9"', 1))
+    with pytest.raises(SourceError, match="unpaired surrogate") as raised:
+        load(config, folder, tmp_path)
+    assert raised.value.record == 3 and "mmrag_dev.json, record 3" in str(raised.value)
+
+
+def test_duplicate_key_in_relevant_chunks(tmp_path):
+    folder = folder_with(tmp_path, SAMPLE)
+    source = records(SAMPLE, "test")
+    chunk = next(iter(source[2]["relevant_chunks"]))
+    text = json.dumps(source, ensure_ascii=False, indent=4)
+    text = text.replace(f'"{chunk}": ', f'"{chunk}": 0, "{chunk}": ', 1)
+    write_queries(folder, "test", text)
+    with pytest.raises(SourceError, match=f"duplicate key '{chunk}'") as raised:
+        load("qrels", folder, tmp_path)
+    assert raised.value.record == 2

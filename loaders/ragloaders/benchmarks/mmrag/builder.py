@@ -15,16 +15,19 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
 import datasets
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...core import json_ranges
 from ...core.builder import RagBuilder
 from ...core.errors import SourceError
 from ...core.readers import (
     Shard,
+    array_elements_before,
     fits_int32,
     iter_json_array,
     iter_json_array_batches,
@@ -38,8 +41,10 @@ from .catalogue import (
     CHUNK_ID_PATTERN,
     CHUNK_ID_PREFIXES,
     CORPUS_BATCH_BYTES,
+    CORPUS_BOUNDARY,
     CORPUS_FIELDS,
     CORPUS_FILE,
+    CORPUS_RANGE_BYTES,
     DATASET_SCORE_KEYS,
     FEATURES,
     GRADES,
@@ -134,9 +139,28 @@ QUERY_FILE_ROWS = {"records": full_record_rows, "queries": query_rows, "qrels": 
 """Config -> the rows one checked query record gives, each with a rough size in bytes."""
 
 
+def refuse_what_orjson_refuses(shard: Shard) -> None:
+    """Raise SourceError (file, record) if orjson refuses the file that the streaming parser accepted: an unpaired
+    surrogate escape (`"\\ud800"`), which ijson's C backend turns into "?". One rule for every reader."""
+    with shard.open() as stream:
+        document = stream.read()
+    try:
+        orjson.loads(document.removeprefix(json_ranges.UTF8_BOM))
+    except orjson.JSONDecodeError as e:
+        with shard.open() as stream:  # what the streaming parser refuses too: its message (truncation, ...)
+            for _ in iter_json_array_batches(stream, shard.name):
+                pass
+        offset, problem = json_ranges.orjson_problem(document.removeprefix(json_ranges.UTF8_BOM), e)
+        offset += len(document) - len(document.removeprefix(json_ranges.UTF8_BOM))
+        with shard.open() as stream:
+            index = array_elements_before(stream, shard.name, offset)
+        raise SourceError(shard.name, problem, record=index) from None
+
+
 def read_query_file(shard: Shard, config: str) -> Iterator[pa.Table]:
     schema = FEATURES[config].arrow_schema
     fallbacks = 0
+    refuse_what_orjson_refuses(shard)
 
     def rows() -> Iterator[tuple[dict, int]]:
         nonlocal fallbacks
@@ -207,22 +231,98 @@ def _bad_corpus_record(record: Any) -> str | None:
 
 
 def read_corpus(shard: Shard) -> Iterator[pa.Table]:
-    """processed_documents.json (`[{"id": ..., "text": ...}, ...]`) as corpus tables of about CORPUS_BATCH_BYTES.
-
-    Records are checked a batch at a time (comprehensions, map), not one Python statement per record.
-    """
+    """processed_documents.json (`[{"id": ..., "text": ...}, ...]`) as corpus tables, streamed (the exact path)."""
     with shard.open() as stream:
-        for first, records in iter_json_array_batches(stream, shard.name, buf_size=CORPUS_BATCH_BYTES):
-            try:
-                well_formed = sum(map(len, records)) == 2 * len(records)
-                ids = [record["id"] for record in records]
-                texts = [record["text"] for record in records]
-            except (KeyError, TypeError):
-                well_formed = False
-            if not well_formed:
-                position, problem = next((i, p) for i, r in enumerate(records) if (p := _bad_corpus_record(r)))
-                raise SourceError(shard.name, problem, record=first + position)
-            yield corpus_table(ids, texts, first, shard.name)
+        yield from read_corpus_stream(stream, shard.name)
+
+
+def read_corpus_stream(stream: BinaryIO, name: str, first_index: int = 0) -> Iterator[pa.Table]:
+    """Corpus tables of about CORPUS_BATCH_BYTES from a stream of a corpus array, parsed by ijson; records are
+    checked a batch at a time (comprehensions, map), not one Python statement per record."""
+    for first, records in iter_json_array_batches(stream, name, buf_size=CORPUS_BATCH_BYTES):
+        first += first_index
+        try:
+            well_formed = sum(map(len, records)) == 2 * len(records)
+            ids = [record["id"] for record in records]
+            texts = [record["text"] for record in records]
+        except (KeyError, TypeError):
+            well_formed = False
+        if not well_formed:
+            position, problem = next((i, p) for i, r in enumerate(records) if (p := _bad_corpus_record(r)))
+            raise SourceError(name, problem, record=first + position)
+        yield corpus_table(ids, texts, first, name)
+
+
+def corpus_ranges(shard: Shard) -> list[tuple[int, int]] | None:
+    """Byte ranges of the corpus array, cut at record boundaries, for the parallel path; None for the exact one."""
+    if not shard.files.is_seekable_file(shard.relpath):
+        return None
+    path = shard.files.local_path(shard.relpath)
+    body = json_ranges.array_body(path)
+    if body is None:
+        return None
+    return json_ranges.cut_ranges(path, body, CORPUS_BOUNDARY, CORPUS_RANGE_BYTES)
+
+
+def _piece_table(piece: bytes, name: str) -> pa.Table | None:
+    """The corpus table of one piece, or NotCut when anything is off (the caller then finds the exact error)."""
+    records = json_ranges.parse_piece(piece)
+    if not records:
+        return None
+    try:
+        well_formed = sum(map(len, records)) == 2 * len(records)
+        ids = [record["id"] for record in records]
+        texts = [record["text"] for record in records]
+    except (KeyError, TypeError):
+        well_formed = False
+    if not well_formed:
+        raise json_ranges.NotCut("a record that is not {id, text}")
+    if json_ranges.count_keys(piece) != 2 * len(records) and json_ranges.has_duplicate_key(piece):
+        raise json_ranges.NotCut("a duplicate key")
+    try:
+        return corpus_table(ids, texts, 0, name)
+    except SourceError as e:
+        raise json_ranges.NotCut(str(e)) from None
+
+
+def _raise_exact_error(shard: Shard, path: str, start: int, piece: bytes) -> None:
+    """Raise the SourceError (file, record index in the whole array) for a piece the fast path refused: the
+    streaming path reads the array up to the piece's end; what it accepts but orjson refuses (an unpaired
+    surrogate escape) is located by byte offset."""
+    end = start + len(piece)
+    for _ in read_corpus_stream(json_ranges.joined((path, 0, end), b"]"), shard.name):
+        pass
+    try:
+        orjson.loads(b"[" + piece + b"]")
+    except orjson.JSONDecodeError as e:
+        offset, problem = json_ranges.orjson_problem(b"[" + piece + b"]", e)
+        with open(path, "rb") as stream:
+            index = array_elements_before(stream, shard.name, start + max(0, offset - 1))
+        raise SourceError(shard.name, problem, record=index) from None
+
+
+def read_corpus_ranges(shard: Shard, ranges: list[tuple[int, int]]) -> Iterator[pa.Table]:
+    """Corpus tables of byte ranges of the array, parsed piece by piece with orjson (see core/json_ranges.py).
+
+    Any piece the fast path does not accept as is ends in `_raise_exact_error`; a piece without a record
+    boundary within json_ranges.MAX_RECORD_BYTES is read by the streaming path."""
+    path = shard.files.local_path(shard.relpath)
+    for start, end in ranges:
+        resume = start
+        try:
+            for offset, piece in json_ranges.iter_pieces(path, start, end, CORPUS_BOUNDARY):
+                try:
+                    table = _piece_table(piece, shard.name)
+                except json_ranges.NotCut:
+                    _raise_exact_error(shard, path, offset, piece)
+                    raise
+                if table is not None:
+                    yield table
+                resume = offset + len(piece)
+        except json_ranges.NotCut:
+            if resume > start:
+                resume += 1  # past the comma after the last piece read
+            yield from read_corpus_stream(json_ranges.joined(b"[", (path, resume, end), b"]"), shard.name)
 
 
 def download_from_hub(filename: str, cache_dir: str | None) -> str:
@@ -272,14 +372,19 @@ class MmragBuilder(RagBuilder):
 
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         if self.config.name == "corpus":
-            return [datasets.SplitGenerator(name="corpus", gen_kwargs={"shard": self.source_shard(CORPUS_FILE)})]
+            shard = self.source_shard(CORPUS_FILE)
+            return [datasets.SplitGenerator(name="corpus", gen_kwargs={"shard": shard, "ranges": corpus_ranges(shard)})]
         return [
             datasets.SplitGenerator(name=split, gen_kwargs={"shard": self.source_shard(QUERY_FILES[split])})
             for split in SPLITS
         ]
 
-    def _generate_tables(self, shard: Shard) -> Iterator[tuple[tuple[int, int], pa.Table]]:
-        if self.config.name == "corpus":
+    def _generate_tables(
+        self, shard: Shard, ranges: list[tuple[int, int]] | None = None
+    ) -> Iterator[tuple[tuple[int, int], pa.Table]]:
+        if ranges is not None:
+            tables = read_corpus_ranges(shard, ranges)
+        elif self.config.name == "corpus":
             tables = read_corpus(shard)
         else:
             tables = read_query_file(shard, self.config.name)
