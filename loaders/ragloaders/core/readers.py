@@ -366,6 +366,15 @@ def _chunk_rows(
 
 
 _NON_BLANK_LINE = re.compile(rb"(?m)^[ \t\r]*[^ \t\r\n]")
+_LINE_STARTING_BLANK = re.compile(rb"\n[\n \t\r]")
+
+
+def count_non_blank_lines(chunk: bytes) -> int:
+    """Lines of `chunk` holding something other than spaces, tabs and CRs. When no line starts with one of
+    those (the usual JSONL), that is every line, counted with one `bytes.count`; else a regex counts them."""
+    if not chunk or chunk[:1] in b" \t\r\n" or _LINE_STARTING_BLANK.search(chunk):
+        return len(_NON_BLANK_LINE.findall(chunk))
+    return chunk.count(b"\n") + (not chunk.endswith(b"\n"))
 
 
 def _jsonl_fast(chunk: bytes, schema: pa.Schema, required: tuple[str, ...]) -> pa.Table | None:
@@ -385,7 +394,7 @@ def _jsonl_fast(chunk: bytes, schema: pa.Schema, required: tuple[str, ...]) -> p
         return None
     if any(table.column(name).null_count for name in required):
         return None
-    if table.num_rows != len(_NON_BLANK_LINE.findall(chunk)):
+    if table.num_rows != count_non_blank_lines(chunk):
         return None
     return table
 
@@ -592,3 +601,17 @@ def iter_json_array(stream: BinaryIO, name: str, *, buf_size: int = BLOCK_BYTES)
     """(index, value) for each element of a top-level JSON array, parsed as a stream (see iter_json_array_batches)."""
     for first, values in iter_json_array_batches(stream, name, buf_size=buf_size):
         yield from enumerate(values, start=first)
+
+
+def array_elements_before(stream: BinaryIO, name: str, limit: int, *, buf_size: int = BLOCK_BYTES) -> int:
+    """How many elements of the top-level JSON array in `stream` are complete within its first `limit` bytes:
+    the index of the element holding byte `limit`. Errors before it raise SourceError as in iter_json_array."""
+    parsed = ijson.sendable_list()
+    parser = JSON_ARRAY_BACKEND.items_coro(parsed, "item", use_float=True, map_type=UniqueKeyDict)
+    done, left, first = 0, limit, True
+    while left > 0 and (chunk := stream.read(min(buf_size, left))):
+        left -= len(chunk)
+        if first:
+            chunk, first = chunk.removeprefix(_UTF8_BOM), False
+        done += len(_send(parser, parsed, chunk, name, done))
+    return done + len(parsed)
