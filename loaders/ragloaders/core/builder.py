@@ -68,6 +68,9 @@ class RagBuilder(datasets.ArrowBasedBuilder):
     """
 
     VERSION = VERSION
+    DEFAULT_WRITER_BATCH_SIZE = 100_000
+    """Rows per record batch of the Arrow cache: tables already in Arrow go to disk in a few large writes (datasets'
+    default of 1,000 rows made ~13,000 small writes through Python file objects for a 370 MB BEIR corpus)."""
 
     BUILDER_CONFIG_CLASS = datasets.BuilderConfig
     BUILDER_PARAMETERS: tuple[str, ...] = ()

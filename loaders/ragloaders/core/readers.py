@@ -405,14 +405,20 @@ def read_jsonl(shard: Shard, schema: pa.Schema, required: Iterable[str] = ()) ->
     required = tuple(required)
     line_by_line = any(field.metadata == JSON_FIELD for field in schema)
     rows = 0
-    for first, chunk in _shard_chunks(shard):
-        table = None if line_by_line else _jsonl_fast(chunk, schema, required)
-        tables = [table] if table is not None else tables_from_rows(
-            _chunk_rows(chunk, first, shard.name, schema, required), schema
-        )
-        for table in tables:
-            rows += table.num_rows
-            yield table
+    try:  # lines numbered from the shard's start; the file's line number is counted only for an error
+        with shard.open() as stream:
+            for first, chunk in iter_line_chunks(stream, shard.name, 1, skip_bom=shard.start == 0):
+                table = None if line_by_line else _jsonl_fast(chunk, schema, required)
+                tables = [table] if table is not None else tables_from_rows(
+                    _chunk_rows(chunk, first, shard.name, schema, required), schema
+                )
+                for table in tables:
+                    rows += table.num_rows
+                    yield table
+    except SourceError as e:
+        if e.line is None or shard.start == 0:
+            raise
+        raise SourceError(e.path, e.message, line=e.line + shard.first_line_number() - 1) from None
     if rows == 0 and shard.end is None:
         raise SourceError(shard.name, "no records: the file is empty or holds only blank lines")
 
