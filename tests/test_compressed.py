@@ -6,6 +6,7 @@ import bz2
 import io
 import json
 import tarfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import indexed_bzip2
@@ -253,3 +254,80 @@ def test_truncated_tar_raises(keep):
         for member_name, content in iter_tar_members(io.BytesIO(data[: cut[keep]]), name="cut.tar"):
             lines += sum(1 for _ in iter_lines(content, member_name))
     assert lines <= 300
+
+
+class _Unseekable(io.RawIOBase):
+    def __init__(self, data: bytes):
+        self.data = io.BytesIO(data)
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        return self.data.readinto(buffer)
+
+
+@pytest.fixture(scope="module")
+def two_streams(expected) -> tuple[bytes, bytes]:
+    """The sample as two bzip2 streams (records 1-4, records 5-10)."""
+    lines = expected.splitlines(keepends=True)
+    return bz2.compress(b"".join(lines[:4]), 1), bz2.compress(b"".join(lines[4:]), 1)
+
+
+@pytest.mark.parametrize("reader", ["threads=1", "threads=2", "not seekable"])
+@pytest.mark.parametrize(
+    "damage", ["garbage between", "damaged header", "zeros after", "text after"],
+)
+def test_bytes_that_are_not_a_bzip2_stream_are_refused_with_their_offset(two_streams, reader, damage, tmp_path):
+    first, second = two_streams
+    data = {
+        "garbage between": first + b"not bzip2" + second,
+        "damaged header": first + b"BZh0" + second[4:],
+        "zeros after": first + second + b"\0" * 16,
+        "text after": first + second + b"tail",
+    }[damage]
+    if reader == "not seekable":
+        source, threads = io.BufferedReader(_Unseekable(data)), None
+    else:
+        path = tmp_path / "x.jsonl.bz2"
+        path.write_bytes(data)
+        source, threads = str(path), int(reader[-1])
+    offset = len(first) if damage in ("garbage between", "damaged header") else len(first) + len(second)
+    pattern = rf"x\.jsonl\.bz2: (bytes at offset {offset:,} are not a bzip2 stream|truncated bzip2 file: it does not)"
+    with pytest.raises(SourceError, match=pattern):
+        read_lines(source, "x.jsonl.bz2", threads)
+
+
+@pytest.mark.parametrize("reader", ["threads=1", "threads=2", "not seekable"])
+def test_several_clean_streams_give_every_line(expected, two_streams, reader, tmp_path):
+    first, second = two_streams
+    data = first + bz2.compress(b"") + second
+    if reader == "not seekable":
+        source, threads = io.BufferedReader(_Unseekable(data)), None
+    else:
+        (tmp_path / "x.bz2").write_bytes(data)
+        source, threads = str(tmp_path / "x.bz2"), int(reader[-1])
+    assert b"".join(line + b"\n" for line in read_lines(source, "x", threads)) == expected
+
+
+LEFT_OPEN = """
+import sys
+from ragloaders.core.compressed import open_bz2
+stream = open_bz2(sys.argv[1], name="x", threads=2)
+print(len(stream.readline()))
+"""
+
+
+def test_a_bz2_reader_left_open_does_not_abort_the_interpreter_at_exit(tmp_path, two_streams):
+    import subprocess
+    import sys
+
+    path = tmp_path / "big.bz2"
+    path.write_bytes(b"".join(two_streams))  # about 150 blocks: the decoding threads are busy at exit
+    def run(_):  # before the fix, 2 runs in 4 aborted (exit 134, "Detected Python finalization")
+        return subprocess.run([sys.executable, "-c", LEFT_OPEN, str(path)], capture_output=True, text=True,
+                              timeout=120)
+
+    with ThreadPoolExecutor(2) as pool:
+        for result in pool.map(run, range(6)):
+            assert result.returncode == 0 and "finalization" not in result.stderr, result.stderr[-2000:]
