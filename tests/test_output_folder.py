@@ -26,6 +26,7 @@ from ragloaders.publish.output_folder import (
     MANIFEST,
     OutputFolder,
     OutputFolderError,
+    TargetLock,
     check_target,
     read_manifest,
     verify,
@@ -376,16 +377,31 @@ def test_a_kill_between_the_two_renames_of_the_fallback_swap_is_undone(tmp_path,
 
 
 def test_two_concurrent_builds_of_one_folder_both_finish_with_a_complete_folder(tmp_path, cache_dir, built, loads):
+    """The test holds the target's lock until both builds have said they wait, so they really contend."""
     out = tmp_path / "out"
     shutil.copytree(built[OLD][0], out)
     environment = {**os.environ, "PYTHONPATH": str(ROOT / "loaders")}
     command = [sys.executable, "-m", "ragloaders", *build_args(out, cache_dir=cache_dir)]
-    processes = [subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for _ in range(2)]
-    results = [process.communicate(timeout=300) for process in processes]
-    assert [process.returncode for process in processes] == [0, 0], [err[-2000:] for _, err in results]
-    assert all(f"wrote {out}" in stdout for stdout, _ in results)
-    assert which_build(out, built, loads) == NEW and siblings(out) == ["out"]
+    lock = TargetLock(os.path.realpath(out))
+    lock.acquire()
+    errors = [tmp_path / f"err{k}" for k in range(2)]
+    sinks = [open(err, "w") for err in errors]
+    try:
+        processes = [subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=sink, text=True)
+                     for sink in sinks]
+        deadline = time.monotonic() + 240
+        while not all("waiting for it to finish" in err.read_text() for err in errors):
+            assert time.monotonic() < deadline and all(p.poll() is None for p in processes)
+            time.sleep(0.1)
+        assert which_build(out, built, loads, load=False) == OLD  # nothing changed while they wait
+    finally:
+        lock.release()
+    results = [process.communicate(timeout=300)[0] for process in processes]
+    for sink in sinks:
+        sink.close()
+    assert [process.returncode for process in processes] == [0, 0], [err.read_text()[-2000:] for err in errors]
+    assert all(f"wrote {out}" in stdout for stdout in results)
+    assert which_build(out, built, loads) == NEW and siblings(out) == ["err0", "err1", "out"]
 
 
 # --- the CLI's errors -----------------------------------------------------------------------------------------------

@@ -89,7 +89,7 @@ def test_push_commits_in_batches_and_the_received_repo_loads_like_ragloaders(tmp
 
 def test_an_interrupted_push_resumes_without_uploading_twice(tmp_path, cache_dir):
     killed = run_push(tmp_path, cache_dir, env={"FAKE_HUB_EXIT_ON_COMMIT": "2"})
-    assert killed.returncode == 17
+    assert killed.returncode == 17, killed.stderr[-3000:]
     hub = FakeHub(str(tmp_path / "hub"))
     first = hub.load()["repos"][REPO]["branches"]["main"]["commits"]
     assert len(first) == 1 and len(first[0]["paths"]) == 2
