@@ -255,6 +255,19 @@ def measure(kind: str, path: str, config: str, data_dir: str, options: list[str]
             result["rows"] = {split: d.num_rows for split, d in dataset.items()}
         finally:
             shutil.rmtree(cache, ignore_errors=True)
+    elif kind == "build-all":
+        # The whole `ragloaders build`: every config, Parquet, card. Options "np=N" set --num-proc.
+        from ragloaders.cli import main as cli
+
+        work = tempfile.mkdtemp(prefix="bench-crag-build-", dir=os.path.dirname(data_dir))
+        num_proc = [o.split("=", 1)[1] for o in options if o.startswith("np=")]
+        try:
+            code = cli(["build", path, "--data-dir", data_dir, "--out", os.path.join(work, "out"),
+                        "--cache-dir", os.path.join(work, "cache"), *(["--num-proc", num_proc[0]] if num_proc else [])])
+            if code != 0:
+                raise RuntimeError(f"build exited {code}")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     elif kind == "stream":
         dataset = ragloaders.load(path, config, data_dir=data_dir, streaming=True)
         result["rows"] = {split: sum(1 for _ in d.iter(batch_size=crag.BATCH_ROWS)) for split, d in dataset.items()}
@@ -309,6 +322,12 @@ def main() -> None:
         "search_results indexed": ("build", "crag/task_1_and_2", "search_results", full),
         "corpus indexed": ("build", "crag/task_1_and_2", "corpus", full),
         "default streaming": ("stream", "crag/task_1_and_2", "records", full),
+        "whole build": ("build-all", "crag/task_1_and_2", "records", full),
+        "whole build num_proc 1": ("build-all", "crag/task_1_and_2", "records", full, "np=1"),
+        "whole build num_proc 2": ("build-all", "crag/task_1_and_2", "records", full, "np=2"),
+        "whole build num_proc 4": ("build-all", "crag/task_1_and_2", "records", full, "np=4"),
+        "whole build half": ("build-all", "crag/task_1_and_2", "records", half),
+        "task3 whole build": ("build-all", "crag/task_3", "records", t3dir),
         "task3 decompress": ("decompress", "crag/task_3", "records", t3dir),
         "task3 default": ("build", "crag/task_3", "records", t3dir),
         "task3 corpus": ("build", "crag/task_3", "corpus", t3dir),
@@ -336,7 +355,9 @@ def report(results: dict) -> None:
         per_gb = r["seconds"] / (sizes[r["data"]] / 1e9)
         print(f"| {name} | {r['seconds']} | {r['peak_rss_mb']} | {per_gb:.0f} | {r.get('rows', '')} |")
     pairs = (("default python-bz2", "default indexed"), ("decompress python-bz2", "decompress indexed"),
-             ("default indexed two-pass", "default indexed"))
+             ("default indexed two-pass", "default indexed"), ("whole build", "default indexed"),
+             ("whole build num_proc 1", "default indexed"), ("whole build num_proc 2", "default indexed"),
+             ("whole build num_proc 4", "default indexed"), ("task3 whole build", "task3 default"))
     for slow, fast in pairs:
         if slow in results and fast in results:
             print(f"{slow} / {fast}: {results[slow]['seconds'] / results[fast]['seconds']:.2f}x")

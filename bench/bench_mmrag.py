@@ -94,7 +94,7 @@ import json, sys, time
 import ragloaders
 start = time.perf_counter()
 builder = ragloaders.builder("mmrag", "corpus", data_dir=sys.argv[2], cache_dir=sys.argv[3])
-builder.download_and_prepare()
+builder.download_and_prepare(num_proc=NUM_PROC)
 rows = builder.info.splits["corpus"].num_examples
 print(json.dumps({"seconds": time.perf_counter() - start, "rows": rows}))
 """
@@ -131,6 +131,7 @@ def main() -> None:
     parser.add_argument("--gb", type=float, default=1.0, help="size of the generated array (default 1.0)")
     parser.add_argument("--indent", type=int, default=None, help="pretty-print with this indent (default compact)")
     parser.add_argument("--out", help="append a Markdown report to this file")
+    parser.add_argument("--skip", nargs="*", default=[], help="leave out the runs whose name starts with these")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-mmrag-") as tmp:
         data_dir = os.path.join(tmp, "mmrag")
@@ -146,9 +147,14 @@ def main() -> None:
         results = {}
         for name, script in (("json.load (parse only)", JSON_LOAD), ("baseline: import ragloaders", BASELINE),
                              ("ijson yajl2_c (parse only)", IJSON_ONLY),
-                             ("ragloaders corpus build (parse, check, write Arrow)", RAGLOADERS_BUILD),
+                             ("ragloaders corpus build (parse, check, write Arrow)",
+                              RAGLOADERS_BUILD.replace("NUM_PROC", "None")),
+                             *((f"ragloaders corpus build, num_proc={n}", RAGLOADERS_BUILD.replace("NUM_PROC", str(n)))
+                               for n in (1, 2, 4)),
                              ("ragloaders.load: build + memory-mapped Dataset", RAGLOADERS_LOAD),
                              ("ragloaders corpus, streaming=True", RAGLOADERS_STREAM)):
+            if name.startswith(tuple(args.skip)):
+                continue
             cache = os.path.join(tmp, f"cache-{len(results)}")
             results[name] = isolated(script, path, data_dir, cache)
         for name, result in results.items():

@@ -56,10 +56,43 @@ def _shards(table: pa.Table) -> Iterator[pa.Table]:
         yield table.slice(start, rows)
 
 
+class _CachedRows:
+    """A dataset's rows read in order from its Arrow cache files with plain reads, `take(n)` rows at a time.
+
+    A memory map (what `dataset.data` is) counts every page read in the process's RSS, up to the files' size:
+    reading the files keeps the memory of writing a split to about one row group."""
+
+    def __init__(self, files: list[str], schema: pa.Schema):
+        self.schema, self.batches = schema, self._batches(files)
+        self.pending: list[pa.RecordBatch] = []
+        self.count = 0
+
+    @staticmethod
+    def _batches(files: list[str]) -> Iterator[pa.RecordBatch]:
+        for path in files:
+            with pa.OSFile(path, "rb") as source:
+                yield from pa.ipc.open_stream(source)
+
+    def take(self, rows: int) -> pa.Table:
+        while self.count < rows and (batch := next(self.batches, None)) is not None:
+            self.pending.append(batch)
+            self.count += batch.num_rows
+        if not self.pending:
+            return self.schema.empty_table()
+        table = pa.Table.from_batches(self.pending)
+        self.pending, self.count = table.slice(rows).to_batches(), max(0, table.num_rows - rows)
+        return table.slice(0, rows).cast(self.schema)
+
+
 def write_parquet(dataset: datasets.Dataset, folder: str, split: str) -> list[str]:
-    """Write one split as zstd Parquet shards `<split>-0000i-of-0000n.parquet`; return their paths."""
+    """Write one split as zstd Parquet shards `<split>-0000i-of-0000n.parquet`; return their paths.
+
+    Shards and row groups are planned on the whole table (its sizes only); the rows come from the dataset's
+    Arrow cache files when it has them (see _CachedRows), else from the table itself."""
     schema = dataset.features.arrow_schema
-    table = dataset.data.table.cast(schema)
+    files = [entry["filename"] for entry in dataset.cache_files]
+    table = dataset.data.table if files and dataset._indices is None else dataset.data.table.cast(schema)
+    rows = _CachedRows(files, schema) if files and dataset._indices is None else None
     shards = list(_shards(table))
     paths = []
     for index, shard in enumerate(shards):
@@ -69,6 +102,8 @@ def write_parquet(dataset: datasets.Dataset, folder: str, split: str) -> list[st
         ) as writer:
             row_group = _row_group_rows(shard)
             for start in range(0, max(shard.num_rows, 1), row_group):
-                writer.write_table(shard.slice(start, row_group), row_group_size=row_group)
+                part = shard.slice(start, row_group) if rows is None else rows.take(
+                    min(row_group, shard.num_rows - start))
+                writer.write_table(part, row_group_size=row_group)
         paths.append(path)
     return paths
