@@ -2,6 +2,6 @@
 
 from .api import builder, load, registry
 from .core.errors import DownloadError, MissingSourceError, SourceError
+from .core.version import VERSION as __version__
 
-__version__ = "0.2.0"
 __all__ = ["builder", "load", "registry", "SourceError", "MissingSourceError", "DownloadError", "__version__"]

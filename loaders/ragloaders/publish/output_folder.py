@@ -46,6 +46,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..core.version import VERSION as PACKAGE_VERSION
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: filelock's msvcrt lock instead
@@ -91,9 +93,7 @@ class Manifest:
     complete: bool = False
 
     def as_json(self) -> dict:
-        from .. import __version__
-
-        return {"format": FORMAT, "version": VERSION, "complete": self.complete, "ragloaders": __version__,
+        return {"format": FORMAT, "version": VERSION, "complete": self.complete, "ragloaders": PACKAGE_VERSION,
                 "target": self.target, "identity": self.identity,
                 "files": {name: {"sha256": r.sha256, "size": r.size} for name, r in sorted(self.files.items())}}
 
