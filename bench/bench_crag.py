@@ -328,6 +328,8 @@ def main() -> None:
         "whole build num_proc 4": ("build-all", "crag/task_1_and_2", "records", full, "np=4"),
         "whole build half": ("build-all", "crag/task_1_and_2", "records", half),
         "task3 whole build": ("build-all", "crag/task_3", "records", t3dir),
+        "task3 whole build num_proc 2": ("build-all", "crag/task_3", "records", t3dir, "np=2"),
+        "task3 whole build num_proc 4": ("build-all", "crag/task_3", "records", t3dir, "np=4"),
         "task3 decompress": ("decompress", "crag/task_3", "records", t3dir),
         "task3 default": ("build", "crag/task_3", "records", t3dir),
         "task3 corpus": ("build", "crag/task_3", "corpus", t3dir),
@@ -357,7 +359,9 @@ def report(results: dict) -> None:
     pairs = (("default python-bz2", "default indexed"), ("decompress python-bz2", "decompress indexed"),
              ("default indexed two-pass", "default indexed"), ("whole build", "default indexed"),
              ("whole build num_proc 1", "default indexed"), ("whole build num_proc 2", "default indexed"),
-             ("whole build num_proc 4", "default indexed"), ("task3 whole build", "task3 default"))
+             ("whole build num_proc 4", "default indexed"), ("task3 whole build", "task3 default"),
+             ("whole build half", "default indexed half"), ("task3 whole build num_proc 2", "task3 default"),
+             ("task3 whole build num_proc 4", "task3 default"))
     for slow, fast in pairs:
         if slow in results and fast in results:
             print(f"{slow} / {fast}: {results[slow]['seconds'] / results[fast]['seconds']:.2f}x")

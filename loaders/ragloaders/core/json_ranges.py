@@ -8,8 +8,8 @@ the start of an element. A wrong cut on invalid input leaves a range that orjson
 string or bracket at its end), so any doubt ends in the caller's exact, streaming path.
 
 orjson refuses invalid UTF-8 and unpaired surrogate escapes (`"\\ud800"`), and keeps the last value of
-a duplicate key; `count_keys` (a count of key-ending tokens, then an exact parse only when the count
-is off) lets the caller refuse duplicates.
+a duplicate key; `may_hold_duplicate_key` (counts of key-ending tokens, then an exact parse only when
+they are off) lets the caller refuse duplicates.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from .sources import RangeReader
 
 WHITESPACE = b" \t\r\n"
 UTF8_BOM = b"\xef\xbb\xbf"
-PIECE_BYTES = 1 << 20
+PIECE_BYTES = 2 << 20
 """Bytes of input per parsed piece: memory per worker is a few times this."""
 MAX_RECORD_BYTES = 256 << 20
 """A piece grows until it holds a boundary; past this, the caller's streaming path reads the rest."""
-_KEY_END = re.compile(rb'"[ \t\r\n]*:')
-"""Ends a key (and, rarely, an escaped quote in a string before a colon): at least one per key."""
+_SPACED_KEY_END = re.compile(rb'"[ \t\r\n]+:')
+"""A key with whitespace before its colon (or, rarely, an escaped quote in a string before a spaced colon)."""
 
 
 class NotCut(ValueError):
@@ -134,9 +134,12 @@ def parse_piece(piece: bytes) -> list[Any]:
         raise NotCut(str(e)) from None
 
 
-def count_keys(piece: bytes) -> int:
-    """An upper bound on the number of object keys in `piece` (exact unless a string holds `\\"` before a colon)."""
-    return len(_KEY_END.findall(piece))
+def may_hold_duplicate_key(piece: bytes, keys: int) -> bool:
+    """False when `piece`, a valid array of objects holding `keys` keys in all, none of which ends in a backslash,
+    surely has no duplicate key: its key tokens are then exactly the `"` + `:` pairs not escaped, plus those
+    with whitespace before the colon, which are looked for (and, if any, left to `has_duplicate_key`)."""
+    adjacent = piece.count(b'":') - piece.count(b'\\":')
+    return adjacent != keys or _SPACED_KEY_END.search(piece) is not None
 
 
 def has_duplicate_key(piece: bytes) -> bool:
