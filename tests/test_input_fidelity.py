@@ -444,3 +444,17 @@ def test_a_wrong_split_is_reported_before_any_build_in_one_line(tmp_path):
     with pytest.raises(ValueError, match="its splits are validation, test"):
         ragloaders.load("crag/task_1_and_2", "queries", split="train", data_dir=str(CRAG_EXAMPLE),
                         cache_dir=str(cache), streaming=True)
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+def test_line_chunks_cover_the_file_exactly_with_their_first_line_numbers(monkeypatch, bom):
+    monkeypatch.setattr(readers, "BLOCK_BYTES", 7)
+    lines = [b"x" * ((i * 37) % 61) for i in range(400)]  # empty lines, lines shorter and longer than a read
+    data = b"\n".join(lines) + b"\n" + b"no newline at the end"
+    chunks = list(readers.iter_line_chunks(io.BytesIO(bom + data), "f", skip_bom=True))
+    assert b"".join(chunk for _, chunk in chunks) == data
+    offset = 0
+    for index, (first, chunk) in enumerate(chunks):
+        assert first == data[:offset].count(b"\n") + 1
+        assert chunk.endswith(b"\n") or index == len(chunks) - 1
+        offset += len(chunk)

@@ -42,7 +42,7 @@ from .sources import RangeReader, SourceFiles, line_aligned_ranges
 
 BLOCK_BYTES = 1 << 20
 """pyarrow's parser block; a chunk of lines (CHUNK_BLOCKS blocks) is parsed on threads, block by block."""
-CHUNK_BLOCKS = 4
+CHUNK_BLOCKS = 8
 SHARD_BYTES = 128 << 20
 MAX_LINE_BYTES = 512 << 20
 """Longest line read: far above any benchmark's (CRAG's reach several MB), far below what exhausts memory."""
@@ -112,31 +112,24 @@ def iter_line_chunks(
     """(number of its first line, bytes) for consecutive chunks of whole lines of about CHUNK_BLOCKS * BLOCK_BYTES.
 
     Every chunk but the last ends with a newline. `skip_bom` drops a UTF-8 BOM at the very start. A line
-    longer than MAX_LINE_BYTES raises SourceError instead of filling memory."""
-    target = min(CHUNK_BLOCKS * BLOCK_BYTES, MAX_LINE_BYTES)  # so a longer line always spans reads
-    pending: list[bytes] = []
-    pending_bytes = 0
+    longer than MAX_LINE_BYTES raises SourceError instead of filling memory (`stream.readline` is bounded)."""
     number = first
-    if skip_bom:
-        head = stream.read(len(_UTF8_BOM))
-        if head != _UTF8_BOM:
-            pending, pending_bytes = [head], len(head)
-    while data := stream.read(target):
-        cut = data.rfind(b"\n") + 1
-        if cut == 0:
-            pending.append(data)
-            pending_bytes += len(data)
-            if pending_bytes > MAX_LINE_BYTES:
-                raise SourceError(name, f"line longer than {MAX_LINE_BYTES:,} bytes (MAX_LINE_BYTES)", line=number)
-            continue
-        if pending and pending_bytes + data.find(b"\n") > MAX_LINE_BYTES:
-            raise SourceError(name, f"line longer than {MAX_LINE_BYTES:,} bytes (MAX_LINE_BYTES)", line=number)
-        chunk = b"".join([*pending, data[:cut]]) if pending else data[:cut]
-        pending, pending_bytes = ([data[cut:]], len(data) - cut) if cut < len(data) else ([], 0)
-        yield number, chunk
-        number += chunk.count(b"\n")
-    if pending_bytes:
-        yield number, b"".join(pending)
+    size = min(CHUNK_BLOCKS * BLOCK_BYTES, MAX_LINE_BYTES)  # so that a longer line always reaches the readline
+    if skip_bom and (head := stream.read(len(_UTF8_BOM))) != _UTF8_BOM:
+        data = head + stream.read(size)
+    else:
+        data = stream.read(size)
+    while data:
+        if not data.endswith(b"\n"):  # complete the last line (one copy of the chunk at most)
+            tail = stream.readline(MAX_LINE_BYTES + 1)
+            last = len(data) - data.rfind(b"\n") - 1 + len(tail) - tail.endswith(b"\n")
+            if last > MAX_LINE_BYTES:
+                line = number + data.count(b"\n")
+                raise SourceError(name, f"line longer than {MAX_LINE_BYTES:,} bytes (MAX_LINE_BYTES)", line=line)
+            data += tail
+        yield number, data
+        number += data.count(b"\n")
+        data = stream.read(size)
 
 
 def _describe(value: Any) -> str:
