@@ -286,9 +286,9 @@ def test_a_100_mb_line_loads_exactly_with_bounded_memory(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     rows, huge_length, after, peak_mb = result.stdout.split()
     assert (int(rows), int(huge_length), after) == (5, size // 2, "after")
-    # measured: ~1.1 GB for this line of 2-byte characters (~570 MB for ASCII): the line, its parsed string,
+    # measured: ~1.45 GB for this line of 2-byte characters: the line, the chunk holding it, its parsed string,
     # its Arrow copy and the writer's buffers; a reader that held the whole file or more copies would exceed this
-    assert int(peak_mb) < 1_400, f"peak RSS {peak_mb} MB for a 100 MB line"
+    assert int(peak_mb) < 1_700, f"peak RSS {peak_mb} MB for a 100 MB line"
 
 
 def test_a_line_longer_than_the_limit_is_refused_not_buffered(tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ Limits of the generated input, and why:
 - qrels ids hold no tab, LF or CR: they are the TSV's column and line separators (BEIR has no quoting);
 - mmRAG chunk ids are `<source prefix><at least one character>_<ASCII digits>`, as the builder requires, and
   hold no LF: mmrag.CHUNK_ID_PATTERN's `.+` does not match one, so such an id is refused (a clear SourceError);
+- corpus and queries have at least one line (an empty one is refused, tests/test_input_fidelity.py);
 - the build tests give every split at least one row: datasets 5.2 cannot load an empty Parquet split
   ("corresponds to no data"), so an empty split cannot be published; `ragloaders.load` does give empty splits.
 Everything else is arbitrary: empty strings, leading zeros, spaces, other control characters, U+2028, NUL.
@@ -40,9 +41,10 @@ def dump_line(record: dict, ascii_only: bool, line_end: str) -> str:
 @st.composite
 def beir_files(draw, min_rows: int = 0) -> dict:
     rows = {"min_size": min_rows, "max_size": 6}
+    entities = {"min_size": max(min_rows, 1), "max_size": 6}  # an empty corpus or queries file is refused
     return {
-        "corpus": draw(st.lists(st.fixed_dictionaries({"_id": ID, "title": TEXT, "text": TEXT}), **rows)),
-        "queries": draw(st.lists(st.fixed_dictionaries({"_id": ID, "text": TEXT}), **rows)),
+        "corpus": draw(st.lists(st.fixed_dictionaries({"_id": ID, "title": TEXT, "text": TEXT}), **entities)),
+        "queries": draw(st.lists(st.fixed_dictionaries({"_id": ID, "text": TEXT}), **entities)),
         "qrels": {split: draw(st.lists(st.tuples(TSV_ID, TSV_ID, SCORE), **rows)) for split in ("train", "test")},
         "ascii_only": draw(st.booleans()),
         "line_end": draw(st.sampled_from(["\n", "\r\n"])),

@@ -455,7 +455,7 @@ def _qrels_fast(chunk: bytes) -> pa.Table | None:
     try:
         table = pa_csv.read_csv(
             pa.py_buffer(chunk),
-            read_options=pa_csv.ReadOptions(column_names=QRELS_SCHEMA.names, block_size=BLOCK_BYTES, use_threads=True),
+            read_options=pa_csv.ReadOptions(column_names=QRELS_SCHEMA.names, block_size=BLOCK_BYTES, use_threads=False),
             parse_options=pa_csv.ParseOptions(delimiter="\t", quote_char=False, ignore_empty_lines=True),
             convert_options=pa_csv.ConvertOptions(
                 column_types=_QRELS_TEXT, strings_can_be_null=False, quoted_strings_can_be_null=False
