@@ -468,7 +468,8 @@ def test_validate_knows_crag(v5_dir, tmp_path):
     # a 10-record file named like v5 is not the published v5 file: its counts are shown, not compared (issue 11)
     assert report["errors"] == [] and report["source"]["release"] == "v5"
     assert set(report["source"]["not_compared"]) >= {"records", "queries"}
-    assert "the official crag_task_1_and_2_dev_v5.jsonl.bz2 is 739,310,088 bytes" in report["source"]["files"][0]["note"]
+    note = report["source"]["files"][0]["note"]
+    assert "the official crag_task_1_and_2_dev_v5.jsonl.bz2 is 739,310,088 bytes" in note
     assert {f["published"] for f in report["splits"] if f["config"] == "queries" and "published" in f} <= {None}
     assert {(f["check"], f["config"]) for f in report["warnings"]} == {("duplicate_pairs", "search_results")}
 
