@@ -310,6 +310,22 @@ def test_newest_release_wins_and_release_picks(v4_dir, v5_dir, tmp_path):
         ragloaders.builder("crag/task_1_and_2", "records", release="v6")
 
 
+def test_load_passes_config_kwargs_like_load_dataset(v4_dir, v5_dir, tmp_path):
+    """`ragloaders.load(..., release="v4")` sets the config parameter, as `load_dataset(..., **config_kwargs)` does;
+    each release gets its own cache, so asking for v5 after v4 never serves v4's rows."""
+    both = tmp_path / "both"
+    both.mkdir()
+    shutil.copy(v4_dir / T12_V4, both)
+    shutil.copy(v5_dir / T12_V5, both)
+    cache = str(tmp_path / "cache")
+    v4 = ragloaders.load("crag/task_1_and_2", "queries", data_dir=str(both), cache_dir=cache, release="v4")
+    v5 = ragloaders.load("crag/task_1_and_2", "queries", data_dir=str(both), cache_dir=cache, release="v5")
+    assert set(v4["test"]["popularity"]) == {None} and set(v5["test"]["popularity"]) != {None}
+    assert ragloaders.builder("crag/task_1_and_2", "queries", release="v4").config.release == "v4"
+    with pytest.raises(ValueError, match="no release 'v6'"):
+        ragloaders.load("crag/task_1_and_2", "queries", data_dir=str(both), release="v6")
+
+
 # --- errors name the file and the record ----------------------------------------------------------------
 
 
