@@ -239,20 +239,25 @@ def read_corpus(shard: Shard) -> Iterator[pa.Table]:
 
 
 def read_corpus_stream(stream: BinaryIO, name: str, first_index: int = 0) -> Iterator[pa.Table]:
-    """Corpus tables of about CORPUS_BATCH_BYTES from a stream of a corpus array, parsed by ijson; records are
-    checked a batch at a time (comprehensions, map), not one Python statement per record."""
+    """Corpus tables of about CORPUS_BATCH_BYTES from a stream of a corpus array, parsed by ijson."""
     for first, records in iter_json_array_batches(stream, name, buf_size=CORPUS_BATCH_BYTES):
         first += first_index
-        try:
-            well_formed = sum(map(len, records)) == 2 * len(records)
-            ids = [record["id"] for record in records]
-            texts = [record["text"] for record in records]
-        except (KeyError, TypeError):
-            well_formed = False
-        if not well_formed:
+        columns = ids_and_texts(records)
+        if columns is None:
             position, problem = next((i, p) for i, r in enumerate(records) if (p := _bad_corpus_record(r)))
             raise SourceError(name, problem, record=first + position)
-        yield corpus_table(ids, texts, first, name)
+        yield corpus_table(*columns, first, name)
+
+
+def ids_and_texts(records: list) -> tuple[list, list] | None:
+    """The `id`s and `text`s of corpus records, or None when one is not exactly {id, text} (checked a batch at a
+    time with comprehensions, not one Python statement per record)."""
+    try:
+        if sum(map(len, records)) != 2 * len(records):
+            return None
+        return [record["id"] for record in records], [record["text"] for record in records]
+    except (KeyError, TypeError):
+        return None
 
 
 def corpus_ranges(shard: Shard) -> list[tuple[int, int]] | None:
@@ -271,14 +276,10 @@ def _piece_table(piece: bytes, name: str) -> pa.Table | None:
     records = json_ranges.parse_piece(piece)
     if not records:
         return None
-    try:
-        well_formed = sum(map(len, records)) == 2 * len(records)
-        ids = [record["id"] for record in records]
-        texts = [record["text"] for record in records]
-    except (KeyError, TypeError):
-        well_formed = False
-    if not well_formed:
+    columns = ids_and_texts(records)
+    if columns is None:
         raise json_ranges.NotCut("a record that is not {id, text}")
+    ids, texts = columns
     if json_ranges.may_hold_duplicate_key(piece, 2 * len(records)) and json_ranges.has_duplicate_key(piece):
         raise json_ranges.NotCut("a duplicate key")
     try:
