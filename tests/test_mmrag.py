@@ -7,6 +7,7 @@ import http.server
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -415,6 +416,28 @@ def test_download_from_hub_served_locally(tmp_path):
     assert counts["corpus"] == {"corpus": len(judged_chunk_ids(SAMPLE))}
     fetched = {path.rsplit("/", 1)[-1] for method, path in handler.requests if method == "GET"}
     assert fetched == {"mmrag_train.json", "mmrag_dev.json", "mmrag_test.json", "processed_documents.json"}
+
+
+def test_a_failed_hub_download_is_one_download_error_naming_the_url_and_what_to_do(tmp_path):
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there: the connection is refused
+    env = {**os.environ, "PYTHONPATH": LOADERS, "HF_ENDPOINT": f"http://127.0.0.1:{port}", "HF_HUB_DISABLE_XET": "1",
+           "HF_HOME": str(tmp_path / "hf-home"), "HF_HUB_OFFLINE": "0", "HF_HUB_ETAG_TIMEOUT": "2"}
+    script = (
+        "import sys, ragloaders\n"
+        "try:\n"
+        "    ragloaders.load('mmrag', 'queries', cache_dir=sys.argv[1])\n"
+        "except ragloaders.DownloadError as e:\n"
+        "    print(e)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script, str(tmp_path / "cache")], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    message = run.stdout.strip()
+    assert f"http://127.0.0.1:{port}/datasets/{HUB_REPO_ID}/resolve/" in message and "mmrag_" in message
+    assert "download failed" in message and "HF_ENDPOINT" in message and "--data-dir" in message
 
 
 # --- registry and the hub folder ---------------------------------------------------------------------------

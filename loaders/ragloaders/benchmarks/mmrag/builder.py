@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...core import json_ranges
-from ...core.builder import RagBuilder
-from ...core.errors import SourceError
+from ...core.builder import RagBuilder, is_no_space
+from ...core.errors import DownloadError, SourceError
 from ...core.readers import (
     Shard,
     array_elements_before,
@@ -330,11 +330,18 @@ def read_corpus_ranges(shard: Shard, ranges: list[tuple[int, int]]) -> Iterator[
 
 def download_from_hub(filename: str, cache_dir: str | None) -> str:
     """One file of the hub dataset, downloaded (or found in the cache) with huggingface_hub; its local path."""
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import hf_hub_download, hf_hub_url
 
-    return hf_hub_download(
-        repo_id=HUB_REPO_ID, repo_type="dataset", filename=filename, revision=HUB_REVISION, cache_dir=cache_dir
-    )
+    try:
+        return hf_hub_download(
+            repo_id=HUB_REPO_ID, repo_type="dataset", filename=filename, revision=HUB_REVISION, cache_dir=cache_dir
+        )
+    except Exception as e:  # no network, DNS, refused, HTTP errors, each its own huggingface_hub / httpx type
+        if is_no_space(e):
+            raise
+        url = hf_hub_url(HUB_REPO_ID, filename, repo_type="dataset", revision=HUB_REVISION)
+        raise DownloadError(url, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": "),
+                            mirror_env="HF_ENDPOINT") from e
 
 
 class MmragBuilder(RagBuilder):
