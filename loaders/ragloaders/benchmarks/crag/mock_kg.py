@@ -851,7 +851,8 @@ class MockKgBuilder(RagBuilder):
     @staticmethod
     def downloads(table: MockKgTable) -> list[Download]:
         base = mirror_base(BASE_URL, BASE_URL_ENV)
-        return [Download(SOURCE_FILES[f].url(base), size=SOURCE_FILES[f].size, mirror_env=BASE_URL_ENV) for f in table.files]
+        return [Download(SOURCE_FILES[f].url(base), size=SOURCE_FILES[f].size, mirror_env=BASE_URL_ENV)
+                for f in table.files]
 
     def _info(self) -> datasets.DatasetInfo:
         schema = table_schema(BY_CONFIG[self.config.name])
