@@ -163,13 +163,20 @@ def line_aligned_ranges(path: str, target_bytes: int) -> list[tuple[int, int]]:
     return [(start, end) for start, end in zip(starts, starts[1:] + [size])]
 
 
+def file_digests(path: str, algorithms: list[str], *, prefix: bytes = b"") -> dict[str, str]:
+    """Hex digests of `prefix` + the file's content for each algorithm, in one read of 1 MB blocks."""
+    hashers = {name: hashlib.new(name, prefix) for name in algorithms}
+    if hashers:
+        with open(path, "rb") as f:
+            while chunk := f.read(_CHUNK):
+                for hasher in hashers.values():
+                    hasher.update(chunk)
+    return {name: hasher.hexdigest() for name, hasher in hashers.items()}
+
+
 def file_digest(path: str, algorithm: str, *, prefix: bytes = b"") -> str:
-    """Hex digest of `prefix` + the file's content, read in 1 MB blocks."""
-    digest = hashlib.new(algorithm, prefix)
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+    """Hex digest of `prefix` + the file's content."""
+    return file_digests(path, [algorithm], prefix=prefix)[algorithm]
 
 
 def md5_of(path: str) -> str:
@@ -224,7 +231,7 @@ def download_verified(dl_manager, download: Download) -> str:
     except Exception as e:  # no network, DNS, refused, HTTP errors, a dropped connection: aiohttp, fsspec, OS errors
         if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
             raise
-        raise DownloadError(download.url, _download_cause(e), mirror_env=download.mirror_env) from e
+        raise DownloadError(download.url, download_cause(e), mirror_env=download.mirror_env) from e
     stat = os.stat(path)
     marker = f"{path}.ragloaders-verified"
     expected = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "md5": download.md5}
@@ -247,7 +254,7 @@ def download_verified(dl_manager, download: Download) -> str:
     return path
 
 
-def _download_cause(error: BaseException) -> str:
+def download_cause(error: BaseException) -> str:
     """The innermost useful description of why a download failed, on one line."""
     causes = []
     current: BaseException | None = error

@@ -33,7 +33,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import filecmp
-import hashlib
 import json
 import os
 import re
@@ -46,6 +45,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..core.sources import file_digest
 from ..core.version import VERSION as PACKAGE_VERSION
 
 try:
@@ -61,7 +61,6 @@ OLD_TAG = ".ragloaders-old-"
 LOCK_TAG = ".ragloaders-lock"
 KEPT_TAG = ".ragloaders-kept-"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_CHUNK = 1 << 20
 
 Altered = Literal["refuse", "set_aside"]
 
@@ -141,11 +140,7 @@ def read_manifest(folder: str) -> Manifest | None:
 
 
 def sha256_of(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return file_digest(path, "sha256")
 
 
 def _regular_file_inside(root: str, name: str) -> os.stat_result | None:

@@ -14,15 +14,14 @@ of official files. Each file read is looked up among the official files by its n
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping
 from typing import Any
 
 from ..benchmarks import benchmark_of
 from ..core.facts import PublishedCounts, Release
+from ..core.sources import file_digests
 
-_CHUNK = 1 << 20
 OFFICIAL = "official"
 """The name of the one release of a benchmark that declares no releases (its card's official files)."""
 
@@ -41,17 +40,6 @@ def files_read(builders: Mapping[str, Any]) -> tuple[dict[str, list[str]], str |
             read.setdefault(path, []).append(config)
         release = release or builder.source_release()
     return read, release
-
-
-def digests(path: str, algorithms: list[str]) -> dict[str, str]:
-    """Hex digests of a file for each algorithm, in one read."""
-    hashers = {name: hashlib.new(name) for name in algorithms}
-    if hashers:
-        with open(path, "rb") as f:
-            while chunk := f.read(_CHUNK):
-                for hasher in hashers.values():
-                    hasher.update(chunk)
-    return {name: hasher.hexdigest() for name, hasher in hashers.items()}
 
 
 def releases_of(path: str, default_counts: PublishedCounts) -> tuple[Release, ...]:
@@ -111,7 +99,7 @@ def source_report(path: str, read: dict[str, list[str]], release: str | None, de
         entries = [(r, entry) for r in candidates for entry in r.files if entry.get("name") == name]
         wanted = sorted({key for _, entry in entries for key in ("md5", "sha256") if entry.get(key)}
                         | ({"sha256"} if sha256 else set()))
-        sums = digests(location, wanted)
+        sums = file_digests(location, wanted)
         files.append({"name": name, "path": location, "bytes": size, **sums, "configs": configs,
                       **_identify(name, size, entries, sums)})
     identified = {f["release"] for f in files if f["status"] == "official"}

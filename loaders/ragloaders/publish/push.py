@@ -38,9 +38,11 @@ class StagedFile:
     path_in_repo: str
     local_path: str
     size: int
+    verified_sha256: str | None = None
+    """The sha256 the folder's manifest lists, checked against the file in this run (then not read again)."""
 
     def sha256(self) -> str:
-        return file_digest(self.local_path, "sha256")
+        return self.verified_sha256 or file_digest(self.local_path, "sha256")
 
     def git_sha1(self) -> str:
         """The file's git blob id (sha1 of `blob <size>\\0` + content), as the hub reports for non-LFS files."""
@@ -130,14 +132,16 @@ def _trusted(verdict: Verdict, identity: dict) -> bool:
 
 
 def staged_files(staged_dir: str, manifest: Manifest | None = None) -> list[StagedFile]:
-    """The files to upload: those `manifest` lists (the folder's other entries are not ragloaders'), or, with no
-    manifest, every file of the folder but a manifest."""
+    """The files to upload: those `manifest` lists (the folder's other entries are not ragloaders'), with the
+    sha256 it lists (pass a manifest only once the folder was verified against it), or, with no manifest, every
+    file of the folder but a manifest."""
     if manifest is not None:
         names = list(manifest.files)
     else:
         names = [os.path.relpath(os.path.join(folder, name), staged_dir).replace(os.sep, "/")
                  for folder, _, files in os.walk(staged_dir) for name in files]
-    files = [StagedFile(name, os.path.join(staged_dir, name), os.path.getsize(os.path.join(staged_dir, name)))
+    files = [StagedFile(name, os.path.join(staged_dir, name), os.path.getsize(os.path.join(staged_dir, name)),
+                        manifest.files[name].sha256 if manifest is not None else None)
              for name in names if name != MANIFEST]
     return sorted(files, key=lambda f: (f.path_in_repo == CARD, f.path_in_repo))
 

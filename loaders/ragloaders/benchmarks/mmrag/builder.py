@@ -34,7 +34,7 @@ from ...core.readers import (
     literal_string_list,
     tables_from_rows,
 )
-from ...core.sources import SourceFiles
+from ...core.sources import SourceFiles, download_cause
 from .catalogue import (
     ALL_FILES,
     BATCH_MEMORY,
@@ -340,8 +340,7 @@ def download_from_hub(filename: str, cache_dir: str | None) -> str:
         if is_no_space(e):
             raise
         url = hf_hub_url(HUB_REPO_ID, filename, repo_type="dataset", revision=HUB_REVISION)
-        raise DownloadError(url, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": "),
-                            mirror_env="HF_ENDPOINT") from e
+        raise DownloadError(url, download_cause(e), mirror_env="HF_ENDPOINT") from e
 
 
 class MmragBuilder(RagBuilder):
