@@ -383,9 +383,9 @@ def test_tables_are_bounded(kg, monkeypatch):
     generator = builder._split_generators(None)[0]
     sizes = [table.num_rows for _, table in builder._generate_tables(**generator.gen_kwargs)]
     assert sum(sizes) == 140 and max(sizes) == 4
-    table = mock_kg_catalogue.BY_CONFIG["movie_movies"]
-    rows = mock_kg.iter_json_object(str(root / "movie" / "movie_db.json"), table)
-    tables = list(mock_kg.batched(rows, mock_kg.table_schema(table)))
+    builder = ragloaders.builder(PATH, "movie_movies", data_dir=str(root))
+    generator = builder._split_generators(None)[0]
+    tables = [table for _, table in builder._generate_tables(**generator.gen_kwargs)]
     assert [t.num_rows for t in tables] == [4, 4, 4, 4, 4, 1]
 
 

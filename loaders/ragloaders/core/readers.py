@@ -334,6 +334,14 @@ def tables_from_rows(
         yield table
 
 
+def iter_ipc_batches(paths: Iterable[str]) -> Iterator[pa.RecordBatch]:
+    """The record batches of Arrow IPC stream files (datasets' cache files, spools), in order, read with plain
+    reads: a memory map would count every page read in the process's RSS, up to the files' size."""
+    for path in paths:
+        with pa.OSFile(path, "rb") as source:
+            yield from pa.ipc.open_stream(source)
+
+
 def literal_string_list(text: str) -> list[str] | None:
     """A Python list literal of strings ("['a', \"b's\"]") as a list, read with `ast.literal_eval` (never `eval`);
     None when `text` is not such a literal."""

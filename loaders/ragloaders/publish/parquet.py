@@ -10,6 +10,8 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..core.readers import iter_ipc_batches
+
 MAX_SHARD_BYTES = 500 << 20
 """Uncompressed bytes per Parquet file: the compressed file is smaller, so always under ~500 MB."""
 ROW_GROUP_BYTES = 64 << 20
@@ -63,15 +65,9 @@ class _CachedRows:
     reading the files keeps the memory of writing a split to about one row group."""
 
     def __init__(self, files: list[str], schema: pa.Schema):
-        self.schema, self.batches = schema, self._batches(files)
+        self.schema, self.batches = schema, iter_ipc_batches(files)
         self.pending: list[pa.RecordBatch] = []
         self.count = 0
-
-    @staticmethod
-    def _batches(files: list[str]) -> Iterator[pa.RecordBatch]:
-        for path in files:
-            with pa.OSFile(path, "rb") as source:
-                yield from pa.ipc.open_stream(source)
 
     def take(self, rows: int) -> pa.Table:
         while self.count < rows and (batch := next(self.batches, None)) is not None:

@@ -57,7 +57,15 @@ from ...core.builder import RagBuilder, identity_hash
 from ...core.compressed import iter_tar_members, open_bz2, open_joined, order_parts
 from ...core.errors import MissingSourceError, SourceError
 from ...core.html_text import html_to_text
-from ...core.readers import RowBatcher, check_required, conform, iter_lines, literal_string_list, loads_strict
+from ...core.readers import (
+    RowBatcher,
+    check_required,
+    conform,
+    iter_ipc_batches,
+    iter_lines,
+    literal_string_list,
+    loads_strict,
+)
 from ...core.sources import download_verified, file_identity
 from .catalogue import HOMEPAGE, LICENSE, RELEASES, SCHEMAS, SOURCE_FIELDS, SPLITS, TASKS, CragRelease
 from .citations import CITATION
@@ -159,9 +167,12 @@ def record_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, 
     yield row, nbytes
 
 
+QUERY_FIELDS = [name for name in SCHEMAS["queries"].names if name not in ("_id", "text")]
+"""The `queries` columns taken from a record as they are (after `_id` = interaction_id and `text` = query)."""
+
+
 def query_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, int]]:
-    names = [name for name in SCHEMAS["queries"].names if name not in ("_id", "text")]
-    yield {"_id": row["interaction_id"], "text": row["query"], **{name: row[name] for name in names}}, 256
+    yield {"_id": row["interaction_id"], "text": row["query"], **{name: row[name] for name in QUERY_FIELDS}}, 256
 
 
 def page_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, int]]:
@@ -191,7 +202,7 @@ CONFIG_ROWS: dict[str, RowsOf] = {
     "top_ranked": top_ranked_rows,
 }
 RECORD_COLUMNS: dict[str, list[str]] = {
-    "queries": ["interaction_id", "query", *(n for n in SCHEMAS["queries"].names if n not in ("_id", "text"))],
+    "queries": ["interaction_id", "query", *QUERY_FIELDS],
     "corpus": ["search_results"],
     "search_results": ["interaction_id", "search_results"],
     "top_ranked": ["interaction_id", "search_results"],
@@ -202,13 +213,9 @@ RECORD_SPLITS_FILE = "crag-record-splits.bin"
 
 
 def record_batches(paths: Sequence[str], columns: list[str]) -> Iterator[pa.Table]:
-    """The record batches of prepared `records` Arrow files, in order, as tables of `columns`.
-
-    Plain reads, not a memory map: mapped pages would count in the process's RSS up to the files' size."""
-    for path in paths:
-        with pa.OSFile(path, "rb") as source:
-            for batch in pa.ipc.open_stream(source):
-                yield pa.Table.from_batches([batch]).select(columns)
+    """The record batches of prepared `records` Arrow files, in order, as tables of `columns`."""
+    for batch in iter_ipc_batches(paths):
+        yield pa.Table.from_batches([batch]).select(columns)
 
 
 def record_rows_from(paths: Sequence[str], columns: list[str]) -> Iterator[tuple[dict, int]]:
@@ -245,10 +252,8 @@ class Spool:
     path: str
 
     def tables(self) -> Iterator[pa.Table]:
-        # Plain reads, not a memory map: mapped pages would count in the process's RSS up to the spool's size.
-        with pa.OSFile(self.path, "rb") as source:
-            for batch in pa.ipc.open_stream(source):
-                yield pa.Table.from_batches([batch])
+        for batch in iter_ipc_batches([self.path]):
+            yield pa.Table.from_batches([batch])
 
 
 class _SpoolWriter:
@@ -494,5 +499,6 @@ class CragBuilder(RagBuilder):
                     index += 1
         if (table := batcher.flush()) is not None:
             yield index, table
+
 
 BUILDERS = {f"crag/{task}": CragBuilder for task in TASKS}

@@ -45,7 +45,7 @@ from ...core import safe_pickle
 from ...core.builder import RagBuilder
 from ...core.compressed import open_bz2
 from ...core.errors import MissingSourceError, SourceError
-from ...core.readers import BLOCK_BYTES, iter_lines
+from ...core.readers import BLOCK_BYTES, iter_lines, tables_from_rows
 from ...core.sources import Download, download_verified, file_identity, mirror_base
 from .catalogue import BASE_URL, BASE_URL_ENV, HOMEPAGE, LICENSE
 from .citations import CITATION
@@ -425,20 +425,6 @@ def keyed_row(table: MockKgTable, key: Any, value: Any, name: str, where: str) -
     except RecursionError:
         raise SourceError(name, f"{where}: value nested too deeply") from None
     return row, len(key) + converter.bytes + PYTHON_BYTES * converter.nodes
-
-
-def batched(rows: Iterable[tuple[dict, int]], schema: pa.Schema) -> Iterator[pa.Table]:
-    """Tables of `schema` of at most BATCH_ROWS rows or about BATCH_BYTES."""
-    batch: list[dict] = []
-    size = 0
-    for row, nbytes in rows:
-        batch.append(row)
-        size += nbytes
-        if len(batch) >= BATCH_ROWS or size >= BATCH_BYTES:
-            yield pa.Table.from_pylist(batch, schema=schema)
-            batch, size = [], 0
-    if batch:
-        yield pa.Table.from_pylist(batch, schema=schema)
 
 
 # ---------------------------------------------------------------- readers
@@ -919,5 +905,6 @@ class MockKgBuilder(RagBuilder):
                 raise SourceError(paths[0], "the DataFrame changed while the dataset was being built")
             tables = (whole.slice(start, BATCH_ROWS) for start in range(0, whole.num_rows, BATCH_ROWS))
         else:
-            tables = batched(_rows_reader(table)(paths, table), schema)
+            tables = tables_from_rows(_rows_reader(table)(paths, table), schema, max_rows=BATCH_ROWS,
+                                      max_bytes=BATCH_BYTES)
         yield from enumerate(tables)
