@@ -122,8 +122,9 @@ def open_joined(paths: Sequence[str]) -> BinaryIO:
     return io.BufferedReader(_JoinedFiles(paths), buffer_size=CHUNK_BYTES)  # type: ignore[return-value]
 
 
-def _check_bz2_frame(source: BinaryIO, name: str) -> None:
-    """Check the header and the end-of-stream marker of a seekable bzip2 file (indexed_bzip2 may not)."""
+def _check_bz2_frame(source: BinaryIO, name: str) -> int:
+    """Check the header and the end-of-stream marker of a seekable bzip2 file (indexed_bzip2 may not); its size
+    from the current position."""
     start = source.tell()
     header = source.read(4)
     if not _BZ2_HEADER.fullmatch(header):
@@ -134,6 +135,7 @@ def _check_bz2_frame(source: BinaryIO, name: str) -> None:
     source.seek(start)
     if size < 14 or not any((tail >> (32 + pad)) & (2**48 - 1) == _BZ2_END_OF_STREAM for pad in range(8)):
         raise SourceError(name, "truncated bzip2 file: it does not end with the bzip2 end-of-stream marker")
+    return size
 
 
 def iter_bz2_streams(source: BinaryIO, name: str, *, piece_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
@@ -175,10 +177,10 @@ def iter_bz2_streams(source: BinaryIO, name: str, *, piece_bytes: int = CHUNK_BY
 
 
 class _Bz2StreamsReader(io.RawIOBase):
-    """iter_bz2_streams as a raw stream (Python's bz2, for a source indexed_bzip2 cannot open)."""
+    """iter_bz2_streams as a raw stream (Python's bz2, for a source indexed_bzip2 cannot open); closes `owned`."""
 
-    def __init__(self, source: BinaryIO, name: str):
-        self.pieces, self.rest = iter_bz2_streams(source, name), b""
+    def __init__(self, source: BinaryIO, name: str, owned: BinaryIO | None):
+        self.pieces, self.rest, self.owned = iter_bz2_streams(source, name), b"", owned
 
     def readable(self) -> bool:
         return True
@@ -192,6 +194,11 @@ class _Bz2StreamsReader(io.RawIOBase):
         buffer[:count] = self.rest[:count]
         self.rest = self.rest[count:]
         return count
+
+    def close(self) -> None:
+        if not self.closed and self.owned is not None:
+            self.owned.close()
+        super().close()
 
 
 _OPEN_READERS: weakref.WeakSet = weakref.WeakSet()
@@ -268,15 +275,13 @@ def open_bz2(source: str | BinaryIO, *, name: str, threads: int | None = None) -
     fileobj: BinaryIO = owned if owned is not None else source  # type: ignore[assignment]
     try:
         if not fileobj.seekable():
-            return io.BufferedReader(_Bz2StreamsReader(fileobj, name), CHUNK_BYTES)  # type: ignore[return-value]
+            return io.BufferedReader(_Bz2StreamsReader(fileobj, name, owned), CHUNK_BYTES)  # type: ignore[return-value]
         start = fileobj.tell()
-        _check_bz2_frame(fileobj, name)
-        size = fileobj.seek(0, io.SEEK_END) - start
-        fileobj.seek(start)
+        size = _check_bz2_frame(fileobj, name)
         try:
             reader: BinaryIO = indexed_bzip2.open(fileobj, parallelization=threads)
         except (io.UnsupportedOperation, AttributeError, TypeError):
-            return io.BufferedReader(_Bz2StreamsReader(fileobj, name), CHUNK_BYTES)  # type: ignore[return-value]
+            return io.BufferedReader(_Bz2StreamsReader(fileobj, name, owned), CHUNK_BYTES)  # type: ignore[return-value]
     except BaseException:
         if owned is not None:
             owned.close()
