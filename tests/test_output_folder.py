@@ -427,3 +427,46 @@ def test_a_source_error_is_one_line_and_leaves_no_folder_lock_or_work_folder(tmp
                       cache_dir, "--out", str(out))
     assert status == 2 and "corpus.jsonl" in one_error_line(err)
     assert os.listdir(tmp_path) == []
+
+
+CTRL_C = """
+import sys, time
+from pathlib import Path
+from ragloaders import cli
+from ragloaders.publish import build
+
+real_write = build.write_parquet
+
+def write_parquet(*args, **kwargs):
+    files = real_write(*args, **kwargs)
+    Path(sys.argv[1]).touch()  # halfway: the first split is written
+    time.sleep(120)
+    return files
+
+build.write_parquet = write_parquet
+sys.exit(cli.main(sys.argv[2:]))
+"""
+
+
+def test_ctrl_c_halfway_says_so_in_one_line_keeps_the_old_folder_and_a_rerun_completes(tmp_path, cache_dir, built,
+                                                                                       loads):
+    out = tmp_path / "out"
+    shutil.copytree(built[OLD][0], out)
+    sentinel = tmp_path / "reached"
+    environment = {**os.environ, "PYTHONPATH": str(ROOT / "loaders")}
+    process = subprocess.Popen([sys.executable, "-c", CTRL_C, str(sentinel), *build_args(out, cache_dir=cache_dir)],
+                               env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while not sentinel.exists():
+        assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()[-3000:]
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    err = process.communicate(timeout=120)[1]
+    assert process.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and [line for line in err.splitlines() if line.startswith("ragloaders: ")] == [
+        "ragloaders: interrupted; an output folder keeps its previous complete build, and a rerun resumes from what "
+        "was finished"]
+    assert which_build(out, built, loads) == OLD
+    build_folder(NEW, str(out), data_dir=SOURCES[NEW], cache_dir=cache_dir)
+    assert which_build(out, built, loads, load=False) == NEW
+    assert siblings(out) == ["out", "reached"]

@@ -228,8 +228,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `ragloaders` command line (`argv`: the arguments, default `sys.argv[1:]`); returns the exit status:
-    0 success, 1 `validate` found structural errors, 2 an error (printed as one line on stderr). `--help` and
-    `--version` exit through SystemExit, as argparse does.
+    0 success, 1 `validate` found structural errors, 2 an error (printed as one line on stderr), 130 interrupted
+    (Ctrl-C: one line too). `--help` and `--version` exit through SystemExit, as argparse does.
 
     Example: `main(["validate", "beir/nfcorpus", "--data-dir", "tests/data/beir"])` returns 0."""
     args = parser().parse_args(argv)
@@ -242,6 +242,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(e) if known else f"{type(e).__name__}: {e} (--debug shows where)"
         print(f"ragloaders: error: {' '.join(message.splitlines())}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print("ragloaders: interrupted; an output folder keeps its previous complete build, and a rerun resumes "
+              "from what was finished", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -100,7 +100,8 @@ def open_zip(path: str) -> zipfile.ZipFile:
         return zipfile.ZipFile(path)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError) as e:
         raise SourceError(
-            path, f"not a readable zip file: truncated or damaged (its central directory cannot be read: {e})"
+            path, f"not a readable zip file: truncated or damaged (its central directory cannot be read: {e}); "
+            "download it again, or pass the extracted folder as data_dir"
         ) from None
 
 
