@@ -235,7 +235,8 @@ class _Decompressed(io.RawIOBase):
             if isinstance(error, SourceError):
                 raise
             raise SourceError(
-                self.name, f"corrupt or truncated bzip2 data after {self.produced:,} decompressed bytes: {error}"
+                self.name, f"corrupt or truncated bzip2 data after {self.produced:,} decompressed bytes: {error}; "
+                "the file is damaged: download it again"
             ) from error
         self.produced += count
         if count == 0 and len(buffer) and self.source is not None:
