@@ -8,8 +8,10 @@ the same rules (below), so a line gets the same verdict whichever path reads it.
 
 pyarrow never gets a Python file object: its streaming readers read ahead on their own threads,
 which call back into Python and abort the interpreter when a stream stopped early is finalized at
-exit (`Fatal Python error: PyGILState_Release`). Parsing whole in-memory chunks leaves no thread
-running between two batches.
+exit (`Fatal Python error: PyGILState_Release`). JSONL chunks are instead read on one Python thread
+(`iter_ahead`) and parsed, each on one thread, by PARSE_THREADS Python threads (`map_ahead`) while the
+caller writes the previous tables: pyarrow and numpy release the GIL, so reading, parsing and writing
+overlap as in pyarrow's own reader, and these threads are always joined when the reader stops.
 
 Rules for bad input (each a SourceError naming the file and the line or record):
 - JSON: invalid UTF-8, invalid JSON, an object with a duplicate key, and an unpaired surrogate
@@ -25,12 +27,16 @@ from __future__ import annotations
 import ast
 import io
 import json
+import os
 import re
-from collections.abc import Iterable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import ijson
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -69,15 +75,24 @@ class Shard:
         return io.BufferedReader(RangeReader(self.files.local_path(self.relpath), self.start, self.end), BLOCK_BYTES)
 
     def first_line_number(self) -> int:
+        """The file's number of the shard's first line (counted from the file's start)."""
         if self.start == 0:
             return 1
         with open(self.files.local_path(self.relpath), "rb") as f:
-            newlines, left = 0, self.start
-            while left > 0:
-                chunk = f.read(min(BLOCK_BYTES, left))
-                newlines += chunk.count(b"\n")
-                left -= len(chunk)
-        return newlines + 1
+            return _newlines_in_first(f, self.start) + 1
+
+    def line_number_at(self, offset: int) -> int:
+        """The file's number of the line starting at byte `offset` of the shard."""
+        with self.open() as stream:
+            return _newlines_in_first(stream, offset) + self.first_line_number()
+
+
+def _newlines_in_first(stream: BinaryIO, size: int) -> int:
+    newlines = 0
+    while size > 0 and (block := stream.read(min(BLOCK_BYTES, size))):
+        newlines += block.count(b"\n")
+        size -= len(block)
+    return newlines
 
 
 def shards_of(files: SourceFiles, relpath: str, shard_bytes: int | None = None) -> list[Shard]:
@@ -106,30 +121,112 @@ def iter_lines(stream: BinaryIO, name: str = "<stream>", first: int = 1) -> Iter
 _UTF8_BOM = b"\xef\xbb\xbf"
 
 
+class LineTooLong(Exception):
+    """A line longer than MAX_LINE_BYTES starts at byte `offset` of the stream, after `newlines` line ends of the
+    chunk being read."""
+
+    def __init__(self, offset: int, newlines: int):
+        super().__init__(f"line longer than {MAX_LINE_BYTES:,} bytes (MAX_LINE_BYTES)")
+        self.offset, self.newlines = offset, newlines
+
+
+def _fill(stream: BinaryIO, view: memoryview) -> int:
+    filled = 0
+    while filled < len(view) and (count := stream.readinto(view[filled:])):
+        filled += count
+    return filled
+
+
+def iter_chunks_of_lines(stream: BinaryIO, *, skip_bom: bool = False) -> Iterator[bytearray]:
+    """Consecutive chunks of whole lines of about CHUNK_BLOCKS * BLOCK_BYTES, each read straight into its own
+    buffer (only a chunk's incomplete last line is copied, to the next one).
+
+    Every chunk but the last ends with a newline. `skip_bom` drops a UTF-8 BOM at the very start. A line
+    longer than MAX_LINE_BYTES raises LineTooLong instead of filling memory."""
+    size = min(CHUNK_BLOCKS * BLOCK_BYTES, MAX_LINE_BYTES)
+    carry, offset = b"", 0  # offset: the stream position where `carry`, the start of a line, begins
+    if skip_bom and (carry := stream.read(len(_UTF8_BOM))) == _UTF8_BOM:
+        carry, offset = b"", len(_UTF8_BOM)
+    while True:
+        buffer = bytearray(len(carry) + max(size, len(carry)))  # a long line's buffer doubles
+        buffer[:len(carry)] = carry
+        filled = len(carry) + _fill(stream, memoryview(buffer)[len(carry):])
+        ended = filled < len(buffer)
+        del buffer[filled:]
+        first_end = buffer.find(b"\n", 0, MAX_LINE_BYTES + 1)
+        if first_end < 0 and len(buffer) > MAX_LINE_BYTES or first_end > MAX_LINE_BYTES:
+            raise LineTooLong(offset, 0)
+        if ended:
+            last_start = buffer.rfind(b"\n") + 1
+            if len(buffer) - last_start > MAX_LINE_BYTES:
+                raise LineTooLong(offset + last_start, buffer.count(b"\n"))
+            if buffer:
+                yield buffer
+            return
+        cut = buffer.rfind(b"\n") + 1
+        if cut == 0:
+            carry = buffer
+            continue
+        carry = bytes(memoryview(buffer)[cut:])
+        del buffer[cut:]
+        yield buffer
+        offset += cut
+
+
 def iter_line_chunks(
     stream: BinaryIO, name: str = "<stream>", first: int = 1, *, skip_bom: bool = False
 ) -> Iterator[tuple[int, bytes]]:
-    """(number of its first line, bytes) for consecutive chunks of whole lines of about CHUNK_BLOCKS * BLOCK_BYTES.
+    """(number of its first line, bytes) for the chunks of `iter_chunks_of_lines`, lines numbered from `first`.
 
-    Every chunk but the last ends with a newline. `skip_bom` drops a UTF-8 BOM at the very start. A line
-    longer than MAX_LINE_BYTES raises SourceError instead of filling memory (`stream.readline` is bounded)."""
+    A line longer than MAX_LINE_BYTES raises SourceError naming its line."""
     number = first
-    size = min(CHUNK_BLOCKS * BLOCK_BYTES, MAX_LINE_BYTES)  # so that a longer line always reaches the readline
-    if skip_bom and (head := stream.read(len(_UTF8_BOM))) != _UTF8_BOM:
-        data = head + stream.read(size)
-    else:
-        data = stream.read(size)
-    while data:
-        if not data.endswith(b"\n"):  # complete the last line (one copy of the chunk at most)
-            tail = stream.readline(MAX_LINE_BYTES + 1)
-            last = len(data) - data.rfind(b"\n") - 1 + len(tail) - tail.endswith(b"\n")
-            if last > MAX_LINE_BYTES:
-                line = number + data.count(b"\n")
-                raise SourceError(name, f"line longer than {MAX_LINE_BYTES:,} bytes (MAX_LINE_BYTES)", line=line)
-            data += tail
-        yield number, data
-        number += data.count(b"\n")
-        data = stream.read(size)
+    try:
+        for chunk in iter_chunks_of_lines(stream, skip_bom=skip_bom):
+            yield number, bytes(chunk)
+            number += count_newlines(chunk)
+    except LineTooLong as e:
+        raise SourceError(name, str(e), line=number + e.newlines) from None
+
+
+def count_newlines(data: bytes) -> int:
+    """The number of `\\n` bytes in `data` (numpy's vectorised compare is ~2.5x `bytes.count`)."""
+    return int(np.count_nonzero(np.frombuffer(data, np.uint8) == 0x0A))
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+PARSE_THREADS = max(1, min(4, os.cpu_count() or 1))
+"""Threads parsing chunks at once (each chunk on one thread); chunks are read and written meanwhile."""
+
+
+def iter_ahead(items: Iterator[T]) -> Iterator[T]:
+    """`items`, each produced on a worker thread while the caller handles the one before (reading overlaps
+    with the caller's work). The worker is always waited for: closing this generator leaves no thread."""
+    end = object()
+    with ThreadPoolExecutor(1, thread_name_prefix="ragloaders-read") as pool:
+        pending = pool.submit(next, items, end)
+        while (item := pending.result()) is not end:
+            pending = pool.submit(next, items, end)
+            yield item
+
+
+def map_ahead(function: Callable[[T], R], items: Iterable[T], threads: int = PARSE_THREADS) -> Iterator[R]:
+    """`function(item)` for each item, in order, computed on `threads` worker threads while the caller reads
+    the next items and handles earlier results (at most `threads` + 1 items in flight).
+
+    For work that releases the GIL (pyarrow parsing, numpy). The workers are always waited for: closing this
+    generator, or an error, leaves no thread running and no work queued."""
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="ragloaders-parse")
+    pending: deque[Future[R]] = deque()
+    try:
+        for item in items:
+            pending.append(pool.submit(function, item))
+            if len(pending) > threads:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _describe(value: Any) -> str:
@@ -367,27 +464,32 @@ def _chunk_rows(
 
 
 _NON_BLANK_LINE = re.compile(rb"(?m)^[ \t\r]*[^ \t\r\n]")
-_LINE_STARTING_BLANK = re.compile(rb"\n[\n \t\r]")
 
 
-def count_non_blank_lines(chunk: bytes) -> int:
-    """Lines of `chunk` holding something other than spaces, tabs and CRs. When no line starts with one of
-    those (the usual JSONL), that is every line, counted with one `bytes.count`; else a regex counts them."""
-    if not chunk or chunk[:1] in b" \t\r\n" or _LINE_STARTING_BLANK.search(chunk):
-        return len(_NON_BLANK_LINE.findall(chunk))
-    return chunk.count(b"\n") + (not chunk.endswith(b"\n"))
+def line_counts(chunk: bytes | bytearray) -> tuple[int, int]:
+    """(line ends, lines holding something other than spaces, tabs and CRs) of `chunk`. When no line starts with
+    a byte up to 0x20 (the usual JSONL), every line counts, found with numpy; else a regex counts them."""
+    if not chunk:
+        return 0, 0
+    octets = np.frombuffer(chunk, np.uint8)
+    ends = np.flatnonzero(octets == 0x0A)
+    complete = chunk.endswith(b"\n")
+    next_starts = ends[:-1] + 1 if complete else ends + 1
+    if octets[0] <= 0x20 or bool((octets[next_starts] <= 0x20).any()):
+        return len(ends), len(_NON_BLANK_LINE.findall(chunk))
+    return len(ends), len(ends) + (not complete)
 
 
-def _jsonl_fast(chunk: bytes, schema: pa.Schema, required: tuple[str, ...]) -> pa.Table | None:
-    """The chunk parsed by pyarrow, or None when pyarrow refuses it or its result breaks a rule (then the
-    line-by-line path decides). pyarrow skips a BOM at a buffer's start and reads `}{` as two rows: such
-    chunks are left to the line path too."""
+def _jsonl_fast(chunk: bytearray, lines: int, schema: pa.Schema, required: tuple[str, ...]) -> pa.Table | None:
+    """The chunk, holding `lines` non-blank lines, parsed by pyarrow; None when pyarrow refuses it or its result
+    breaks a rule (then the line-by-line path decides). pyarrow skips a BOM at a buffer's start and reads `}{` as
+    two rows: such chunks are left to the line path too."""
     if chunk.startswith(_UTF8_BOM):
         return None
     try:
         table = pa_json.read_json(
             pa.py_buffer(chunk),
-            read_options=pa_json.ReadOptions(block_size=BLOCK_BYTES, use_threads=True),
+            read_options=pa_json.ReadOptions(block_size=BLOCK_BYTES, use_threads=False),
             parse_options=pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"),
         )
         table.validate(full=True)  # pyarrow's JSON reader lets invalid UTF-8 through; this refuses it
@@ -395,7 +497,7 @@ def _jsonl_fast(chunk: bytes, schema: pa.Schema, required: tuple[str, ...]) -> p
         return None
     if any(table.column(name).null_count for name in required):
         return None
-    if table.num_rows != count_non_blank_lines(chunk):
+    if table.num_rows != lines:
         return None
     return table
 
@@ -406,16 +508,25 @@ def read_jsonl(shard: Shard, schema: pa.Schema, required: Iterable[str] = ()) ->
     required = tuple(required)
     line_by_line = any(field.metadata == JSON_FIELD for field in schema)
     rows = 0
+
+    def parse(chunk: bytearray) -> tuple[bytearray, int, pa.Table | None]:
+        newlines, lines = line_counts(chunk)
+        return chunk, newlines, None if line_by_line else _jsonl_fast(chunk, lines, schema, required)
+
     try:  # lines numbered from the shard's start; the file's line number is counted only for an error
         with shard.open() as stream:
-            for first, chunk in iter_line_chunks(stream, shard.name, 1, skip_bom=shard.start == 0):
-                table = None if line_by_line else _jsonl_fast(chunk, schema, required)
+            first = 1
+            chunks = iter_chunks_of_lines(stream, skip_bom=shard.start == 0)
+            for chunk, newlines, table in map_ahead(parse, iter_ahead(chunks)):
                 tables = [table] if table is not None else tables_from_rows(
-                    _chunk_rows(chunk, first, shard.name, schema, required), schema
+                    _chunk_rows(bytes(chunk), first, shard.name, schema, required), schema
                 )
                 for table in tables:
                     rows += table.num_rows
                     yield table
+                first += newlines
+    except LineTooLong as e:
+        raise SourceError(shard.name, str(e), line=shard.line_number_at(e.offset)) from None
     except SourceError as e:
         if e.line is None or shard.start == 0:
             raise

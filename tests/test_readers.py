@@ -1,0 +1,160 @@
+"""core/readers: chunks of whole lines, their line counts, and the threads that read and parse them.
+
+Chunk sizes are shrunk (BLOCK_BYTES, MAX_LINE_BYTES) so that a few KB of input cross many chunk borders."""
+
+import io
+import json
+import random
+import threading
+
+import pytest
+import ragloaders
+from ragloaders.core import readers
+from ragloaders.core.errors import SourceError
+from ragloaders.core.sources import SourceFiles
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(readers, "BLOCK_BYTES", 64)
+    monkeypatch.setattr(readers, "CHUNK_BLOCKS", 2)
+    monkeypatch.setattr(readers, "MAX_LINE_BYTES", 1000)
+
+
+def random_lines(rng: random.Random) -> bytes:
+    """Lines of 0-600 bytes: JSON-ish, blank, starting with whitespace, CRLF, `}{`; maybe no final newline."""
+    kinds = [
+        lambda: b'{"_id": "%d", "text": "%s"}' % (rng.randrange(10**6), b"w" * rng.randrange(550)),
+        lambda: b"",
+        lambda: b" \t \r",
+        lambda: b'  {"_id": "x"}',
+        lambda: b'{"a": 1}{"a": 2}',
+        lambda: b'{"text": "%s"}\r' % (b"\xc3\xa9" * rng.randrange(200)),
+    ]
+    lines = [rng.choice(kinds)() for _ in range(rng.randrange(1, 40))]
+    data = b"\n".join(lines)
+    return data + b"\n" if rng.random() < 0.7 else data
+
+
+def test_chunks_of_lines_hold_the_input_exactly_and_end_at_line_ends(small_chunks):
+    rng = random.Random(0)
+    for _ in range(300):
+        data = random_lines(rng)
+        chunks = list(readers.iter_chunks_of_lines(io.BytesIO(data)))
+        assert b"".join(chunks) == data
+        assert all(chunks) and all(chunk.endswith(b"\n") for chunk in chunks[:-1])
+        longest = max(map(len, data.split(b"\n")))
+        assert all(len(chunk) <= 2 * longest + 128 for chunk in chunks)  # bounded: a chunk grows only for a long line
+
+
+def test_chunk_line_numbers_are_those_of_the_file(small_chunks):
+    rng = random.Random(1)
+    for _ in range(100):
+        data = random_lines(rng)
+        offset = 0
+        for first, chunk in readers.iter_line_chunks(io.BytesIO(data), "f.jsonl", first=5):
+            assert first == 5 + data[:offset].count(b"\n")
+            offset += len(chunk)
+        assert offset == len(data)
+
+
+def test_a_bom_is_skipped_at_the_start_only(small_chunks):
+    bom = b"\xef\xbb\xbf"
+    data = b'{"a": 1}\n' * 50
+    assert b"".join(readers.iter_chunks_of_lines(io.BytesIO(bom + data), skip_bom=True)) == data
+    assert b"".join(readers.iter_chunks_of_lines(io.BytesIO(bom + data))) == bom + data
+    assert b"".join(readers.iter_chunks_of_lines(io.BytesIO(b"\xef\xbb"), skip_bom=True)) == b"\xef\xbb"
+
+
+@pytest.mark.parametrize("before, after", [(0, 3), (7, 3), (7, 0)])
+def test_a_line_over_the_limit_is_refused_with_its_number_wherever_it_is(small_chunks, before, after):
+    short = b'{"a": 1}\n'
+    data = short * before + b"z" * 1001 + (b"\n" + short * after if after else b"")
+    with pytest.raises(SourceError, match=rf"f\.jsonl, line {before + 1}: line longer than 1,000 bytes"):
+        list(readers.iter_line_chunks(io.BytesIO(data), "f.jsonl"))
+    exactly = short * before + b"z" * 1000 + b"\n" + short * after
+    assert b"".join(chunk for _, chunk in readers.iter_line_chunks(io.BytesIO(exactly), "f.jsonl")) == exactly
+
+
+def test_a_long_line_in_a_later_shard_is_named_by_its_file_line(tmp_path, small_chunks):
+    lines = [json.dumps({"_id": str(i), "text": "t" * 40}).encode() for i in range(200)]
+    lines[150] = b'{"_id": "long", "text": "' + b"z" * 2000 + b'"}'
+    (tmp_path / "corpus.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    files = SourceFiles(str(tmp_path))
+    shards = readers.shards_of(files, "corpus.jsonl", shard_bytes=2048)
+    assert len(shards) > 3
+    schema = readers.pa.schema([("_id", readers.pa.string()), ("text", readers.pa.string())])
+    with pytest.raises(SourceError, match=r"line 151: line longer than 1,000 bytes"):
+        for shard in shards:
+            list(readers.read_jsonl(shard, schema))
+
+
+def test_line_counts_equal_a_count_line_by_line():
+    rng = random.Random(2)
+    for _ in range(500):
+        chunk = random_lines(rng)
+        non_blank = sum(1 for line in chunk.split(b"\n") if line.strip(b" \t\r"))
+        assert readers.line_counts(chunk) == (chunk.count(b"\n"), non_blank)
+        assert readers.line_counts(bytearray(chunk)) == (chunk.count(b"\n"), non_blank)
+    assert readers.line_counts(b"") == (0, 0)
+
+
+def test_map_ahead_keeps_the_order_and_raises_the_first_error():
+    assert list(readers.map_ahead(lambda x: x * x, iter(range(200)), threads=3)) == [x * x for x in range(200)]
+
+    def fail_on_7(x: int) -> int:
+        if x == 7:
+            raise ValueError("seven")
+        return x
+
+    seen = []
+    with pytest.raises(ValueError, match="seven"):
+        for x in readers.map_ahead(fail_on_7, iter(range(100)), threads=2):
+            seen.append(x)
+    assert seen == list(range(7))
+    assert not worker_threads()
+
+
+def worker_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("ragloaders-")]
+
+
+def test_closing_a_reader_early_stops_its_threads_and_its_work():
+    calls = []
+
+    def work(x: int) -> int:
+        calls.append(x)
+        return x
+
+    stream = readers.map_ahead(work, readers.iter_ahead(iter(range(10_000))), threads=2)
+    assert next(stream) == 0
+    stream.close()
+    assert not worker_threads()
+    assert len(calls) <= 4  # the items in flight when it was closed, not the other 9,996
+
+
+def test_a_corpus_read_stopped_after_one_table_leaves_no_thread(tmp_path, small_chunks):
+    (tmp_path / "corpus.jsonl").write_bytes(b"".join(
+        json.dumps({"_id": str(i), "title": "", "text": "t" * 30}).encode() + b"\n" for i in range(500)))
+    schema = readers.pa.schema([(name, readers.pa.string()) for name in ("_id", "title", "text")])
+    tables = readers.read_jsonl(readers.Shard(SourceFiles(str(tmp_path)), "corpus.jsonl"), schema)
+    assert next(tables).column("_id")[0].as_py() == "0"
+    assert worker_threads()
+    tables.close()
+    assert not worker_threads()
+
+
+def test_rows_and_line_numbers_hold_across_many_small_chunks(tmp_path, small_chunks):
+    rng = random.Random(3)
+    docs = [{"_id": f"{i:05d}", "title": "", "text": "é" * rng.randrange(300)} for i in range(400)]
+    lines = [json.dumps(doc, ensure_ascii=False).encode() for doc in docs]
+    lines.insert(250, b"   ")
+    folder = tmp_path / "scifact"
+    folder.mkdir()
+    (folder / "corpus.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    corpus = ragloaders.load("beir/scifact", "corpus", split="corpus", data_dir=str(folder),
+                             cache_dir=str(tmp_path / "c"))
+    assert corpus["_id"] == [doc["_id"] for doc in docs] and corpus["text"] == [doc["text"] for doc in docs]
+    (folder / "corpus.jsonl").write_bytes(b"\n".join(lines[:380] + [b'{"_id": 5}'] + lines[380:]) + b"\n")
+    with pytest.raises(SourceError, match=r"corpus\.jsonl, line 381: `_id` must be a string"):
+        ragloaders.load("beir/scifact", "corpus", split="corpus", data_dir=str(folder), cache_dir=str(tmp_path / "d"))
