@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 import datasets
+import orjson
 import pytest
 import ragloaders
 from mmrag_generated import demo_corpus_text, dump_array, generated_corpus, judged_chunk_ids, write_large_array
@@ -564,6 +565,37 @@ def test_duplicate_key_in_corpus_record(tmp_path, small_ranges, indent):
     with pytest.raises(SourceError, match="duplicate key 'id'") as raised:
         load("corpus", folder, tmp_path)
     assert raised.value.record == 211
+
+
+@pytest.mark.parametrize("indent", [None, 4])
+@pytest.mark.parametrize("damage", ["no comma", "no comma, spaced", "trailing comma", "comment", "NaN text",
+                                    "control character", "invalid UTF-8", "single quotes"])
+def test_what_json_refuses_the_parallel_path_refuses(tmp_path, small_ranges, indent, damage):
+    """pyarrow parses the pieces (records one per line); nothing it would accept but JSON refuses gets through."""
+    source = corpus_of(judged_chunk_ids(SAMPLE))
+    text = dump_array(source, indent).encode()
+    record = json.dumps(source[211]["id"]).encode()
+    start = text.index(record)
+    start = text.rindex(b"{", 0, start)
+    comma = text.rindex(b",", 0, start)
+    end = text.index(b"}", start) + 1
+    damaged = {
+        "no comma": lambda: text[:comma] + text[comma + 1:],
+        "no comma, spaced": lambda: text[:comma] + b" " + text[comma + 1:],
+        "trailing comma": lambda: text[:end - 1].rstrip() + b",}" + text[end:],
+        "comment": lambda: text[:end] + b" // note" + text[end:],
+        "NaN text": lambda: text[:start] + b'{"id": ' + record + b', "text": NaN}' + text[end:],
+        "control character": lambda: text[:end - 2] + b"\x01" + text[end - 2:],
+        "invalid UTF-8": lambda: text[:end - 2] + b"\xff" + text[end - 2:],
+        "single quotes": lambda: text[:start] + b"{'id': " + record + b", 'text': 'x'}" + text[end:],
+    }[damage]()
+    with pytest.raises(ValueError):
+        orjson.loads(damaged)  # RFC 8259 JSON (json.loads would take the NaN)
+    folder = folder_with(tmp_path, SAMPLE)
+    (folder / "processed_documents.json").write_bytes(damaged)
+    with pytest.raises(SourceError, match=r"processed_documents\.json, record 21[12]") as raised:
+        load("corpus", folder, tmp_path)
+    assert raised.value.record in (211, 212)
 
 
 @pytest.mark.parametrize("config", ["records", "queries", "qrels"])

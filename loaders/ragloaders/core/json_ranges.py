@@ -1,25 +1,23 @@
-"""A top-level JSON array of flat objects cut into byte ranges at element boundaries, each parsed with orjson.
+"""A top-level JSON array of flat objects cut into byte ranges at element boundaries, parsed piece by piece.
 
 Why the cuts are safe without parsing from the start: inside a JSON string every `"` is escaped, so
 `,` ws `{` ws `"<key>"` ws `:` (with `<key>` one of the keys every element starts with) can only be
 structural in valid JSON: were the `,` inside a string, the quote before `<key>` would close that
 string and be followed by a letter, which is invalid. For an array of flat objects such a match is
-the start of an element. A wrong cut on invalid input leaves a range that orjson refuses (an open
+the start of an element. A wrong cut on invalid input leaves a range that the parser refuses (an open
 string or bracket at its end), so any doubt ends in the caller's exact, streaming path.
 
-orjson refuses invalid UTF-8 and unpaired surrogate escapes (`"\\ud800"`), and keeps the last value of
-a duplicate key; `may_hold_duplicate_key` (counts of key-ending tokens, then an exact parse only when
-they are off) lets the caller refuse duplicates.
+The same argument lets `elements_as_lines` turn a piece into whitespace-separated objects (the `,` between
+two elements becomes a newline) for pyarrow's JSON reader, which then parses it without Python objects.
 """
 
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import orjson
 
@@ -31,18 +29,26 @@ PIECE_BYTES = 2 << 20
 """Bytes of input per parsed piece: memory per worker is a few times this."""
 MAX_RECORD_BYTES = 256 << 20
 """A piece grows until it holds a boundary; past this, the caller's streaming path reads the rest."""
-_SPACED_KEY_END = re.compile(rb'"[ \t\r\n]+:')
-"""A key with whitespace before its colon (or, rarely, an escaped quote in a string before a spaced colon)."""
 
 
 class NotCut(ValueError):
     """This range cannot be read by the fast path (invalid, ambiguous, or no boundary): use the exact path."""
 
 
+def _element_start(keys: Sequence[str]) -> bytes:
+    """ws `{` ws `"key"` ws `:` for any of `keys`, the `{` in group 1."""
+    names = b"|".join(re.escape(key.encode()) for key in keys)
+    return rb'[ \t\r\n]*(\{)[ \t\r\n]*"(?:' + names + rb')"[ \t\r\n]*:'
+
+
 def boundary_pattern(keys: Sequence[str]) -> re.Pattern[bytes]:
     """`,` ws `{` ws `"key"` ws `:` for any of `keys`: group 1 is the `{`."""
-    names = b"|".join(re.escape(key.encode()) for key in keys)
-    return re.compile(rb',[ \t\r\n]*(\{)[ \t\r\n]*"(?:' + names + rb')"[ \t\r\n]*:')
+    return re.compile(b"," + _element_start(keys))
+
+
+def separator_pattern(keys: Sequence[str]) -> re.Pattern[bytes]:
+    """The `,` between two elements, each starting with one of `keys` (the element's start is not consumed)."""
+    return re.compile(b",(?=" + _element_start(keys) + b")")
 
 
 def array_body(path: str) -> tuple[int, int] | None:
@@ -126,34 +132,10 @@ def iter_pieces(path: str, start: int, end: int, pattern: re.Pattern[bytes], pie
             carry, offset = buffer[brace:], offset + brace
 
 
-def parse_piece(piece: bytes) -> list[Any]:
-    """The elements of one piece (`[` + piece + `]`) with orjson; NotCut if orjson refuses it."""
-    try:
-        return orjson.loads(b"[" + piece + b"]")
-    except orjson.JSONDecodeError as e:
-        raise NotCut(str(e)) from None
-
-
-def may_hold_duplicate_key(piece: bytes, keys: int) -> bool:
-    """False when `piece`, a valid array of objects holding `keys` keys in all, none of which ends in a backslash,
-    surely has no duplicate key: its key tokens are then exactly the `"` + `:` pairs not escaped, plus those
-    with whitespace before the colon, which are looked for (and, if any, left to `has_duplicate_key`)."""
-    adjacent = piece.count(b'":') - piece.count(b'\\":')
-    return adjacent != keys or _SPACED_KEY_END.search(piece) is not None
-
-
-def has_duplicate_key(piece: bytes) -> bool:
-    """Whether any object in `piece` names a key twice (an exact parse with the standard library)."""
-    duplicate = False
-
-    def pairs(items: list[tuple[str, Any]]) -> dict:
-        nonlocal duplicate
-        result = dict(items)
-        duplicate = duplicate or len(result) != len(items)
-        return result
-
-    json.loads(b"[" + piece + b"]", object_pairs_hook=pairs)
-    return duplicate
+def elements_as_lines(piece: bytes, separator: re.Pattern[bytes]) -> tuple[bytes, int]:
+    """(`piece` with the `,` between its elements turned into newlines, how many were) for a line-delimited
+    JSON reader; in valid input the elements are that count plus one."""
+    return separator.subn(b"\n", piece)
 
 
 class _Joined(io.RawIOBase):

@@ -21,6 +21,7 @@ import datasets
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.json as pa_json
 
 from ...core import json_ranges
 from ...core.builder import RagBuilder, is_no_space
@@ -32,6 +33,7 @@ from ...core.readers import (
     iter_json_array,
     iter_json_array_batches,
     literal_string_list,
+    map_ahead,
     tables_from_rows,
 )
 from ...core.sources import SourceFiles, download_cause
@@ -45,6 +47,7 @@ from .catalogue import (
     CORPUS_FIELDS,
     CORPUS_FILE,
     CORPUS_RANGE_BYTES,
+    CORPUS_SEPARATOR,
     DATASET_SCORE_KEYS,
     FEATURES,
     GRADES,
@@ -62,6 +65,11 @@ logger = logging.getLogger(__name__)
 
 
 CORPUS_SCHEMA = FEATURES["corpus"].arrow_schema
+PIECE_PARSING = pa_json.ParseOptions(
+    explicit_schema=pa.schema([(field, pa.string()) for field in CORPUS_FIELDS]),
+    unexpected_field_behavior="error",
+    newlines_in_values=True,  # pretty-printed records span lines
+)
 """Computed once: datasets builds it anew on every access."""
 
 
@@ -195,8 +203,9 @@ def split_chunk_ids(ids: pa.Array) -> tuple[pa.Array, pa.Array, int | None]:
     return doc_ids, sources, first_bad
 
 
-def corpus_table(ids: list, texts: list, first_index: int, name: str) -> pa.Table:
-    """A corpus table from parallel lists of chunk ids and texts read from records first_index, first_index+1, ..."""
+def string_arrays(ids: list, texts: list, first_index: int, name: str) -> tuple[pa.Array, pa.Array]:
+    """Parallel lists of chunk ids and texts, read from records first_index, first_index+1, ..., as Arrow strings;
+    SourceError naming the record when a value is not a string."""
     columns = {}
     for field, values in (("id", ids), ("text", texts)):
         try:
@@ -208,7 +217,11 @@ def corpus_table(ids: list, texts: list, first_index: int, name: str) -> pa.Tabl
             raise SourceError(
                 name, f"`{field}` must be a string, got {_describe(values[position])}", record=first_index + position
             ) from None
-    chunk_ids = columns["id"]
+    return columns["id"], columns["text"]
+
+
+def corpus_table(chunk_ids: pa.Array, texts: pa.Array, first_index: int, name: str) -> pa.Table:
+    """The corpus table of chunk ids and texts read from records first_index, first_index+1, ..."""
     doc_ids, sources, bad = split_chunk_ids(chunk_ids)
     if bad is not None:
         expected = ", ".join(f"{prefix}…" for prefix, _ in CHUNK_ID_PREFIXES)
@@ -219,7 +232,7 @@ def corpus_table(ids: list, texts: list, first_index: int, name: str) -> pa.Tabl
             record=first_index + bad,
         )
     titles = pa.array([""] * len(chunk_ids), pa.string())
-    return pa.Table.from_arrays([chunk_ids, titles, columns["text"], sources, doc_ids], schema=CORPUS_SCHEMA)
+    return pa.Table.from_arrays([chunk_ids, titles, texts, sources, doc_ids], schema=CORPUS_SCHEMA)
 
 
 def _bad_corpus_record(record: Any) -> str | None:
@@ -246,7 +259,7 @@ def read_corpus_stream(stream: BinaryIO, name: str, first_index: int = 0) -> Ite
         if columns is None:
             position, problem = next((i, p) for i, r in enumerate(records) if (p := _bad_corpus_record(r)))
             raise SourceError(name, problem, record=first + position)
-        yield corpus_table(*columns, first, name)
+        yield corpus_table(*string_arrays(*columns, first, name), first, name)
 
 
 def ids_and_texts(records: list) -> tuple[list, list] | None:
@@ -272,16 +285,25 @@ def corpus_ranges(shard: Shard) -> list[tuple[int, int]] | None:
 
 
 def _piece_table(piece: bytes, name: str) -> pa.Table | None:
-    """The corpus table of one piece, or NotCut when anything is off (the caller then finds the exact error)."""
-    records = json_ranges.parse_piece(piece)
-    if not records:
+    """The corpus table of one piece, parsed by pyarrow; NotCut when anything is off (pyarrow's refusal, which
+    covers duplicate keys, unpaired surrogates, other fields and non-string values; invalid UTF-8; a missing
+    or null field; elements not separated by commas): the caller then finds the exact error."""
+    if not piece.strip(json_ranges.WHITESPACE):
         return None
-    columns = ids_and_texts(records)
-    if columns is None:
-        raise json_ranges.NotCut("a record that is not {id, text}")
-    ids, texts = columns
-    if json_ranges.may_hold_duplicate_key(piece, 2 * len(records)) and json_ranges.has_duplicate_key(piece):
-        raise json_ranges.NotCut("a duplicate key")
+    lines, separators = json_ranges.elements_as_lines(piece, CORPUS_SEPARATOR)
+    try:
+        parsed = pa_json.read_json(
+            pa.py_buffer(lines),
+            read_options=pa_json.ReadOptions(use_threads=False, block_size=len(lines)),
+            parse_options=PIECE_PARSING,
+            memory_pool=BATCH_MEMORY,
+        )
+        parsed.validate(full=True)  # pyarrow's JSON reader lets invalid UTF-8 through
+    except pa.ArrowInvalid as e:
+        raise json_ranges.NotCut(str(e)) from None
+    ids, texts = (parsed.column(field).combine_chunks(memory_pool=BATCH_MEMORY) for field in CORPUS_FIELDS)
+    if parsed.num_rows != separators + 1 or ids.null_count or texts.null_count:
+        raise json_ranges.NotCut("a record that is not {id, text}, or two records without a comma between them")
     try:
         return corpus_table(ids, texts, 0, name)
     except SourceError as e:
@@ -305,20 +327,27 @@ def _raise_exact_error(shard: Shard, path: str, start: int, piece: bytes) -> Non
 
 
 def read_corpus_ranges(shard: Shard, ranges: list[tuple[int, int]]) -> Iterator[pa.Table]:
-    """Corpus tables of byte ranges of the array, parsed piece by piece with orjson (see core/json_ranges.py).
+    """Corpus tables of byte ranges of the array, parsed piece by piece by pyarrow on PARSE_THREADS threads while
+    the next pieces are read and the previous tables written (see core/json_ranges.py).
 
     Any piece the fast path does not accept as is ends in `_raise_exact_error`; a piece without a record
     boundary within json_ranges.MAX_RECORD_BYTES is read by the streaming path."""
     path = shard.files.local_path(shard.relpath)
+
+    def parse(item: tuple[int, bytes]) -> tuple[int, bytes, pa.Table | None | json_ranges.NotCut]:
+        offset, piece = item
+        try:
+            return offset, piece, _piece_table(piece, shard.name)
+        except json_ranges.NotCut as refused:
+            return offset, piece, refused
+
     for start, end in ranges:
         resume = start
         try:
-            for offset, piece in json_ranges.iter_pieces(path, start, end, CORPUS_BOUNDARY):
-                try:
-                    table = _piece_table(piece, shard.name)
-                except json_ranges.NotCut:
+            for offset, piece, table in map_ahead(parse, json_ranges.iter_pieces(path, start, end, CORPUS_BOUNDARY)):
+                if isinstance(table, json_ranges.NotCut):
                     _raise_exact_error(shard, path, offset, piece)
-                    raise
+                    raise table
                 if table is not None:
                     yield table
                 resume = offset + len(piece)

@@ -7,7 +7,7 @@ import re
 import datasets
 import pyarrow as pa
 
-from ...core.json_ranges import boundary_pattern
+from ...core.json_ranges import boundary_pattern, separator_pattern
 from ...core.readers import QRELS_SCHEMA
 
 PATH = "mmrag"
@@ -39,11 +39,13 @@ PUBLISHED_QUERIES = {"train": 3_072, "dev": 766, "test": 1_286}
 QUERY_FILE_BYTES = {"train": 3_138_030, "dev": 871_660, "test": 1_297_080}
 """Sizes of the query files on the hub (equal to the GitHub release, nju-websoft/mmRAG data/mmRAG_ds)."""
 CORPUS_BATCH_BYTES = 1 << 20
+"""Bytes of processed_documents.json per corpus table: larger batches only raise peak memory (bench/README-mmrag.md)."""
 CORPUS_RANGE_BYTES = 64 << 20
 """Bytes of processed_documents.json per range of the parallel path (what num_proc shares out)."""
 CORPUS_BOUNDARY = boundary_pattern(("id", "text"))
 """Where a corpus record starts: `,` then `{"id":` or `{"text":` (whitespace allowed); see core/json_ranges.py."""
-"""Bytes of processed_documents.json per corpus table: larger batches only raise peak memory (bench/README-mmrag.md)."""
+CORPUS_SEPARATOR = separator_pattern(("id", "text"))
+"""The `,` between two corpus records (CORPUS_BOUNDARY without the record's start)."""
 
 BATCH_MEMORY = pa.system_memory_pool()
 """Corpus batches are allocated with malloc: pyarrow's default mimalloc pool keeps ~15 MB more resident here."""
