@@ -525,6 +525,25 @@ def test_parallel_corpus_equals_json_load(tmp_path, small_ranges, monkeypatch, l
     assert corpus.column("text").to_pylist() == [r["text"] for r in expected]
 
 
+@pytest.mark.parametrize("max_record_bytes", [None, 8_000])
+def test_records_longer_than_a_piece_are_read_exactly(tmp_path, small_ranges, monkeypatch, max_record_bytes):
+    """A record of 30 KB spans ten 3 KB pieces: the piece grows to hold it, or, past MAX_RECORD_BYTES, the rest of
+    the range is read by the streaming path; rows are json.load's either way."""
+    from ragloaders.core import json_ranges
+
+    if max_record_bytes:
+        monkeypatch.setattr(json_ranges, "MAX_RECORD_BYTES", max_record_bytes)
+    source = hostile_corpus(judged_chunk_ids(SAMPLE))
+    for index in (5, 6, 200):
+        source[index]["text"] = "long é " * 5_000
+    text = dump_array(source, 4)
+    folder = folder_with(tmp_path, SAMPLE, text)
+    corpus = load("corpus", folder, tmp_path)["corpus"].data
+    expected = json.loads(text)
+    assert corpus.column("_id").to_pylist() == [r["id"] for r in expected]
+    assert corpus.column("text").to_pylist() == [r["text"] for r in expected]
+
+
 @pytest.mark.parametrize("text", ["[]", " [ \n ] ", "\ufeff[]"])
 def test_empty_corpus_array(tmp_path, text):
     folder = folder_with(tmp_path, SAMPLE, text)

@@ -21,6 +21,7 @@ from typing import BinaryIO
 
 import orjson
 
+from .readers import fill
 from .sources import RangeReader
 
 WHITESPACE = b" \t\r\n"
@@ -94,7 +95,7 @@ def cut_ranges(path: str, body: tuple[int, int], pattern: re.Pattern[bytes], tar
     return ranges
 
 
-def _last_boundary(buffer: bytes, pattern: re.Pattern[bytes]) -> tuple[int, int] | None:
+def _last_boundary(buffer: bytes | bytearray, pattern: re.Pattern[bytes]) -> tuple[int, int] | None:
     """(offset of the `,`, offset of the `{`) of the last boundary in `buffer`, or None."""
     position = len(buffer)
     while (position := buffer.rfind(b"{", 0, position)) > 0:
@@ -107,19 +108,24 @@ def _last_boundary(buffer: bytes, pattern: re.Pattern[bytes]) -> tuple[int, int]
 
 
 def iter_pieces(path: str, start: int, end: int, pattern: re.Pattern[bytes], piece_bytes: int = PIECE_BYTES
-                ) -> Iterator[tuple[int, bytes]]:
+                ) -> Iterator[tuple[int, memoryview]]:
     """(offset, bytes) of consecutive pieces of bytes [start, end), each whole elements separated by commas.
 
-    Raises NotCut when a piece would exceed MAX_RECORD_BYTES without a boundary."""
-    with open(path, "rb") as f:
+    Each piece is read straight into its own buffer (only the start of its last, incomplete element is copied,
+    to the next one); a piece that holds no boundary grows by doubling. Raises NotCut when a piece would exceed
+    MAX_RECORD_BYTES without a boundary."""
+    with open(path, "rb", buffering=0) as f:
         f.seek(start)
         left, carry, offset = end - start, b"", start
         while left > 0 or carry:
-            data = f.read(min(piece_bytes, left))
-            left -= len(data)
-            buffer = carry + data if carry else data
+            size = min(max(piece_bytes, len(carry)), left)
+            buffer = bytearray(len(carry) + size)
+            buffer[:len(carry)] = carry
+            got = fill(f, memoryview(buffer)[len(carry):])
+            left = left - got if got == size else 0  # a file shorter than `end` ends here
+            del buffer[len(carry) + got:]
             if left <= 0:
-                yield offset, buffer
+                yield offset, memoryview(buffer)
                 return
             found = _last_boundary(buffer, pattern)
             if found is None:
@@ -128,11 +134,12 @@ def iter_pieces(path: str, start: int, end: int, pattern: re.Pattern[bytes], pie
                 carry = buffer
                 continue
             comma, brace = found
-            yield offset, buffer[:comma]
-            carry, offset = buffer[brace:], offset + brace
+            view = memoryview(buffer)
+            yield offset, view[:comma]
+            carry, offset = bytes(view[brace:]), offset + brace
 
 
-def elements_as_lines(piece: bytes, separator: re.Pattern[bytes]) -> tuple[bytes, int]:
+def elements_as_lines(piece: bytes | memoryview, separator: re.Pattern[bytes]) -> tuple[bytes, int]:
     """(`piece` with the `,` between its elements turned into newlines, how many were) for a line-delimited
     JSON reader; in valid input the elements are that count plus one."""
     return separator.subn(b"\n", piece)

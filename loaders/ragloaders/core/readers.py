@@ -130,7 +130,8 @@ class LineTooLong(Exception):
         self.offset, self.newlines = offset, newlines
 
 
-def _fill(stream: BinaryIO, view: memoryview) -> int:
+def fill(stream: BinaryIO, view: memoryview) -> int:
+    """Read into `view` until it is full or the stream ends; the number of bytes read."""
     filled = 0
     while filled < len(view) and (count := stream.readinto(view[filled:])):
         filled += count
@@ -150,7 +151,7 @@ def iter_chunks_of_lines(stream: BinaryIO, *, skip_bom: bool = False) -> Iterato
     while True:
         buffer = bytearray(len(carry) + max(size, len(carry)))  # a long line's buffer doubles
         buffer[:len(carry)] = carry
-        filled = len(carry) + _fill(stream, memoryview(buffer)[len(carry):])
+        filled = len(carry) + fill(stream, memoryview(buffer)[len(carry):])
         ended = filled < len(buffer)
         del buffer[filled:]
         first_end = buffer.find(b"\n", 0, MAX_LINE_BYTES + 1)

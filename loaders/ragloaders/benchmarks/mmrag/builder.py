@@ -284,13 +284,13 @@ def corpus_ranges(shard: Shard) -> list[tuple[int, int]] | None:
     return json_ranges.cut_ranges(path, body, CORPUS_BOUNDARY, CORPUS_RANGE_BYTES)
 
 
-def _piece_table(piece: bytes, name: str) -> pa.Table | None:
+def _piece_table(piece: bytes | memoryview, name: str) -> pa.Table | None:
     """The corpus table of one piece, parsed by pyarrow; NotCut when anything is off (pyarrow's refusal, which
     covers duplicate keys, unpaired surrogates, other fields and non-string values; invalid UTF-8; a missing
     or null field; elements not separated by commas): the caller then finds the exact error."""
-    if not piece.strip(json_ranges.WHITESPACE):
-        return None
     lines, separators = json_ranges.elements_as_lines(piece, CORPUS_SEPARATOR)
+    if not lines.strip(json_ranges.WHITESPACE):
+        return None
     try:
         parsed = pa_json.read_json(
             pa.py_buffer(lines),
@@ -310,7 +310,7 @@ def _piece_table(piece: bytes, name: str) -> pa.Table | None:
         raise json_ranges.NotCut(str(e)) from None
 
 
-def _raise_exact_error(shard: Shard, path: str, start: int, piece: bytes) -> None:
+def _raise_exact_error(shard: Shard, path: str, start: int, piece: bytes | memoryview) -> None:
     """Raise the SourceError (file, record index in the whole array) for a piece the fast path refused: the
     streaming path reads the array up to the piece's end; what it accepts but orjson refuses (an unpaired
     surrogate escape) is located by byte offset."""
@@ -334,7 +334,7 @@ def read_corpus_ranges(shard: Shard, ranges: list[tuple[int, int]]) -> Iterator[
     boundary within json_ranges.MAX_RECORD_BYTES is read by the streaming path."""
     path = shard.files.local_path(shard.relpath)
 
-    def parse(item: tuple[int, bytes]) -> tuple[int, bytes, pa.Table | None | json_ranges.NotCut]:
+    def parse(item: tuple[int, memoryview]) -> tuple[int, memoryview, pa.Table | None | json_ranges.NotCut]:
         offset, piece = item
         try:
             return offset, piece, _piece_table(piece, shard.name)
