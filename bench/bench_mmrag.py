@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -92,6 +93,10 @@ print(json.dumps({"seconds": time.perf_counter() - start, "rows": rows}))
 RAGLOADERS_BUILD = """
 import json, sys, time
 import ragloaders
+try:  # datasets imports scipy.io (when installed) on its first builder: an import, kept off the clock like the others
+    import scipy.io  # noqa: F401
+except ImportError:
+    pass
 start = time.perf_counter()
 builder = ragloaders.builder("mmrag", "corpus", data_dir=sys.argv[2], cache_dir=sys.argv[3])
 builder.download_and_prepare(num_proc=NUM_PROC)
@@ -102,6 +107,10 @@ print(json.dumps({"seconds": time.perf_counter() - start, "rows": rows}))
 RAGLOADERS_LOAD = """
 import json, sys, time
 import ragloaders
+try:  # datasets imports scipy.io (when installed) on its first builder: an import, kept off the clock like the others
+    import scipy.io  # noqa: F401
+except ImportError:
+    pass
 start = time.perf_counter()
 corpus = ragloaders.load("mmrag", "corpus", data_dir=sys.argv[2], cache_dir=sys.argv[3])["corpus"]
 seconds = time.perf_counter() - start
@@ -114,6 +123,10 @@ print(json.dumps({"seconds": seconds, "rows": corpus.num_rows, "rss_anon_mb": rs
 RAGLOADERS_STREAM = """
 import json, sys, time
 import ragloaders
+try:  # datasets imports scipy.io (when installed) on its first builder: an import, kept off the clock like the others
+    import scipy.io  # noqa: F401
+except ImportError:
+    pass
 start = time.perf_counter()
 rows = sum(1 for _ in ragloaders.load("mmrag", "corpus", data_dir=sys.argv[2], streaming=True)["corpus"])
 print(json.dumps({"seconds": time.perf_counter() - start, "rows": rows}))
@@ -132,6 +145,7 @@ def main() -> None:
     parser.add_argument("--indent", type=int, default=None, help="pretty-print with this indent (default compact)")
     parser.add_argument("--out", help="append a Markdown report to this file")
     parser.add_argument("--skip", nargs="*", default=[], help="leave out the runs whose name starts with these")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of every run in turn; the best time is kept")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-mmrag-") as tmp:
         data_dir = os.path.join(tmp, "mmrag")
@@ -144,7 +158,7 @@ def main() -> None:
         with open(path, "rb") as f:
             while f.read(1 << 24):
                 pass
-        results = {}
+        runs = {}
         for name, script in (("json.load (parse only)", JSON_LOAD), ("baseline: import ragloaders", BASELINE),
                              ("ijson yajl2_c (parse only)", IJSON_ONLY),
                              ("ragloaders corpus build (parse, check, write Arrow)",
@@ -155,8 +169,16 @@ def main() -> None:
                              ("ragloaders corpus, streaming=True", RAGLOADERS_STREAM)):
             if name.startswith(tuple(args.skip)):
                 continue
-            cache = os.path.join(tmp, f"cache-{len(results)}")
-            results[name] = isolated(script, path, data_dir, cache)
+            runs[name] = script
+        results = {}
+        for _ in range(args.rounds):  # interleaved, so that a noisy moment hits every run alike
+            for index, (name, script) in enumerate(runs.items()):
+                cache = os.path.join(tmp, f"cache-{index}")
+                shutil.rmtree(cache, ignore_errors=True)
+                result = isolated(script, path, data_dir, cache)
+                best = results.setdefault(name, result)
+                if result["seconds"] < best["seconds"]:
+                    results[name] = {**result, "peak_mb": max(result["peak_mb"], best["peak_mb"])}
         for name, result in results.items():
             assert result["rows"] in (0, rows), (name, result, rows)
             print(f"{name:52s} {result['seconds']:7.2f} s  {size / 1e6 / max(result['seconds'], 1e-9):7.0f} MB/s  "
