@@ -196,8 +196,9 @@ def count_newlines(data: bytes) -> int:
 
 T = TypeVar("T")
 R = TypeVar("R")
-PARSE_THREADS = max(1, min(4, os.cpu_count() or 1))
-"""Threads parsing chunks at once (each chunk on one thread); chunks are read and written meanwhile."""
+USABLE_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+PARSE_THREADS = max(1, min(4, USABLE_CORES))
+"""Threads parsing chunks at once (each chunk on one thread): the cores this process may use, up to 4."""
 
 
 def iter_ahead(items: Iterator[T]) -> Iterator[T]:
