@@ -16,6 +16,7 @@ from datasets.exceptions import DatasetGenerationError
 from datasets.table import InMemoryTable
 
 from .errors import SourceError
+from .memory import release_freed_memory
 
 VERSION = datasets.Version("1.0.0")
 
@@ -132,6 +133,9 @@ class RagBuilder(datasets.ArrowBasedBuilder):
                 cause.errno, f"No space left on device while building {self.path} {self.config.name} "
                 "(free space there, or pass another cache_dir)", self._cache_dir_root,
             ) from cause
+        # What the preparation freed (parsed rows, decompression buffers) would otherwise stay in the allocators,
+        # under whatever the caller does next: the next config, Parquet, as_dataset.
+        release_freed_memory()
 
     def _as_dataset(self, split: Any = datasets.Split.TRAIN, in_memory: bool = False) -> datasets.Dataset:
         # datasets cannot read back a split with no rows ("corresponds to no data"): give it empty, with its columns.

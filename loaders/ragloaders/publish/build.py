@@ -12,6 +12,8 @@ from datasets.table import InMemoryTable
 from huggingface_hub.utils import tqdm
 
 from ..api import builder, configs_of
+from ..core.memory import release_freed_memory
+from .cached_split import CachedSplit
 from .cards import render_card
 from .output_folder import Altered, OutputFolder
 from .parquet import ConfigOutput, SplitOutput, write_parquet
@@ -69,23 +71,12 @@ def write_folder(
         dataset_builder = builder(path, config, data_dir=data_dir, cache_dir=cache_dir)
         dataset_builder.download_and_prepare(num_proc=num_proc)
         builders[config] = dataset_builder
-        prepared[config] = dataset_builder.as_dataset()
-        # A split with no rows cannot be published (datasets cannot load an empty Parquet split): leave it out.
-        prepared[config] = type(prepared[config])({s: d for s, d in prepared[config].items() if d.num_rows})
-        if not prepared[config]:  # no rows at all (an empty source table): a config with no split does not load
+        written = write_config(dataset_builder, staging)
+        if written is None:  # no rows at all (an empty source table): a config with no split does not load
             logger.warning("%s %s: the source has no rows; the config is left out of the folder", path, config)
-            del prepared[config]
             continue
-        output = ConfigOutput(config, dataset_builder.info)
-        folder = os.path.join(staging, config)
-        os.makedirs(folder, exist_ok=True)
-        for split, dataset in prepared[config].items():
-            files = write_parquet(dataset, folder, split)
-            output.splits[split] = SplitOutput(
-                split, dataset.num_rows, dataset.data.nbytes, [os.path.relpath(f, staging) for f in files],
-                sum(os.path.getsize(f) for f in files),
-            )
-        outputs.append(output)
+        outputs.append(written[0])
+        prepared[config] = written[1]
     for config, tables in (extra_tables or {}).items():
         if config in prepared:
             raise ValueError(f"{path} already has a config {config!r}")
@@ -95,6 +86,31 @@ def write_folder(
         f.write(render_card(path, outputs, data_dir=data_dir, integrity=integrity, repo_id=repo_id,
                             derived=extra_notes))
     return outputs
+
+
+def write_config(dataset_builder: datasets.DatasetBuilder, staging: str
+                 ) -> tuple[ConfigOutput, dict[str, CachedSplit]] | None:
+    """Write the splits of a prepared config that have rows as `staging/<config>/<split>-*.parquet`; return what
+    was written and those splits for the integrity report, or None when no split has rows.
+
+    The splits are returned as CachedSplit, which keeps no memory map: the datasets (and the pages their maps
+    counted in RSS) are let go when this returns."""
+    config = dataset_builder.config.name
+    # A split with no rows cannot be published (datasets cannot load an empty Parquet split): leave it out.
+    splits = {split: dataset for split, dataset in dataset_builder.as_dataset().items() if dataset.num_rows}
+    if not splits:
+        return None
+    output = ConfigOutput(config, dataset_builder.info)
+    folder = os.path.join(staging, config)
+    os.makedirs(folder, exist_ok=True)
+    for split, dataset in splits.items():
+        files = write_parquet(dataset, folder, split)
+        output.splits[split] = SplitOutput(
+            split, dataset.num_rows, dataset.data.nbytes, [os.path.relpath(f, staging) for f in files],
+            sum(os.path.getsize(f) for f in files),
+        )
+        release_freed_memory()  # the Parquet writer's buffers, before the next split
+    return output, {split: CachedSplit(dataset) for split, dataset in splits.items()}
 
 
 def write_table_config(staging: str, config: str, tables: dict[str, pa.Table]) -> ConfigOutput:

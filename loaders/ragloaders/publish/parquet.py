@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.readers import iter_ipc_batches
+from .cached_split import cache_files
 
 MAX_SHARD_BYTES = 500 << 20
 """Uncompressed bytes per Parquet file: the compressed file is smaller, so always under ~500 MB."""
@@ -86,9 +87,9 @@ def write_parquet(dataset: datasets.Dataset, folder: str, split: str) -> list[st
     Shards and row groups are planned on the whole table (its sizes only); the rows come from the dataset's
     Arrow cache files when it has them (see _CachedRows), else from the table itself."""
     schema = dataset.features.arrow_schema
-    files = [entry["filename"] for entry in dataset.cache_files]
-    table = dataset.data.table if files and dataset._indices is None else dataset.data.table.cast(schema)
-    rows = _CachedRows(files, schema) if files and dataset._indices is None else None
+    files = cache_files(dataset)
+    table = dataset.data.table if files else dataset.data.table.cast(schema)
+    rows = _CachedRows(files, schema) if files else None
     shards = list(_shards(table))
     paths = []
     for index, shard in enumerate(shards):
@@ -101,5 +102,6 @@ def write_parquet(dataset: datasets.Dataset, folder: str, split: str) -> list[st
                 part = shard.slice(start, row_group) if rows is None else rows.take(
                     min(row_group, shard.num_rows - start))
                 writer.write_table(part, row_group_size=row_group)
+                del part  # else it is held while the next row group is read: two row groups in memory, not one
         paths.append(path)
     return paths

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from ..api import builder, configs_of, registry
 from ..benchmarks import benchmark_of
 from ..core.facts import KnownDefect, PublishedCounts
+from .cached_split import CachedSplit
 from .cards import BUILT_FROM_PATTERN
 from .provenance import files_read, published_of, source_report
 
@@ -72,10 +73,12 @@ def duplicates(values: pa.ChunkedArray) -> pa.Array:
     return counts.field("values").filter(pc.greater(counts.field("counts"), 1))
 
 
-def empty_text_ids(table: pa.Table) -> tuple[int, list[str]]:
-    """(count, first ids) of rows whose `text` is empty or only whitespace; one compute call per chunk."""
-    total, sample = 0, []
-    for batch in table.select(["_id", "text"]).to_batches(max_chunksize=100_000):
+def ids_and_empty_texts(rows: CachedSplit) -> tuple[pa.ChunkedArray, int, list[str]]:
+    """(every `_id`, count and first ids of rows whose `text` is empty or only whitespace), from one read of the
+    two columns, a record batch at a time (the texts are not kept); one compute call per batch."""
+    ids, total, sample = [], 0, []
+    for batch in rows.batches(["_id", "text"]):
+        ids.append(pa.concat_arrays([batch.column("_id")]))  # a copy: the batch's buffer also holds its texts
         lengths = pc.utf8_length(pc.utf8_trim_whitespace(batch.column("text")))
         empty = pc.fill_null(pc.equal(lengths, 0), True)
         found = pc.sum(empty).as_py() or 0
@@ -83,7 +86,7 @@ def empty_text_ids(table: pa.Table) -> tuple[int, list[str]]:
             total += found
             if len(sample) < SAMPLE_IDS:
                 sample += batch.column("_id").filter(empty).slice(0, SAMPLE_IDS - len(sample)).to_pylist()
-    return total, sample
+    return pa.chunked_array(ids, rows.schema.field("_id").type), total, sample
 
 
 def missing(ids: pa.ChunkedArray, known: pa.Array | None) -> pa.Array:
@@ -94,8 +97,13 @@ def missing(ids: pa.ChunkedArray, known: pa.Array | None) -> pa.Array:
     return distinct.filter(pc.invert(pc.is_in(distinct, value_set=known)))
 
 
-def _table(dataset) -> pa.Table:
-    return dataset.data.table
+Loaded = Mapping[str, Mapping[str, "datasets.Dataset | CachedSplit"]]
+"""{config: {split: prepared dataset}}: DatasetDicts, or their splits already as CachedSplit."""
+
+
+def _splits(loaded: Loaded, config: str) -> dict[str, CachedSplit]:
+    return {split: rows if isinstance(rows, CachedSplit) else CachedSplit(rows)
+            for split, rows in loaded[config].items()}
 
 
 class _Inspection:
@@ -111,29 +119,35 @@ class _Inspection:
     def add(self, check: str, config: str, split: str | None, ids: pa.Array, message: str) -> None:
         self.findings.append(_finding(check, config, split, _sample(ids), len(ids), message))
 
-    def entities(self, config: str, tables: dict[str, pa.Table], role: str | None = None) -> None:
+    def entities(self, config: str, splits: dict[str, CachedSplit], role: str | None = None) -> None:
         """corpus / queries (`role`, by default the config's name): duplicate ids per split, empty texts;
         remembers the ids."""
         all_ids = []
-        for split, table in tables.items():
-            facts = {"config": config, "split": split, "rows": table.num_rows}
-            if "_id" in table.column_names:
-                ids = table.column("_id")
+        for split, rows in splits.items():
+            facts = {"config": config, "split": split, "rows": rows.num_rows}
+            if "_id" in rows.column_names:
+                empty = None
+                if "text" in rows.column_names:
+                    ids, count, sample = ids_and_empty_texts(rows)
+                    empty = (count, sample)
+                else:
+                    ids = rows.columns(["_id"]).column("_id")
                 all_ids.append(ids)
                 repeated = duplicates(ids)
                 facts["duplicate_ids"] = len(repeated)
                 if len(repeated):
                     self.add("duplicate_ids", config, split, repeated, f"{len(repeated):,} ids occur more than once")
-                if "text" in table.column_names:
-                    facts["empty_texts"], facts["empty_text_ids"] = empty_text_ids(table)
+                if empty is not None:
+                    facts["empty_texts"], facts["empty_text_ids"] = empty
             self.splits.append(facts)
         if all_ids:
             chunks = [c for ids in all_ids for c in ids.chunks]
             self.ids[role or config] = pc.unique(pa.chunked_array(chunks, pa.string()))
 
-    def relations(self, config: str, tables: dict[str, pa.Table]) -> None:
+    def relations(self, config: str, splits: dict[str, CachedSplit]) -> None:
         """qrels / search_results: dangling ids, duplicate pairs, score histogram."""
-        for split, table in tables.items():
+        for split, rows in splits.items():
+            table = rows.columns([name for name in (*RELATION_COLUMNS, "score") if name in rows.column_names])
             queries, docs = table.column("query-id"), table.column("corpus-id")
             facts = {"config": config, "split": split, "rows": table.num_rows,
                      "queries": pc.count_distinct(queries).as_py(), "docs": pc.count_distinct(docs).as_py()}
@@ -160,12 +174,12 @@ class _Inspection:
                 facts["score_histogram"] = {str(score): count for score, count in histogram}
             self.splits.append(facts)
 
-    def keyed(self, config: str, tables: dict[str, pa.Table], key: tuple[str, ...]) -> None:
+    def keyed(self, config: str, splits: dict[str, CachedSplit], key: tuple[str, ...]) -> None:
         """A config with declared key columns: its rows, and the key values that occur more than once."""
-        for split, table in tables.items():
-            facts = {"config": config, "split": split, "rows": table.num_rows}
+        for split, rows in splits.items():
+            facts = {"config": config, "split": split, "rows": rows.num_rows}
             if key:
-                groups = table.select(list(key)).group_by(list(key)).aggregate([([], "count_all")])
+                groups = rows.columns(list(key)).group_by(list(key)).aggregate([([], "count_all")])
                 repeated = groups.filter(pc.greater(groups.column("count_all"), 1))
                 facts["duplicate_keys"] = repeated.num_rows
                 if repeated.num_rows:
@@ -248,31 +262,29 @@ def source_of(path: str, builders: dict[str, Any], *, sha256: bool) -> dict:
     return source_report(path.strip("/"), read, release, published_counts_of(path), sha256=sha256)
 
 
-def integrity_of(path: str, loaded: dict[str, datasets.DatasetDict], source: dict | None = None) -> dict:
-    """The report of `integrity` on configs already prepared: {config: DatasetDict}. `source` (`source_of`) says
-    which published counts apply; without it, the path's published counts are compared as they are."""
+def integrity_of(path: str, loaded: Loaded, source: dict | None = None) -> dict:
+    """The report of `integrity` on configs already prepared: {config: DatasetDict}, or {config: {split:
+    CachedSplit}}. `source` (`source_of`) says which published counts apply; without it, the path's published
+    counts are compared as they are. The rows are read from the Arrow cache files with plain reads, only the
+    columns checked (see cached_split)."""
     path = path.strip("/")
     published = published_of(source) if source is not None else published_counts_of(path)
     not_compared = source["not_compared"] if source is not None else {}
     inspection = _Inspection(path)
-
-    def tables(config: str) -> dict[str, pa.Table]:
-        return {split: _table(dataset) for split, dataset in loaded[config].items()}
-
     for config in ("corpus", "queries"):
         if config in loaded:
-            inspection.entities(config, tables(config))
+            inspection.entities(config, _splits(loaded, config))
     for config in RELATION_CONFIGS:
         if config in loaded:
-            inspection.relations(config, tables(config))
+            inspection.relations(config, _splits(loaded, config))
     for config in sorted({config for config, _ in published} - {"corpus", "queries", *RELATION_CONFIGS}):
         if config in loaded:
-            inspection.splits += [{"config": config, "split": split, "rows": table.num_rows}
-                                  for split, table in tables(config).items()]
+            inspection.splits += [{"config": config, "split": split, "rows": rows.num_rows}
+                                  for split, rows in _splits(loaded, config).items()]
     inspected = {facts["config"] for facts in inspection.splits}
     for config, key in keys_of(path).items():
         if config in loaded and config not in inspected:
-            inspection.keyed(config, tables(config), key)
+            inspection.keyed(config, _splits(loaded, config), key)
     shared = inspection.shared_ids()
     inspection.counts(published, not_compared)
     return _report(path, inspection, known_defects_of(path), shared, source)
@@ -294,28 +306,24 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None) ->
     path = built_from(repository)
     loaded = {config: datasets.load_dataset(repository, config, cache_dir=cache_dir) for config in configs}
     inspection = _Inspection(repository)
-
-    def tables(config: str) -> dict[str, pa.Table]:
-        return {split: _table(dataset) for split, dataset in loaded[config].items()}
-
     for config, role in (("corpus", "corpus"), ("queries", "queries"), ("query", "queries")):
         if config in loaded and not (role == "queries" and config == "query" and "queries" in loaded):
-            inspection.entities(config, tables(config), role)
+            inspection.entities(config, _splits(loaded, config), role)
     inspected = {"corpus", "queries", "query"} & set(loaded)
     for config in configs:
         if config not in inspected and set(RELATION_COLUMNS) <= set(loaded[config].column_names[
                 next(iter(loaded[config]))]):
-            inspection.relations(config, tables(config))
+            inspection.relations(config, _splits(loaded, config))
             inspected.add(config)
     for config in configs:
         if config not in inspected:
-            inspection.splits += [{"config": config, "split": split, "rows": table.num_rows}
-                                  for split, table in tables(config).items()]
+            inspection.splits += [{"config": config, "split": split, "rows": rows.num_rows}
+                                  for split, rows in _splits(loaded, config).items()]
     if path is not None:
         for config, key in keys_of(path).items():
             if config in loaded and config not in inspected:
                 inspection.splits = [f for f in inspection.splits if f["config"] != config]
-                inspection.keyed(config, tables(config), key)
+                inspection.keyed(config, _splits(loaded, config), key)
     shared = inspection.shared_ids()
     report = _report(repository, inspection, known_defects_of(path) if path else [], shared, None)
     report["built_from"] = path

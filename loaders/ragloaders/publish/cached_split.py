@@ -1,0 +1,72 @@
+"""A prepared split read back from its Arrow cache files with plain reads, a few columns at a time.
+
+datasets gives a prepared split as a memory map of its Arrow files, and every page read through a map counts in the
+process's RSS until the map is closed (clean page cache, but RSS): checking the `text` of CRAG's corpus through
+the map added its whole size (130 MB on half of a generated task 1&2 file). Read with plain reads, one record
+batch is in memory at a time, and what is kept is copied out of it (an IPC batch's columns share one buffer, its
+message body: a kept `_id` column would keep every `text` of its batch)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import datasets
+import pyarrow as pa
+from datasets.table import ConcatenationTable, MemoryMappedTable
+
+from ..core.readers import iter_ipc_batches
+
+SAME_ROWS = frozenset({"replace_schema_metadata"})
+"""Operations datasets replays on a memory-mapped file that leave its rows and values as the file has them (a
+prepared split carries its features in the schema's metadata)."""
+
+
+def cache_files(dataset: datasets.Dataset) -> list[str] | None:
+    """The Arrow files that hold exactly `dataset`'s rows and values, in order; None when it is anything else (in
+    memory, an indices mapping, a slice or a cast of its files)."""
+    if dataset._indices is not None:
+        return None
+    table = dataset.data
+    rows = table.blocks if isinstance(table, ConcatenationTable) else [[table]]
+    files = []
+    for row in rows:
+        block = row[0]
+        if len(row) != 1 or not isinstance(block, MemoryMappedTable) or any(
+                operation not in SAME_ROWS for operation, _, _ in block.replays):
+            return None
+        files.append(block.path)
+    return files or None
+
+
+def _copied(batch: pa.RecordBatch) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.concat_arrays([column]) for column in batch.columns], schema=batch.schema)
+
+
+class CachedSplit:
+    """One prepared split, read column by column: from its Arrow cache files with plain reads when `cache_files`
+    finds them, else from its table. Keeps no memory map open, so it may outlive the dataset it was made from."""
+
+    def __init__(self, dataset: datasets.Dataset):
+        self.num_rows = dataset.num_rows
+        self.column_names = list(dataset.column_names)
+        self.files = cache_files(dataset)
+        self.table = dataset.data.table if self.files is None else None
+        self.schema = dataset.features.arrow_schema if self.table is None else self.table.schema
+
+    def batches(self, columns: Sequence[str], max_rows: int = 100_000) -> Iterator[pa.RecordBatch]:
+        """The `columns` of every row, in order, a record batch at a time; a batch is valid until the next one is
+        asked for (keep a copy: `column`)."""
+        if self.table is not None:
+            yield from self.table.select(list(columns)).to_batches(max_chunksize=max_rows)
+            return
+        for batch in iter_ipc_batches(self.files):
+            yield batch.select(list(columns))
+
+    def columns(self, columns: Sequence[str]) -> pa.Table:
+        """The `columns` of every row, as a table held in memory."""
+        if self.table is not None:
+            return self.table.select(list(columns))
+        kept = [_copied(batch) for batch in self.batches(columns)]
+        if not kept:
+            return pa.schema([self.schema.field(name) for name in columns]).empty_table()
+        return pa.Table.from_batches(kept)
