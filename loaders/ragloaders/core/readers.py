@@ -154,8 +154,7 @@ def iter_chunks_of_lines(stream: BinaryIO, *, skip_bom: bool = False) -> Iterato
         filled = len(carry) + fill(stream, memoryview(buffer)[len(carry):])
         ended = filled < len(buffer)
         del buffer[filled:]
-        first_end = buffer.find(b"\n", 0, MAX_LINE_BYTES + 1)
-        if first_end < 0 and len(buffer) > MAX_LINE_BYTES or first_end > MAX_LINE_BYTES:
+        if len(buffer) > MAX_LINE_BYTES and buffer.find(b"\n", 0, MAX_LINE_BYTES + 1) < 0:
             raise LineTooLong(offset, 0)
         if ended:
             last_start = buffer.rfind(b"\n") + 1
