@@ -16,7 +16,7 @@ from ..core.memory import release_freed_memory
 from .cached_split import CachedSplit
 from .cards import render_card
 from .output_folder import Altered, OutputFolder
-from .parquet import ConfigOutput, SplitOutput, write_parquet
+from .parquet import ConfigOutput, SplitOutput, plan_parquet, write_parquet
 from .validate import integrity_of, source_of
 
 logger = logging.getLogger(__name__)
@@ -93,24 +93,29 @@ def write_config(dataset_builder: datasets.DatasetBuilder, staging: str
     """Write the splits of a prepared config that have rows as `staging/<config>/<split>-*.parquet`; return what
     was written and those splits for the integrity report, or None when no split has rows.
 
-    The splits are returned as CachedSplit, which keeps no memory map: the datasets (and the pages their maps
-    counted in RSS) are let go when this returns."""
+    The datasets are only planned from (parquet.plan_parquet) and let go before any row is written: every page
+    their memory maps read (record batch headers, string offsets) counts in RSS while a map is open. The rows are
+    then read from the Arrow cache files with plain reads, for the Parquet and, later, the integrity report
+    (CachedSplit)."""
     config = dataset_builder.config.name
     # A split with no rows cannot be published (datasets cannot load an empty Parquet split): leave it out.
     splits = {split: dataset for split, dataset in dataset_builder.as_dataset().items() if dataset.num_rows}
-    if not splits:
+    plans = {split: plan_parquet(dataset) for split, dataset in splits.items()}
+    kept = {split: CachedSplit(dataset) for split, dataset in splits.items()}
+    del splits  # closes the memory maps of the splits that have cache files
+    if not plans:
         return None
     output = ConfigOutput(config, dataset_builder.info)
     folder = os.path.join(staging, config)
     os.makedirs(folder, exist_ok=True)
-    for split, dataset in splits.items():
-        files = write_parquet(dataset, folder, split)
+    for split, plan in plans.items():
+        files = write_parquet(plan, folder, split)
         output.splits[split] = SplitOutput(
-            split, dataset.num_rows, dataset.data.nbytes, [os.path.relpath(f, staging) for f in files],
+            split, plan.num_rows, plan.nbytes, [os.path.relpath(f, staging) for f in files],
             sum(os.path.getsize(f) for f in files),
         )
         release_freed_memory()  # the Parquet writer's buffers, before the next split
-    return output, {split: CachedSplit(dataset) for split, dataset in splits.items()}
+    return output, kept
 
 
 def write_table_config(staging: str, config: str, tables: dict[str, pa.Table]) -> ConfigOutput:

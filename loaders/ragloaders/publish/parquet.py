@@ -81,27 +81,52 @@ class _CachedRows:
         return table.slice(0, rows).cast(self.schema)
 
 
-def write_parquet(dataset: datasets.Dataset, folder: str, split: str) -> list[str]:
-    """Write one split as zstd Parquet shards `<split>-0000i-of-0000n.parquet`; return their paths.
+@dataclass(frozen=True)
+class ParquetPlan:
+    """How one split is written, planned on its whole table from its sizes only: the rows of each shard and of
+    each of its row groups, and where the rows are read from. A plan of a split with Arrow cache files holds no
+    table: the dataset (and its memory map) can be let go before the rows are written."""
 
-    Shards and row groups are planned on the whole table (its sizes only); the rows come from the dataset's
-    Arrow cache files when it has them (see _CachedRows), else from the table itself."""
+    schema: pa.Schema
+    num_rows: int
+    nbytes: int
+    """Uncompressed bytes of the split's table (`Table.nbytes`)."""
+    shards: tuple[tuple[int, int], ...]
+    """(rows, rows per row group) of each shard."""
+    files: tuple[str, ...] | None
+    """The Arrow cache files the rows are read from (see _CachedRows); None: from `table`."""
+    table: pa.Table | None = None
+
+
+def plan_parquet(dataset: datasets.Dataset) -> ParquetPlan:
+    """The ParquetPlan of one split."""
     schema = dataset.features.arrow_schema
     files = cache_files(dataset)
     table = dataset.data.table if files else dataset.data.table.cast(schema)
-    rows = _CachedRows(files, schema) if files else None
-    shards = list(_shards(table))
-    paths = []
-    for index, shard in enumerate(shards):
-        path = os.path.join(folder, f"{split}-{index:05d}-of-{len(shards):05d}.parquet")
+    shards = tuple((shard.num_rows, _row_group_rows(shard)) for shard in _shards(table))
+    return ParquetPlan(schema, table.num_rows, table.nbytes, shards, tuple(files) if files else None,
+                       None if files else table)
+
+
+def write_parquet(split_rows: datasets.Dataset | ParquetPlan, folder: str, split: str) -> list[str]:
+    """Write one split (a dataset, or its `plan_parquet`) as zstd Parquet shards
+    `<split>-0000i-of-0000n.parquet`; return their paths.
+
+    The rows come from the dataset's Arrow cache files when it has them (see _CachedRows), else from the table
+    itself."""
+    plan = split_rows if isinstance(split_rows, ParquetPlan) else plan_parquet(split_rows)
+    rows = _CachedRows(list(plan.files), plan.schema) if plan.files else None
+    paths, start = [], 0
+    for index, (shard_rows, row_group) in enumerate(plan.shards):
+        path = os.path.join(folder, f"{split}-{index:05d}-of-{len(plan.shards):05d}.parquet")
         with pq.ParquetWriter(
-            path, schema, compression="zstd", use_content_defined_chunking=True, write_page_index=True
+            path, plan.schema, compression="zstd", use_content_defined_chunking=True, write_page_index=True
         ) as writer:
-            row_group = _row_group_rows(shard)
-            for start in range(0, max(shard.num_rows, 1), row_group):
-                part = shard.slice(start, row_group) if rows is None else rows.take(
-                    min(row_group, shard.num_rows - start))
+            for offset in range(0, max(shard_rows, 1), row_group):
+                count = min(row_group, shard_rows - offset)
+                part = plan.table.slice(start + offset, count) if rows is None else rows.take(count)
                 writer.write_table(part, row_group_size=row_group)
                 del part  # else it is held while the next row group is read: two row groups in memory, not one
         paths.append(path)
+        start += shard_rows
     return paths
