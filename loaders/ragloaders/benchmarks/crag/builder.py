@@ -219,11 +219,14 @@ def record_batches(paths: Sequence[str], columns: list[str]) -> Iterator[pa.Tabl
 
 
 def record_rows_from(paths: Sequence[str], columns: list[str]) -> Iterator[tuple[dict, int]]:
-    """(row of `columns`, rough size in bytes) for every record of prepared `records` Arrow files, in order."""
+    """(row of `columns`, rough size in bytes) for every record of prepared `records` Arrow files, in order.
+
+    Each record becomes Python objects only when it is reached: a task 3 record holds ~50 pages of HTML (~5 MB),
+    and a whole batch of them as Python strings was ~80 MB on top of the batch itself."""
     for table in record_batches(paths, columns):
         size = table.nbytes // max(1, table.num_rows)
-        for row in table.to_pylist():
-            yield row, size
+        for index in range(table.num_rows):
+            yield table.slice(index, 1).to_pylist()[0], size
 
 
 def rows_in_file_order(split_paths: Sequence[Sequence[str]], order_path: str, columns: list[str]
