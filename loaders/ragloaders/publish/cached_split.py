@@ -54,8 +54,8 @@ class CachedSplit:
         self.schema = dataset.features.arrow_schema if self.table is None else self.table.schema
 
     def batches(self, columns: Sequence[str], max_rows: int = 100_000) -> Iterator[pa.RecordBatch]:
-        """The `columns` of every row, in order, a record batch at a time; a batch is valid until the next one is
-        asked for (keep a copy: `column`)."""
+        """The `columns` of every row, in order, a record batch at a time. Read from the files, a batch's columns
+        share the buffer of every column of its IPC batch: to keep one, copy it (as `columns` does)."""
         if self.table is not None:
             yield from self.table.select(list(columns)).to_batches(max_chunksize=max_rows)
             return
