@@ -65,12 +65,12 @@ logger = logging.getLogger(__name__)
 
 
 CORPUS_SCHEMA = FEATURES["corpus"].arrow_schema
+"""Computed once: datasets builds it anew on every access."""
 PIECE_PARSING = pa_json.ParseOptions(
     explicit_schema=pa.schema([(field, pa.string()) for field in CORPUS_FIELDS]),
     unexpected_field_behavior="error",
     newlines_in_values=True,  # pretty-printed records span lines
 )
-"""Computed once: datasets builds it anew on every access."""
 
 
 class InvalidRecord(ValueError):
