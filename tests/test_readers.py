@@ -89,14 +89,36 @@ def test_a_long_line_in_a_later_shard_is_named_by_its_file_line(tmp_path, small_
             list(readers.read_jsonl(shard, schema))
 
 
-def test_line_counts_equal_a_count_line_by_line():
+def test_object_lines_equal_a_check_line_by_line():
     rng = random.Random(2)
+    shapes = set()
     for _ in range(500):
         chunk = random_lines(rng)
-        non_blank = sum(1 for line in chunk.split(b"\n") if line.strip(b" \t\r"))
-        assert readers.line_counts(chunk) == (chunk.count(b"\n"), non_blank)
-        assert readers.line_counts(bytearray(chunk)) == (chunk.count(b"\n"), non_blank)
-    assert readers.line_counts(b"") == (0, 0)
+        lines = chunk.split(b"\n")[:-1] if chunk.endswith(b"\n") else chunk.split(b"\n")
+        lines = [line.removesuffix(b"\r") for line in lines]
+        every_line_an_object = all(line.startswith(b"{") and line.endswith(b"}") for line in lines)
+        expected = (chunk.count(b"\n"), len(lines) if every_line_an_object else None)
+        assert readers.object_lines(chunk) == readers.object_lines(bytearray(chunk)) == expected
+        shapes.add(every_line_an_object)
+    assert shapes == {True, False}
+    assert readers.object_lines(b"") == (0, None)
+
+
+@pytest.mark.parametrize("lines", [
+    [b'{"_id": "a", "title": "", "text": "x"}{', b'"_id": "b", "title": "", "text": "y"}'],
+    [b'{"_id": "a", "title": "", "text":', b'"x"}'],
+    [b'{"_id": "a", "title": "", "text": "x"} {"_id": "b", "title": "", "text": "y"}'],
+])
+def test_what_pyarrow_would_read_across_or_within_lines_is_refused_as_the_line_path_does(tmp_path, lines):
+    """pyarrow, given a whole chunk, takes an object broken across lines, and two objects on one line; JSONL does
+    not, and neither does the line path: the error names the first bad line."""
+    folder = tmp_path / "scifact"
+    folder.mkdir()
+    good = [json.dumps({"_id": str(i), "title": "", "text": "t"}).encode() for i in range(5)]
+    (folder / "corpus.jsonl").write_bytes(b"\n".join(good + lines + good[:1]) + b"\n")
+    with pytest.raises(SourceError, match=r"corpus\.jsonl, line 6: ") as raised:
+        ragloaders.load("beir/scifact", "corpus", split="corpus", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    assert "invalid JSON" in str(raised.value) or "one JSON object" in str(raised.value)
 
 
 def test_map_ahead_keeps_the_order_and_raises_the_first_error():

@@ -464,28 +464,33 @@ def _chunk_rows(
         yield row, nbytes
 
 
-_NON_BLANK_LINE = re.compile(rb"(?m)^[ \t\r]*[^ \t\r\n]")
+def object_lines(chunk: bytes | bytearray) -> tuple[int, int | None]:
+    """(line ends in `chunk`, its number of lines when every line starts with `{` and ends with `}` (before an
+    optional CR), else None), found with numpy.
 
-
-def line_counts(chunk: bytes | bytearray) -> tuple[int, int]:
-    """(line ends, lines holding something other than spaces, tabs and CRs) of `chunk`. When no line starts with
-    a byte up to 0x20 (the usual JSONL), every line counts, found with numpy; else a regex counts them."""
+    pyarrow, given a buffer, reads `}{` on one line as two rows and an object broken across lines as one, where
+    the line path refuses both. When every line is `{`...`}`, an object can only cross a line end as `}` newline
+    `{` inside an object, which pyarrow refuses (no comma), so pyarrow's rows are then the lines exactly when
+    their counts agree."""
     if not chunk:
-        return 0, 0
+        return 0, None
     octets = np.frombuffer(chunk, np.uint8)
     ends = np.flatnonzero(octets == 0x0A)
     complete = chunk.endswith(b"\n")
-    next_starts = ends[:-1] + 1 if complete else ends + 1
-    if octets[0] <= 0x20 or bool((octets[next_starts] <= 0x20).any()):
-        return len(ends), len(_NON_BLANK_LINE.findall(chunk))
-    return len(ends), len(ends) + (not complete)
+    starts = np.concatenate(([0], ends[:-1] + 1 if complete else ends + 1))
+    last = ends - 1 if complete else np.append(ends - 1, len(octets) - 1)
+    last = last - (octets[last] == 0x0D)  # a CR before the line end
+    if (octets[starts] == 0x7B).all() and (last >= starts).all() and (octets[last] == 0x7D).all():  # "{", "}"
+        return len(ends), len(starts)
+    return len(ends), None
 
 
-def _jsonl_fast(chunk: bytearray, lines: int, schema: pa.Schema, required: tuple[str, ...]) -> pa.Table | None:
-    """The chunk, holding `lines` non-blank lines, parsed by pyarrow; None when pyarrow refuses it or its result
-    breaks a rule (then the line-by-line path decides). pyarrow skips a BOM at a buffer's start and reads `}{` as
-    two rows: such chunks are left to the line path too."""
-    if chunk.startswith(_UTF8_BOM):
+def _jsonl_fast(chunk: bytearray, lines: int | None, schema: pa.Schema, required: tuple[str, ...]
+                ) -> pa.Table | None:
+    """The chunk, of `lines` lines each `{`...`}` (see object_lines), parsed by pyarrow; None when a line is
+    otherwise (blank, padded, not an object), pyarrow refuses it, or its result breaks a rule: then the line path
+    decides."""
+    if lines is None:
         return None
     try:
         table = pa_json.read_json(
@@ -511,7 +516,7 @@ def read_jsonl(shard: Shard, schema: pa.Schema, required: Iterable[str] = ()) ->
     rows = 0
 
     def parse(chunk: bytearray) -> tuple[bytearray, int, pa.Table | None]:
-        newlines, lines = line_counts(chunk)
+        newlines, lines = object_lines(chunk)
         return chunk, newlines, None if line_by_line else _jsonl_fast(chunk, lines, schema, required)
 
     try:  # lines numbered from the shard's start; the file's line number is counted only for an error
