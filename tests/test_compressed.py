@@ -51,18 +51,19 @@ def test_real_sample_gives_ten_json_lines_identical_to_python_bz2(threads, expec
         assert not source.closed
 
 
+class _Unseekable(io.RawIOBase):
+    def __init__(self, data: bytes):
+        self.data = io.BytesIO(data)
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        return self.data.readinto(buffer)
+
+
 def test_non_seekable_source_falls_back_to_python_bz2(expected):
-    class Unseekable(io.RawIOBase):
-        def __init__(self, data: bytes):
-            self.data = io.BytesIO(data)
-
-        def readable(self):
-            return True
-
-        def readinto(self, buffer):
-            return self.data.readinto(buffer)
-
-    lines = read_lines(io.BufferedReader(Unseekable(SAMPLE.read_bytes())), "sample")
+    lines = read_lines(io.BufferedReader(_Unseekable(SAMPLE.read_bytes())), "sample")
     assert b"".join(line + b"\n" for line in lines) == expected
 
 
@@ -254,17 +255,6 @@ def test_truncated_tar_raises(keep):
         for member_name, content in iter_tar_members(io.BytesIO(data[: cut[keep]]), name="cut.tar"):
             lines += sum(1 for _ in iter_lines(content, member_name))
     assert lines <= 300
-
-
-class _Unseekable(io.RawIOBase):
-    def __init__(self, data: bytes):
-        self.data = io.BytesIO(data)
-
-    def readable(self):
-        return True
-
-    def readinto(self, buffer):
-        return self.data.readinto(buffer)
 
 
 @pytest.fixture(scope="module")
