@@ -100,8 +100,8 @@ def write_config(dataset_builder: datasets.DatasetBuilder, staging: str
     config = dataset_builder.config.name
     # A split with no rows cannot be published (datasets cannot load an empty Parquet split): leave it out.
     splits = {split: dataset for split, dataset in dataset_builder.as_dataset().items() if dataset.num_rows}
-    plans = {split: plan_parquet(dataset) for split, dataset in splits.items()}
     kept = {split: CachedSplit(dataset) for split, dataset in splits.items()}
+    plans = {split: plan_parquet(dataset, kept[split]) for split, dataset in splits.items()}
     del splits  # closes the memory maps of the splits that have cache files
     if not plans:
         return None

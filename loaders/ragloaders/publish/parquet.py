@@ -10,8 +10,7 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.readers import iter_ipc_batches
-from .cached_split import cache_files
+from .cached_split import CachedSplit
 
 MAX_SHARD_BYTES = 500 << 20
 """Uncompressed bytes per Parquet file: the compressed file is smaller, so always under ~500 MB."""
@@ -59,14 +58,13 @@ def _shards(table: pa.Table) -> Iterator[pa.Table]:
         yield table.slice(start, rows)
 
 
-class _CachedRows:
-    """A dataset's rows read in order from its Arrow cache files with plain reads, `take(n)` rows at a time.
+class _RowsInOrder:
+    """A split's rows in order, `take(n)` rows at a time, read through its CachedSplit (plain reads of the Arrow
+    cache files when it has them: a memory map would count every page read in the process's RSS, up to the files'
+    size, where reading the files keeps the memory of writing a split to about one row group)."""
 
-    A memory map (what `dataset.data` is) counts every page read in the process's RSS, up to the files' size:
-    reading the files keeps the memory of writing a split to about one row group."""
-
-    def __init__(self, files: list[str], schema: pa.Schema):
-        self.schema, self.batches = schema, iter_ipc_batches(files)
+    def __init__(self, rows: CachedSplit, schema: pa.Schema):
+        self.schema, self.batches = schema, rows.batches(rows.column_names)
         self.pending: list[pa.RecordBatch] = []
         self.count = 0
 
@@ -84,8 +82,8 @@ class _CachedRows:
 @dataclass(frozen=True)
 class ParquetPlan:
     """How one split is written, planned on its whole table from its sizes only: the rows of each shard and of
-    each of its row groups, and where the rows are read from. A plan of a split with Arrow cache files holds no
-    table: the dataset (and its memory map) can be let go before the rows are written."""
+    each of its row groups, and where the rows are read from. The plan holds no memory map of a split with Arrow
+    cache files (CachedSplit): the dataset can be let go before the rows are written."""
 
     schema: pa.Schema
     num_rows: int
@@ -93,40 +91,34 @@ class ParquetPlan:
     """Uncompressed bytes of the split's table (`Table.nbytes`)."""
     shards: tuple[tuple[int, int], ...]
     """(rows, rows per row group) of each shard."""
-    files: tuple[str, ...] | None
-    """The Arrow cache files the rows are read from (see _CachedRows); None: from `table`."""
-    table: pa.Table | None = None
+    rows: CachedSplit
 
 
-def plan_parquet(dataset: datasets.Dataset) -> ParquetPlan:
-    """The ParquetPlan of one split."""
-    schema = dataset.features.arrow_schema
-    files = cache_files(dataset)
-    table = dataset.data.table if files else dataset.data.table.cast(schema)
+def plan_parquet(dataset: datasets.Dataset, rows: CachedSplit | None = None) -> ParquetPlan:
+    """The ParquetPlan of one split; `rows`, its CachedSplit if the caller has one already."""
+    table = dataset.data.table
     shards = tuple((shard.num_rows, _row_group_rows(shard)) for shard in _shards(table))
-    return ParquetPlan(schema, table.num_rows, table.nbytes, shards, tuple(files) if files else None,
-                       None if files else table)
+    return ParquetPlan(dataset.features.arrow_schema, table.num_rows, table.nbytes, shards,
+                       rows or CachedSplit(dataset))
 
 
 def write_parquet(split_rows: datasets.Dataset | ParquetPlan, folder: str, split: str) -> list[str]:
     """Write one split (a dataset, or its `plan_parquet`) as zstd Parquet shards
     `<split>-0000i-of-0000n.parquet`; return their paths.
 
-    The rows come from the dataset's Arrow cache files when it has them (see _CachedRows), else from the table
+    The rows come from the dataset's Arrow cache files when it has them (see _RowsInOrder), else from the table
     itself."""
     plan = split_rows if isinstance(split_rows, ParquetPlan) else plan_parquet(split_rows)
-    rows = _CachedRows(list(plan.files), plan.schema) if plan.files else None
-    paths, start = [], 0
+    rows = _RowsInOrder(plan.rows, plan.schema)
+    paths = []
     for index, (shard_rows, row_group) in enumerate(plan.shards):
         path = os.path.join(folder, f"{split}-{index:05d}-of-{len(plan.shards):05d}.parquet")
         with pq.ParquetWriter(
             path, plan.schema, compression="zstd", use_content_defined_chunking=True, write_page_index=True
         ) as writer:
             for offset in range(0, max(shard_rows, 1), row_group):
-                count = min(row_group, shard_rows - offset)
-                part = plan.table.slice(start + offset, count) if rows is None else rows.take(count)
+                part = rows.take(min(row_group, shard_rows - offset))
                 writer.write_table(part, row_group_size=row_group)
                 del part  # else it is held while the next row group is read: two row groups in memory, not one
         paths.append(path)
-        start += shard_rows
     return paths
