@@ -42,7 +42,7 @@ def test_chunks_of_lines_hold_the_input_exactly_and_end_at_line_ends(small_chunk
         data = random_lines(rng)
         chunks = list(readers.iter_chunks_of_lines(io.BytesIO(data)))
         assert b"".join(chunks) == data
-        assert all(chunks) and all(chunk.endswith(b"\n") for chunk in chunks[:-1])
+        assert all(chunks) and all(chunk[-1:] == b"\n" for chunk in chunks[:-1])
         longest = max(map(len, data.split(b"\n")))
         assert all(len(chunk) <= 2 * longest + 128 for chunk in chunks)  # bounded: a chunk grows only for a long line
 
@@ -180,3 +180,35 @@ def test_rows_and_line_numbers_hold_across_many_small_chunks(tmp_path, small_chu
     (folder / "corpus.jsonl").write_bytes(b"\n".join(lines[:380] + [b'{"_id": 5}'] + lines[380:]) + b"\n")
     with pytest.raises(SourceError, match=r"corpus\.jsonl, line 381: `_id` must be a string"):
         ragloaders.load("beir/scifact", "corpus", split="corpus", data_dir=str(folder), cache_dir=str(tmp_path / "d"))
+
+
+def test_spare_buffers_are_read_into_again_and_chunks_still_hold_the_input(small_chunks):
+    def read(data: bytes) -> tuple[bytes, int, int]:
+        """(the chunks joined, how many, how many distinct buffers), each chunk's buffer given back when read."""
+        spare: readers.deque[bytearray] = readers.deque()
+        pieces, buffers = [], []
+        for chunk in readers.iter_chunks_of_lines(io.BytesIO(data), spare=spare):
+            pieces.append(chunk.tobytes())
+            if not any(chunk.obj is buffer for buffer in buffers):
+                buffers.append(chunk.obj)
+            spare.append(chunk.obj)
+        return b"".join(pieces), len(pieces), len(buffers)
+
+    rng = random.Random(4)
+    for _ in range(100):
+        data = random_lines(rng)
+        assert read(data)[0] == data
+    short_lines = b"".join(b'{"_id": "%d"}\n' % i for i in range(200))
+    joined, chunks, buffers = read(short_lines)
+    assert joined == short_lines and chunks > 20 and buffers == 1
+
+
+def test_tables_kept_from_a_corpus_are_not_changed_by_the_reuse_of_its_buffers(tmp_path, small_chunks):
+    """read_jsonl reads every chunk into a buffer of a chunk it is done with: the tables it gave out must not share
+    that memory (pyarrow copies what it parses)."""
+    docs = [{"_id": f"{i:04d}", "title": f"t{i}", "text": "x" * (i % 50)} for i in range(600)]
+    (tmp_path / "corpus.jsonl").write_bytes(b"".join(json.dumps(doc).encode() + b"\n" for doc in docs))
+    schema = readers.pa.schema([(name, readers.pa.string()) for name in ("_id", "title", "text")])
+    tables = list(readers.read_jsonl(readers.Shard(SourceFiles(str(tmp_path)), "corpus.jsonl"), schema))
+    assert len(tables) > 20
+    assert readers.pa.concat_tables(tables).to_pylist() == docs

@@ -64,7 +64,7 @@ def flatten_metadata(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """A table read with `source_schema` as `output_schema`: the metadata struct's fields become columns."""
     if "metadata" not in table.column_names or not pa.types.is_struct(table.schema.field("metadata").type):
         return table.cast(schema)
-    metadata = table.column("metadata").combine_chunks()
+    metadata = table.column("metadata")
     children = dict(zip([f.name for f in metadata.type], metadata.flatten()))
     columns = [children[name] if name in children else table.column(name) for name in schema.names]
     return pa.Table.from_arrays(columns, schema=schema)
