@@ -6,8 +6,10 @@ Run by hand (takes a few minutes; needs ~3 GB of free disk):
 
 Every contender runs in its own fresh process on the same generated file, in the same run, and
 the figures are reported as ratios against the pyarrow floor measured in that run (the machines
-are shared and noisy; absolute seconds mean little). The clock starts after the imports. Peak RSS
-is the largest resident set of the process and of any worker it started (imports included).
+are shared and noisy; absolute seconds mean little): the best time against the floor's best, and the
+median over rounds of the time against the floor of the same round (paired, so that one lucky floor run
+does not decide). The clock starts after the imports. Peak RSS is the largest resident set of the process
+and of any worker it started (imports included).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -124,7 +127,7 @@ def main() -> None:
     parser.add_argument("--workdir", default="/tmp/ragloaders-bench")
     parser.add_argument("--double", action="store_true", help="also run ragloaders on a corpus twice as large")
     parser.add_argument("--only", nargs="*", help="run only the contenders whose name starts with one of these")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of every contender in turn; best time kept")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of every contender in turn")
     args = parser.parse_args()
     sizes = [args.docs, 2 * args.docs] if args.double else [args.docs]
     for docs in sizes:
@@ -135,30 +138,30 @@ def main() -> None:
             generate_corpus(corpus, docs)
         size_mb = os.path.getsize(corpus) / 1e6
         print(f"\n{docs:,} docs, {size_mb:.0f} MB corpus.jsonl, {os.cpu_count()} cores")
-        print("| contender | rows | best seconds | × floor | peak RSS MB |\n|---|---|---|---|---|")
+        print("| contender | rows | best seconds | best × best floor | median × floor of its round (range) "
+              "| peak RSS MB |\n|---|---|---|---|---|---|")
         contenders = CONTENDERS if docs == args.docs else {
             k: v for k, v in CONTENDERS.items() if k.startswith(("pyarrow", "ragloaders"))}
         chosen = [name for name in contenders
                   if not args.only or name.startswith(("pyarrow floor (open_json -> Arrow IPC stream, default",
                                                        *args.only))]
-        best: dict[str, tuple[int, float, int] | str] = {}
+        runs: dict[str, list[tuple[int, float, int] | str]] = {name: [] for name in chosen}
         for _ in range(args.rounds):  # interleaved, so that a noisy moment hits every contender alike
             for name in chosen:
                 imports, body = contenders[name]
-                result = run(imports, body, corpus, data_dir, os.path.join(args.workdir, "out"))
-                previous = best.get(name)
-                if isinstance(result, str) or previous is None or (
-                        not isinstance(previous, str) and result[1] < previous[1]):
-                    best[name] = result
-        floor = None
+                runs[name].append(run(imports, body, corpus, data_dir, os.path.join(args.workdir, "out")))
+        floor_runs = runs[chosen[0]]
+        floor_best = min((r[1] for r in floor_runs if not isinstance(r, str)), default=float("nan"))
         for name in chosen:
-            result = best[name]
-            if isinstance(result, str):
-                print(f"| {name} | failed: {result[:80]} | | | |")
+            failed = [r for r in runs[name] if isinstance(r, str)]
+            if failed:
+                print(f"| {name} | failed: {failed[0][:80]} | | | | |")
                 continue
-            rows, seconds, peak = result
-            floor = floor or seconds
-            print(f"| {name} | {rows:,} | {seconds:.2f} | {seconds / floor:.2f} | {peak / 1e6:.0f} |", flush=True)
+            rows, seconds, _ = min(runs[name], key=lambda r: r[1])
+            paired = sorted(r[1] / f[1] for r, f in zip(runs[name], floor_runs) if not isinstance(f, str))
+            print(f"| {name} | {rows:,} | {seconds:.2f} | {seconds / floor_best:.2f} | {statistics.median(paired):.2f} "
+                  f"({paired[0]:.2f}-{paired[-1]:.2f}) | {max(r[2] for r in runs[name]) / 1e6:.0f} |", flush=True)
+
 
 if __name__ == "__main__":
     main()
