@@ -8,8 +8,15 @@ Every contender runs in its own fresh process on the same generated file, in the
 the figures are reported as ratios against the pyarrow floor measured in that run (the machines
 are shared and noisy; absolute seconds mean little): the best time against the floor's best, and the
 median over rounds of the time against the floor of the same round (paired, so that one lucky floor run
-does not decide). The clock starts after the imports. Peak RSS is the largest resident set of the process
-and of any worker it started (imports included).
+does not decide), and the CPU time (user + system, workers included) against the floor's in the same round.
+The clock starts after the imports. Peak RSS is the largest resident set of the process and of any worker
+it started (imports included).
+
+To compare two versions of the code in one run (A/B), give each one's package folder:
+
+    git worktree add /tmp/before <commit>
+    PYTHONPATH=loaders python bench/bench_beir.py --only pyarrow "ragloaders build (" --rounds 6 \\
+        --code /tmp/before/loaders loaders
 """
 
 from __future__ import annotations
@@ -100,25 +107,33 @@ HARNESS = """
 import os, resource, sys, time
 CORPUS, DATA_DIR, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
 {imports}
-start = time.perf_counter()
+def cpu():
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+start, cpu_start = time.perf_counter(), cpu()
 {body}
-seconds = time.perf_counter() - start
+seconds, cpu_seconds = time.perf_counter() - start, cpu() - cpu_start
 peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-print(rows, seconds, peak * 1024)
+print(rows, seconds, cpu_seconds, peak * 1024)
 """
+Result = tuple[int, float, float, int]
+"""rows, seconds, CPU seconds (user + system, workers included), peak RSS in bytes"""
 
 
-def run(imports: str, body: str, corpus: str, data_dir: str, out: str) -> tuple[int, float, int] | str:
+def run(imports: str, body: str, corpus: str, data_dir: str, out: str, code: str | None = None) -> Result | str:
+    """One contender in a fresh process; `code`, a folder holding the `ragloaders` package to import instead."""
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     script = HARNESS.format(imports=imports, body=textwrap.dedent(body))
     env = {**os.environ, "HF_HOME": out + "/hf", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}
+    if code:
+        env["PYTHONPATH"] = code
     done = subprocess.run([sys.executable, "-c", script, corpus, data_dir, out], capture_output=True, text=True,
                           env=env)
     if done.returncode != 0:
         return done.stderr.strip().splitlines()[-1]
-    rows, seconds, peak = done.stdout.split()
-    return int(rows), float(seconds), int(peak)
+    rows, seconds, cpu_seconds, peak = done.stdout.split()
+    return int(rows), float(seconds), float(cpu_seconds), int(peak)
 
 
 def main() -> None:
@@ -128,6 +143,9 @@ def main() -> None:
     parser.add_argument("--double", action="store_true", help="also run ragloaders on a corpus twice as large")
     parser.add_argument("--only", nargs="*", help="run only the contenders whose name starts with one of these")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of every contender in turn")
+    parser.add_argument("--code", nargs="*", default=[],
+                        help="folders holding versions of the ragloaders package (e.g. a `git worktree`'s loaders/): "
+                             "each ragloaders contender runs once per folder, in the same rounds")
     args = parser.parse_args()
     sizes = [args.docs, 2 * args.docs] if args.double else [args.docs]
     for docs in sizes:
@@ -139,28 +157,34 @@ def main() -> None:
         size_mb = os.path.getsize(corpus) / 1e6
         print(f"\n{docs:,} docs, {size_mb:.0f} MB corpus.jsonl, {os.cpu_count()} cores")
         print("| contender | rows | best seconds | best × best floor | median × floor of its round (range) "
-              "| peak RSS MB |\n|---|---|---|---|---|---|")
+              "| median CPU × floor's | peak RSS MB |\n|---|---|---|---|---|---|---|")
         contenders = CONTENDERS if docs == args.docs else {
             k: v for k, v in CONTENDERS.items() if k.startswith(("pyarrow", "ragloaders"))}
-        chosen = [name for name in contenders
+        chosen = [(name, None) for name in contenders
                   if not args.only or name.startswith(("pyarrow floor (open_json -> Arrow IPC stream, default",
                                                        *args.only))]
-        runs: dict[str, list[tuple[int, float, int] | str]] = {name: [] for name in chosen}
+        if args.code:
+            chosen = [(name, code) for name, _ in chosen
+                      for code in (args.code if name.startswith("ragloaders") else [None])]
+        runs: dict[tuple[str, str | None], list[Result | str]] = {key: [] for key in chosen}
         for _ in range(args.rounds):  # interleaved, so that a noisy moment hits every contender alike
-            for name in chosen:
+            for name, code in chosen:
                 imports, body = contenders[name]
-                runs[name].append(run(imports, body, corpus, data_dir, os.path.join(args.workdir, "out")))
+                runs[name, code].append(run(imports, body, corpus, data_dir, os.path.join(args.workdir, "out"), code))
         floor_runs = runs[chosen[0]]
         floor_best = min((r[1] for r in floor_runs if not isinstance(r, str)), default=float("nan"))
-        for name in chosen:
-            failed = [r for r in runs[name] if isinstance(r, str)]
+        for key in chosen:
+            label = key[0] + (f" [{key[1]}]" if key[1] else "")
+            failed = [r for r in runs[key] if isinstance(r, str)]
             if failed:
-                print(f"| {name} | failed: {failed[0][:80]} | | | | |")
+                print(f"| {label} | failed: {failed[0][:80]} | | | | | |")
                 continue
-            rows, seconds, _ = min(runs[name], key=lambda r: r[1])
-            paired = sorted(r[1] / f[1] for r, f in zip(runs[name], floor_runs) if not isinstance(f, str))
-            print(f"| {name} | {rows:,} | {seconds:.2f} | {seconds / floor_best:.2f} | {statistics.median(paired):.2f} "
-                  f"({paired[0]:.2f}-{paired[-1]:.2f}) | {max(r[2] for r in runs[name]) / 1e6:.0f} |", flush=True)
+            rows, seconds, _, _ = min(runs[key], key=lambda r: r[1])
+            paired = [(r[1] / f[1], r[2] / f[2]) for r, f in zip(runs[key], floor_runs) if not isinstance(f, str)]
+            times = sorted(wall for wall, _ in paired)
+            print(f"| {label} | {rows:,} | {seconds:.2f} | {seconds / floor_best:.2f} | {statistics.median(times):.2f} "
+                  f"({times[0]:.2f}-{times[-1]:.2f}) | {statistics.median(cpu for _, cpu in paired):.2f} "
+                  f"| {max(r[3] for r in runs[key]) / 1e6:.0f} |", flush=True)
 
 
 if __name__ == "__main__":

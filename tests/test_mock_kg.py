@@ -294,6 +294,16 @@ def test_json_and_jsonl_errors_name_file_and_place(kg, tmp_path):
         load("open_entities", copy, tmp_path / "c5")
     part.write_bytes(bz2.compress(b'["x", {"summary_text": NaN}]\n'))  # Python's json writes NaN: read as null
     assert load("open_entities", copy, tmp_path / "c6")["summary_text"][-1] is None
+    for number, (line, problem) in enumerate([  # the shared JSON rules, with or without a NaN on the line
+        (b'["x", {"summary_text": "a", "summary_text": "b"}]', "duplicate key 'summary_text'"),
+        (b'["x", {"summary_text": NaN, "summary_text": "b"}]', "duplicate key 'summary_text'"),
+        (b'["x", {"summary_text": "\\ud800"}]', "unpaired surrogate"),
+        (b'["x", {"summary_text": "\\ud800", "n": NaN}]', "unpaired surrogate"),
+    ]):
+        part.write_bytes(bz2.compress(b'["y", {"summary_text": "t"}]\n' + line + b"\n"))
+        with pytest.raises(SourceError, match=problem) as caught:
+            load("open_entities", copy, tmp_path / f"d{number}")
+        assert caught.value.path == str(part) and caught.value.line == 2
 
 
 def test_sqlite_files_that_are_not_what_the_server_reads(kg, tmp_path, caplog):

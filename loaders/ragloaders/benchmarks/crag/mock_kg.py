@@ -37,7 +37,6 @@ from typing import Any
 
 import datasets
 import ijson
-import orjson
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
@@ -45,7 +44,14 @@ from ...core import safe_pickle
 from ...core.builder import RagBuilder
 from ...core.compressed import open_bz2
 from ...core.errors import MissingSourceError, SourceError
-from ...core.readers import BLOCK_BYTES, iter_lines, tables_from_rows
+from ...core.readers import (
+    BLOCK_BYTES,
+    DuplicateKeyError,
+    iter_lines,
+    loads_strict,
+    refuse_duplicate_keys,
+    tables_from_rows,
+)
 from ...core.sources import Download, download_verified, file_identity, mirror_base
 from .catalogue import BASE_URL, BASE_URL_ENV, HOMEPAGE, LICENSE
 from .citations import CITATION
@@ -524,13 +530,23 @@ class _SkipBom:
 
 
 def _json_line(line: bytes, name: str, number: int) -> Any:
+    """One line under the shared JSON rules (loads_strict), except that NaN and Infinity, which Python's json wrote
+    into these files, are read (as floats)."""
     try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError as e:
-        try:  # Python's json (which wrote the file) also writes NaN and Infinity, which orjson refuses
-            return json.loads(line)
-        except (ValueError, UnicodeDecodeError):
-            raise SourceError(name, f"invalid JSON ({e})", line=number) from None
+        return loads_strict(line)
+    except ValueError as e:  # parsed again by Python's json, which reads NaN and refuses a duplicate key
+        try:
+            value = json.loads(line, object_pairs_hook=refuse_duplicate_keys)
+        except DuplicateKeyError as duplicate:
+            raise SourceError(name, str(duplicate), line=number) from None
+        except ValueError:
+            raise SourceError(name, str(e), line=number) from None
+        try:
+            json.dumps(value, ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            raise SourceError(name, "unpaired surrogate escape such as \\ud800 in a string, which UTF-8 cannot hold",
+                              line=number) from None
+        return value
 
 
 def iter_jsonl_pairs(paths: list[str], table: MockKgTable) -> Iterator[tuple[dict, int]]:
