@@ -302,7 +302,10 @@ def test_malformed_json_line_names_file_and_line(tmp_path):
     with pytest.raises(SourceError) as error:
         ragloaders.load("beir/arguana", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
     assert error.value.line == 2 and str(folder / "corpus.jsonl") in str(error.value)
-    assert "invalid JSON" in str(error.value)
+    assert "invalid JSON" in str(error.value) and "cut short" not in str(error.value)
+    (folder / "corpus.jsonl").write_bytes(b'{"_id": "a", "title": "", "text": "x"}\n{"_id": "b", "title": "", "te')
+    with pytest.raises(SourceError, match="line 2: invalid JSON .*last line has no line end, as when a file is cut"):
+        ragloaders.load("beir/arguana", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "d"))
 
 
 def test_error_line_numbers_count_from_the_file_start_in_later_shards(tmp_path, monkeypatch):

@@ -392,13 +392,17 @@ def _shard_chunks(shard: Shard) -> Iterator[tuple[int, bytes]]:
 
 
 def _json_line_records(chunk: bytes, first: int, name: str) -> Iterator[tuple[int, int, Any]]:
-    for number, line in enumerate(chunk.split(b"\n"), start=first):
+    lines = chunk.split(b"\n")
+    for number, line in enumerate(lines, start=first):
         if not line.strip(_JSON_WHITESPACE):
             continue
         try:
             value = loads_strict(line)
         except ValueError as e:
-            raise SourceError(name, str(e), line=number) from None
+            message = str(e)
+            if number == first + len(lines) - 1:  # only the file's last chunk can end without a line end
+                message += "; the file's last line has no line end, as when a file is cut short: download it again"
+            raise SourceError(name, message, line=number) from None
         yield number, len(line), value
 
 
