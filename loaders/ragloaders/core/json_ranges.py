@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 import orjson
 
-from .readers import fill
+from .readers import UNPAIRED_SURROGATE, fill
 from .sources import RangeReader
 
 WHITESPACE = b" \t\r\n"
@@ -197,5 +197,5 @@ def orjson_problem(document: bytes, error: orjson.JSONDecodeError) -> tuple[int,
         return e.start, f"invalid UTF-8 ({document[e.start:e.start + 4]!r})"
     offset = len(text[:error.pos].encode("utf-8", "surrogatepass"))
     if "surrogate" in str(error):
-        return offset, f"unpaired surrogate escape such as \\ud800 in a string, which UTF-8 cannot hold ({error})"
+        return offset, f"{UNPAIRED_SURROGATE} ({error})"
     return offset, f"invalid JSON ({error})"

@@ -353,13 +353,16 @@ def _count_keys(value: Any) -> int:
     return count
 
 
+UNPAIRED_SURROGATE = "unpaired surrogate escape such as \\ud800 in a string, which UTF-8 cannot hold"
+
+
 def _json_problem(line: bytes, error: Exception) -> str:
     try:
         line.decode("utf-8")
     except UnicodeDecodeError as e:
         return f"invalid UTF-8 at byte {e.start} of the line ({line[e.start:e.start + 4]!r})"
     if "surrogate" in str(error):
-        return f"unpaired surrogate escape such as \\ud800 in a string, which UTF-8 cannot hold ({error})"
+        return f"{UNPAIRED_SURROGATE} ({error})"
     return f"invalid JSON ({error})"
 
 

@@ -46,6 +46,7 @@ from ...core.compressed import open_bz2
 from ...core.errors import MissingSourceError, SourceError
 from ...core.readers import (
     BLOCK_BYTES,
+    UNPAIRED_SURROGATE,
     DuplicateKeyError,
     iter_lines,
     loads_strict,
@@ -544,8 +545,7 @@ def _json_line(line: bytes, name: str, number: int) -> Any:
         try:
             json.dumps(value, ensure_ascii=False).encode()
         except UnicodeEncodeError:
-            raise SourceError(name, "unpaired surrogate escape such as \\ud800 in a string, which UTF-8 cannot hold",
-                              line=number) from None
+            raise SourceError(name, UNPAIRED_SURROGATE, line=number) from None
         return value
 
 
