@@ -306,6 +306,10 @@ def test_malformed_json_line_names_file_and_line(tmp_path):
     (folder / "corpus.jsonl").write_bytes(b'{"_id": "a", "title": "", "text": "x"}\n{"_id": "b", "title": "", "te')
     with pytest.raises(SourceError, match="line 2: invalid JSON .*last line has no line end, as when a file is cut"):
         ragloaders.load("beir/arguana", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "d"))
+    (folder / "corpus.jsonl").write_bytes(b'{"_id": "a", "title": "", "text": "x"}\n{"_id": "b", "_id": "c"}')
+    with pytest.raises(SourceError, match="line 2: duplicate key '_id'") as error:  # complete: not cut short
+        ragloaders.load("beir/arguana", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "e"))
+    assert "cut short" not in str(error.value)
 
 
 def test_error_line_numbers_count_from_the_file_start_in_later_shards(tmp_path, monkeypatch):

@@ -299,11 +299,15 @@ def test_json_and_jsonl_errors_name_file_and_place(kg, tmp_path):
         (b'["x", {"summary_text": NaN, "summary_text": "b"}]', "duplicate key 'summary_text'"),
         (b'["x", {"summary_text": "\\ud800"}]', "unpaired surrogate"),
         (b'["x", {"summary_text": "\\ud800", "n": NaN}]', "unpaired surrogate"),
+        ('["x", {"summary_text": "t"}]'.encode("utf-16-le"), "invalid JSON"),  # Python's json would read it
+        (b'\xef\xbb\xbf["x", {"summary_text": NaN}]', "invalid JSON"),  # a BOM, but not at the file's start
     ]):
         part.write_bytes(bz2.compress(b'["y", {"summary_text": "t"}]\n' + line + b"\n"))
         with pytest.raises(SourceError, match=problem) as caught:
             load("open_entities", copy, tmp_path / f"d{number}")
         assert caught.value.path == str(part) and caught.value.line == 2
+    part.write_bytes(bz2.compress(b'\xef\xbb\xbf["x", {"summary_text": NaN}]\n'))  # at the file's start: skipped
+    assert load("open_entities", copy, tmp_path / "c7")["summary_text"][-1] is None
 
 
 def test_sqlite_files_that_are_not_what_the_server_reads(kg, tmp_path, caplog):

@@ -137,6 +137,30 @@ def test_map_ahead_keeps_the_order_and_raises_the_first_error():
     assert not worker_threads()
 
 
+def test_an_error_in_the_items_comes_after_the_results_of_the_items_before_it():
+    def items():
+        yield from range(5)
+        raise ValueError("items ended badly")
+
+    seen = []
+    with pytest.raises(ValueError, match="items ended badly"):
+        for x in readers.map_ahead(lambda x: x * 10, items(), threads=2):
+            seen.append(x)
+    assert seen == [0, 10, 20, 30, 40]
+    assert not worker_threads()
+
+
+def test_a_bad_line_is_reported_before_a_too_long_line_read_after_it(tmp_path, small_chunks):
+    """The too-long line is found by the thread reading ahead, before the bad line's chunk is parsed."""
+    good = b'{"_id": "a", "text": "x"}\n'
+    schema = readers.pa.schema([("_id", readers.pa.string()), ("text", readers.pa.string())])
+    for gap in (0, 1, 3, 10):
+        data = good * 4 + b'{"_id": "bad", "text": }\n' + good * gap + b'{"_id": "b", "text": "' + b"z" * 3000 + b'"}\n'
+        (tmp_path / "corpus.jsonl").write_bytes(data)
+        with pytest.raises(SourceError, match=r"corpus\.jsonl, line 5: invalid JSON"):
+            list(readers.read_jsonl(readers.Shard(SourceFiles(str(tmp_path)), "corpus.jsonl"), schema))
+
+
 def worker_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("ragloaders-")]
 

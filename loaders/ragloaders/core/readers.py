@@ -226,12 +226,22 @@ def map_ahead(function: Callable[[T], R], items: Iterable[T], threads: int = PAR
     """`function(item)` for each item, in order, computed on `threads` worker threads while the caller reads
     the next items and handles earlier results (at most `threads` + 1 items in flight).
 
-    For work that releases the GIL (pyarrow parsing, numpy). The workers are always waited for: closing this
-    generator, or an error, leaves no thread running and no work queued."""
+    For work that releases the GIL (pyarrow parsing, numpy). An error in `items` comes after the results of the
+    items before it (or their own error), as it would without threads. The workers are always waited for: closing
+    this generator, or an error, leaves no thread running and no work queued."""
     pool = ThreadPoolExecutor(threads, thread_name_prefix="ragloaders-parse")
     pending: deque[Future[R]] = deque()
+    iterator = iter(items)
     try:
-        for item in items:
+        while True:
+            try:
+                item = next(iterator)
+            except StopIteration:
+                break
+            except Exception:
+                while pending:
+                    yield pending.popleft().result()
+                raise
             pending.append(pool.submit(function, item))
             if len(pending) > threads:
                 yield pending.popleft().result()
@@ -403,7 +413,8 @@ def _json_line_records(chunk: bytes, first: int, name: str) -> Iterator[tuple[in
             value = loads_strict(line)
         except ValueError as e:
             message = str(e)
-            if number == first + len(lines) - 1:  # only the file's last chunk can end without a line end
+            if number == first + len(lines) - 1 and message.startswith(("invalid JSON", "invalid UTF-8")):
+                # only the file's last chunk can end without a line end; a cut can leave bad JSON or a cut character
                 message += "; the file's last line has no line end, as when a file is cut short: download it again"
             raise SourceError(name, message, line=number) from None
         yield number, len(line), value

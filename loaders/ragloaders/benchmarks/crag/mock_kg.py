@@ -536,8 +536,8 @@ def _json_line(line: bytes, name: str, number: int) -> Any:
     try:
         return loads_strict(line)
     except ValueError as e:  # parsed again by Python's json, which reads NaN and refuses a duplicate key
-        try:
-            value = json.loads(line, object_pairs_hook=refuse_duplicate_keys)
+        try:  # decoded first: given bytes, json would also read UTF-16, UTF-32 and a BOM on any line
+            value = json.loads(line.decode("utf-8"), object_pairs_hook=refuse_duplicate_keys)
         except DuplicateKeyError as duplicate:
             raise SourceError(name, str(duplicate), line=number) from None
         except ValueError:
@@ -554,6 +554,8 @@ def iter_jsonl_pairs(paths: list[str], table: MockKgTable) -> Iterator[tuple[dic
     for path in paths:
         with open_bz2(path, name=path) as stream:
             for number, line in iter_lines(stream, path):
+                if number == 1:
+                    line = line.removeprefix(b"\xef\xbb\xbf")  # a BOM is skipped at the start of a file only
                 if not line.strip():
                     continue
                 pair = _json_line(line, path, number)
