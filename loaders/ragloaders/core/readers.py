@@ -158,9 +158,10 @@ def iter_chunks_of_lines(
     if skip_bom and (carry := stream.read(len(_UTF8_BOM))) == _UTF8_BOM:
         carry, offset = b"", len(_UTF8_BOM)
     while True:
-        buffer = spare.pop() if spare and len(carry) <= size // 2 else None
+        long_line = len(carry) > size // 2
+        buffer = spare.pop() if spare and not long_line else None
         if buffer is None or len(buffer) != size:
-            buffer = bytearray(size if len(carry) <= size // 2 else 2 * len(carry))  # a long line's buffer doubles
+            buffer = bytearray(2 * len(carry) if long_line else size)  # a long line's buffer doubles
         view = memoryview(buffer)
         view[:len(carry)] = carry
         filled = len(carry) + fill(stream, view[len(carry):])
