@@ -352,8 +352,11 @@ def test_missing_file_is_named(tmp_path):
     folder = write_beir(tmp_path / "nfcorpus", [], [], {"train": [], "test": []})  # dev.tsv missing
     with pytest.raises(MissingSourceError, match=r"qrels/dev\.tsv"):
         ragloaders.load("beir/nfcorpus", "qrels", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    (tmp_path / "empty").mkdir()
     with pytest.raises(MissingSourceError, match="expected the extracted BEIR folder"):
         ragloaders.load("beir/nfcorpus", "corpus", data_dir=str(tmp_path / "empty"), cache_dir=str(tmp_path / "c"))
+    with pytest.raises(MissingSourceError, match="absent: no such file or folder"):
+        ragloaders.load("beir/nfcorpus", "corpus", data_dir=str(tmp_path / "absent"), cache_dir=str(tmp_path / "c"))
 
 
 def test_datasets_that_cannot_be_downloaded_say_where_to_get_them(tmp_path):

@@ -9,6 +9,7 @@ import ragloaders
 from ragloaders import cli
 from ragloaders.api import configs_of, registry
 from ragloaders.benchmarks.beir import catalogue as beir
+from ragloaders.core.errors import MissingSourceError
 from ragloaders.publish.listing import human_bytes
 
 BRING_YOUR_OWN = {"beir/bioasq", "beir/signal1m", "beir/trec-news", "beir/robust04"}
@@ -93,4 +94,16 @@ def test_misspelt_configs_get_did_you_mean_and_far_names_get_none():
     assert "did you mean" not in str(error.value) and "its configs are corpus, queries, qrels" in str(error.value)
     with pytest.raises(ValueError) as error:
         ragloaders.load("nothing/like/this", "corpus")
+    assert "did you mean" not in str(error.value)
+
+
+def test_a_misspelt_data_dir_is_named_with_the_closest_folder_beside_it(capsys, tmp_path, monkeypatch):
+    (tmp_path / "beir").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["build", "beir/nfcorpus", "--data-dir", str(tmp_path / "bier"), "--out", "out"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bier: no such file or folder (did you mean 'beir'?)" in err
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(MissingSourceError, match="nope: no such file or folder; pass the folder") as error:
+        ragloaders.load("mmrag", "corpus", data_dir=str(tmp_path / "nope"))
     assert "did you mean" not in str(error.value)

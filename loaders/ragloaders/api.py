@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import difflib
+import os
 from typing import Any
 
 import datasets
 
 from .benchmarks import BENCHMARKS
 from .core.builder import RagBuilder
+from .core.errors import MissingSourceError
 
 
 def registry() -> dict[str, type[RagBuilder]]:
@@ -63,7 +65,20 @@ def builder(path: str, config: str, **kwargs: Any) -> datasets.DatasetBuilder:
     if config not in names:
         raise ValueError(f"{path} has no config {config!r}{did_you_mean(config, names)}; its configs are "
                          f"{', '.join(names)}")
+    if kwargs.get("data_dir"):
+        require_existing(kwargs["data_dir"])
     return cls(path.strip("/"), config, **kwargs)
+
+
+def require_existing(data_dir: str) -> None:
+    """MissingSourceError when `data_dir` does not exist, with the closest names in its folder ("did you mean")."""
+    location = os.path.abspath(os.path.expanduser(data_dir))
+    if os.path.exists(location):
+        return
+    parent, name = os.path.split(location)
+    siblings = sorted(os.listdir(parent)) if os.path.isdir(parent) else []
+    raise MissingSourceError(f"{data_dir}: no such file or folder{did_you_mean(name, siblings)}; pass the folder (or "
+                             "archive) holding the benchmark's files as data_dir")
 
 
 def load(
