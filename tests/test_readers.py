@@ -3,6 +3,7 @@
 Chunk sizes are shrunk (BLOCK_BYTES, MAX_LINE_BYTES) so that a few KB of input cross many chunk borders."""
 
 import io
+import itertools
 import json
 import random
 import threading
@@ -102,6 +103,28 @@ def test_object_lines_equal_a_check_line_by_line():
         shapes.add(every_line_an_object)
     assert shapes == {True, False}
     assert readers.object_lines(b"") == (0, None)
+
+
+def test_object_lines_on_short_lines_of_braces_and_carriage_returns():
+    """Every chunk of up to 4 lines made of `{`, `}`, CR and `x` (each line up to 4 bytes), with and without a
+    final newline, gets the line-by-line verdict: counting `}\\n{` must not be fooled by a line of one brace, a
+    doubled CR, a CR before the brace or a chunk that starts or ends mid-pattern. Read from a memoryview slice of
+    a larger buffer, as the reader passes them."""
+    lines = [b""] + [bytes(p) for n in range(1, 5) for p in itertools.product(b"{}\rx", repeat=n)
+                     if p[0] in b"{}\r" and p[-1] in b"{}\r"]
+    rng = random.Random(3)
+    verdicts = set()
+    for _ in range(20_000):
+        chosen = [rng.choice(lines[:40]) if rng.random() < 0.5 else b"{x}" for _ in range(rng.randrange(1, 5))]
+        chunk = b"\n".join(chosen) + (b"\n" if rng.random() < 0.6 else b"")
+        split = chunk.split(b"\n")[:-1] if chunk.endswith(b"\n") else chunk.split(b"\n")
+        stripped = [line.removesuffix(b"\r") for line in split]
+        objects = all(line.startswith(b"{") and line.endswith(b"}") and len(line) >= 2 for line in stripped)
+        expected = (chunk.count(b"\n"), len(split) if objects else None)
+        buffer = bytearray(b"}\n{" + chunk + b"}\r\n{")
+        assert readers.object_lines(memoryview(buffer)[3:3 + len(chunk)]) == expected, chunk
+        verdicts.add(expected[1] is not None)
+    assert verdicts == {True, False}
 
 
 @pytest.mark.parametrize("lines", [
