@@ -228,7 +228,7 @@ def map_ahead(function: Callable[[T], R], items: Iterable[T], threads: int = PAR
     """`function(item)` for each item, in order, computed on `threads` worker threads while the caller reads
     the next items and handles earlier results (at most `threads` + 1 items in flight).
 
-    For work that releases the GIL (pyarrow parsing, numpy). An error in `items` comes after the results of the
+    For work that mostly releases the GIL (pyarrow parsing). An error in `items` comes after the results of the
     items before it (or their own error), as it would without threads. The workers are always waited for: closing
     this generator, or an error, leaves no thread running and no work queued."""
     pool = ThreadPoolExecutor(threads, thread_name_prefix="ragloaders-parse")
