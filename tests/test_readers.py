@@ -127,6 +127,24 @@ def test_object_lines_on_short_lines_of_braces_and_carriage_returns():
     assert verdicts == {True, False}
 
 
+def test_object_lines_on_every_short_chunk_of_braces_line_ends_and_carriage_returns():
+    """Every chunk of up to 6 bytes of `{`, `}`, CR, LF and `x` gets the line-by-line verdict, including a last line
+    ending in two CRs (only one is the optional CR): the tests above never hold one, and pass if object_lines strips
+    the last line's CRs in a `while` instead of an `if`."""
+    buffer = bytearray(b"}\n{" + bytes(6) + b"}\r\n{")
+    verdicts = set()
+    for length in range(7):
+        for chunk in map(bytes, itertools.product(b"{}\r\nx", repeat=length)):
+            split = chunk.split(b"\n")[:-1] if chunk.endswith(b"\n") else chunk.split(b"\n")
+            stripped = [line.removesuffix(b"\r") for line in split]
+            objects = bool(chunk) and all(len(line) >= 2 and line[0] == 0x7B and line[-1] == 0x7D for line in stripped)
+            buffer[3:3 + length + 4] = chunk + b"}\r\n{"
+            expected = (chunk.count(b"\n"), len(split) if objects else None)
+            assert readers.object_lines(memoryview(buffer)[3:3 + length]) == expected, chunk
+            verdicts.add(objects)
+    assert verdicts == {True, False}
+
+
 @pytest.mark.parametrize("lines", [
     [b'{"_id": "a", "title": "", "text": "x"}{', b'"_id": "b", "title": "", "text": "y"}'],
     [b'{"_id": "a", "title": "", "text":', b'"x"}'],
