@@ -153,6 +153,10 @@ JSONL_CASES = {
     "reversed pair": (b'{"_id": "d1", "title": "", "text": "\\ude00\\ud83d"}', "unpaired surrogate escape"),
     "two objects on a line": (b'{"_id": "d1", "title": "", "text": "a"}{"_id": "d9", "title": "", "text": "b"}',
                               "invalid JSON"),
+    # Each line is `{`...`}` and the rows equal the lines only if pyarrow took the raw newline inside the string
+    "a string across lines beside two objects on a line": (
+        b'{"_id": "d1", "title": "x}\n{y", "text": "a"}\n{"_id": "d8", "title": "", "text": "b"}'
+        b'{"_id": "d9", "title": "", "text": "c"}', "invalid JSON"),
     "BOM mid-file": (b'\xef\xbb\xbf{"_id": "d1", "title": "", "text": "a"}', "invalid JSON"),
     "year beyond int64": (b'{"_id": "d1", "title": "", "text": "a", "metadata": {"year": 9223372036854775808}}',
                           "does not fit in int64"),
