@@ -90,26 +90,38 @@ def test_a_long_line_in_a_later_shard_is_named_by_its_file_line(tmp_path, small_
             list(readers.read_jsonl(shard, schema))
 
 
+def object_lines_by_splitting(chunk: bytes) -> tuple[int, int | None]:
+    """What `object_lines` must give for `chunk`, found by splitting it into lines: (its `\\n` count, its number of
+    lines if every line, less one final CR, is `{`...`}`, else None)."""
+    lines = chunk.split(b"\n")[:-1] if chunk.endswith(b"\n") else chunk.split(b"\n")
+    stripped = [line.removesuffix(b"\r") for line in lines]
+    objects = bool(chunk) and all(len(line) >= 2 and line[:1] == b"{" and line[-1:] == b"}" for line in stripped)
+    return chunk.count(b"\n"), len(lines) if objects else None
+
+
+def object_lines_of_a_slice(chunk: bytes) -> tuple[int, int | None]:
+    """`object_lines` of `chunk` as the reader passes it: a memoryview slice of a larger buffer, between bytes that
+    would complete a `}\\n{` or `}\\r\\n{` if the slice's ends were not respected."""
+    buffer = bytearray(b"}\n{" + chunk + b"}\r\n{")
+    return readers.object_lines(memoryview(buffer)[3:3 + len(chunk)])
+
+
 def test_object_lines_equal_a_check_line_by_line():
     rng = random.Random(2)
     shapes = set()
     for _ in range(500):
         chunk = random_lines(rng)
-        lines = chunk.split(b"\n")[:-1] if chunk.endswith(b"\n") else chunk.split(b"\n")
-        lines = [line.removesuffix(b"\r") for line in lines]
-        every_line_an_object = all(line.startswith(b"{") and line.endswith(b"}") for line in lines)
-        expected = (chunk.count(b"\n"), len(lines) if every_line_an_object else None)
+        expected = object_lines_by_splitting(chunk)
         assert readers.object_lines(chunk) == readers.object_lines(bytearray(chunk)) == expected
-        shapes.add(every_line_an_object)
+        shapes.add(expected[1] is not None)
     assert shapes == {True, False}
     assert readers.object_lines(b"") == (0, None)
 
 
 def test_object_lines_on_short_lines_of_braces_and_carriage_returns():
-    """Every chunk of up to 4 lines made of `{`, `}`, CR and `x` (each line up to 4 bytes), with and without a
-    final newline, gets the line-by-line verdict: counting `}\\n{` must not be fooled by a line of one brace, a
-    doubled CR, a CR before the brace or a chunk that starts or ends mid-pattern. Read from a memoryview slice of
-    a larger buffer, as the reader passes them."""
+    """Chunks of up to 4 lines made of `{`, `}`, CR and `x` (each line up to 4 bytes), with and without a final
+    newline: counting `}\\n{` must not be fooled by a line of one brace, a doubled CR, a CR before the brace or a
+    chunk that starts or ends mid-pattern."""
     lines = [b""] + [bytes(p) for n in range(1, 5) for p in itertools.product(b"{}\rx", repeat=n)
                      if p[0] in b"{}\r" and p[-1] in b"{}\r"]
     rng = random.Random(3)
@@ -117,31 +129,22 @@ def test_object_lines_on_short_lines_of_braces_and_carriage_returns():
     for _ in range(20_000):
         chosen = [rng.choice(lines[:40]) if rng.random() < 0.5 else b"{x}" for _ in range(rng.randrange(1, 5))]
         chunk = b"\n".join(chosen) + (b"\n" if rng.random() < 0.6 else b"")
-        split = chunk.split(b"\n")[:-1] if chunk.endswith(b"\n") else chunk.split(b"\n")
-        stripped = [line.removesuffix(b"\r") for line in split]
-        objects = all(line.startswith(b"{") and line.endswith(b"}") and len(line) >= 2 for line in stripped)
-        expected = (chunk.count(b"\n"), len(split) if objects else None)
-        buffer = bytearray(b"}\n{" + chunk + b"}\r\n{")
-        assert readers.object_lines(memoryview(buffer)[3:3 + len(chunk)]) == expected, chunk
+        expected = object_lines_by_splitting(chunk)
+        assert object_lines_of_a_slice(chunk) == expected, chunk
         verdicts.add(expected[1] is not None)
     assert verdicts == {True, False}
 
 
 def test_object_lines_on_every_short_chunk_of_braces_line_ends_and_carriage_returns():
-    """Every chunk of up to 6 bytes of `{`, `}`, CR, LF and `x` gets the line-by-line verdict, including a last line
-    ending in two CRs (only one is the optional CR): the tests above never hold one, and pass if object_lines strips
-    the last line's CRs in a `while` instead of an `if`."""
-    buffer = bytearray(b"}\n{" + bytes(6) + b"}\r\n{")
+    """Every chunk of up to 6 bytes of `{`, `}`, CR, LF and `x`, including a last line ending in two CRs (only one is
+    the optional CR): the tests above never hold one, and pass if object_lines strips the last line's CRs in a
+    `while` instead of an `if`."""
     verdicts = set()
     for length in range(7):
         for chunk in map(bytes, itertools.product(b"{}\r\nx", repeat=length)):
-            split = chunk.split(b"\n")[:-1] if chunk.endswith(b"\n") else chunk.split(b"\n")
-            stripped = [line.removesuffix(b"\r") for line in split]
-            objects = bool(chunk) and all(len(line) >= 2 and line[0] == 0x7B and line[-1] == 0x7D for line in stripped)
-            buffer[3:3 + length + 4] = chunk + b"}\r\n{"
-            expected = (chunk.count(b"\n"), len(split) if objects else None)
-            assert readers.object_lines(memoryview(buffer)[3:3 + length]) == expected, chunk
-            verdicts.add(objects)
+            expected = object_lines_by_splitting(chunk)
+            assert object_lines_of_a_slice(chunk) == expected, chunk
+            verdicts.add(expected[1] is not None)
     assert verdicts == {True, False}
 
 
