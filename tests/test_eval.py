@@ -187,11 +187,11 @@ def test_trec_run_keeps_ids_byte_for_byte(tmp_path):
 
 
 @pytest.mark.parametrize("text, line, message", [
-    ("q Q0 d 1 1.0 t\nq Q0 e 2 1.0\n", 2, "expected 6 whitespace-separated fields"),
+    ("q Q0 d 1 1.0 t\nq Q0 e 2 1.0\n", 2, "expected 6 fields separated by spaces or tabs"),
     ("q Q0 d 1 nan t\n", 1, "finite number"),
     ("q Q0 d 1 inf t\n", 1, "finite number"),
     ("q Q0 d 1 high t\n", 1, "finite number"),
-    ("q Q0 d one 1.0 t\n", 1, "rank must be an integer"),
+    ("q Q0 d one 1.0 t\n", 1, "field 4 \\(rank\\) must be an integer"),
     ("q Q0 d 1 1.0 t\nq Q0 d 2 0.5 t\n", 2, "listed twice"),
     ("q Q0 d 1 1.0 t\n\nq Q0 e 2 0.5 t\n", 2, "got 0"),
     ("q Q0 d 1 1.0 t extra\n", 1, "got 7"),
@@ -202,6 +202,91 @@ def test_bad_trec_lines_name_file_and_line(tmp_path, text, line, message):
     with pytest.raises(SourceError, match=message) as error:
         read_run(str(path))
     assert error.value.line == line and error.value.path == str(path)
+
+
+BOM = "\ufeff"
+
+
+@pytest.mark.parametrize("suffix", [".trec", ".jsonl"])
+def test_a_bom_at_the_start_of_a_run_is_never_part_of_the_first_query_id(tmp_path, suffix):
+    path = tmp_path / f"run{suffix}"
+    rankings = [("q1", ["d1"], [2.0]), ("q2", ["d2"], [1.0])]
+    write_run(str(path), rankings)
+    path.write_bytes(BOM.encode() + path.read_bytes())
+    run = read_run(str(path))
+    assert sorted(run) == ["q1", "q2"]
+    assert score({"q1": {"d1": 1}, "q2": {"d2": 1}}, run, parse_metrics("NDCG@10")).mean == {"NDCG@10": 1.0}
+
+
+def test_a_bom_after_the_start_of_a_trec_run_is_part_of_a_field(tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_text(f"q Q0 d 1 1 t\n{BOM}q Q0 d 1 1 t\n", encoding="utf-8")
+    assert read_run(str(path)) == {"q": {"d": 1.0}, f"{BOM}q": {"d": 1.0}}
+
+
+@pytest.mark.parametrize("field, value", [
+    ("score", "1_000"), ("score", "\u0661\u0662"), ("score", "\uff11\uff12"), ("score", "0x1p3"), ("score", "1e999"),
+    ("score", "Infinity"), ("score", "1.5\u00a0"), ("rank", "1_000"), ("rank", "\u0663"), ("rank", "\uff13"),
+    ("rank", "1.0"),
+])
+def test_trec_numbers_are_ascii_decimal(tmp_path, field, value):
+    fields = {"rank": "1", "score": "2.5", field: value}
+    path = tmp_path / "run.trec"
+    path.write_text(f"q Q0 d1 1 1 t\nq Q0 d2 {fields['rank']} {fields['score']} t\n", encoding="utf-8")
+    number = {"rank": 4, "score": 5}[field]
+    with pytest.raises(SourceError, match=f"field {number} \\({field}\\) must be") as error:
+        read_run(str(path))
+    assert error.value.line == 2 and error.value.path == str(path)
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("+1", 1.0), ("-0", 0.0), ("1.", 1.0), (".5", 0.5), ("1E3", 1000.0), ("2.5e-1", 0.25), ("-7e+0", -7.0),
+])
+def test_trec_scores_in_every_ascii_notation(tmp_path, value, expected):
+    path = tmp_path / "run.trec"
+    path.write_text(f"q Q0 d +3 {value} t\n")
+    assert read_run(str(path)) == {"q": {"d": expected}}
+
+
+@pytest.mark.parametrize("separator", ["\x1c", "\u00a0", "\u2003", "\u3000", "\x85"])
+def test_only_space_and_tab_separate_trec_fields(tmp_path, separator):
+    """A Unicode space (or an ASCII file separator) is part of the id, byte for byte, as trec_eval reads it."""
+    path = tmp_path / "run.trec"
+    path.write_text(f"q{separator}1 Q0 d{separator}2 1 1.5 t\n", encoding="utf-8")
+    assert read_run(str(path)) == {f"q{separator}1": {f"d{separator}2": 1.5}}
+    path.write_text(f"q Q0{separator}d 1 1.5 t\n", encoding="utf-8")
+    with pytest.raises(SourceError, match="got 5"):
+        read_run(str(path))
+
+
+@pytest.mark.parametrize("text, message", [
+    (b"q Q0 d\r 1 1.5 t\n", "field 3 \\(doc-id\\) holds a carriage return"),
+    (b"q\x0b Q0 d 1 1.5 t\n", "field 1 \\(query-id\\) holds a vertical tab"),
+    (b"q Q0 d 1 1.5 t\x0c\n", "field 6 \\(tag\\) holds a form feed"),
+])
+def test_whitespace_trec_eval_splits_on_is_refused(tmp_path, text, message):
+    path = tmp_path / "run.trec"
+    path.write_bytes(b"q Q0 e 1 1 t\r\n" + text)
+    with pytest.raises(SourceError, match=message) as error:
+        read_run(str(path))
+    assert error.value.line == 2
+
+
+def test_trec_run_crlf_and_padding(tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_bytes(b"\t q  Q0\t\td 1 1.5 t \r\n")
+    assert read_run(str(path)) == {"q": {"d": 1.5}}
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_table_runs_take_no_score_as_text(tmp_path, suffix):
+    path = tmp_path / f"run{suffix}"
+    if suffix == ".jsonl":
+        path.write_text('{"query-id": "q", "corpus-id": "d", "score": "1_000"}\n')
+    else:
+        pq.write_table(pa.table({"query-id": ["q"], "corpus-id": ["d"], "score": ["1_000"]}), path)
+    with pytest.raises(SourceError, match="score"):
+        read_run(str(path))
 
 
 def test_trec_run_with_invalid_utf8(tmp_path):

@@ -1,9 +1,23 @@
-"""Retrieval runs: read a TREC run file or a `query-id`/`corpus-id`/`score` table, and write one.
+r"""Retrieval runs: read a TREC run file or a `query-id`/`corpus-id`/`score` table, and write one.
 
 A run is held as pytrec_eval takes it, `{query id: {document id: score}}`, with ids as the exact
 strings of the file. Anything malformed (a short line, a score that is not a finite number, a
 document listed twice for one query, bytes that are not UTF-8) is a SourceError naming the file and
-the line or record; nothing is skipped.
+the line or record (and the field); nothing is skipped.
+
+A TREC run is read by trec_eval's rule, byte by byte (no Unicode notion of space or digit):
+- a line ends at LF; CRs just before the LF are part of the line end. Any other CR, and a vertical
+  tab or form feed (whitespace to trec_eval's `isspace`), is refused: tools split on them differently;
+- fields are separated by runs of ASCII space and tab (leading and trailing ones ignored), and there
+  are six: `query-id Q0 doc-id rank score tag`. Every other byte belongs to a field, so an id may hold
+  NBSP or \x1c exactly as written;
+- a UTF-8 byte order mark at the very start of the file is skipped (it is never part of the first
+  query id); anywhere else it is part of a field;
+- rank = `[+-]?[0-9]+` (ASCII digits only: no `1_000`, no Arabic-Indic or full-width digits);
+- score = `[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?` (ASCII), finite as a double: no `inf`,
+  `nan`, `1e999`, `0x1p3`, `1_000`.
+JSONL and Parquet runs hold their fields as JSON or Arrow values: a score is a JSON number or a numeric
+column, never text, and a JSONL file's BOM is skipped as in every JSONL ragloaders reads.
 """
 
 from __future__ import annotations
@@ -68,29 +82,54 @@ def checked_run(run: dict) -> Run:
     return checked
 
 
+_UTF8_BOM = b"\xef\xbb\xbf"
+_TREC_SEPARATOR = re.compile(rb"[ \t]+")
+_TREC_RANK = re.compile(rb"[+-]?[0-9]+")
+_TREC_SCORE = re.compile(rb"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_TREC_REFUSED = {b"\r": "a carriage return", b"\x0b": "a vertical tab", b"\x0c": "a form feed"}
+"""Bytes trec_eval takes for whitespace that do not separate fields here: refused wherever they are."""
+
+
+def trec_fields(line: bytes) -> tuple[str, str, float]:
+    """(query id, document id, score) of one TREC run line without its line end (module docstring's rule);
+    ValueError naming the field and what is wrong."""
+    fields = _TREC_SEPARATOR.split(line.strip(b" \t"))
+    if fields == [b""]:
+        fields = []
+    names = TREC_FIELDS.split()
+    for byte, what in _TREC_REFUSED.items():
+        if byte in line:
+            where = next((f"field {i} ({names[i - 1]})" for i, f in enumerate(fields[:6], 1) if byte in f), "a field")
+            raise ValueError(f"{where} holds {what}, which does not separate fields (only spaces and tabs do)")
+    if len(fields) != 6:
+        raise ValueError(f"expected 6 fields separated by spaces or tabs ({TREC_FIELDS}), got {len(fields)}")
+    text = []
+    for index, field in enumerate(fields, 1):
+        try:
+            text.append(field.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise ValueError(f"field {index} ({names[index - 1]}): invalid UTF-8 at byte {e.start} of the field "
+                             f"({field[e.start:e.start + 4]!r})") from None
+    query_id, _, doc_id, rank, score, _ = text
+    if not _TREC_RANK.fullmatch(fields[3]):
+        raise ValueError(f"field 4 (rank) must be an integer in ASCII digits, got {rank!r}")
+    value = float(score) if _TREC_SCORE.fullmatch(fields[4]) else math.nan
+    if not math.isfinite(value):
+        raise ValueError(f"field 5 (score) must be a finite number in ASCII decimal or exponent notation, "
+                         f"got {score!r}")
+    return query_id, doc_id, value
+
+
 def _read_trec(path: str) -> Run:
     run: Run = {}
     with open(path, "rb") as stream:
         for number, line in iter_lines(stream, path):
+            if number == 1:
+                line = line.removeprefix(_UTF8_BOM)
             try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise SourceError(path, f"invalid UTF-8 at byte {e.start} of the line", line=number) from None
-            fields = text.split()
-            if len(fields) != 6:
-                raise SourceError(path, f"expected 6 whitespace-separated fields ({TREC_FIELDS}), got {len(fields)}",
-                                  line=number)
-            query_id, _, doc_id, rank, score, _ = fields
-            try:
-                int(rank)
-            except ValueError:
-                raise SourceError(path, f"rank must be an integer, got {rank!r}", line=number) from None
-            try:
-                value = float(score)
-            except ValueError:
-                value = math.nan
-            if not math.isfinite(value):
-                raise SourceError(path, f"score must be a finite number, got {score!r}", line=number)
+                query_id, doc_id, value = trec_fields(line)
+            except ValueError as e:
+                raise SourceError(path, str(e), line=number) from None
             _add(run, query_id, doc_id, value, path, line=number)
     return run
 
