@@ -6,6 +6,8 @@ import csv
 import io
 import json
 import random
+import subprocess
+import sys
 import zipfile
 
 import pyarrow as pa
@@ -116,6 +118,44 @@ def test_graded_qrels_feed_ndcg_as_gains_and_binary_metrics_by_level():
     assert at_1["NDCG@3"] == at_2["NDCG@3"] < 1.0
     assert (at_1["P@1"], at_1["Recall@1"]) == (1.0, 0.5)
     assert (at_2["P@1"], at_2["Recall@1"]) == (0.0, 0.0)
+
+
+NEGATIVE_GRADES_SCRIPT = """
+import json, random, sys
+from ragloaders.eval import parse_metrics, score
+rng = random.Random(int(sys.argv[1]))
+qrels = {f"q{i}": {f"d{j}": rng.randint(-5, 2) for j in rng.sample(range(12), rng.randint(1, 6))} for i in range(60)}
+qrels["all-negative"] = {"d0": -2, "d1": -3}
+run = {q: {f"d{j}": float(rng.randint(0, 5)) for j in range(10)} for q in qrels}
+metrics = parse_metrics("NDCG@3,NDCG@10,Recall@5,MAP@10,P@3,MRR@10")
+print(json.dumps({"qrels": qrels, "run": run, "scores": [score(qrels, run, metrics, relevance_level=level).per_query
+                                                         for level in (1, 2)]}))
+"""
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_negative_grades_are_judged_non_relevant_and_never_crash(seed):
+    """pytrec_eval segfaults on grades of -2 and below: scored in a subprocess so a crash fails the test. trec_eval
+    reads a negative grade as judged non-relevant; at relevance levels 1 and 2 that is what grade 0 means, so every
+    measure must equal pytrec_eval's on the qrels with 0 in place of each negative grade."""
+    done = subprocess.run([sys.executable, "-c", NEGATIVE_GRADES_SCRIPT, str(seed)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    zeroed = {q: {d: max(grade, 0) for d, grade in docs.items()} for q, docs in result["qrels"].items()}
+    metrics = parse_metrics("NDCG@3,NDCG@10,Recall@5,MAP@10,P@3,MRR@10")
+    for level, per_query in zip((1, 2), result["scores"]):
+        _, expected = expected_means(zeroed, result["run"], metrics, level)
+        assert per_query.keys() == expected.keys()
+        for query_id, values in expected.items():
+            assert per_query[query_id] == pytest.approx(values, abs=1e-9), (level, query_id)
+        assert per_query["all-negative"] == {m.name: 0.0 for m in metrics}
+
+
+@pytest.mark.parametrize("level", [0, -1])
+def test_a_relevance_level_below_1_is_refused_in_words(level):
+    with pytest.raises(ValueError, match=f"relevance level must be 1 or more .*got {level}"):
+        score({"q": {"a": -2, "b": 0}}, {"q": {"a": 1.0}}, parse_metrics("P@1"), relevance_level=level)
 
 
 def test_mrr_cut_follows_trec_eval_tie_order():

@@ -10,7 +10,14 @@ when a tie straddles the cutoff.
 
 Means are over every query of the qrels: a judged query the run does not name scores 0 on every
 measure (trec_eval's `-c`), and is reported. nDCG uses the qrels grades as gains; the binary measures
-count a grade >= `relevance_level` as relevant (trec_eval's `-l`).
+count a grade >= `relevance_level` as relevant (trec_eval's `-l`, at least 1 in pytrec_eval).
+
+A negative grade (BEIR's touche has -2) means judged non-relevant, as in trec_eval, which reads it as "in the
+pool, not relevant": no gain, never relevant at any level, not counted among a query's relevant documents.
+pytrec_eval's copy of trec_eval indexes an array by the grade and crashes the process (segfault) on grades
+of -2 and below, so those pairs are left out of what pytrec_eval is given: for every measure here
+(nDCG, recall, MAP, P, recip_rank) a judged non-relevant document and an unjudged one count the same,
+and the query itself stays judged (scored, in the mean) even when every grade it has is negative.
 """
 
 from __future__ import annotations
@@ -129,6 +136,14 @@ def without_identical_ids(run: Run) -> tuple[Run, int]:
     return {query_id: {d: s for d, s in docs.items() if d != query_id} for query_id, docs in run.items()}, dropped
 
 
+def without_negative_grades(qrels: Mapping[str, Mapping[str, int]]) -> Qrels:
+    """The qrels without the pairs graded below 0 (judged non-relevant; see the module docstring), and without a
+    query left with no pair: what pytrec_eval can be given without crashing."""
+    kept = ((query_id, {doc_id: grade for doc_id, grade in docs.items() if grade >= 0})
+            for query_id, docs in qrels.items())
+    return {query_id: docs for query_id, docs in kept if docs}
+
+
 def cut(run: Run, k: int) -> Run:
     """Each query's first k documents in trec_eval's order: score descending, then document id descending."""
     return {query_id: dict(sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)[:k])
@@ -147,8 +162,11 @@ def score(
     require_extra("pytrec_eval")
     import pytrec_eval
 
+    if relevance_level < 1:
+        raise ValueError(f"relevance level must be 1 or more (trec_eval's -l), got {relevance_level}")
     metrics = list(metrics)
-    qrels = {query_id: dict(docs) for query_id, docs in qrels.items()}
+    judged = list(qrels)
+    qrels = without_negative_grades(qrels)
     dropped = 0
     if ignore_identical_ids:
         run, dropped = without_identical_ids(run)
@@ -165,8 +183,8 @@ def score(
         for query_id, result in evaluator.evaluate(cut(judged_run, metric.cutoff)).items():
             values[query_id][metric.name] = result[metric.trec_key]
     zero = {m.name: 0.0 for m in metrics}
-    per_query = {query_id: {**zero, **values.get(query_id, {})} for query_id in qrels}
-    unranked = [query_id for query_id in qrels if not judged_run.get(query_id)]
+    per_query = {query_id: {**zero, **values.get(query_id, {})} for query_id in judged}
+    unranked = [query_id for query_id in judged if not run.get(query_id)]
     mean = {m.name: (sum(v[m.name] for v in per_query.values()) / len(per_query)) if per_query else 0.0
             for m in metrics}
     return Scores(mean, per_query, unranked, dropped)
