@@ -7,12 +7,14 @@ import http.server
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import threading
 import zipfile
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 import ragloaders
 from conftest import DATA
@@ -165,6 +167,9 @@ JSONL_CASES = {
     "valid pair": (b'{"_id": "d1", "title": "\\ud83d\\ude00", "text": "a"}', "\U0001f600"),
     "key-like text in a value": (b'{"_id": "d1", "title": "\\"text\\": 1", "text": "a"}', '"text": 1'),
     "CR between tokens": (b'{"_id": "d1",\r"title": "", "text": "a"}\r', ""),
+    "title a 30-digit integer": (b'{"_id": "d1", "title": 123456789012345678901234567890, "text": "a"}',
+                                 "`title` must be a string, got 123456789012345678901234567890"),
+    "title a 5-digit integer": (b'{"_id": "d1", "title": 12345, "text": "a"}', "`title` must be a string, got 12345"),
 }
 
 
@@ -205,6 +210,25 @@ def test_a_duplicate_key_is_refused_end_to_end_naming_key_and_line(tmp_path):
     folder = beir_folder(tmp_path / "scidocs", corpus)
     with pytest.raises(SourceError, match=r"corpus\.jsonl, line 2: duplicate key '_id'"):
         ragloaders.load("beir/scidocs", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+
+
+@pytest.mark.parametrize("title", [b"12345", b"123456789012345678901234567890", b"-1" + b"9" * 40])
+def test_an_integer_title_of_any_size_gets_the_same_message_end_to_end(tmp_path, title):
+    corpus = doc("d0") + b"\n" + b'{"_id": "d1", "title": ' + title + b', "text": "a"}\n'
+    folder = beir_folder(tmp_path / "scidocs", corpus)
+    expected = f"corpus.jsonl, line 2: `title` must be a string, got {title.decode()}"
+    with pytest.raises(SourceError, match=re.escape(expected)):
+        ragloaders.load("beir/scidocs", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+
+
+@pytest.mark.parametrize("value, accepted", [(2**53, True), (-(2**53), True), (2**53 + 1, False), (10**30, False)])
+def test_an_integer_in_a_float_field_is_kept_only_when_a_double_holds_it_exactly(value, accepted):
+    field = pa.field("score", pa.float64())
+    if accepted:
+        assert readers.conform({"score": value}, [field]) == {"score": value}
+        return
+    with pytest.raises(ValueError, match=f"`score` = {value} cannot be held exactly in double"):
+        readers.conform({"score": value}, [field])
 
 
 def test_integers_beyond_64_bits_in_json_text_metadata_stay_exact(tmp_path):

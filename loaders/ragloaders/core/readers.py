@@ -254,7 +254,7 @@ def map_ahead(function: Callable[[T], R], items: Iterable[T], threads: int = PAR
 
 
 def _describe(value: Any) -> str:
-    text = orjson.dumps(value).decode()
+    text = json_text(value)  # integers beyond 64 bits too (orjson.dumps refuses them)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -277,6 +277,8 @@ def _conform_value(value: Any, field: pa.Field, where: str) -> Any:
             raise ValueError(f"`{where}` = {value} does not fit in {kind}")
         expected = "an integer"
     elif pa.types.is_floating(kind):
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**53:
+            raise ValueError(f"`{where}` = {value} cannot be held exactly in {kind}")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return value
         expected = "a number"
