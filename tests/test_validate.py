@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 
+import pyarrow as pa
 import pytest
 from ragloaders import cli
 from ragloaders.benchmarks.beir import catalogue as beir
@@ -325,6 +326,84 @@ def test_a_hub_repo_id_is_loaded_by_its_id(tmp_path, monkeypatch):
 
     monkeypatch.setattr(validate.datasets, "get_dataset_config_names", names)
     monkeypatch.setattr(validate.datasets, "load_dataset", load)
-    monkeypatch.setattr(validate, "built_from", lambda repo: seen.append(repo) and None)
+    monkeypatch.setattr(validate, "card_text", lambda repo: seen.append(repo))
     assert cli.main(["validate", "some-org/beir-copy", "--json", "--cache-dir", str(tmp_path / "c")]) == 0
     assert set(seen) == {"some-org/beir-copy"} and len(seen) == 5
+
+
+def hostile_repository(tmp_path, config, split, table):
+    from mteb_layout import beir_tables, write_repository
+
+    tables = beir_tables([("d1", "one")], [("q1", "first")], {"test": [("q1", "d1", 1)]})
+    tables[config][split] = table
+    return write_repository(str(tmp_path / "repo"), tables)
+
+
+@pytest.mark.parametrize("config, split, table, columns, message", [
+    ("corpus", "corpus", pa.table({"_id": pa.array([1], pa.int64()), "title": [""], "text": ["one"]}), ["_id"],
+     "column `_id` is int64, expected strings"),
+    ("qrels", "test", pa.table({"query-id": [["q1"]], "corpus-id": ["d1"], "score": pa.array([1], pa.int32())}),
+     ["query-id"], "column `query-id` is list<item: string>, expected strings"),
+    ("queries", "queries", pa.table({"_id": pa.nulls(2), "text": pa.nulls(2)}), ["_id", "text"],
+     "column `_id` holds only nulls (no type), expected strings; column `text` holds only nulls"),
+    ("qrels", "test", pa.table({"query-id": ["q1"], "corpus-id": ["d1"], "score": pa.nulls(1)}), ["score"],
+     "column `score` holds only nulls (no type), expected numbers"),
+])
+def test_a_hostile_repository_gets_a_structural_finding_naming_file_and_column(tmp_path, capsys, config, split, table,
+                                                                              columns, message):
+    folder = hostile_repository(tmp_path, config, split, table)
+    assert cli.main(["validate", folder, "--json", "--cache-dir", str(tmp_path / "c")]) == 1
+    report = json.loads(capsys.readouterr().out)
+    [finding] = [f for f in report["errors"] if f["check"] == "column_type"]
+    assert (finding["config"], finding["split"], finding["ids"]) == (config, split, columns)
+    parquet = os.path.join(folder, config, f"{split}-00000-of-00001.parquet")
+    assert finding["message"].startswith(f"{parquet}: {message}")
+    assert {"config": config, "split": split, "rows": table.num_rows} in report["splits"]
+
+
+def laughs(levels: int) -> str:
+    """A billion laughs: each level a list of ten aliases of the level before (10**levels nodes expanded)."""
+    lines = ["l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+BOMB_SCRIPT = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+from ragloaders import cli
+sys.exit(cli.main(["validate", sys.argv[1], "--cache-dir", sys.argv[2]]))
+"""
+
+
+def test_a_readme_yaml_alias_bomb_is_refused_before_it_is_parsed(tmp_path):
+    """In a subprocess with 3 GB of address space: `datasets` expanding the bomb's data_files needs far more (a
+    MemoryError after half a minute, or a kill, fails the test); refusing it needs none."""
+    import subprocess
+    import sys
+
+    folder = hostile_repository(tmp_path, "corpus", "corpus", pa.table({"_id": ["d1"], "title": [""], "text": ["x"]}))
+    readme = tmp_path / "repo" / "README.md"
+    card = readme.read_text().replace("path: corpus/corpus-00000-of-00001.parquet", "path: *l8", 1)
+    readme.write_text(card.replace("---\n", "---\n" + laughs(8), 1))  # datasets expands the paths: MemoryError
+    done = subprocess.run([sys.executable, "-c", BOMB_SCRIPT, folder, str(tmp_path / "c")], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert f"{readme}: YAML front matter expands to more than 200,000 nodes" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("yaml_text, refused", [
+    (laughs(4), False), (laughs(6), True), ("x: " + "y" * (1 << 20) + "\n", True),
+    ("a: &a {k: [1, 2, 3]}\nb: [*a, *a]\n", False), ("a: &a [*a]\n", False),
+])
+def test_the_yaml_budget(yaml_text, refused):
+    from ragloaders.core.errors import SourceError
+    from ragloaders.publish.card_yaml import check_card
+
+    card = "---\r\n" + yaml_text.replace("\n", "\r\n") + "---\r\nbody\n"
+    if refused:
+        with pytest.raises(SourceError, match="^README.md: YAML front matter"):
+            check_card(card, "README.md")
+    else:
+        check_card(card, "README.md")

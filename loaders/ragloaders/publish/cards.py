@@ -14,13 +14,13 @@ from importlib import resources
 from typing import Any
 
 import datasets
-import yaml
 from datasets.info import DatasetInfosDict
 from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCardData
 
 from ..benchmarks import benchmark_of
 from ..core.facts import CardFacts
+from .card_yaml import load_yaml
 from .parquet import ConfigOutput
 
 TEMPLATES_ENV = "RAGLOADERS_CARD_TEMPLATES"
@@ -313,7 +313,7 @@ def read_template(family: str) -> tuple[dict, str]:
     else:
         text = resources.files("ragloaders.dataset_cards").joinpath(f"{family}.md").read_text(encoding="utf-8")
     _, front, body = text.split("---\n", 2) if text.startswith("---\n") else ("", "", text)
-    return yaml.safe_load(front) or {}, body.lstrip("\n")
+    return load_yaml(front, f"{family}.md") or {}, body.lstrip("\n")
 
 
 def front_matter(family_yaml: dict, facts: CardFacts, outputs: list[ConfigOutput]) -> DatasetCardData:

@@ -31,6 +31,7 @@ from ..api import builder, configs_of, registry
 from ..benchmarks import benchmark_of
 from ..core.facts import KnownDefect, PublishedCounts
 from .cached_split import CachedSplit
+from .card_yaml import check_card, front_matter, load_yaml
 from .cards import BUILT_FROM_PATTERN
 from .provenance import files_read, published_of, source_report
 
@@ -41,7 +42,34 @@ SAMPLE_IDS = 20
 """How many offending ids a finding lists (its count is always complete)."""
 
 CHECKS = ("count", "missing_queries", "missing_docs", "duplicate_ids", "duplicate_pairs", "shared_ids",
-          "duplicate_keys")
+          "duplicate_keys", "column_type")
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
+
+
+def _is_number(kind: pa.DataType) -> bool:
+    return pa.types.is_integer(kind) or pa.types.is_floating(kind)
+
+
+ENTITY_TYPES = {"_id": (_is_text, "strings"), "title": (_is_text, "strings"), "text": (_is_text, "strings")}
+RELATION_TYPES = {"query-id": (_is_text, "strings"), "corpus-id": (_is_text, "strings"),
+                  "score": (_is_number, "numbers")}
+"""The type each checked column must have, when present: a repository not built by ragloaders may hold anything."""
+
+
+def column_problems(schema: pa.Schema, expected: Mapping[str, tuple[Any, str]]) -> list[tuple[str, str]]:
+    """(column, what is wrong) for each column of `expected` in `schema` whose type is not the expected one."""
+    problems = []
+    for name, (accepts, what) in expected.items():
+        if name in schema.names:
+            kind = schema.field(name).type
+            if pa.types.is_null(kind):
+                problems.append((name, f"column `{name}` holds only nulls (no type), expected {what}"))
+            elif not accepts(kind):
+                problems.append((name, f"column `{name}` is {kind}, expected {what}"))
+    return problems
 
 
 def published_counts_of(path: str) -> PublishedCounts:
@@ -109,8 +137,10 @@ def _splits(loaded: Loaded, config: str) -> dict[str, CachedSplit]:
 class _Inspection:
     """Findings and per-split facts, gathered config by config."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, files: Mapping[tuple[str, str], str] | None = None):
         self.path = path
+        self.files = dict(files or {})
+        """(config, split) -> the data file(s) it was read from, as a finding names them."""
         self.findings: list[dict] = []
         self.splits: list[dict] = []
         self.ids: dict[str, pa.Array] = {}
@@ -119,13 +149,23 @@ class _Inspection:
     def add(self, check: str, config: str, split: str | None, ids: pa.Array, message: str) -> None:
         self.findings.append(_finding(check, config, split, _sample(ids), len(ids), message))
 
+    def well_typed(self, config: str, split: str, rows: CachedSplit, expected: Mapping[str, tuple[Any, str]]) -> bool:
+        """Whether the split's checked columns have their types; else a `column_type` finding naming the file and
+        the columns (the split's other checks are skipped: they would fail on the types)."""
+        problems = column_problems(rows.schema, expected)
+        if problems:
+            where = self.files.get((config, split), f"{config}/{split}")
+            self.findings.append(_finding("column_type", config, split, [name for name, _ in problems], len(problems),
+                                          f"{where}: " + "; ".join(problem for _, problem in problems)))
+        return not problems
+
     def entities(self, config: str, splits: dict[str, CachedSplit], role: str | None = None) -> None:
         """corpus / queries (`role`, by default the config's name): duplicate ids per split, empty texts;
         remembers the ids."""
         all_ids = []
         for split, rows in splits.items():
             facts = {"config": config, "split": split, "rows": rows.num_rows}
-            if "_id" in rows.column_names:
+            if "_id" in rows.column_names and self.well_typed(config, split, rows, ENTITY_TYPES):
                 empty = None
                 if "text" in rows.column_names:
                     ids, count, sample = ids_and_empty_texts(rows)
@@ -147,6 +187,9 @@ class _Inspection:
     def relations(self, config: str, splits: dict[str, CachedSplit]) -> None:
         """qrels / search_results: dangling ids, duplicate pairs, score histogram."""
         for split, rows in splits.items():
+            if not self.well_typed(config, split, rows, RELATION_TYPES):
+                self.splits.append({"config": config, "split": split, "rows": rows.num_rows})
+                continue
             table = rows.columns([name for name in (*RELATION_COLUMNS, "score") if name in rows.column_names])
             queries, docs = table.column("query-id"), table.column("corpus-id")
             facts = {"config": config, "split": split, "rows": table.num_rows,
@@ -300,12 +343,15 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None) ->
     every finding is an error, unless the card says ragloaders built it from a benchmark path (`built_from`):
     then that path's declared upstream defects are warnings and its declared keys are checked, as for the path.
     Raises ValueError when the repository has no config at all."""
+    card = card_text(repository)
+    if card is not None:  # before `datasets` parses it: an alias bomb would exhaust memory there
+        check_card(card, os.path.join(repository, README))
     configs = datasets.get_dataset_config_names(repository)
     if not configs:
         raise ValueError(f"{repository}: no configs (not a dataset folder or repository)")
-    path = built_from(repository)
+    path = built_from_card(card)
     loaded = {config: datasets.load_dataset(repository, config, cache_dir=cache_dir) for config in configs}
-    inspection = _Inspection(repository)
+    inspection = _Inspection(repository, declared_files(repository, card))
     for config, role in (("corpus", "corpus"), ("queries", "queries"), ("query", "queries")):
         if config in loaded and not (role == "queries" and config == "query" and "queries" in loaded):
             inspection.entities(config, _splits(loaded, config), role)
@@ -330,23 +376,56 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None) ->
     return report
 
 
-def built_from(repository: str) -> str | None:
-    """The benchmark path a ragloaders card says the repository was built from (its last line, `BUILT_FROM`),
-    if it names a known path; None for any other repository."""
-    readme = os.path.join(repository, "README.md")
+README = "README.md"
+
+
+def card_text(repository: str) -> str | None:
+    """The README.md of a folder or hub repository (None when it has none)."""
+    readme = os.path.join(repository, README)
     if not os.path.isdir(repository):
         from huggingface_hub import hf_hub_download
         from huggingface_hub.errors import EntryNotFoundError
 
         try:
-            readme = hf_hub_download(repository, "README.md", repo_type="dataset")
+            readme = hf_hub_download(repository, README, repo_type="dataset")
         except EntryNotFoundError:
             return None
     if not os.path.isfile(readme):
         return None
     with open(readme, encoding="utf-8", errors="replace") as f:
-        found = BUILT_FROM_PATTERN.findall(f.read())
+        return f.read()
+
+
+def built_from_card(card: str | None) -> str | None:
+    """The benchmark path a ragloaders card says the repository was built from (its last line, `BUILT_FROM`), if it
+    names a known path; None for any other card."""
+    found = BUILT_FROM_PATTERN.findall(card or "")
     return found[-1] if found and found[-1] in registry() else None
+
+
+def built_from(repository: str) -> str | None:
+    """`built_from_card` of the repository's README.md."""
+    return built_from_card(card_text(repository))
+
+
+def declared_files(repository: str, card: str | None) -> dict[tuple[str, str], str]:
+    """(config, split) -> the data files the card's `configs:` declares for it (joined by ", "), as a finding names
+    them; {} without a card or a declaration. The card must have passed `check_card`."""
+    try:
+        configs = (load_yaml(front_matter(card or ""), README) or {}).get("configs") or []
+    except AttributeError:  # front matter that is not a mapping: datasets says so when it reads the card
+        return {}
+    files = {}
+    for config in configs if isinstance(configs, list) else []:
+        declared = config.get("data_files") if isinstance(config, dict) else None
+        entries = declared if isinstance(declared, list) else [{"split": "train", "path": declared}]
+        for entry in entries:
+            if isinstance(entry, dict) and isinstance(entry.get("split"), str):
+                paths = entry.get("path")
+                paths = [paths] if isinstance(paths, str) else [p for p in paths or [] if isinstance(p, str)]
+                files[(str(config.get("config_name")), entry["split"])] = ", ".join(
+                    os.path.join(repository, p) for p in paths)
+    return files
 
 
 def _report(path: str, inspection: _Inspection, defects: list[KnownDefect], shared: int | None,
