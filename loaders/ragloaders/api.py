@@ -38,6 +38,24 @@ def _builder_class(path: str) -> type[RagBuilder]:
     return paths[normalized]
 
 
+BUILDER_KEYWORDS = ("data_dir", "cache_dir", "storage_options")
+"""What `builder` passes on to every builder besides its config parameters (`RagBuilder.BUILDER_PARAMETERS`). The
+builder sets datasets' `hash`, `name`, `config_name`, `dataset_name` itself (a caller's `hash="../x"` would move
+the cache outside `cache_dir`), reads its own files (no `data_files`), and has no hub `revision`."""
+LOAD_KEYWORDS = ("split", "data_dir", "streaming", "cache_dir", "num_proc", "download_mode", "verification_mode",
+                 "keep_in_memory", "storage_options")
+"""`datasets.load_dataset`'s arguments that `load` takes."""
+
+
+def refuse_unknown_keywords(function: str, given: dict[str, Any], accepted: list[str]) -> None:
+    """ValueError naming the first keyword of `given` not in `accepted`, and listing those."""
+    unknown = [name for name in given if name not in accepted]
+    if unknown:
+        close = did_you_mean(unknown[0], accepted)
+        raise ValueError(f"{function}() got an unknown keyword argument {unknown[0]!r}{close}; it accepts "
+                         f"{', '.join(accepted)}")
+
+
 def builder(path: str, config: str, **kwargs: Any) -> datasets.DatasetBuilder:
     """The `datasets.DatasetBuilder` behind `load(path, config)`, not yet prepared.
 
@@ -45,14 +63,15 @@ def builder(path: str, config: str, **kwargs: Any) -> datasets.DatasetBuilder:
         path: a benchmark path, e.g. `beir/scifact`, `crag/task_1_and_2`, `mmrag` (`ragloaders list`).
         config: one of the path's configs (`configs_of(path)`), e.g. `corpus`, `qrels`, `records`, `top_ranked`.
         **kwargs: passed to the builder: `data_dir` (a folder with the files as the benchmark distributes them),
-            `cache_dir`, and config parameters such as CRAG's `release` ("v5", "v4", "example").
+            `cache_dir`, `storage_options`, and the path's config parameters (CRAG's `release`: "v5", "v4",
+            "example"). Any other keyword is refused (BUILDER_KEYWORDS says why).
 
     Returns:
         A `datasets.DatasetBuilder`: call `download_and_prepare()`, then `as_dataset()`, or `as_streaming_dataset()`.
         Its `source_files_read()` lists the local files the config reads.
 
     Raises:
-        ValueError: unknown path or config (with the closest names: "did you mean ...?"), or a bad parameter.
+        ValueError: unknown path, config or keyword (with the closest names: "did you mean ...?"), or a bad parameter.
         MissingSourceError: `data_dir` lacks the files (raised when the builder is made, or when it prepares).
 
     Example:
@@ -65,6 +84,7 @@ def builder(path: str, config: str, **kwargs: Any) -> datasets.DatasetBuilder:
     if config not in names:
         raise ValueError(f"{path} has no config {config!r}{did_you_mean(config, names)}; its configs are "
                          f"{', '.join(names)}")
+    refuse_unknown_keywords("builder", kwargs, [*BUILDER_KEYWORDS, *cls.BUILDER_PARAMETERS])
     if kwargs.get("data_dir"):
         require_existing(kwargs["data_dir"])
     return cls(path.strip("/"), config, **kwargs)
@@ -90,6 +110,10 @@ def load(
     streaming: bool = False,
     cache_dir: str | None = None,
     num_proc: int | None = None,
+    download_mode: str | None = None,
+    verification_mode: str | None = None,
+    keep_in_memory: bool | None = None,
+    storage_options: dict | None = None,
     **config_kwargs: Any,
 ) -> datasets.DatasetDict | datasets.Dataset | datasets.IterableDatasetDict | datasets.IterableDataset:
     """Load a benchmark config as `datasets.load_dataset` would load its published hub repository.
@@ -105,14 +129,17 @@ def load(
         streaming: read the source as it is iterated (an `IterableDataset[Dict]`), without preparing a cache.
         cache_dir: where `datasets` keeps the prepared Arrow files (default: its own cache).
         num_proc: processes for preparing large files.
-        **config_kwargs: config parameters, as in `load_dataset` (CRAG's `release`: "v5", "v4", "example").
+        download_mode, verification_mode, keep_in_memory, storage_options: as in `datasets.load_dataset`.
+        **config_kwargs: the path's config parameters (CRAG's `release`: "v5", "v4", "example"). Any other keyword
+            (`hash`, `name`, `data_files`, `revision`, ...) is a ValueError naming it and listing the accepted ones:
+            the builder sets the cache identity and reads its own files.
 
     Returns:
         `DatasetDict` (or `Dataset` with `split`); with `streaming`, `IterableDatasetDict` / `IterableDataset`.
         Ids are strings exactly as in the source.
 
     Raises:
-        ValueError: unknown path, config or split (with "did you mean ...?" for a close name).
+        ValueError: unknown path, config, split or keyword (with "did you mean ...?" for a close name).
         MissingSourceError: no source files where they are expected (`data_dir`, or not downloadable).
         SourceError: a source file is damaged or not as the benchmark specifies; names the file and record.
 
@@ -122,12 +149,16 @@ def load(
         >>> qrels[0]  # doctest: +SKIP
         {'query-id': '1', 'corpus-id': '31715818', 'score': 1}
     """
-    dataset_builder = builder(path, config, data_dir=data_dir, cache_dir=cache_dir, **config_kwargs)
+    parameters = list(_builder_class(path).BUILDER_PARAMETERS)
+    refuse_unknown_keywords("load", config_kwargs, [*LOAD_KEYWORDS, *parameters])
+    options = {"storage_options": storage_options} if storage_options is not None else {}
+    dataset_builder = builder(path, config, data_dir=data_dir, cache_dir=cache_dir, **options, **config_kwargs)
     names = dataset_builder.split_names() if split is not None else None
     if names is not None and split not in names:
         raise ValueError(f"{path} {config} has no split {split!r}{did_you_mean(split, names)}; its splits are "
                          f"{', '.join(names)}")
     if streaming:
         return dataset_builder.as_streaming_dataset(split=split)
-    dataset_builder.download_and_prepare(num_proc=num_proc)
-    return dataset_builder.as_dataset(split=split)
+    dataset_builder.download_and_prepare(num_proc=num_proc, download_mode=download_mode,
+                                         verification_mode=verification_mode)
+    return dataset_builder.as_dataset(split=split, in_memory=bool(keep_in_memory))

@@ -1,0 +1,62 @@
+"""`load` and `builder` take the keywords they document and refuse every other one in one line, before anything is
+read or written."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import ragloaders
+from conftest import DATA
+from ragloaders.api import builder
+
+NFCORPUS = str(DATA / "beir")
+
+
+def files_under(folder) -> set[str]:
+    return {os.path.relpath(os.path.join(root, name), folder) for root, _, names in os.walk(folder) for name in names}
+
+
+@pytest.mark.parametrize("keyword, value", [
+    ("hash", "../../escaped"), ("name", "corpus"), ("data_files", "elsewhere.jsonl"), ("revision", "main"),
+    ("config_name", "corpus"), ("dataset_name", "x"), ("features", None), ("base_path", "/"), ("token", "t"),
+])
+def test_load_refuses_an_undocumented_keyword_naming_it_and_writes_nothing(tmp_path, keyword, value):
+    cache = tmp_path / "deep" / "cache"
+    with pytest.raises(ValueError, match=f"^load\\(\\) got an unknown keyword argument '{keyword}'.*; it accepts "
+                                         "split, data_dir, streaming, cache_dir, num_proc, download_mode") as error:
+        ragloaders.load("beir/nfcorpus", "queries", data_dir=NFCORPUS, cache_dir=str(cache), **{keyword: value})
+    assert "\n" not in str(error.value)
+    assert files_under(tmp_path) == set()
+
+
+@pytest.mark.parametrize("keyword", ["hash", "name", "data_files", "writer_batch_size", "release"])
+def test_builder_refuses_an_undocumented_keyword(tmp_path, keyword):
+    with pytest.raises(ValueError, match=f"^builder\\(\\) got an unknown keyword argument '{keyword}'; it accepts "
+                                         "data_dir, cache_dir, storage_options$"):
+        builder("beir/nfcorpus", "qrels", data_dir=NFCORPUS, cache_dir=str(tmp_path), **{keyword: "x"})
+    assert files_under(tmp_path) == set()
+
+
+def test_config_parameters_are_accepted_and_listed_per_path(tmp_path):
+    with pytest.raises(ValueError, match="'relase' \\(did you mean 'release'\\?\\); it accepts .*storage_options, "
+                                         "release$"):
+        builder("crag/task_1_and_2", "queries", relase="v4")
+    with pytest.raises(ValueError, match="it accepts .*keep_in_memory, storage_options, release$"):
+        ragloaders.load("crag/task_1_and_2", "queries", hash="x")
+
+
+def test_the_name_keyword_no_longer_serves_another_config(tmp_path):
+    """`name="corpus"` on the queries config returned the corpus; `queries` is what is asked for, or an error."""
+    queries = ragloaders.load("beir/nfcorpus", "queries", split="queries", data_dir=NFCORPUS, cache_dir=str(tmp_path))
+    assert "title" not in queries.column_names  # the corpus has one
+    with pytest.raises(ValueError, match="'name'"):
+        ragloaders.load("beir/nfcorpus", "queries", data_dir=NFCORPUS, cache_dir=str(tmp_path), name="corpus")
+
+
+def test_the_documented_datasets_keywords_work(tmp_path):
+    rows = ragloaders.load("beir/nfcorpus", "qrels", split="test", data_dir=NFCORPUS, cache_dir=str(tmp_path),
+                           download_mode="force_redownload", verification_mode="no_checks", keep_in_memory=True,
+                           storage_options={})
+    assert rows.num_rows > 0 and rows.cache_files == []  # kept in memory
+    assert files_under(tmp_path) and all(not name.startswith("..") for name in files_under(tmp_path))
