@@ -18,8 +18,8 @@ from conftest import DATA
 from ragloaders.benchmarks.beir import builder as beir_builder
 from ragloaders.benchmarks.beir import catalogue as beir
 from ragloaders.cli import main as cli_main
-from ragloaders.core import readers
 from ragloaders.core.errors import MissingSourceError, SourceError
+from ragloaders.core.readers import jsonl
 from ragloaders.core.sources import md5_of
 from ragloaders.publish.build import build_folder
 
@@ -285,8 +285,8 @@ def test_cqadupstack_forums_are_separate_datasets_with_repeating_ids(tmp_path, m
 def test_num_proc_splits_one_file_into_line_aligned_ranges(tmp_path, monkeypatch):
     corpus = [{"_id": f"{i:06d}", "title": "", "text": "word " * (i % 50)} for i in range(3000)]
     folder = write_beir(tmp_path / "msmarco", corpus, [], {})
-    monkeypatch.setattr(readers, "SHARD_BYTES", 16 << 10)
-    shards = readers.shards_of(ragloaders.core.sources.SourceFiles(str(folder)), "corpus.jsonl")
+    monkeypatch.setattr(jsonl, "SHARD_BYTES", 16 << 10)
+    shards = jsonl.shards_of(ragloaders.core.sources.SourceFiles(str(folder)), "corpus.jsonl")
     assert len(shards) > 4 and shards[0].start == 0 and shards[-1].end == (folder / "corpus.jsonl").stat().st_size
     single = ragloaders.load("beir/msmarco", "corpus", split="corpus", data_dir=str(folder),
                              cache_dir=str(tmp_path / "a"))
@@ -315,7 +315,7 @@ def test_malformed_json_line_names_file_and_line(tmp_path):
 def test_error_line_numbers_count_from_the_file_start_in_later_shards(tmp_path, monkeypatch):
     good = b"".join(json.dumps({"_id": str(i), "title": "", "text": "t" * 100}).encode() + b"\n" for i in range(500))
     folder = write_beir(tmp_path / "arguana", [], [], {}, raw={"corpus.jsonl": good + b'{"_id": 7, "text": "x"}\n'})
-    monkeypatch.setattr(readers, "SHARD_BYTES", 8 << 10)
+    monkeypatch.setattr(jsonl, "SHARD_BYTES", 8 << 10)
     with pytest.raises(SourceError) as error:
         ragloaders.load("beir/arguana", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
     assert error.value.line == 501 and "`_id` must be a string" in str(error.value)

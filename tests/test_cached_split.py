@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 import ragloaders
 from datasets.table import InMemoryTable
-from ragloaders.core.readers import iter_ipc_batches
+from ragloaders.core.readers.arrow_batches import iter_ipc_batches
 from ragloaders.publish import build, parquet
 from ragloaders.publish.cached_split import CachedSplit, cache_files
 from ragloaders.publish.validate import integrity_of

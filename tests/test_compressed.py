@@ -13,7 +13,7 @@ import indexed_bzip2
 import pytest
 from ragloaders.core.compressed import iter_tar_members, open_bz2, open_joined, order_parts
 from ragloaders.core.errors import SourceError
-from ragloaders.core.readers import iter_lines
+from ragloaders.core.readers.lines import iter_lines
 
 SAMPLE = Path(__file__).parent / "data" / "crag" / "dev_data.jsonl.bz2"
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import ragloaders
 from ragloaders.benchmarks.beir import catalogue as beir
-from ragloaders.core import readers
 from ragloaders.core.errors import SourceError
+from ragloaders.core.readers import lines
 
 LOADERS = str(Path(__file__).parents[1] / "loaders")
 NFCORPUS_ZIP = Path(__file__).parent / "data" / "beir" / "nfcorpus.zip"
@@ -292,7 +292,7 @@ def test_a_100_mb_line_loads_exactly_with_bounded_memory(tmp_path):
 
 
 def test_a_line_longer_than_the_limit_is_refused_not_buffered(tmp_path, monkeypatch):
-    monkeypatch.setattr(readers, "MAX_LINE_BYTES", 1 << 20)
+    monkeypatch.setattr(lines, "MAX_LINE_BYTES", 1 << 20)
     data_dir = corpus_with(tmp_path, b'{"_id": "endless", "title": "", "text": "' + b"z" * (3 << 20) + b'"}')
     with pytest.raises(SourceError, match=r"corpus\.jsonl, line 4: line longer than 1,048,576 bytes"):
         load_corpus(data_dir, tmp_path)

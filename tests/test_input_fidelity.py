@@ -22,15 +22,18 @@ from ragloaders.benchmarks.beir import builder as beir_builder
 from ragloaders.benchmarks.beir import catalogue as beir
 from ragloaders.benchmarks.crag import catalogue as crag_catalogue
 from ragloaders.cli import main as cli_main
-from ragloaders.core import readers, sources
+from ragloaders.core import sources
 from ragloaders.core.errors import DownloadError, SourceError
-from ragloaders.core.readers import Shard, iter_json_array, read_jsonl, read_qrels
+from ragloaders.core.readers import jsonl, lines, qrels, values
+from ragloaders.core.readers.json_array import iter_json_array
+from ragloaders.core.readers.jsonl import Shard, read_jsonl
+from ragloaders.core.readers.qrels import read_qrels
 from ragloaders.core.sources import SourceFiles
 from test_crag import release_lines, tar_bytes, task3_members, write_parts
 
 NFCORPUS_ZIP = DATA / "beir" / "nfcorpus.zip"
 CRAG_EXAMPLE = DATA / "crag" / "dev_data.jsonl.bz2"
-LONG = readers.BLOCK_BYTES + 1000
+LONG = lines.BLOCK_BYTES + 1000
 """A line longer than pyarrow's block: its chunk is read line by line."""
 
 
@@ -69,15 +72,15 @@ def fast_path_use(monkeypatch) -> list:
         off = False
 
     used = Use()
-    for name in ("_jsonl_fast", "_qrels_fast"):
-        original = getattr(readers, name)
+    for module, name in ((jsonl, "_jsonl_fast"), (qrels, "_qrels_fast")):
+        original = getattr(module, name)
 
         def spy(*args, original=original):
             table = None if used.off else original(*args)
             used.append(table is not None)
             return table
 
-        monkeypatch.setattr(readers, name, spy)
+        monkeypatch.setattr(module, name, spy)
     return used
 
 
@@ -225,10 +228,10 @@ def test_an_integer_title_of_any_size_gets_the_same_message_end_to_end(tmp_path,
 def test_an_integer_in_a_float_field_is_kept_only_when_a_double_holds_it_exactly(value, accepted):
     field = pa.field("score", pa.float64())
     if accepted:
-        assert readers.conform({"score": value}, [field]) == {"score": value}
+        assert values.conform({"score": value}, [field]) == {"score": value}
         return
     with pytest.raises(ValueError, match=f"`score` = {value} cannot be held exactly in double"):
-        readers.conform({"score": value}, [field])
+        values.conform({"score": value}, [field])
 
 
 def test_integers_beyond_64_bits_in_json_text_metadata_stay_exact(tmp_path):
@@ -476,10 +479,10 @@ def test_a_wrong_split_is_reported_before_any_build_in_one_line(tmp_path):
 
 @pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
 def test_line_chunks_cover_the_file_exactly_with_their_first_line_numbers(monkeypatch, bom):
-    monkeypatch.setattr(readers, "BLOCK_BYTES", 7)
-    lines = [b"x" * ((i * 37) % 61) for i in range(400)]  # empty lines, lines shorter and longer than a read
-    data = b"\n".join(lines) + b"\n" + b"no newline at the end"
-    chunks = list(readers.iter_line_chunks(io.BytesIO(bom + data), "f", skip_bom=True))
+    monkeypatch.setattr(lines, "BLOCK_BYTES", 7)
+    text_lines = [b"x" * ((i * 37) % 61) for i in range(400)]  # empty lines, lines shorter and longer than a read
+    data = b"\n".join(text_lines) + b"\n" + b"no newline at the end"
+    chunks = list(lines.iter_line_chunks(io.BytesIO(bom + data), "f", skip_bom=True))
     assert b"".join(chunk for _, chunk in chunks) == data
     offset = 0
     for index, (first, chunk) in enumerate(chunks):

@@ -7,19 +7,21 @@ import itertools
 import json
 import random
 import threading
+from collections import deque
 
+import pyarrow as pa
 import pytest
 import ragloaders
-from ragloaders.core import readers
 from ragloaders.core.errors import SourceError
+from ragloaders.core.readers import jsonl, lines, threads
 from ragloaders.core.sources import SourceFiles
 
 
 @pytest.fixture
 def small_chunks(monkeypatch):
-    monkeypatch.setattr(readers, "BLOCK_BYTES", 64)
-    monkeypatch.setattr(readers, "CHUNK_BLOCKS", 2)
-    monkeypatch.setattr(readers, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(lines, "BLOCK_BYTES", 64)
+    monkeypatch.setattr(lines, "CHUNK_BLOCKS", 2)
+    monkeypatch.setattr(lines, "MAX_LINE_BYTES", 1000)
 
 
 def random_lines(rng: random.Random) -> bytes:
@@ -41,7 +43,7 @@ def test_chunks_of_lines_hold_the_input_exactly_and_end_at_line_ends(small_chunk
     rng = random.Random(0)
     for _ in range(300):
         data = random_lines(rng)
-        chunks = list(readers.iter_chunks_of_lines(io.BytesIO(data)))
+        chunks = list(lines.iter_chunks_of_lines(io.BytesIO(data)))
         assert b"".join(chunks) == data
         assert all(chunks) and all(chunk[-1:] == b"\n" for chunk in chunks[:-1])
         longest = max(map(len, data.split(b"\n")))
@@ -53,7 +55,7 @@ def test_chunk_line_numbers_are_those_of_the_file(small_chunks):
     for _ in range(100):
         data = random_lines(rng)
         offset = 0
-        for first, chunk in readers.iter_line_chunks(io.BytesIO(data), "f.jsonl", first=5):
+        for first, chunk in lines.iter_line_chunks(io.BytesIO(data), "f.jsonl", first=5):
             assert first == 5 + data[:offset].count(b"\n")
             offset += len(chunk)
         assert offset == len(data)
@@ -62,9 +64,9 @@ def test_chunk_line_numbers_are_those_of_the_file(small_chunks):
 def test_a_bom_is_skipped_at_the_start_only(small_chunks):
     bom = b"\xef\xbb\xbf"
     data = b'{"a": 1}\n' * 50
-    assert b"".join(readers.iter_chunks_of_lines(io.BytesIO(bom + data), skip_bom=True)) == data
-    assert b"".join(readers.iter_chunks_of_lines(io.BytesIO(bom + data))) == bom + data
-    assert b"".join(readers.iter_chunks_of_lines(io.BytesIO(b"\xef\xbb"), skip_bom=True)) == b"\xef\xbb"
+    assert b"".join(lines.iter_chunks_of_lines(io.BytesIO(bom + data), skip_bom=True)) == data
+    assert b"".join(lines.iter_chunks_of_lines(io.BytesIO(bom + data))) == bom + data
+    assert b"".join(lines.iter_chunks_of_lines(io.BytesIO(b"\xef\xbb"), skip_bom=True)) == b"\xef\xbb"
 
 
 @pytest.mark.parametrize("before, after", [(0, 3), (7, 3), (7, 0)])
@@ -72,9 +74,9 @@ def test_a_line_over_the_limit_is_refused_with_its_number_wherever_it_is(small_c
     short = b'{"a": 1}\n'
     data = short * before + b"z" * 1001 + (b"\n" + short * after if after else b"")
     with pytest.raises(SourceError, match=rf"f\.jsonl, line {before + 1}: line longer than 1,000 bytes"):
-        list(readers.iter_line_chunks(io.BytesIO(data), "f.jsonl"))
+        list(lines.iter_line_chunks(io.BytesIO(data), "f.jsonl"))
     exactly = short * before + b"z" * 1000 + b"\n" + short * after
-    assert b"".join(chunk for _, chunk in readers.iter_line_chunks(io.BytesIO(exactly), "f.jsonl")) == exactly
+    assert b"".join(chunk for _, chunk in lines.iter_line_chunks(io.BytesIO(exactly), "f.jsonl")) == exactly
 
 
 def test_a_long_line_in_a_later_shard_is_named_by_its_file_line(tmp_path, small_chunks):
@@ -82,12 +84,12 @@ def test_a_long_line_in_a_later_shard_is_named_by_its_file_line(tmp_path, small_
     lines[150] = b'{"_id": "long", "text": "' + b"z" * 2000 + b'"}'
     (tmp_path / "corpus.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     files = SourceFiles(str(tmp_path))
-    shards = readers.shards_of(files, "corpus.jsonl", shard_bytes=2048)
+    shards = jsonl.shards_of(files, "corpus.jsonl", shard_bytes=2048)
     assert len(shards) > 3
-    schema = readers.pa.schema([("_id", readers.pa.string()), ("text", readers.pa.string())])
+    schema = pa.schema([("_id", pa.string()), ("text", pa.string())])
     with pytest.raises(SourceError, match=r"line 151: line longer than 1,000 bytes"):
         for shard in shards:
-            list(readers.read_jsonl(shard, schema))
+            list(jsonl.read_jsonl(shard, schema))
 
 
 def object_lines_by_splitting(chunk: bytes) -> tuple[int, int | None]:
@@ -103,7 +105,7 @@ def object_lines_of_a_slice(chunk: bytes) -> tuple[int, int | None]:
     """`object_lines` of `chunk` as the reader passes it: a memoryview slice of a larger buffer, between bytes that
     would complete a `}\\n{` or `}\\r\\n{` if the slice's ends were not respected."""
     buffer = bytearray(b"}\n{" + chunk + b"}\r\n{")
-    return readers.object_lines(memoryview(buffer)[3:3 + len(chunk)])
+    return jsonl.object_lines(memoryview(buffer)[3:3 + len(chunk)])
 
 
 def test_object_lines_equal_a_check_line_by_line():
@@ -112,10 +114,10 @@ def test_object_lines_equal_a_check_line_by_line():
     for _ in range(500):
         chunk = random_lines(rng)
         expected = object_lines_by_splitting(chunk)
-        assert readers.object_lines(chunk) == readers.object_lines(bytearray(chunk)) == expected
+        assert jsonl.object_lines(chunk) == jsonl.object_lines(bytearray(chunk)) == expected
         shapes.add(expected[1] is not None)
     assert shapes == {True, False}
-    assert readers.object_lines(b"") == (0, None)
+    assert jsonl.object_lines(b"") == (0, None)
 
 
 def test_object_lines_on_short_lines_of_braces_and_carriage_returns():
@@ -166,7 +168,7 @@ def test_what_pyarrow_would_read_across_or_within_lines_is_refused_as_the_line_p
 
 
 def test_map_ahead_keeps_the_order_and_raises_the_first_error():
-    assert list(readers.map_ahead(lambda x: x * x, iter(range(200)), threads=3)) == [x * x for x in range(200)]
+    assert list(threads.map_ahead(lambda x: x * x, iter(range(200)), threads=3)) == [x * x for x in range(200)]
 
     def fail_on_7(x: int) -> int:
         if x == 7:
@@ -175,7 +177,7 @@ def test_map_ahead_keeps_the_order_and_raises_the_first_error():
 
     seen = []
     with pytest.raises(ValueError, match="seven"):
-        for x in readers.map_ahead(fail_on_7, iter(range(100)), threads=2):
+        for x in threads.map_ahead(fail_on_7, iter(range(100)), threads=2):
             seen.append(x)
     assert seen == list(range(7))
     assert not worker_threads()
@@ -188,7 +190,7 @@ def test_an_error_in_the_items_comes_after_the_results_of_the_items_before_it():
 
     seen = []
     with pytest.raises(ValueError, match="items ended badly"):
-        for x in readers.map_ahead(lambda x: x * 10, items(), threads=2):
+        for x in threads.map_ahead(lambda x: x * 10, items(), threads=2):
             seen.append(x)
     assert seen == [0, 10, 20, 30, 40]
     assert not worker_threads()
@@ -197,12 +199,12 @@ def test_an_error_in_the_items_comes_after_the_results_of_the_items_before_it():
 def test_a_bad_line_is_reported_before_a_too_long_line_read_after_it(tmp_path, small_chunks):
     """The too-long line is found by the thread reading ahead, before the bad line's chunk is parsed."""
     good = b'{"_id": "a", "text": "x"}\n'
-    schema = readers.pa.schema([("_id", readers.pa.string()), ("text", readers.pa.string())])
+    schema = pa.schema([("_id", pa.string()), ("text", pa.string())])
     for gap in (0, 1, 3, 10):
         data = good * 4 + b'{"_id": "bad", "text": }\n' + good * gap + b'{"_id": "b", "text": "' + b"z" * 3000 + b'"}\n'
         (tmp_path / "corpus.jsonl").write_bytes(data)
         with pytest.raises(SourceError, match=r"corpus\.jsonl, line 5: invalid JSON"):
-            list(readers.read_jsonl(readers.Shard(SourceFiles(str(tmp_path)), "corpus.jsonl"), schema))
+            list(jsonl.read_jsonl(jsonl.Shard(SourceFiles(str(tmp_path)), "corpus.jsonl"), schema))
 
 
 def worker_threads() -> list[str]:
@@ -216,7 +218,7 @@ def test_closing_a_reader_early_stops_its_threads_and_its_work():
         calls.append(x)
         return x
 
-    stream = readers.map_ahead(work, readers.iter_ahead(iter(range(10_000))), threads=2)
+    stream = threads.map_ahead(work, threads.iter_ahead(iter(range(10_000))), threads=2)
     assert next(stream) == 0
     stream.close()
     assert not worker_threads()
@@ -226,8 +228,8 @@ def test_closing_a_reader_early_stops_its_threads_and_its_work():
 def test_a_corpus_read_stopped_after_one_table_leaves_no_thread(tmp_path, small_chunks):
     (tmp_path / "corpus.jsonl").write_bytes(b"".join(
         json.dumps({"_id": str(i), "title": "", "text": "t" * 30}).encode() + b"\n" for i in range(500)))
-    schema = readers.pa.schema([(name, readers.pa.string()) for name in ("_id", "title", "text")])
-    tables = readers.read_jsonl(readers.Shard(SourceFiles(str(tmp_path)), "corpus.jsonl"), schema)
+    schema = pa.schema([(name, pa.string()) for name in ("_id", "title", "text")])
+    tables = jsonl.read_jsonl(jsonl.Shard(SourceFiles(str(tmp_path)), "corpus.jsonl"), schema)
     assert next(tables).column("_id")[0].as_py() == "0"
     assert worker_threads()
     tables.close()
@@ -253,9 +255,9 @@ def test_rows_and_line_numbers_hold_across_many_small_chunks(tmp_path, small_chu
 def test_spare_buffers_are_read_into_again_and_chunks_still_hold_the_input(small_chunks):
     def read(data: bytes) -> tuple[bytes, int, int]:
         """(the chunks joined, how many, how many distinct buffers), each chunk's buffer given back when read."""
-        spare: readers.deque[bytearray] = readers.deque()
+        spare: deque[bytearray] = deque()
         pieces, buffers = [], []
-        for chunk in readers.iter_chunks_of_lines(io.BytesIO(data), spare=spare):
+        for chunk in lines.iter_chunks_of_lines(io.BytesIO(data), spare=spare):
             pieces.append(chunk.tobytes())
             if not any(chunk.obj is buffer for buffer in buffers):
                 buffers.append(chunk.obj)
@@ -276,7 +278,7 @@ def test_tables_kept_from_a_corpus_are_not_changed_by_the_reuse_of_its_buffers(t
     that memory (pyarrow copies what it parses)."""
     docs = [{"_id": f"{i:04d}", "title": f"t{i}", "text": "x" * (i % 50)} for i in range(600)]
     (tmp_path / "corpus.jsonl").write_bytes(b"".join(json.dumps(doc).encode() + b"\n" for doc in docs))
-    schema = readers.pa.schema([(name, readers.pa.string()) for name in ("_id", "title", "text")])
-    tables = list(readers.read_jsonl(readers.Shard(SourceFiles(str(tmp_path)), "corpus.jsonl"), schema))
+    schema = pa.schema([(name, pa.string()) for name in ("_id", "title", "text")])
+    tables = list(jsonl.read_jsonl(jsonl.Shard(SourceFiles(str(tmp_path)), "corpus.jsonl"), schema))
     assert len(tables) > 20
-    assert readers.pa.concat_tables(tables).to_pylist() == docs
+    assert pa.concat_tables(tables).to_pylist() == docs

@@ -21,7 +21,8 @@ from typing import BinaryIO
 
 import orjson
 
-from .readers import UNPAIRED_SURROGATE, fill
+from .readers.lines import fill
+from .readers.strict_json import UNPAIRED_SURROGATE
 from .sources import RangeReader
 
 WHITESPACE = b" \t\r\n"

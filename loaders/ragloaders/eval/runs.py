@@ -34,7 +34,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.errors import SourceError
-from ..core.readers import Shard, conform, iter_json_records, iter_lines
+from ..core.readers.jsonl import Shard, iter_json_records
+from ..core.readers.lines import UTF8_BOM, iter_lines
+from ..core.readers.values import conform
 from ..core.sources import SourceFiles
 
 Run = dict[str, dict[str, float]]
@@ -82,7 +84,6 @@ def checked_run(run: dict) -> Run:
     return checked
 
 
-_UTF8_BOM = b"\xef\xbb\xbf"
 _TREC_SEPARATOR = re.compile(rb"[ \t]+")
 _TREC_RANK = re.compile(rb"[+-]?[0-9]+")
 _TREC_SCORE = re.compile(rb"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -125,7 +126,7 @@ def _read_trec(path: str) -> Run:
     with open(path, "rb") as stream:
         for number, line in iter_lines(stream, path):
             if number == 1:
-                line = line.removeprefix(_UTF8_BOM)
+                line = line.removeprefix(UTF8_BOM)
             try:
                 query_id, doc_id, value = trec_fields(line)
             except ValueError as e:

@@ -14,7 +14,7 @@ import datasets
 import pyarrow as pa
 from datasets.table import ConcatenationTable, MemoryMappedTable
 
-from ..core.readers import iter_ipc_batches
+from ..core.readers.arrow_batches import iter_ipc_batches
 
 SAME_ROWS = frozenset({"replace_schema_metadata"})
 """Operations datasets replays on a memory-mapped file that leave its rows and values as the file has them (a

@@ -12,7 +12,9 @@ import pyarrow as pa
 
 from ...core.builder import RagBuilder
 from ...core.errors import MissingSourceError
-from ...core.readers import JSON_FIELD, QRELS_SCHEMA, Shard, read_jsonl, read_qrels, shards_of
+from ...core.readers.jsonl import Shard, read_jsonl, shards_of
+from ...core.readers.qrels import QRELS_SCHEMA, read_qrels
+from ...core.readers.values import JSON_FIELD
 from ...core.sources import SourceFiles, download_verified, verify_md5_once
 from .catalogue import DATASETS, STRING, BeirDataset
 from .citations import BEIR_CITATION

@@ -57,15 +57,10 @@ from ...core.builder import RagBuilder, identity_hash
 from ...core.compressed import iter_tar_members, open_bz2, open_joined, order_parts
 from ...core.errors import MissingSourceError, SourceError
 from ...core.html_text import html_to_text
-from ...core.readers import (
-    RowBatcher,
-    check_required,
-    conform,
-    iter_ipc_batches,
-    iter_lines,
-    literal_string_list,
-    loads_strict,
-)
+from ...core.readers.arrow_batches import RowBatcher, iter_ipc_batches
+from ...core.readers.lines import iter_lines
+from ...core.readers.strict_json import loads_strict
+from ...core.readers.values import check_required, conform, literal_string_list
 from ...core.sources import download_verified, file_identity
 from .catalogue import HOMEPAGE, LICENSE, RELEASES, SCHEMAS, SOURCE_FIELDS, SPLITS, TASKS, CragRelease
 from .citations import CITATION

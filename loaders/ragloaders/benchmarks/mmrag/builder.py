@@ -26,16 +26,11 @@ import pyarrow.json as pa_json
 from ...core import json_ranges
 from ...core.builder import RagBuilder, is_no_space
 from ...core.errors import DownloadError, SourceError
-from ...core.readers import (
-    Shard,
-    array_elements_before,
-    fits_int32,
-    iter_json_array,
-    iter_json_array_batches,
-    literal_string_list,
-    map_ahead,
-    tables_from_rows,
-)
+from ...core.readers.arrow_batches import tables_from_rows
+from ...core.readers.json_array import array_elements_before, iter_json_array, iter_json_array_batches
+from ...core.readers.jsonl import Shard
+from ...core.readers.threads import map_ahead
+from ...core.readers.values import fits_int32, literal_string_list
 from ...core.sources import SourceFiles, download_cause
 from .catalogue import (
     ALL_FILES,

@@ -8,7 +8,7 @@ import datasets
 import pyarrow as pa
 
 from ...core.json_ranges import boundary_pattern, separator_pattern
-from ...core.readers import QRELS_SCHEMA
+from ...core.readers.qrels import QRELS_SCHEMA
 
 PATH = "mmrag"
 HUB_REPO_ID = "Askio/mmrag_benchmark"

@@ -1,0 +1,50 @@
+"""Arrow tables from Python rows in batches bounded by rows and bytes, and record batches from Arrow IPC files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
+
+
+class RowBatcher:
+    """Rows gathered into tables of `schema`, each bounded by rows and by bytes; `add` returns a full table."""
+
+    def __init__(self, schema: pa.Schema, *, max_rows: int = 10_000, max_bytes: int = 32 << 20):
+        self.schema, self.max_rows, self.max_bytes = schema, max_rows, max_bytes
+        self.rows: list[dict] = []
+        self.size = 0
+
+    def add(self, row: dict, nbytes: int) -> pa.Table | None:
+        """Add one row of about `nbytes` bytes; the batch as a table once it is full, else None."""
+        self.rows.append(row)
+        self.size += nbytes
+        return self.flush() if len(self.rows) >= self.max_rows or self.size >= self.max_bytes else None
+
+    def flush(self) -> pa.Table | None:
+        """The rows gathered so far as a table (None if there are none)."""
+        if not self.rows:
+            return None
+        table = pa.Table.from_pylist(self.rows, schema=self.schema)
+        self.rows, self.size = [], 0
+        return table
+
+
+def tables_from_rows(
+    rows: Iterable[tuple[dict, int]], schema: pa.Schema, *, max_rows: int = 10_000, max_bytes: int = 32 << 20
+) -> Iterator[pa.Table]:
+    """Group (row, size in bytes) pairs into tables bounded by rows and by bytes."""
+    batcher = RowBatcher(schema, max_rows=max_rows, max_bytes=max_bytes)
+    for row, nbytes in rows:
+        if (table := batcher.add(row, nbytes)) is not None:
+            yield table
+    if (table := batcher.flush()) is not None:
+        yield table
+
+
+def iter_ipc_batches(paths: Iterable[str]) -> Iterator[pa.RecordBatch]:
+    """The record batches of Arrow IPC stream files (datasets' cache files, spools), in order, read with plain
+    reads: a memory map would count every page read in the process's RSS, up to the files' size."""
+    for path in paths:
+        with pa.OSFile(path, "rb") as source:
+            yield from pa.ipc.open_stream(source)
