@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 PublishedCounts = dict[tuple[str, "str | None"], int]
 """(config, split or None for all splits summed) -> the count the benchmark publishes. For a relations config
@@ -32,13 +32,24 @@ class KnownDefect:
         )
 
 
+class OfficialFile(TypedDict, total=False):
+    """One official source file as a benchmark declares it; a key left out is unknown (a card shows "—")."""
+
+    name: str
+    """The file name."""
+    url: str
+    bytes: int
+    md5: str
+    sha256: str
+
+
 @dataclass(frozen=True)
 class Release:
     """One published form of a path's source files, with the figures published for exactly those files."""
 
     name: str
-    files: tuple[dict[str, Any], ...]
-    """The official files: {"name" (file name), "bytes", "md5" or "sha256", "url"}; a missing key is unknown."""
+    files: tuple[OfficialFile, ...]
+    """The official files."""
     counts: PublishedCounts = field(default_factory=dict)
 
 
@@ -59,8 +70,8 @@ class CardFacts:
     license_link: str | None = None
     citations: list[str] = field(default_factory=list)
     """BibTeX entries: the benchmark's, then the source dataset's."""
-    source_files: list[dict[str, Any]] = field(default_factory=list)
-    """The official files: {"name", "url", "bytes", "md5" or "sha256"} (missing keys are shown as "—")."""
+    source_files: list[OfficialFile] = field(default_factory=list)
+    """The official files."""
     obtain: str = ""
     """How to get the files when they may not be redistributed."""
     known_defects: list[str] = field(default_factory=list)

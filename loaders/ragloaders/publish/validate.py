@@ -13,14 +13,18 @@ finding is a structural error (exit 1). Published counts belong to a release: th
 `publish.provenance` rules (the files read are that release's official files, or cannot be told apart from
 them); a sample or another release is reported as such, its counts shown but not compared. A repository is
 checked without source files: no published counts, no declared defects.
+
+One `Plan` says what to check in a target, a benchmark path (`plan_for_path`) or a built folder or hub repository
+(`plan_for_repository`); `inspect` carries it out. The report's types and its rendering are in `validate_report`,
+reading a repository's card in `repository` and `card_yaml`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import datasets
@@ -31,9 +35,10 @@ from ..api import builder, configs_of, registry
 from ..benchmarks import benchmark_of
 from ..core.facts import KnownDefect, PublishedCounts
 from .cached_split import CachedSplit
-from .card_yaml import check_card, front_matter, load_yaml
-from .cards import BUILT_FROM_PATTERN
+from .card_yaml import check_card
 from .provenance import files_read, published_of, source_report
+from .repository import README, built_from_card, card_text, declared_files, is_repository
+from .validate_report import Finding, Report, SplitFacts, finding, render_text
 
 RELATION_CONFIGS = ("qrels", "search_results")
 RELATION_COLUMNS = ("query-id", "corpus-id")
@@ -91,10 +96,6 @@ def _sample(ids: pa.Array | pa.ChunkedArray) -> list[str]:
     return ids.slice(0, SAMPLE_IDS).to_pylist()
 
 
-def _finding(check: str, config: str, split: str | None, ids: Any, count: int, message: str) -> dict:
-    return {"check": check, "config": config, "split": split, "count": count, "ids": ids, "message": message}
-
-
 def duplicates(values: pa.ChunkedArray) -> pa.Array:
     """The values that occur more than once."""
     counts = pc.value_counts(values)
@@ -141,13 +142,13 @@ class _Inspection:
         self.path = path
         self.files = dict(files or {})
         """(config, split) -> the data file(s) it was read from, as a finding names them."""
-        self.findings: list[dict] = []
-        self.splits: list[dict] = []
+        self.findings: list[Finding] = []
+        self.splits: list[SplitFacts] = []
         self.ids: dict[str, pa.Array] = {}
         """config -> distinct `_id`s over all its splits."""
 
     def add(self, check: str, config: str, split: str | None, ids: pa.Array, message: str) -> None:
-        self.findings.append(_finding(check, config, split, _sample(ids), len(ids), message))
+        self.findings.append(finding(check, config, split, _sample(ids), len(ids), message))
 
     def well_typed(self, config: str, split: str, rows: CachedSplit, expected: Mapping[str, tuple[Any, str]]) -> bool:
         """Whether the split's checked columns have their types; else a `column_type` finding naming the file and
@@ -155,7 +156,7 @@ class _Inspection:
         problems = column_problems(rows.schema, expected)
         if problems:
             where = self.files.get((config, split), f"{config}/{split}")
-            self.findings.append(_finding("column_type", config, split, [name for name, _ in problems], len(problems),
+            self.findings.append(finding("column_type", config, split, [name for name, _ in problems], len(problems),
                                           f"{where}: " + "; ".join(problem for _, problem in problems)))
         return not problems
 
@@ -164,7 +165,7 @@ class _Inspection:
         remembers the ids."""
         all_ids = []
         for split, rows in splits.items():
-            facts = {"config": config, "split": split, "rows": rows.num_rows}
+            facts: SplitFacts = {"config": config, "split": split, "rows": rows.num_rows}
             if "_id" in rows.column_names and self.well_typed(config, split, rows, ENTITY_TYPES):
                 empty = None
                 if "text" in rows.column_names:
@@ -192,8 +193,8 @@ class _Inspection:
                 continue
             table = rows.columns([name for name in (*RELATION_COLUMNS, "score") if name in rows.column_names])
             queries, docs = table.column("query-id"), table.column("corpus-id")
-            facts = {"config": config, "split": split, "rows": table.num_rows,
-                     "queries": pc.count_distinct(queries).as_py(), "docs": pc.count_distinct(docs).as_py()}
+            facts: SplitFacts = {"config": config, "split": split, "rows": table.num_rows,
+                                 "queries": pc.count_distinct(queries).as_py(), "docs": pc.count_distinct(docs).as_py()}
             for check, ids, target, what in (
                 ("missing_queries", queries, "queries", "query ids"), ("missing_docs", docs, "corpus", "corpus ids")
             ):
@@ -220,7 +221,7 @@ class _Inspection:
     def keyed(self, config: str, splits: dict[str, CachedSplit], key: tuple[str, ...]) -> None:
         """A config with declared key columns: its rows, and the key values that occur more than once."""
         for split, rows in splits.items():
-            facts = {"config": config, "split": split, "rows": rows.num_rows}
+            facts: SplitFacts = {"config": config, "split": split, "rows": rows.num_rows}
             if key:
                 groups = rows.columns(list(key)).group_by(list(key)).aggregate([([], "count_all")])
                 repeated = groups.filter(pc.greater(groups.column("count_all"), 1))
@@ -241,7 +242,11 @@ class _Inspection:
             self.add("shared_ids", "queries", None, shared, f"{len(shared):,} query ids are also corpus ids")
         return len(shared)
 
-    def counts(self, published: dict[tuple[str, str | None], int], not_compared: dict[str, str]) -> None:
+    def rows(self, config: str, splits: dict[str, CachedSplit]) -> None:
+        """Any other config: its rows per split."""
+        self.splits += [{"config": config, "split": split, "rows": rows.num_rows} for split, rows in splits.items()]
+
+    def counts(self, published: Mapping[tuple[str, str | None], int], not_compared: Mapping[str, str]) -> None:
         for (config, split), expected in published.items():
             facts = [f for f in self.splits if f["config"] == config and split in (None, f["split"])]
             if config in not_compared:
@@ -249,21 +254,21 @@ class _Inspection:
                     f["published"], f["compared"] = (expected if split is not None else None), False
                 continue
             if not facts:
-                self.findings.append(_finding("count", config, split, [], expected,
+                self.findings.append(finding("count", config, split, [], expected,
                                               f"no split {split!r} in `{config}`, which publishes {expected:,}"))
                 continue
             measure = "queries" if config in RELATION_CONFIGS else "rows"
-            actual = sum(f[measure] for f in facts)
+            actual = sum(f.get(measure, 0) for f in facts)  # a split of the wrong column types has no `queries`
             for f in facts:
                 f["published"] = expected if split is not None else None
             if actual != expected:
-                self.findings.append(_finding(
+                self.findings.append(finding(
                     "count", config, split, [], abs(actual - expected),
                     f"{actual:,} {measure}, but the benchmark publishes {expected:,}",
                 ))
 
 
-def integrity(path: str, *, data_dir: str | None = None, cache_dir: str | None = None) -> dict:
+def integrity(path: str, *, data_dir: str | None = None, cache_dir: str | None = None) -> Report:
     """Check a benchmark path; returns a JSON-able report:
 
         {
@@ -286,6 +291,7 @@ def integrity(path: str, *, data_dir: str | None = None, cache_dir: str | None =
         }
         finding = {"check": one of CHECKS, "config", "split" (None: all splits), "count",
                    "ids": first 20 offending ids (pairs as "query -> doc"), "message", ["note"]}
+    (typed as validate_report.Report, SplitFacts, Finding)
     """
     path = path.strip("/")
     if path not in registry():
@@ -305,214 +311,135 @@ def source_of(path: str, builders: dict[str, Any], *, sha256: bool) -> dict:
     return source_report(path.strip("/"), read, release, published_counts_of(path), sha256=sha256)
 
 
-def integrity_of(path: str, loaded: Loaded, source: dict | None = None) -> dict:
+def integrity_of(path: str, loaded: Loaded, source: dict | None = None) -> Report:
     """The report of `integrity` on configs already prepared: {config: DatasetDict}, or {config: {split:
     CachedSplit}}. `source` (`source_of`) says which published counts apply; without it, the path's published
     counts are compared as they are. The rows are read from the Arrow cache files with plain reads, only the
     columns checked (see cached_split)."""
     path = path.strip("/")
-    published = published_of(source) if source is not None else published_counts_of(path)
-    not_compared = source["not_compared"] if source is not None else {}
-    inspection = _Inspection(path)
-    for config in ("corpus", "queries"):
-        if config in loaded:
-            inspection.entities(config, _splits(loaded, config))
-    for config in RELATION_CONFIGS:
-        if config in loaded:
-            inspection.relations(config, _splits(loaded, config))
-    for config in sorted({config for config, _ in published} - {"corpus", "queries", *RELATION_CONFIGS}):
-        if config in loaded:
-            inspection.splits += [{"config": config, "split": split, "rows": rows.num_rows}
-                                  for split, rows in _splits(loaded, config).items()]
-    inspected = {facts["config"] for facts in inspection.splits}
-    for config, key in keys_of(path).items():
-        if config in loaded and config not in inspected:
-            inspection.keyed(config, _splits(loaded, config), key)
-    shared = inspection.shared_ids()
-    inspection.counts(published, not_compared)
-    return _report(path, inspection, known_defects_of(path), shared, source)
+    return inspect(plan_for_path(path, loaded, source), loaded)
 
 
-def integrity_of_repository(repository: str, *, cache_dir: str | None = None) -> dict:
+def integrity_of_repository(repository: str, *, cache_dir: str | None = None) -> Report:
     """The same report for any repository in BEIR / mteb layout, ours or not, from its Parquet alone: a folder
     with a README.md (or data files) as `datasets.load_dataset` reads it, or a hub repo id (network).
 
-    Configs are found with `datasets.get_dataset_config_names`; `corpus` and `queries` (or mteb's `query`) are
-    checked as entities, any config with `query-id` and `corpus-id` columns as relations (qrels, or mteb's
-    `default`), every other config for its rows. No counts are published and no defects declared for a repository:
-    every finding is an error, unless the card says ragloaders built it from a benchmark path (`built_from`):
-    then that path's declared upstream defects are warnings and its declared keys are checked, as for the path.
-    Raises ValueError when the repository has no config at all."""
+    Configs are found with `datasets.get_dataset_config_names` (`plan_for_repository` gives their roles). No counts
+    are published and no defects declared for a repository: every finding is an error, unless the card says
+    ragloaders built it from a benchmark path (`built_from`): then that path's declared upstream defects are
+    warnings and its declared keys are checked, as for the path. A checked column of the wrong type is a
+    `column_type` finding naming the file. Raises ValueError when the repository has no config at all, SourceError
+    when its card's YAML is over budget (`card_yaml`)."""
     card = card_text(repository)
     if card is not None:  # before `datasets` parses it: an alias bomb would exhaust memory there
         check_card(card, os.path.join(repository, README))
     configs = datasets.get_dataset_config_names(repository)
     if not configs:
         raise ValueError(f"{repository}: no configs (not a dataset folder or repository)")
-    path = built_from_card(card)
     loaded = {config: datasets.load_dataset(repository, config, cache_dir=cache_dir) for config in configs}
-    inspection = _Inspection(repository, declared_files(repository, card))
-    for config, role in (("corpus", "corpus"), ("queries", "queries"), ("query", "queries")):
-        if config in loaded and not (role == "queries" and config == "query" and "queries" in loaded):
-            inspection.entities(config, _splits(loaded, config), role)
-    inspected = {"corpus", "queries", "query"} & set(loaded)
-    for config in configs:
-        if config not in inspected and set(RELATION_COLUMNS) <= set(loaded[config].column_names[
-                next(iter(loaded[config]))]):
-            inspection.relations(config, _splits(loaded, config))
-            inspected.add(config)
-    for config in configs:
-        if config not in inspected:
-            inspection.splits += [{"config": config, "split": split, "rows": rows.num_rows}
-                                  for split, rows in _splits(loaded, config).items()]
-    if path is not None:
-        for config, key in keys_of(path).items():
-            if config in loaded and config not in inspected:
-                inspection.splits = [f for f in inspection.splits if f["config"] != config]
-                inspection.keyed(config, _splits(loaded, config), key)
+    plan = plan_for_repository(repository, loaded, built_from_card(card), declared_files(repository, card))
+    return inspect(plan, loaded)
+
+
+@dataclass
+class Plan:
+    """What to check in the configs of a benchmark path, a built folder or a hub repository, and what applies:
+    `plan_for_path` and `plan_for_repository` make one, `inspect` carries it out. Facts are reported in this
+    order: entities, relations, counted configs, keyed configs."""
+
+    name: str
+    """The path or repository, as the report names it."""
+    entities: list[tuple[str, str]] = field(default_factory=list)
+    """(config, role): corpus / queries configs (mteb's `query` plays `queries`)."""
+    relations: list[str] = field(default_factory=list)
+    """Configs of (query-id, corpus-id) pairs: qrels, CRAG's search_results, mteb's `default`."""
+    counted: list[str] = field(default_factory=list)
+    """Configs only counted (their rows per split)."""
+    keyed: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Configs with declared key columns, whose repeated values are findings."""
+    published: PublishedCounts = field(default_factory=dict)
+    not_compared: dict[str, str] = field(default_factory=dict)
+    defects: list[KnownDefect] = field(default_factory=list)
+    source: dict[str, Any] | None = None
+    files: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(config, split) -> the data files a finding names (a repository's card declares them)."""
+    repository: bool = False
+    built_from: str | None = None
+    """For a repository: the benchmark path its ragloaders card names."""
+
+
+def plan_for_path(path: str, loaded: Loaded, source: dict | None) -> Plan:
+    """A benchmark path: BEIR's roles by config name, published counts (as `source` says which apply), the
+    benchmark's keys and declared defects."""
+    published = published_of(source) if source is not None else published_counts_of(path)
+    plan = Plan(path, published=published, not_compared=source["not_compared"] if source is not None else {},
+                defects=known_defects_of(path), source=source)
+    plan.entities = [(config, config) for config in ("corpus", "queries") if config in loaded]
+    plan.relations = [config for config in RELATION_CONFIGS if config in loaded]
+    plan.counted = [config for config in sorted({config for config, _ in published} - {"corpus", "queries",
+                                                                                         *RELATION_CONFIGS})
+                    if config in loaded]
+    planned = {config for config, _ in plan.entities} | set(plan.relations) | set(plan.counted)
+    plan.keyed = {config: key for config, key in keys_of(path).items() if config in loaded and config not in planned}
+    return plan
+
+
+def plan_for_repository(repository: str, loaded: Loaded, built_from_path: str | None,
+                        files: dict[tuple[str, str], str]) -> Plan:
+    """A repository, ours or not: roles by config name (`corpus`, `queries` or mteb's `query`), relations by their
+    columns, every other config counted; no published counts. A card naming the path it was built from brings that
+    path's keys and declared defects."""
+    plan = Plan(repository, defects=known_defects_of(built_from_path) if built_from_path else [], files=files,
+                repository=True, built_from=built_from_path)
+    plan.entities = [(config, role) for config, role in (("corpus", "corpus"), ("queries", "queries"),
+                                                          ("query", "queries"))
+                     if config in loaded and not (config == "query" and "queries" in loaded)]
+    planned = {"corpus", "queries", "query"} & set(loaded)
+    plan.relations = [config for config in loaded if config not in planned
+                      and set(RELATION_COLUMNS) <= set(loaded[config].column_names[next(iter(loaded[config]))])]
+    planned |= set(plan.relations)
+    keys = keys_of(built_from_path) if built_from_path else {}
+    plan.keyed = {config: key for config, key in keys.items() if config in loaded and config not in planned}
+    plan.counted = [config for config in loaded if config not in planned and config not in plan.keyed]
+    return plan
+
+
+def inspect(plan: Plan, loaded: Loaded) -> Report:
+    """Carry out `plan` on the prepared configs: the report (see `integrity`)."""
+    inspection = _Inspection(plan.name, plan.files)
+    for config, role in plan.entities:
+        inspection.entities(config, _splits(loaded, config), role)
+    for config in plan.relations:
+        inspection.relations(config, _splits(loaded, config))
+    for config in plan.counted:
+        inspection.rows(config, _splits(loaded, config))
+    for config, key in plan.keyed.items():
+        inspection.keyed(config, _splits(loaded, config), key)
     shared = inspection.shared_ids()
-    report = _report(repository, inspection, known_defects_of(path) if path else [], shared, None)
-    report["built_from"] = path
-    return report
-
-
-README = "README.md"
-
-
-def card_text(repository: str) -> str | None:
-    """The README.md of a folder or hub repository (None when it has none)."""
-    readme = os.path.join(repository, README)
-    if not os.path.isdir(repository):
-        from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import EntryNotFoundError
-
-        try:
-            readme = hf_hub_download(repository, README, repo_type="dataset")
-        except EntryNotFoundError:
-            return None
-    if not os.path.isfile(readme):
-        return None
-    with open(readme, encoding="utf-8", errors="replace") as f:
-        return f.read()
-
-
-def built_from_card(card: str | None) -> str | None:
-    """The benchmark path a ragloaders card says the repository was built from (its last line, `BUILT_FROM`), if it
-    names a known path; None for any other card."""
-    found = BUILT_FROM_PATTERN.findall(card or "")
-    return found[-1] if found and found[-1] in registry() else None
-
-
-def built_from(repository: str) -> str | None:
-    """`built_from_card` of the repository's README.md."""
-    return built_from_card(card_text(repository))
-
-
-def declared_files(repository: str, card: str | None) -> dict[tuple[str, str], str]:
-    """(config, split) -> the data files the card's `configs:` declares for it (joined by ", "), as a finding names
-    them; {} without a card or a declaration. The card must have passed `check_card`."""
-    try:
-        configs = (load_yaml(front_matter(card or ""), README) or {}).get("configs") or []
-    except AttributeError:  # front matter that is not a mapping: datasets says so when it reads the card
-        return {}
-    files = {}
-    for config in configs if isinstance(configs, list) else []:
-        declared = config.get("data_files") if isinstance(config, dict) else None
-        entries = declared if isinstance(declared, list) else [{"split": "train", "path": declared}]
-        for entry in entries:
-            if isinstance(entry, dict) and isinstance(entry.get("split"), str):
-                paths = entry.get("path")
-                paths = [paths] if isinstance(paths, str) else [p for p in paths or [] if isinstance(p, str)]
-                files[(str(config.get("config_name")), entry["split"])] = ", ".join(
-                    os.path.join(repository, p) for p in paths)
-    return files
-
-
-def _report(path: str, inspection: _Inspection, defects: list[KnownDefect], shared: int | None,
-            source: dict | None) -> dict:
-    errors, warnings, observed = [], [], set()
-    for finding in inspection.findings:
-        declared = next((d for d in defects if d.covers(finding)), None)
+    inspection.counts(plan.published, plan.not_compared)
+    errors: list[Finding] = []
+    warnings: list[Finding] = []
+    observed = set()
+    for found in inspection.findings:
+        declared = next((d for d in plan.defects if d.covers(found)), None)
         if declared is None:
-            errors.append(finding)
+            errors.append(found)
         else:
             observed.add(declared)
-            warnings.append({**finding, "note": declared.note})
-    return {
-        "path": path,
+            warnings.append({**found, "note": declared.note})
+    report: Report = {
+        "path": plan.name,
         "ok": not errors,
         "errors": errors,
         "warnings": warnings,
-        "unobserved_defects": [asdict(d) for d in defects if d not in observed],
+        "unobserved_defects": [asdict(d) for d in plan.defects if d not in observed],
         "shared_ids": shared,
         "splits": inspection.splits,
-        "source": source,
+        "source": plan.source,
     }
-
-
-def _describe(finding: dict) -> str:
-    where = finding["config"] + (f"/{finding['split']}" if finding["split"] else "")
-    ids = f": {', '.join(map(repr, finding['ids']))}" if finding["ids"] else ""
-    more = " ..." if len(finding["ids"]) < finding["count"] and finding["ids"] else ""
-    return f"{finding['check']} in {where}: {finding['message']}{ids}{more}"
-
-
-def render_text(report: dict) -> Iterable[str]:
-    """The report as lines for a terminal."""
-    yield report["path"]
-    for facts in report["splits"]:
-        line = f"  {facts['config']}/{facts['split']}: {facts['rows']:,} rows"
-        if "queries" in facts:
-            line += f", {facts['queries']:,} queries"
-        if facts.get("published") is not None:
-            line += f" (published {facts['published']:,}{'' if facts.get('compared', True) else ', not compared'})"
-        if facts.get("duplicate_keys"):
-            line += f", {facts['duplicate_keys']:,} repeated keys"
-        if facts.get("empty_texts"):
-            line += f", {facts['empty_texts']:,} empty texts"
-        if "score_histogram" in facts:
-            line += f", scores {facts['score_histogram']}"
-        yield line
-    if report["shared_ids"] is not None:
-        yield f"  query ids that are also corpus ids: {report['shared_ids']:,}"
-    yield from source_lines(report.get("source"), report.get("built_from"))
-    for finding in report["errors"]:
-        yield f"ERROR {_describe(finding)}"
-    for finding in report["warnings"]:
-        yield f"WARNING {_describe(finding)} [known upstream defect: {finding['note']}]"
-    for defect in report["unobserved_defects"]:
-        yield f"note: declared defect not observed: {defect['check']} in {defect['config']} ({defect['note']})"
-    yield "OK" if report["ok"] else f"FAILED: {len(report['errors'])} structural error(s)"
-
-
-def source_lines(source: dict | None, built_from_path: str | None = None) -> Iterable[str]:
-    """What was read and whether the published counts were compared, as terminal lines."""
-    if source is None:
-        by = (f" built by ragloaders from {built_from_path} (its declared upstream defects apply)"
-              if built_from_path else "")
-        yield f"source: a repository{by}; no source files read: published counts not compared"
-        return
-    for f in source["files"]:
-        yield f"source: {f['name']} ({f['bytes']:,} bytes; {', '.join(f['configs'])}): {f['note']}"
-    if source.get("release"):
-        yield f"release: {source['release']}"
-    reasons: dict[str, list[str]] = {}
-    for config, why in source["not_compared"].items():
-        reasons.setdefault(why, []).append(config)
-    for why, configs in reasons.items():
-        yield f"note: {', '.join(configs)}: counts not compared with the published ones ({why})"
-
-
-def is_repository(target: str) -> bool:
-    """Whether `validate` reads `target` as a repository: a known benchmark path never is; an existing folder is
-    (a built one: README.md + Parquet); so is `org/name` whose `org` is no benchmark family (a hub repo id)."""
-    if target.strip("/") in registry():
-        return False
-    if os.path.isdir(target):
-        return True
-    families = {path.split("/")[0] for path in registry()}
-    parts = target.split("/")
-    return len(parts) == 2 and all(parts) and parts[0] not in families
+    if plan.repository:
+        report["built_from"] = plan.built_from
+    return report
 
 
 def run(path: str, *, data_dir: str | None, cache_dir: str | None, as_json: bool) -> int:

@@ -1,0 +1,77 @@
+"""A repository `validate` reads instead of a benchmark path (a built folder or a hub repo id): which targets are
+one, its card (checked against the YAML budget by the caller), the path a ragloaders card says it was built from,
+and the data files the card declares per config and split."""
+
+from __future__ import annotations
+
+import os
+
+from ..api import registry
+from .card_yaml import front_matter, load_yaml
+from .cards import BUILT_FROM_PATTERN
+
+README = "README.md"
+
+
+def card_text(repository: str) -> str | None:
+    """The README.md of a folder or hub repository (None when it has none)."""
+    readme = os.path.join(repository, README)
+    if not os.path.isdir(repository):
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import EntryNotFoundError
+
+        try:
+            readme = hf_hub_download(repository, README, repo_type="dataset")
+        except EntryNotFoundError:
+            return None
+    if not os.path.isfile(readme):
+        return None
+    with open(readme, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def built_from_card(card: str | None) -> str | None:
+    """The benchmark path a ragloaders card says the repository was built from (its last line, `BUILT_FROM`), if it
+    names a known path; None for any other card."""
+    found = BUILT_FROM_PATTERN.findall(card or "")
+    return found[-1] if found and found[-1] in registry() else None
+
+
+def built_from(repository: str) -> str | None:
+    """`built_from_card` of the repository's README.md."""
+    return built_from_card(card_text(repository))
+
+
+def declared_files(repository: str, card: str | None) -> dict[tuple[str, str], str]:
+    """(config, split) -> the data files the card's `configs:` declares for it (joined by ", "), as a finding names
+    them; {} without a card or a declaration. The card must have passed `check_card`."""
+    try:
+        configs = (load_yaml(front_matter(card or ""), README) or {}).get("configs") or []
+    except AttributeError:  # front matter that is not a mapping: datasets says so when it reads the card
+        return {}
+    files = {}
+    for config in configs if isinstance(configs, list) else []:
+        declared = config.get("data_files") if isinstance(config, dict) else None
+        entries = declared if isinstance(declared, list) else [{"split": "train", "path": declared}]
+        for entry in entries:
+            if isinstance(entry, dict) and isinstance(entry.get("split"), str):
+                paths = entry.get("path")
+                paths = [paths] if isinstance(paths, str) else [p for p in paths or [] if isinstance(p, str)]
+                files[(str(config.get("config_name")), entry["split"])] = ", ".join(
+                    os.path.join(repository, p) for p in paths)
+    return files
+
+
+
+def is_repository(target: str) -> bool:
+    """Whether `validate` reads `target` as a repository: a known benchmark path never is; an existing folder is
+    (a built one: README.md + Parquet); so is `org/name` whose `org` is no benchmark family (a hub repo id)."""
+    if target.strip("/") in registry():
+        return False
+    if os.path.isdir(target):
+        return True
+    families = {path.split("/")[0] for path in registry()}
+    parts = target.split("/")
+    return len(parts) == 2 and all(parts) and parts[0] not in families
+
+

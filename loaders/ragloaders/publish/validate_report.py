@@ -1,0 +1,130 @@
+"""The report of `ragloaders validate`, typed, and its rendering for a terminal (the checks are in `validate`).
+
+The types are TypedDicts: the report is JSON as it is (`validate --json`, and the dataset card's integrity
+section, read it by these keys).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypedDict
+
+
+class _FindingKeys(TypedDict):
+
+    check: str
+    """One of validate.CHECKS."""
+    config: str
+    split: str | None
+    count: int
+    """How many offending ids (or columns, or rows off the published count): always complete."""
+    ids: list[Any]
+    """The first SAMPLE_IDS of them (pairs as "query -> doc"; columns for `column_type`)."""
+    message: str
+
+
+class Finding(_FindingKeys, total=False):
+    """One check that failed in one config (and split; None: all splits)."""
+
+    note: str
+    """The declared known upstream defect that covers it (warnings only)."""
+
+
+class _SplitKeys(TypedDict):
+    config: str
+    split: str
+    rows: int
+
+
+class SplitFacts(_SplitKeys, total=False):
+    """What was measured on one (config, split); the optional keys depend on the config's role."""
+
+    published: int | None
+    compared: bool
+    duplicate_ids: int
+    empty_texts: int
+    empty_text_ids: list[str]
+    queries: int
+    docs: int
+    missing_queries: int
+    missing_docs: int
+    duplicate_pairs: int
+    score_histogram: dict[str, int]
+    duplicate_keys: int
+
+
+class _ReportKeys(TypedDict):
+
+    path: str
+    ok: bool
+    errors: list[Finding]
+    warnings: list[Finding]
+    unobserved_defects: list[dict[str, Any]]
+    shared_ids: int | None
+    splits: list[SplitFacts]
+    source: dict[str, Any] | None
+
+
+class Report(_ReportKeys, total=False):
+    """The whole report (see validate.integrity for what each key holds)."""
+
+    built_from: str | None
+    """Only in a repository's report: the benchmark path its ragloaders card names, if any."""
+
+
+def finding(check: str, config: str, split: str | None, ids: list[Any], count: int, message: str) -> Finding:
+    return {"check": check, "config": config, "split": split, "count": count, "ids": ids, "message": message}
+
+
+def describe(found: Finding) -> str:
+    """One finding in one line: check, where, message, the ids listed."""
+    where = found["config"] + (f"/{found['split']}" if found["split"] else "")
+    ids = f": {', '.join(map(repr, found['ids']))}" if found["ids"] else ""
+    more = " ..." if len(found["ids"]) < found["count"] and found["ids"] else ""
+    return f"{found['check']} in {where}: {found['message']}{ids}{more}"
+
+
+def render_text(report: Report) -> Iterable[str]:
+    """The report as lines for a terminal."""
+    yield report["path"]
+    for facts in report["splits"]:
+        line = f"  {facts['config']}/{facts['split']}: {facts['rows']:,} rows"
+        if "queries" in facts:
+            line += f", {facts['queries']:,} queries"
+        if facts.get("published") is not None:
+            line += f" (published {facts['published']:,}{'' if facts.get('compared', True) else ', not compared'})"
+        if facts.get("duplicate_keys"):
+            line += f", {facts['duplicate_keys']:,} repeated keys"
+        if facts.get("empty_texts"):
+            line += f", {facts['empty_texts']:,} empty texts"
+        if "score_histogram" in facts:
+            line += f", scores {facts['score_histogram']}"
+        yield line
+    if report["shared_ids"] is not None:
+        yield f"  query ids that are also corpus ids: {report['shared_ids']:,}"
+    yield from source_lines(report.get("source"), report.get("built_from"))
+    for found in report["errors"]:
+        yield f"ERROR {describe(found)}"
+    for found in report["warnings"]:
+        yield f"WARNING {describe(found)} [known upstream defect: {found['note']}]"
+    for defect in report["unobserved_defects"]:
+        yield f"note: declared defect not observed: {defect['check']} in {defect['config']} ({defect['note']})"
+    yield "OK" if report["ok"] else f"FAILED: {len(report['errors'])} structural error(s)"
+
+
+def source_lines(source: dict[str, Any] | None, built_from_path: str | None = None) -> Iterable[str]:
+    """What was read and whether the published counts were compared, as terminal lines."""
+    if source is None:
+        by = (f" built by ragloaders from {built_from_path} (its declared upstream defects apply)"
+              if built_from_path else "")
+        yield f"source: a repository{by}; no source files read: published counts not compared"
+        return
+    for f in source["files"]:
+        yield f"source: {f['name']} ({f['bytes']:,} bytes; {', '.join(f['configs'])}): {f['note']}"
+    if source.get("release"):
+        yield f"release: {source['release']}"
+    reasons: dict[str, list[str]] = {}
+    for config, why in source["not_compared"].items():
+        reasons.setdefault(why, []).append(config)
+    for why, configs in reasons.items():
+        yield f"note: {', '.join(configs)}: counts not compared with the published ones ({why})"
