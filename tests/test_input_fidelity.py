@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 import ragloaders
 from conftest import DATA
-from ragloaders.benchmarks.beir import builder as beir_builder
 from ragloaders.benchmarks.beir import catalogue as beir
 from ragloaders.benchmarks.crag import catalogue as crag_catalogue
 from ragloaders.cli import main as cli_main
 from ragloaders.core import readers, sources
 from ragloaders.core.errors import DownloadError, SourceError
+from ragloaders.core.formats import beir as beir_layout
 from ragloaders.core.readers import Shard, iter_json_array, read_jsonl, read_qrels
 from ragloaders.core.sources import SourceFiles
 from test_crag import release_lines, tar_bytes, task3_members, write_parts
@@ -171,7 +171,7 @@ JSONL_CASES = {
 def jsonl_verdicts(tmp_path: Path, line: bytes, fast_path_use: list) -> list[tuple]:
     """The verdicts on a scidocs corpus holding `line` as line 2: read as usual (pyarrow first), read line by line,
     and read as usual with a line longer than pyarrow's block after it."""
-    schema = beir_builder.source_schema(SCIDOCS, "corpus")
+    schema = beir_layout.source_schema(SCIDOCS, "corpus")
     results = []
     for name, extra, line_by_line in (("usual", b"", False), ("by-line", b"", True),
                                       ("long", doc("long", "x" * LONG) + b"\n", False)):
@@ -180,7 +180,7 @@ def jsonl_verdicts(tmp_path: Path, line: bytes, fast_path_use: list) -> list[tup
         (folder / "corpus.jsonl").write_bytes(doc("d0") + b"\n" + line + b"\n" + doc("d2") + b"\n" + extra)
         shard = Shard(SourceFiles(str(folder)), "corpus.jsonl")
         fast_path_use.off = line_by_line
-        result = verdict(lambda shard=shard: read_jsonl(shard, schema, beir_builder.REQUIRED), folder)
+        result = verdict(lambda shard=shard: read_jsonl(shard, schema, beir_layout.REQUIRED), folder)
         if name == "long" and result[0] == "rows":
             result = ("rows", result[1][:-1])
         results.append(result)

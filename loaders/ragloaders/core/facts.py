@@ -116,6 +116,16 @@ def _no_releases(path: str) -> tuple[Release, ...]:
 
 
 @dataclass(frozen=True)
+class Sample:
+    """Files bundled with the repository that one path of a benchmark builds from: `.ci/run` builds every declared
+    sample with `ragloaders build` and loads the folder back under the oldest `datasets` the hub form supports."""
+
+    path: str
+    data_dir: str
+    """The folder (or file) under tests/data passed as `--data-dir`."""
+
+
+@dataclass(frozen=True)
 class Benchmark:
     """One benchmark family as the other layers see it: its paths and what it declares about each."""
 
@@ -133,3 +143,5 @@ class Benchmark:
     releases: Callable[[str], tuple[Release, ...]] = _no_releases
     """path -> its published releases, when it has several with different figures (CRAG: v5, v4, example). None
     declared: one release made of `card_facts(path).source_files` and `published_counts(path)`."""
+    samples: tuple[Sample, ...] = ()
+    """The bundled samples CI builds and checks (see Sample)."""
