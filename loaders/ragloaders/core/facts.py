@@ -75,6 +75,9 @@ class CardFacts:
     """Published baseline figures shown as a table: row (a path) -> {column: value}."""
     baselines_note: str = ""
     """Where the baseline figures come from and the commands that reproduce them."""
+    own_data: bool = False
+    """The files are the builder's own, not a publisher's: the card names the folder read, and `--license` and
+    `--pretty-name` state what no catalogue can."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,11 @@
+"""`beir-format`: any folder (or zip) in BEIR's file layout, the user's own data, built like a catalogued set."""
+
+from ...core.facts import Benchmark
+from .builder import BeirFormatBuilder
+from .facts import PATH, card_facts
+
+BENCHMARK = Benchmark(
+    name=PATH,
+    builders={PATH: BeirFormatBuilder},
+    card_facts=card_facts,
+)
