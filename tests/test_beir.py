@@ -21,7 +21,6 @@ from ragloaders.core import readers
 from ragloaders.core.errors import MissingSourceError, SourceError
 from ragloaders.core.formats import beir as beir_layout
 from ragloaders.core.sources import md5_of
-from ragloaders.publish.build import build_folder
 
 NFCORPUS_ZIP = DATA / "beir" / "nfcorpus.zip"
 NFCORPUS_COUNTS = {"corpus": 3_633, "queries": 3_237, "train": 110_575, "dev": 11_385, "test": 12_334}
@@ -58,10 +57,10 @@ def nfcorpus_extracted(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def nfcorpus_loaded(tmp_path_factory) -> dict:
-    cache = tmp_path_factory.mktemp("cache")
-    return {config: ragloaders.load("beir/nfcorpus", config, data_dir=str(NFCORPUS_ZIP.parent), cache_dir=str(cache))
-            for config in beir_layout.CONFIG_PLANS}
+def nfcorpus_loaded(nfcorpus_build) -> dict:
+    """Every config of the official zip, from the session's shared build (built from DATA/beir, the zip's folder)."""
+    assert nfcorpus_build.data_dir == str(NFCORPUS_ZIP.parent)
+    return {config: nfcorpus_build.load(config) for config in beir_layout.CONFIG_PLANS}
 
 
 def test_nfcorpus_zip_is_the_official_file():
@@ -431,10 +430,9 @@ def test_download_with_wrong_md5_is_refused_and_not_kept(served, tmp_path):
     assert ragloaders.load("beir/nfcorpus", "corpus", split="corpus", cache_dir=cache).num_rows == 3_633
 
 
-def test_build_then_load_dataset_round_trip(tmp_path, nfcorpus_loaded):
-    out = tmp_path / "hub"
-    build_folder("beir/nfcorpus", str(out), data_dir=str(NFCORPUS_ZIP.parent), cache_dir=str(tmp_path / "cache"))
-    assert not (tmp_path / "hub.incomplete").exists()
+def test_build_then_load_dataset_round_trip(tmp_path, nfcorpus_build, nfcorpus_loaded):
+    out = nfcorpus_build.out
+    assert sorted(p.name for p in out.parent.iterdir()) == ["beir--nfcorpus", "cache"]  # no work folder left
     for config in beir_layout.CONFIG_PLANS:
         published = datasets.load_dataset(str(out), config, cache_dir=str(tmp_path / "hf"))
         assert list(published) == list(nfcorpus_loaded[config])

@@ -40,11 +40,10 @@ def mapped(folder: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("cached-split")
-    for config in CONFIGS:
-        prepared(config, folder)
-    return folder
+def cache(crag_build) -> Path:
+    """The cache of the session's shared build of the example file: every config prepared."""
+    assert crag_build.data_dir == str(EXAMPLE.parent)
+    return Path(crag_build.cache_dir)
 
 
 def test_cache_files_are_exactly_the_rows_of_a_prepared_split(cache):

@@ -125,10 +125,10 @@ def load(path: str, config: str, data_dir: Path, cache: Path, **kwargs):
 
 
 @pytest.fixture(scope="session")
-def example(tmp_path_factory):
-    """`example(config)`: the example file's config, built once per session."""
-    cache = tmp_path_factory.mktemp("example-cache")
-    return functools.lru_cache(maxsize=None)(lambda config: load("crag/task_1_and_2", config, EXAMPLE.parent, cache))
+def example(crag_build):
+    """`example(config)`: the example file's config, from the session's shared build of it."""
+    assert crag_build.data_dir == str(EXAMPLE.parent)
+    return functools.lru_cache(maxsize=None)(crag_build.load)
 
 
 def expected_default(record: dict) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 from ...core.errors import MissingSourceError, SourceError
 from ...core.formats.beir import CORPUS_FILE, JSON_TEXT, QRELS_FOLDER, QUERIES_FILE, BeirLayout, BeirLayoutBuilder
@@ -30,6 +31,10 @@ def _zip_root(location: str) -> str:
         return ""
     roots = sorted({name.split("/")[0] for name in names if name.count("/") == 1 and name.endswith("/" + CORPUS_FILE)})
     return roots[0] if len(roots) == 1 else ""
+
+
+UNKNOWN = BeirLayout(PATH, (), JSON_TEXT, JSON_TEXT)
+"""The layout before any folder is named: the configs and their columns are known, the qrels splits are not."""
 
 
 def find_layout(data_dir: str | None) -> tuple[BeirLayout, SourceFiles]:
@@ -59,7 +64,13 @@ class BeirFormatBuilder(BeirLayoutBuilder):
     CARD_FACTS = staticmethod(card_facts)
 
     def layout_of(self, path: str, data_dir: str | None) -> BeirLayout:
-        return find_layout(data_dir)[0]
+        return find_layout(data_dir)[0] if data_dir else UNKNOWN
 
     def source_files_in(self, data_dir: str) -> SourceFiles:
         return find_layout(data_dir)[1]
+
+    def source_files(self, dl_manager: Any) -> SourceFiles:
+        return find_layout(self.config.data_dir)[1]
+
+    def split_names(self) -> list[str] | None:
+        return None if self.config.name == "qrels" and not self.config.data_dir else super().split_names()
