@@ -48,7 +48,7 @@ def per_config(path: str, config: str, data_dir: Path) -> dict[str, pa.Table]:
     source = builder.source_in(str(data_dir))
     splits = {"corpus": None} if config == "corpus" else {name: code for code, name in crag.SPLITS.items()}
     schema = crag.SCHEMAS[config]
-    tables = {name: [t for _, t in builder._generate_tables(source, split=code)] for name, code in splits.items()}
+    tables = {name: [t for _, t in builder._tables_from_source(source, split=code)] for name, code in splits.items()}
     return {name: pa.concat_tables([schema.empty_table(), *found]) for name, found in tables.items()}
 
 
