@@ -160,6 +160,10 @@ def test_build_card_names_the_folder_with_no_published_figures_and_the_files_has
         assert {split: [dict(r) for r in published[split]] for split in published} == {
             split: [dict(r) for r in direct[split]] for split in direct}
     assert cli_main(["validate", str(out)]) == 0
+    # A path is normalised at the boundary: a shell's completion may add slashes.
+    assert cli_main(["validate", "/beir-format/", "--data-dir", str(folder), "--cache-dir", str(tmp_path / "c")]) == 0
+    assert ragloaders.load("beir-format/", "qrels", split="held_out", data_dir=str(folder),
+                           cache_dir=str(tmp_path / "c")).num_rows == 1
 
 
 def test_license_and_pretty_name_are_stated_on_build_and_push_and_only_for_own_data(folder, tmp_path, monkeypatch,

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
-from .api import configs_of, registry
+from .api import catalogue_path, configs_of
 from .core.errors import MissingSourceError, SourceError
 
 DATA_DIR_HELP = ("a folder holding the benchmark's files as it distributes them: the archive (e.g. nfcorpus.zip) or "
@@ -34,13 +34,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     `(default)`), size, and `bring your own` for the datasets whose files a user must obtain. Returns 0.
 
     Example: `ragloaders list` prints `beir/nfcorpus  corpus queries qrels  3,633 docs; 2.4 MB download`."""
+    from .benchmarks import BENCHMARKS
     from .publish.cards import DEFAULT_CONFIG
     from .publish.listing import path_size, supplied_by_user
 
-    for path in registry():
-        mark = "\tbring your own: " + supplied_by_user(path) if supplied_by_user(path) else ""
-        configs = " ".join(f"{c} (default)" if c == DEFAULT_CONFIG else c for c in configs_of(path))
-        print(f"{path}\t{configs}\t{path_size(path)}{mark}")
+    for benchmark in BENCHMARKS:
+        for path in benchmark.builders:
+            obtain = supplied_by_user(benchmark, path)
+            mark = "\tbring your own: " + obtain if obtain else ""
+            configs = " ".join(f"{c} (default)" if c == DEFAULT_CONFIG else c for c in configs_of(path))
+            print(f"{path}\t{configs}\t{path_size(benchmark, path)}{mark}")
     return 0
 
 
@@ -250,6 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Example: `main(["validate", "beir/nfcorpus", "--data-dir", "tests/data/beir"])` returns 0."""
     args = parser().parse_args(argv)
+    if getattr(args, "path", None) is not None:
+        args.path = catalogue_path(args.path)
     try:
         return args.run(args)
     except Exception as e:  # one line a user can act on; the traceback only with --debug

@@ -12,8 +12,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (BEIR, CRAG, MMRAG, BEIR_FORMAT)
 
 
 def benchmark_of(path: str) -> Benchmark:
-    """The benchmark that serves `path` (KeyError if none does)."""
-    path = path.strip("/")
+    """The benchmark that serves `path`, as the registry names it (KeyError if none does)."""
     for benchmark in BENCHMARKS:
         if path in benchmark.builders:
             return benchmark

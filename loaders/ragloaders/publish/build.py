@@ -28,7 +28,7 @@ def build_identity(path: str, data_dir: str | None, cache_dir: str | None, repo_
     the source files; what the builder stated on the card (`card`, default: the options `stated`), if anything."""
     hashes = {config: builder(path, config, data_dir=data_dir, cache_dir=cache_dir).hash for config in configs_of(path)}
     stated_on_card = (card or stated_options()).given()
-    return {"path": path.strip("/"), "repo_id": repo_id, "builders": hashes,
+    return {"path": path, "repo_id": repo_id, "builders": hashes,
             **({"card": stated_on_card} if stated_on_card else {})}
 
 

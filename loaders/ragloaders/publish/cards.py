@@ -25,7 +25,7 @@ from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCardData
 
 from ..benchmarks import benchmark_of
-from ..core.facts import CardFacts
+from ..core.facts import Benchmark, CardFacts
 from .parquet import ConfigOutput
 
 TEMPLATES_ENV = "RAGLOADERS_CARD_TEMPLATES"
@@ -85,7 +85,7 @@ def stated(options: CardOptions) -> Iterator[None]:
 
 def check_options(path: str, options: CardOptions) -> None:
     """Refuse card options for a path whose card states its publisher's facts (before anything is built)."""
-    if options.given() and not facts_for(path).own_data:
+    if options.given() and not facts_for(benchmark_of(path), path).own_data:
         raise ValueError(f"--license and --pretty-name describe your own data (beir-format); the card of {path} "
                          "states what its publisher declares")
 
@@ -95,9 +95,10 @@ def folder_name(data_dir: str | None) -> str:
     return os.path.basename(os.path.abspath(os.path.expanduser(data_dir))) if data_dir else ""
 
 
-def facts_for(path: str, data_dir: str | None = None, options: CardOptions | None = None) -> CardFacts:
-    """The `CardFacts` the path's benchmark declares; for the user's own data, with what `options` state."""
-    facts = benchmark_of(path).card_facts(path.strip("/"))
+def facts_for(benchmark: Benchmark, path: str, data_dir: str | None = None, options: CardOptions | None = None
+              ) -> CardFacts:
+    """The `CardFacts` the benchmark declares for `path`; for the user's own data, with what `options` state."""
+    facts = benchmark.card_facts(path)
     options = options or stated_options()
     if not facts.own_data:
         return facts
@@ -358,10 +359,10 @@ def build_section(outputs: list[ConfigOutput], integrity: dict | None, own_data:
     return "\n\n".join(parts)
 
 
-def defects_section(path: str, facts: CardFacts) -> str:
+def defects_section(benchmark: Benchmark, path: str, facts: CardFacts) -> str:
     """The defects the facts declare, then those the benchmark declares for `validate` (each once)."""
     notes = list(facts.known_defects)
-    notes += [d.note for d in benchmark_of(path).known_defects(path) if d.note not in notes]
+    notes += [d.note for d in benchmark.known_defects(path) if d.note not in notes]
     return "\n".join(f"- {note}" for note in notes) or "None known."
 
 
@@ -430,7 +431,8 @@ def render_card(
     """README.md for a folder built from `path`: YAML front matter, then the family template's sections;
     `derived` says how each config made from the data (not from the source files) was made; `options` are what
     the builder of their own data states (default: those `stated`)."""
-    facts = facts_for(path, data_dir, options)
+    benchmark = benchmark_of(path)
+    facts = facts_for(benchmark, path, data_dir, options)
     family_yaml, body = read_template(facts.family)
     sections = {
         "path": path,
@@ -444,11 +446,11 @@ def render_card(
         "integrity": integrity_section(integrity),
         "sources": sources_section(facts, data_dir, (integrity or {}).get("source")),
         "build": build_section(outputs, integrity, facts.own_data),
-        "defects": defects_section(path.strip("/"), facts),
+        "defects": defects_section(benchmark, path, facts),
         "license": license_section(facts),
         "citation": citation_section(facts),
-        "baselines": baselines_section(path.strip("/"), facts, derived or {}),
+        "baselines": baselines_section(path, facts, derived or {}),
     }
     text = string.Template(body).substitute(sections)
-    marker = BUILT_FROM.format(path=path.strip("/"))
+    marker = BUILT_FROM.format(path=path)
     return f"---\n{front_matter(family_yaml, facts, outputs).to_yaml()}\n---\n\n{text.rstrip()}\n\n{marker}\n"
