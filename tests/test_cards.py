@@ -177,7 +177,7 @@ def test_every_benchmark_path_gets_a_card_even_without_card_facts():
         assert set(MetadataConfigs.from_dataset_card_data(card.data)) == set(configs_of(path))
 
 
-# --- cards tell what was read (issue 11) --------------------------------------------------------------------------
+# --- cards tell what was read -----------------------------------------------------------------------------------
 
 
 def sha256_of(path) -> str:

@@ -70,7 +70,7 @@ def test_crag_retrieval_configs_meet_the_contract(built):
 
 
 def test_the_contract_rejects_a_default_config_that_is_not_qrels(tmp_path):
-    """The mmRAG failure of issue 11: a full-record config named `default` is read as qrels."""
+    """What mteb does with a full-record config named `default`: it reads it as qrels."""
     tables = beir_tables([("d1", "one")], [("q1", "first")], {"test": [("q1", "d1", 1)]})
     tables["default"] = {"test": pa.table({"id": ["q1"], "query": ["first"]})}
     folder = write_repository(str(tmp_path / "repo"), tables, default="default")
