@@ -26,7 +26,8 @@ LAYOUT = "corpus.jsonl, queries.jsonl and qrels/<split>.tsv"
 
 def _zip_root(location: str) -> str:
     """The folder of a zip that holds corpus.jsonl: its top (""), or its one top folder that does."""
-    names = open_zip(location).namelist()
+    with open_zip(location) as archive:
+        names = archive.namelist()
     if CORPUS_FILE in names:
         return ""
     roots = sorted({name.split("/")[0] for name in names if name.count("/") == 1 and name.endswith("/" + CORPUS_FILE)})
