@@ -1,6 +1,6 @@
 """mmRAG corpus: the `corpus` build (parse and write Arrow) against `json.load` of the whole array.
 
-    PYTHONPATH=loaders python bench/bench_mmrag.py [--gb 1.0] [--indent 4] [--out bench/README-mmrag.md]
+    PYTHONPATH=loaders python bench/bench_mmrag.py [--gb 1.0] [--indent 4] [--out report.md]
 
 Generates a processed_documents.json of the given size in a temporary folder (mmRAG-like records
 `{"id", "text"}`: real-looking chunk ids of all five sources, texts of ~1.7 KB, the real file's

@@ -94,3 +94,31 @@ def test_no_import_cycle():
         if not is_package_of(module, target) and reaches(target, module, set())
     )
     assert cycles == []
+
+
+def benchmark_package(module: str) -> str | None:
+    """`beir` for ragloaders.benchmarks.beir and its modules; None outside a benchmark package."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "benchmarks" else None
+
+
+def cross_benchmark_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from one benchmark package into another: what benchmarks share lives in core (e.g. core/formats)."""
+    return sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if benchmark_package(module) and benchmark_package(target) not in (None, benchmark_package(module))
+    )
+
+
+def test_no_benchmark_imports_another():
+    assert cross_benchmark_imports(GRAPH) == []
+
+
+def test_an_import_between_benchmarks_is_seen():
+    graph = {"ragloaders.benchmarks.crag.builder": {"ragloaders.benchmarks.beir.catalogue", "ragloaders.core.readers",
+                                                    "ragloaders.benchmarks.crag.catalogue"},
+             "ragloaders.benchmarks": {"ragloaders.benchmarks.beir", "ragloaders.benchmarks.mmrag"}}
+    assert cross_benchmark_imports(graph) == [
+        "ragloaders.benchmarks.crag.builder imports ragloaders.benchmarks.beir.catalogue"]

@@ -15,13 +15,12 @@ import pyarrow as pa
 import pytest
 import ragloaders
 from conftest import DATA
-from ragloaders.benchmarks.beir import builder as beir_builder
 from ragloaders.benchmarks.beir import catalogue as beir
 from ragloaders.cli import main as cli_main
 from ragloaders.core.errors import MissingSourceError, SourceError
+from ragloaders.core.formats import beir as beir_layout
 from ragloaders.core.readers import jsonl
 from ragloaders.core.sources import md5_of
-from ragloaders.publish.build import build_folder
 
 NFCORPUS_ZIP = DATA / "beir" / "nfcorpus.zip"
 NFCORPUS_COUNTS = {"corpus": 3_633, "queries": 3_237, "train": 110_575, "dev": 11_385, "test": 12_334}
@@ -58,10 +57,10 @@ def nfcorpus_extracted(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def nfcorpus_loaded(tmp_path_factory) -> dict:
-    cache = tmp_path_factory.mktemp("cache")
-    return {config: ragloaders.load("beir/nfcorpus", config, data_dir=str(NFCORPUS_ZIP.parent), cache_dir=str(cache))
-            for config in beir_builder.CONFIG_PLANS}
+def nfcorpus_loaded(nfcorpus_build) -> dict:
+    """Every config of the official zip, from the session's shared build (built from DATA/beir, the zip's folder)."""
+    assert nfcorpus_build.data_dir == str(NFCORPUS_ZIP.parent)
+    return {config: nfcorpus_build.load(config) for config in beir_layout.CONFIG_PLANS}
 
 
 def test_nfcorpus_zip_is_the_official_file():
@@ -105,7 +104,7 @@ def test_nfcorpus_values_byte_for_byte(nfcorpus_loaded):
 
 
 def test_zip_and_extracted_folder_give_the_same_rows(nfcorpus_loaded, nfcorpus_extracted, tmp_path):
-    for config in beir_builder.CONFIG_PLANS:
+    for config in beir_layout.CONFIG_PLANS:
         from_folder = ragloaders.load("beir/nfcorpus", config, data_dir=str(nfcorpus_extracted),
                                       cache_dir=str(tmp_path))
         for split in from_folder:
@@ -431,11 +430,10 @@ def test_download_with_wrong_md5_is_refused_and_not_kept(served, tmp_path):
     assert ragloaders.load("beir/nfcorpus", "corpus", split="corpus", cache_dir=cache).num_rows == 3_633
 
 
-def test_build_then_load_dataset_round_trip(tmp_path, nfcorpus_loaded):
-    out = tmp_path / "hub"
-    build_folder("beir/nfcorpus", str(out), data_dir=str(NFCORPUS_ZIP.parent), cache_dir=str(tmp_path / "cache"))
-    assert not (tmp_path / "hub.incomplete").exists()
-    for config in beir_builder.CONFIG_PLANS:
+def test_build_then_load_dataset_round_trip(tmp_path, nfcorpus_build, nfcorpus_loaded):
+    out = nfcorpus_build.out
+    assert sorted(p.name for p in out.parent.iterdir()) == ["beir--nfcorpus", "cache"]  # no work folder left
+    for config in beir_layout.CONFIG_PLANS:
         published = datasets.load_dataset(str(out), config, cache_dir=str(tmp_path / "hf"))
         assert list(published) == list(nfcorpus_loaded[config])
         for split in published:
@@ -459,8 +457,8 @@ def test_cli_list_and_build(tmp_path, capsys):
 
 def test_schemas_never_use_the_json_feature_type():
     for dataset in beir.DATASETS.values():
-        for config in beir_builder.CONFIG_PLANS:
-            schema = beir_builder.output_schema(dataset, config)
+        for config in beir_layout.CONFIG_PLANS:
+            schema = beir_layout.output_schema(dataset, config)
             features = datasets.Features.from_arrow_schema(schema)
             assert "Json" not in repr(features)
             assert schema.field("_id" if config != "qrels" else "query-id").type == pa.string()

@@ -6,6 +6,7 @@ report."""
 from __future__ import annotations
 
 import gc
+import shutil
 from pathlib import Path
 
 import datasets
@@ -40,10 +41,12 @@ def mapped(folder: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("cached-split")
-    for config in CONFIGS:
-        prepared(config, folder)
+def cache(crag_build, tmp_path_factory) -> Path:
+    """A copy of the cache of the session's shared build of the example file (every config prepared): the tests
+    here count the memory maps of its files, which other modules' datasets of the shared cache would hold."""
+    assert crag_build.data_dir == str(EXAMPLE.parent)
+    folder = tmp_path_factory.mktemp("cached-split") / "cache"
+    shutil.copytree(crag_build.cache_dir, folder)
     return folder
 
 

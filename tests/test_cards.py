@@ -16,7 +16,7 @@ from ragloaders.api import builder, configs_of, registry
 from ragloaders.benchmarks.beir import catalogue as beir
 from ragloaders.benchmarks.beir import citations as beir_citations
 from ragloaders.publish import cards
-from ragloaders.publish.build import ConfigOutput, SplitOutput, build_folder
+from ragloaders.publish.build import ConfigOutput, SplitOutput
 
 PATH = "beir/nfcorpus"
 HUB_LICENSES = {"apache-2.0", "cc-by-2.5", "cc-by-4.0", "cc-by-sa-3.0", "cc-by-sa-4.0", "cc-by-nc-2.0",
@@ -24,11 +24,8 @@ HUB_LICENSES = {"apache-2.0", "cc-by-2.5", "cc-by-4.0", "cc-by-sa-3.0", "cc-by-s
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("built") / "nfcorpus"
-    cache_dir = str(tmp_path_factory.mktemp("cache"))
-    outputs = build_folder(PATH, str(out), data_dir=str(DATA / "beir"), cache_dir=cache_dir, repo_id="org/nfcorpus")
-    return out, outputs, cache_dir
+def built(nfcorpus_build):
+    return nfcorpus_build.out, nfcorpus_build.outputs, nfcorpus_build.cache_dir
 
 
 def features_without_data(path: str) -> dict[str, datasets.Features]:
@@ -74,9 +71,10 @@ def test_card_metadata_parses_back_without_loss(built):
 
 
 def test_card_text_has_the_build_numbers_checksums_and_both_citations(built):
-    out, _, _ = built
+    out, outputs, _ = built
     text = (out / "README.md").read_text()
-    assert 'load_dataset("org/nfcorpus", "qrels")' in text
+    assert 'load_dataset("<org>/<repo>", "qrels")' in text  # built without a repo id
+    assert 'load_dataset("org/nfcorpus", "qrels")' in cards.render_card(PATH, outputs, repo_id="org/nfcorpus")
     assert "| qrels | train | 110,575 |" in text  # splits with real counts
     assert "a89dba18a62ef92f7d323ec890a0d38d" in text and "2,448,432" in text
     assert "@inproceedings{thakur2021beir" in text and "@inproceedings{boteva2016nfcorpus" in text
@@ -179,7 +177,7 @@ def test_every_benchmark_path_gets_a_card_even_without_card_facts():
         assert set(MetadataConfigs.from_dataset_card_data(card.data)) == set(configs_of(path))
 
 
-# --- cards tell what was read (issue 11) --------------------------------------------------------------------------
+# --- cards tell what was read -----------------------------------------------------------------------------------
 
 
 def sha256_of(path) -> str:
@@ -193,11 +191,8 @@ def section(text: str, title: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def crag_example_card(tmp_path_factory):
-    out = tmp_path_factory.mktemp("crag") / "built"
-    build_folder("crag/task_1_and_2", str(out), data_dir=str(DATA / "crag"),
-                 cache_dir=str(tmp_path_factory.mktemp("cache")))
-    return (out / "README.md").read_text()
+def crag_example_card(crag_build):
+    return (crag_build.out / "README.md").read_text()
 
 
 def test_crag_card_states_the_example_release_its_file_and_the_splits_written(crag_example_card):
@@ -222,10 +217,8 @@ def test_each_defect_line_appears_once(crag_example_card):
     assert len(lines) == len(set(lines))
 
 
-def test_mmrag_sample_card_says_sample_and_compares_no_published_count(tmp_path):
-    out = tmp_path / "built"
-    build_folder("mmrag", str(out), data_dir=str(DATA / "mmrag"), cache_dir=str(tmp_path / "cache"))
-    text = (out / "README.md").read_text()
+def test_mmrag_sample_card_says_sample_and_compares_no_published_count(mmrag_build):
+    text = (mmrag_build.out / "README.md").read_text()
     build = section(text, "This build")
     assert "**not** the published files: `mmrag_train.json` is 25,831 bytes; the official mmrag_train.json is " \
            "3,138,030 bytes" in build

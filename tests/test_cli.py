@@ -12,7 +12,7 @@ from ragloaders.benchmarks.beir import catalogue as beir
 from ragloaders.core.errors import MissingSourceError
 from ragloaders.publish.listing import human_bytes
 
-BRING_YOUR_OWN = {"beir/bioasq", "beir/signal1m", "beir/trec-news", "beir/robust04"}
+BRING_YOUR_OWN = {"beir/bioasq", "beir/signal1m", "beir/trec-news", "beir/robust04", "beir-format"}
 
 
 def test_version(capsys):
@@ -65,6 +65,7 @@ def test_list_marks_bring_your_own_and_shows_sizes(capsys):
             assert size.endswith(f"; {human_bytes(dataset.zip_bytes)} download"), path
     assert lines["crag/task_1_and_2"][2] == "705.1 MB download (v5)"  # 739,310,088 bytes
     assert lines["mmrag"][2].endswith("+ download")  # the corpus file's size is not published
+    assert lines["beir-format"][2] == "size not published"  # the user's own folder
 
 
 def test_human_bytes():

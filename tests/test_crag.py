@@ -125,10 +125,10 @@ def load(path: str, config: str, data_dir: Path, cache: Path, **kwargs):
 
 
 @pytest.fixture(scope="session")
-def example(tmp_path_factory):
-    """`example(config)`: the example file's config, built once per session."""
-    cache = tmp_path_factory.mktemp("example-cache")
-    return functools.lru_cache(maxsize=None)(lambda config: load("crag/task_1_and_2", config, EXAMPLE.parent, cache))
+def example(crag_build):
+    """`example(config)`: the example file's config, from the session's shared build of it."""
+    assert crag_build.data_dir == str(EXAMPLE.parent)
+    return functools.lru_cache(maxsize=None)(crag_build.load)
 
 
 def expected_default(record: dict) -> dict:
@@ -468,7 +468,7 @@ def test_tables_bounded_by_bytes(v5_dir, monkeypatch):
     monkeypatch.setattr(crag, "BATCH_BYTES", 150_000)
     builder = ragloaders.builder("crag/task_1_and_2", "records", data_dir=str(v5_dir))
     source = builder.source_in(str(v5_dir))
-    tables = [table for _, table in builder._generate_tables(source, split=1)]
+    tables = [table for _, table in builder._tables_from_source(source, split=1)]
     assert sum(t.num_rows for t in tables) == 5 and len(tables) >= 2
     largest_record = max(len(line) for line in release_lines("v5"))
     assert all(t.nbytes <= 150_000 + 2 * largest_record for t in tables)

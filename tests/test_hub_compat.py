@@ -2,8 +2,9 @@
 
 No ragloaders builder is needed: the expected rows are read with pyarrow from the folder's Parquet files and the
 expected features from its README YAML. CI runs this file a second time under datasets 3.6 with
-RAGLOADERS_STAGED_DIR pointing at a folder that `ragloaders build` wrote in the main environment. Without
-that variable it builds beir/nfcorpus itself, which needs ragloaders (datasets >= 4).
+RAGLOADERS_STAGED_DIR pointing at a folder that `ragloaders build` wrote in the main environment (each sample a
+benchmark declares). Without that variable it reads the session's build of beir/nfcorpus, which needs ragloaders
+(datasets >= 4).
 """
 
 from __future__ import annotations
@@ -20,19 +21,14 @@ STAGED_ENV = "RAGLOADERS_STAGED_DIR"
 
 
 @pytest.fixture(scope="module")
-def staged(tmp_path_factory) -> str:
+def staged(request) -> str:
     if os.environ.get(STAGED_ENV):
         return os.environ[STAGED_ENV]
     try:
-        from ragloaders.publish.build import build_folder
+        import ragloaders  # noqa: F401
     except ImportError as e:
         pytest.skip(f"{STAGED_ENV} is not set and ragloaders cannot build a folder here ({e})")
-    from conftest import DATA
-
-    out = tmp_path_factory.mktemp("staged") / "nfcorpus"
-    build_folder("beir/nfcorpus", str(out), data_dir=str(DATA / "beir"),
-                 cache_dir=str(tmp_path_factory.mktemp("cache")))
-    return str(out)
+    return str(request.getfixturevalue("nfcorpus_build").out)
 
 
 def front_matter(folder: str) -> dict:

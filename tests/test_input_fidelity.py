@@ -18,12 +18,12 @@ import pyarrow as pa
 import pytest
 import ragloaders
 from conftest import DATA
-from ragloaders.benchmarks.beir import builder as beir_builder
 from ragloaders.benchmarks.beir import catalogue as beir
 from ragloaders.benchmarks.crag import catalogue as crag_catalogue
 from ragloaders.cli import main as cli_main
 from ragloaders.core import sources
 from ragloaders.core.errors import DownloadError, SourceError
+from ragloaders.core.formats import beir as beir_layout
 from ragloaders.core.readers import jsonl, lines, qrels, values
 from ragloaders.core.readers.json_array import iter_json_array
 from ragloaders.core.readers.jsonl import Shard, read_jsonl
@@ -179,7 +179,7 @@ JSONL_CASES = {
 def jsonl_verdicts(tmp_path: Path, line: bytes, fast_path_use: list) -> list[tuple]:
     """The verdicts on a scidocs corpus holding `line` as line 2: read as usual (pyarrow first), read line by line,
     and read as usual with a line longer than pyarrow's block after it."""
-    schema = beir_builder.source_schema(SCIDOCS, "corpus")
+    schema = beir_layout.source_schema(SCIDOCS, "corpus")
     results = []
     for name, extra, line_by_line in (("usual", b"", False), ("by-line", b"", True),
                                       ("long", doc("long", "x" * LONG) + b"\n", False)):
@@ -188,7 +188,7 @@ def jsonl_verdicts(tmp_path: Path, line: bytes, fast_path_use: list) -> list[tup
         (folder / "corpus.jsonl").write_bytes(doc("d0") + b"\n" + line + b"\n" + doc("d2") + b"\n" + extra)
         shard = Shard(SourceFiles(str(folder)), "corpus.jsonl")
         fast_path_use.off = line_by_line
-        result = verdict(lambda shard=shard: read_jsonl(shard, schema, beir_builder.REQUIRED), folder)
+        result = verdict(lambda shard=shard: read_jsonl(shard, schema, beir_layout.REQUIRED), folder)
         if name == "long" and result[0] == "rows":
             result = ("rows", result[1][:-1])
         results.append(result)

@@ -16,7 +16,6 @@ import pytest
 from conftest import DATA
 from mteb_layout import beir_tables, check_contract, roles, write_repository
 from ragloaders.api import configs_of
-from ragloaders.publish.build import build_folder
 
 BUILDS = {
     "beir": ("beir/nfcorpus", DATA / "beir"),
@@ -26,14 +25,12 @@ BUILDS = {
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    cache = str(tmp_path_factory.mktemp("cache"))
-    folders = {}
-    for name, (path, data_dir) in BUILDS.items():
-        out = tmp_path_factory.mktemp("built") / name
-        build_folder(path, str(out), data_dir=str(data_dir), cache_dir=cache)
-        folders[name] = str(out)
-    return folders, cache
+def built(nfcorpus_build, crag_build, mmrag_build, tmp_path_factory):
+    """The session's shared builds of the three samples, and a datasets cache of this module's own."""
+    shared = {"beir": nfcorpus_build, "crag": crag_build, "mmrag": mmrag_build}
+    assert {name: (b.path, b.data_dir) for name, b in shared.items()} == {
+        name: (path, str(data_dir)) for name, (path, data_dir) in BUILDS.items()}
+    return {name: str(b.out) for name, b in shared.items()}, str(tmp_path_factory.mktemp("cache"))
 
 
 @pytest.mark.parametrize("name", list(BUILDS))
@@ -73,7 +70,7 @@ def test_crag_retrieval_configs_meet_the_contract(built):
 
 
 def test_the_contract_rejects_a_default_config_that_is_not_qrels(tmp_path):
-    """The mmRAG failure of issue 11: a full-record config named `default` is read as qrels."""
+    """What mteb does with a full-record config named `default`: it reads it as qrels."""
     tables = beir_tables([("d1", "one")], [("q1", "first")], {"test": [("q1", "d1", 1)]})
     tables["default"] = {"test": pa.table({"id": ["q1"], "query": ["first"]})}
     folder = write_repository(str(tmp_path / "repo"), tables, default="default")

@@ -430,7 +430,7 @@ def test_a_source_error_is_one_line_and_leaves_no_folder_lock_or_work_folder(tmp
 
 
 CTRL_C = """
-import sys, time
+import signal, sys, time
 from pathlib import Path
 from ragloaders import cli
 from ragloaders.publish import build
@@ -444,6 +444,7 @@ def write_parquet(*args, **kwargs):
     return files
 
 build.write_parquet = write_parquet
+signal.signal(signal.SIGINT, signal.default_int_handler)  # pytest started as a background job passes SIGINT ignored
 sys.exit(cli.main(sys.argv[2:]))
 """
 
@@ -456,12 +457,17 @@ def test_ctrl_c_halfway_says_so_in_one_line_keeps_the_old_folder_and_a_rerun_com
     environment = {**os.environ, "PYTHONPATH": str(ROOT / "loaders")}
     process = subprocess.Popen([sys.executable, "-c", CTRL_C, str(sentinel), *build_args(out, cache_dir=cache_dir)],
                                env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 240
-    while not sentinel.exists():
-        assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()[-3000:]
-        time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
-    err = process.communicate(timeout=120)[1]
+    try:
+        deadline = time.monotonic() + 240
+        while not sentinel.exists():
+            assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()[-3000:]
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        err = process.communicate(timeout=120)[1]
+    finally:  # a child that outlived the test would keep sleeping on the output folder's lock
+        if process.poll() is None:
+            process.kill()
+            process.wait()
     assert process.returncode == 130, err[-3000:]
     assert "Traceback" not in err and [line for line in err.splitlines() if line.startswith("ragloaders: ")] == [
         "ragloaders: interrupted; an output folder keeps its previous complete build, and a rerun resumes from what "

@@ -17,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from conftest import DATA
 
+pytestmark = pytest.mark.slow  # 20 + 27 interpreters, ~2 minutes: CI and --runslow run them
+
 NFCORPUS_ZIP = DATA / "beir" / "nfcorpus.zip"
 RUNS = 20
 """Runs of the case that aborted 10 of 10 times; the others aborted less often, and run 3 times each."""

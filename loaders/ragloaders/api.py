@@ -18,9 +18,22 @@ def registry() -> dict[str, type[RagBuilder]]:
     return {path: cls for benchmark in BENCHMARKS for path, cls in benchmark.builders.items()}
 
 
+def normalized(path: str) -> str:
+    """A path as the registry names it (`beir/scifact/` and `/beir/scifact` are `beir/scifact`). The public entry
+    points (`load`, `builder`, `configs_of`, the CLI, `ragloaders.eval`) normalise; every layer below them takes the
+    normalised path."""
+    return path.strip("/")
+
+
+def catalogue_path(target: str) -> str:
+    """`target` normalised when it names a registered path; anything else (a built folder, a hub repository id) as
+    it was given."""
+    return normalized(target) if normalized(target) in registry() else target
+
+
 def configs_of(path: str) -> list[str]:
     """The config names of a path, in their declared order."""
-    return [config.name for config in _builder_class(path).BUILDER_CONFIGS]
+    return [config.name for config in _builder_class(normalized(path)).BUILDER_CONFIGS]
 
 
 def did_you_mean(name: str, known: list[str]) -> str:
@@ -31,11 +44,10 @@ def did_you_mean(name: str, known: list[str]) -> str:
 
 def _builder_class(path: str) -> type[RagBuilder]:
     paths = registry()
-    normalized = path.strip("/")
-    if normalized not in paths:
-        raise ValueError(f"unknown path {path!r}{did_you_mean(normalized, list(paths))}; `ragloaders list` shows the "
+    if path not in paths:
+        raise ValueError(f"unknown path {path!r}{did_you_mean(path, list(paths))}; `ragloaders list` shows the "
                          f"{len(paths)} known paths")
-    return paths[normalized]
+    return paths[path]
 
 
 BUILDER_KEYWORDS = ("data_dir", "cache_dir", "storage_options")
@@ -79,6 +91,7 @@ def builder(path: str, config: str, **kwargs: Any) -> datasets.DatasetBuilder:
         >>> b.download_and_prepare(); b.as_dataset()["test"].num_rows  # doctest: +SKIP
         339
     """
+    path = normalized(path)
     cls = _builder_class(path)
     names = [c.name for c in cls.BUILDER_CONFIGS]
     if config not in names:
@@ -87,7 +100,7 @@ def builder(path: str, config: str, **kwargs: Any) -> datasets.DatasetBuilder:
     refuse_unknown_keywords("builder", kwargs, [*BUILDER_KEYWORDS, *cls.BUILDER_PARAMETERS])
     if kwargs.get("data_dir"):
         require_existing(kwargs["data_dir"])
-    return cls(path.strip("/"), config, **kwargs)
+    return cls(path, config, **kwargs)
 
 
 def require_existing(data_dir: str) -> None:
@@ -149,6 +162,7 @@ def load(
         >>> qrels[0]  # doctest: +SKIP
         {'query-id': '1', 'corpus-id': '31715818', 'score': 1}
     """
+    path = normalized(path)
     parameters = list(_builder_class(path).BUILDER_PARAMETERS)
     refuse_unknown_keywords("load", config_kwargs, [*LOAD_KEYWORDS, *parameters])
     options = {"storage_options": storage_options} if storage_options is not None else {}

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
-from .api import configs_of, registry
+from .api import catalogue_path, configs_of
 from .core.errors import MissingSourceError, SourceError
 
 DATA_DIR_HELP = ("a folder holding the benchmark's files as it distributes them: the archive (e.g. nfcorpus.zip) or "
@@ -16,7 +16,8 @@ DATA_DIR_HELP = ("a folder holding the benchmark's files as it distributes them:
 EXAMPLES = {
     "list": ["ragloaders list"],
     "build": ["ragloaders build beir/scifact --out scifact",
-              "ragloaders build crag/task_1_and_2 --data-dir ~/crag --out crag12"],
+              "ragloaders build crag/task_1_and_2 --data-dir ~/crag --out crag12",
+              "ragloaders build beir-format --data-dir my_corpus/ --out my_corpus_hub --license cc-by-4.0"],
     "validate": ["ragloaders validate beir/arguana",
                  "ragloaders validate mmrag --data-dir ~/mmrag --json",
                  "ragloaders validate ./scifact            # a built folder",
@@ -33,13 +34,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     `(default)`), size, and `bring your own` for the datasets whose files a user must obtain. Returns 0.
 
     Example: `ragloaders list` prints `beir/nfcorpus  corpus queries qrels  3,633 docs; 2.4 MB download`."""
+    from .benchmarks import BENCHMARKS
     from .publish.cards import DEFAULT_CONFIG
     from .publish.listing import path_size, supplied_by_user
 
-    for path in registry():
-        mark = "\tbring your own: " + supplied_by_user(path) if supplied_by_user(path) else ""
-        configs = " ".join(f"{c} (default)" if c == DEFAULT_CONFIG else c for c in configs_of(path))
-        print(f"{path}\t{configs}\t{path_size(path)}{mark}")
+    for benchmark in BENCHMARKS:
+        for path in benchmark.builders:
+            obtain = supplied_by_user(benchmark, path)
+            mark = "\tbring your own: " + obtain if obtain else ""
+            configs = " ".join(f"{c} (default)" if c == DEFAULT_CONFIG else c for c in configs_of(path))
+            print(f"{path}\t{configs}\t{path_size(benchmark, path)}{mark}")
     return 0
 
 
@@ -52,7 +56,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .publish.build import build_folder
 
     outputs = build_folder(args.path, args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
-                           num_proc=args.num_proc, into_existing=args.into_existing, **derived_configs(args))
+                           num_proc=args.num_proc, into_existing=args.into_existing, card=card_options(args),
+                           **derived_configs(args))
     for output in outputs:
         for split in output.splits.values():
             print(f"{output.name}\t{split.name}\t{split.num_examples} rows")
@@ -77,11 +82,16 @@ def cmd_push(args: argparse.Namespace) -> int:
     (`publish.push.push`); `--dry-run` stops after staging. Returns 0; errors are raised and printed by `main`.
 
     Example: `ragloaders push beir/scifact --repo-id my-org/scifact --private`."""
+    from .publish.cards import check_options, stated
     from .publish.push import push
 
-    result = push(args.path, args.repo_id, data_dir=args.data_dir, cache_dir=args.cache_dir, num_proc=args.num_proc,
-                  private=args.private, revision=args.revision, commit_message=args.commit_message,
-                  staging_dir=args.staging_dir, dry_run=args.dry_run, into_existing=args.into_existing)
+    options = card_options(args)
+    check_options(args.path, options)
+    with stated(options):
+        result = push(args.path, args.repo_id, data_dir=args.data_dir, cache_dir=args.cache_dir,
+                      num_proc=args.num_proc, private=args.private, revision=args.revision,
+                      commit_message=args.commit_message, staging_dir=args.staging_dir, dry_run=args.dry_run,
+                      into_existing=args.into_existing)
     if not args.dry_run:
         print(f"{args.repo_id}: {len(result.uploaded)} files uploaded, {len(result.unchanged)} already there, "
               f"{len(result.deleted)} stale files deleted, {len(result.commits)} commits")
@@ -124,6 +134,13 @@ def cmd_bm25(args: argparse.Namespace) -> int:
     print(f"wrote {result.out}: {result.lines} lines for {result.queries} {result.split} queries "
           f"({result.settings.describe()}, top {args.top_k})")
     return 0
+
+
+def card_options(args: argparse.Namespace):
+    """What `--license` and `--pretty-name` state on the card of the user's own data (beir-format)."""
+    from .publish.cards import CardOptions
+
+    return CardOptions(license=args.license, pretty_name=args.pretty_name)
 
 
 def derived_configs(args: argparse.Namespace) -> dict:
@@ -214,6 +231,9 @@ def parser() -> argparse.ArgumentParser:
                              help="let the folder be an existing one that ragloaders did not write: the build is "
                                   "added beside its files, none of which is changed or deleted (a build that would "
                                   "write where one of them is stops)")
+        command.add_argument("--license", help="beir-format only: the hub licence id of your data (e.g. cc-by-4.0); "
+                                               "default unknown")
+        command.add_argument("--pretty-name", help="beir-format only: the card's title (default: the folder's name)")
     for name, command in commands.choices.items():
         if name in EXAMPLES:
             command.epilog = "example:\n" + "\n".join(f"  {line}" for line in EXAMPLES[name])
@@ -233,6 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Example: `main(["validate", "beir/nfcorpus", "--data-dir", "tests/data/beir"])` returns 0."""
     args = parser().parse_args(argv)
+    if getattr(args, "path", None) is not None:
+        args.path = catalogue_path(args.path)
     try:
         return args.run(args)
     except Exception as e:  # one line a user can act on; the traceback only with --debug

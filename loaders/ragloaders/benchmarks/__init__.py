@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from ..core.facts import Benchmark
 from .beir import BENCHMARK as BEIR
+from .beir_format import BENCHMARK as BEIR_FORMAT
 from .crag import BENCHMARK as CRAG
 from .mmrag import BENCHMARK as MMRAG
 
-BENCHMARKS: tuple[Benchmark, ...] = (BEIR, CRAG, MMRAG)
+BENCHMARKS: tuple[Benchmark, ...] = (BEIR, CRAG, MMRAG, BEIR_FORMAT)
 
 
 def benchmark_of(path: str) -> Benchmark:
-    """The benchmark that serves `path` (KeyError if none does)."""
-    path = path.strip("/")
+    """The benchmark that serves `path`, as the registry names it (KeyError if none does)."""
     for benchmark in BENCHMARKS:
         if path in benchmark.builders:
             return benchmark

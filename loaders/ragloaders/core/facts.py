@@ -86,6 +86,9 @@ class CardFacts:
     """Published baseline figures shown as a table: row (a path) -> {column: value}."""
     baselines_note: str = ""
     """Where the baseline figures come from and the commands that reproduce them."""
+    own_data: bool = False
+    """The files are the builder's own, not a publisher's: the card names the folder read, and `--license` and
+    `--pretty-name` state what no catalogue can."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,16 @@ def _no_releases(path: str) -> tuple[Release, ...]:
 
 
 @dataclass(frozen=True)
+class Sample:
+    """Files bundled with the repository that one path of a benchmark builds from: `.ci/run` builds every declared
+    sample with `ragloaders build` and loads the folder back under the oldest `datasets` the hub form supports."""
+
+    path: str
+    data_dir: str
+    """The folder (or file) under tests/data passed as `--data-dir`."""
+
+
+@dataclass(frozen=True)
 class Benchmark:
     """One benchmark family as the other layers see it: its paths and what it declares about each."""
 
@@ -144,3 +157,5 @@ class Benchmark:
     releases: Callable[[str], tuple[Release, ...]] = _no_releases
     """path -> its published releases, when it has several with different figures (CRAG: v5, v4, example). None
     declared: one release made of `card_facts(path).source_files` and `published_counts(path)`."""
+    samples: tuple[Sample, ...] = ()
+    """The bundled samples CI builds and checks (see Sample)."""

@@ -1,7 +1,7 @@
 """Plain text from a web page's HTML (CRAG `page_result`), deterministic and whitespace-normalised.
 
 The extractor is Resiliparse's `extract_plain_text` over the whole page (not only the "main
-content"): among the candidates measured in bench/README-crag-io.md, the fastest that drops script
+content"): among the candidates measured in bench/README.md ("HTML → text"), the fastest that drops script
 and style and lays text out by block (one paragraph, heading or list item per line, inline
 elements kept within their line).
 """

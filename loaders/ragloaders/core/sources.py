@@ -52,6 +52,18 @@ class SourceFiles:
                 return False
         return os.path.isfile(self.display(relpath))
 
+    def files_in(self, relfolder: str) -> list[str]:
+        """The names of the files directly in a folder of the dataset (none when it has no such folder), sorted."""
+        if self._zip is not None:
+            prefix = self._member(relfolder).rstrip("/") + "/"
+            names = (info.filename[len(prefix):] for info in self._zip.infolist()
+                     if info.filename.startswith(prefix) and not info.is_dir())
+            return sorted(name for name in names if name and "/" not in name)
+        folder = self.display(relfolder)
+        if not os.path.isdir(folder):
+            return []
+        return sorted(name for name in os.listdir(folder) if os.path.isfile(os.path.join(folder, name)))
+
     def require(self, relpath: str) -> None:
         if not self.exists(relpath):
             raise MissingSourceError(f"{self.display(relpath)}: file not found in the dataset's folder or zip")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..api import load
+from ..api import load, normalized
 from ..core.facts import EvalConventions
 from .bm25 import DEFAULT_SETTINGS, Bm25Settings, rank
 from .data import conventions_of, corpus_tables, load_qrels, load_queries
@@ -68,7 +68,7 @@ def bm25(
     """Rank the corpus of `path` for each query of `split` with BM25 and write the top `top_k` as a run to `out`
     (TREC, or a table for `.parquet` / `.jsonl`). A group path (beir/cqadupstack) ranks each member's corpus for its
     own queries and writes one run whose ids are `<member>/<id>`."""
-    path, out = path.strip("/"), os.fspath(out)
+    path, out = normalized(path), os.fspath(out)
     conventions = conventions_of(path)
     require_extra("Stemmer")
     where = {"data_dir": data_dir, "cache_dir": cache_dir}
@@ -98,7 +98,7 @@ def reranking_tables(
     the corpus for the judged queries of every qrels split. `top_ranked` lists the BM25 top `top_k` in rank order;
     `hard_negatives` the same without the documents judged relevant (grade >= the benchmark's relevance level).
     Where the benchmark ignores identical ids (arguana, quora), a query's own document is left out of both."""
-    path = path.strip("/")
+    path = normalized(path)
     conventions = conventions_of(path)
     require_extra("Stemmer")
     if conventions.unlabelled or conventions.mean_over:

@@ -18,7 +18,6 @@ CORPUS_BATCH_ROWS = 20_000
 
 def conventions_of(path: str) -> EvalConventions:
     """The evaluation conventions a path's benchmark declares (also for a group path such as beir/cqadupstack)."""
-    path = path.strip("/")
     try:
         return benchmark_of(path).eval_conventions(path)
     except KeyError:

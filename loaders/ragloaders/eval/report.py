@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api import normalized
 from ..core.facts import EvalConventions
 from .data import all_query_ids, conventions_of, corpus_tables, load_qrels, missing_doc_ids, require_labels
 from .metrics import Metric, parse_metrics, require_extra, score
@@ -106,7 +107,7 @@ def evaluate(
 ) -> EvalReport:
     """Score `run` (a run file, or {query id: {document id: score}}) against the `split` qrels of `path`, the way
     the benchmark's authors do (see EvalConventions); `relevance_level` overrides the benchmark's."""
-    path = path.strip("/")
+    path = normalized(path)
     conventions = conventions_of(path)
     require_labels(path, conventions)
     require_extra("pytrec_eval")

@@ -14,7 +14,7 @@ from huggingface_hub.utils import tqdm
 from ..api import builder, configs_of
 from ..core.memory import release_freed_memory
 from .cached_split import CachedSplit
-from .cards import render_card
+from .cards import CardOptions, check_options, render_card, stated_options
 from .output_folder import Altered, OutputFolder
 from .parquet import ConfigOutput, SplitOutput, plan_parquet, write_parquet
 from .validate import integrity_of, source_of
@@ -22,16 +22,19 @@ from .validate import integrity_of, source_of
 logger = logging.getLogger(__name__)
 
 
-def build_identity(path: str, data_dir: str | None, cache_dir: str | None, repo_id: str | None) -> dict:
+def build_identity(path: str, data_dir: str | None, cache_dir: str | None, repo_id: str | None,
+                   card: CardOptions | None = None) -> dict:
     """What a built folder was built from (kept in its manifest): the builders' cache hashes cover the code and
-    the source files."""
+    the source files; what the builder stated on the card (`card`, default: the options `stated`), if anything."""
     hashes = {config: builder(path, config, data_dir=data_dir, cache_dir=cache_dir).hash for config in configs_of(path)}
-    return {"path": path.strip("/"), "repo_id": repo_id, "builders": hashes}
+    stated_on_card = (card or stated_options()).given()
+    return {"path": path, "repo_id": repo_id, "builders": hashes,
+            **({"card": stated_on_card} if stated_on_card else {})}
 
 
 def build_folder(path: str, out: str, *, data_dir: str | None = None, cache_dir: str | None = None,
                  into_existing: bool = False, altered: Altered = "refuse", option: str = "--out",
-                 **options: Any) -> list[ConfigOutput]:
+                 card: CardOptions | None = None, **options: Any) -> list[ConfigOutput]:
     """Build `path` into the folder `out` (see `write_folder` for what it holds and `options`).
 
     ragloaders replaces only what it wrote (output_folder.py has the rules): the build is written into its own
@@ -39,12 +42,15 @@ def build_folder(path: str, out: str, *, data_dir: str | None = None, cache_dir:
     complete folder or the new one. An existing `out` that ragloaders did not write is refused unless
     `into_existing`; its entries that are not ragloaders' are kept either way. `altered` says what happens to
     files ragloaders wrote that were changed since: "refuse" the build, or "set_aside" into a kept folder.
-    `option` names the folder in errors (`--out`, `--staging-dir`).
+    `option` names the folder in errors (`--out`, `--staging-dir`). `card`: what the builder of their own data
+    (beir-format) states on its card (default: the options `stated`).
     """
+    card = card or stated_options()
+    check_options(path, card)
     with OutputFolder(out, data_dir=data_dir, cache_dir=cache_dir, into_existing=into_existing, altered=altered,
                       option=option) as folder:
-        identity = build_identity(path, data_dir, cache_dir, options.get("repo_id"))
-        outputs = write_folder(path, folder.work, data_dir=data_dir, cache_dir=cache_dir, **options)
+        identity = build_identity(path, data_dir, cache_dir, options.get("repo_id"), card)
+        outputs = write_folder(path, folder.work, data_dir=data_dir, cache_dir=cache_dir, card=card, **options)
         folder.commit(identity)
     return outputs
 
@@ -59,12 +65,14 @@ def write_folder(
     repo_id: str | None = None,
     extra_tables: dict[str, dict[str, pa.Table]] | None = None,
     extra_notes: dict[str, str] | None = None,
+    card: CardOptions | None = None,
 ) -> list[ConfigOutput]:
     """Prepare every config of `path` once and write `staging/<config>/<split>-*.parquet` plus `staging/README.md`
     (into a new folder: `build_folder` swaps it into place). `repo_id` goes into the card's
     `load_dataset` lines; the card shows the integrity report of the prepared configs. `extra_tables`
     ({config: {split: table}}, e.g. BM25's `top_ranked`) are written beside the built configs, and
-    `extra_notes` ({config: how it was made}) go into the card.
+    `extra_notes` ({config: how it was made}) go into the card, and so do `card`, what the builder of their own data
+    states (beir-format).
     """
     outputs, prepared, builders = [], {}, {}
     for config in tqdm(configs_of(path), desc=f"Building {path}", unit="config"):
@@ -84,7 +92,7 @@ def write_folder(
     with open(os.path.join(staging, "README.md"), "w", encoding="utf-8") as f:
         integrity = integrity_of(path, prepared, source=source_of(path, builders, sha256=True))
         f.write(render_card(path, outputs, data_dir=data_dir, integrity=integrity, repo_id=repo_id,
-                            derived=extra_notes))
+                            derived=extra_notes, options=card))
     return outputs
 
 

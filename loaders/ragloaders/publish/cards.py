@@ -7,9 +7,14 @@ YAML (task categories, language, tags) come from `dataset_cards/<family>.md`, a 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import string
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -19,7 +24,7 @@ from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCardData
 
 from ..benchmarks import benchmark_of
-from ..core.facts import CardFacts
+from ..core.facts import Benchmark, CardFacts
 from .card_yaml import load_yaml
 from .parquet import ConfigOutput
 
@@ -36,10 +41,74 @@ BUILT_FROM = "<!-- built by ragloaders from {path} -->"
 """The last line of every card (invisible when rendered): `validate` of a built folder or repository reads it to
 apply the path's declared upstream defects."""
 BUILT_FROM_PATTERN = re.compile(r"^<!-- built by ragloaders from (\S+) -->$", re.MULTILINE)
+LICENSE_ID = re.compile(r"[a-z0-9][a-z0-9.+-]*")
+"""The form of a hub licence id (`cc-by-4.0`, `apache-2.0`, `gpl-3.0`)."""
 
-def facts_for(path: str) -> CardFacts:
-    """The `CardFacts` the path's benchmark declares."""
-    return benchmark_of(path).card_facts(path.strip("/"))
+
+@dataclass(frozen=True)
+class CardOptions:
+    """What whoever builds their own data (a path whose CardFacts.own_data is set) states on its card."""
+
+    license: str | None = None
+    """A hub licence id (`--license`); `other` is refused, since the hub then wants a name and a link as well."""
+    pretty_name: str | None = None
+    """The card's title (`--pretty-name`); default: the folder's name."""
+
+    def __post_init__(self) -> None:
+        if self.license is not None and (not LICENSE_ID.fullmatch(self.license) or self.license == "other"):
+            raise ValueError(f"--license {self.license!r}: expected a hub licence id such as cc-by-4.0 or apache-2.0 "
+                             "(lower case; `other` needs a name and link: edit the card after building)")
+        if self.pretty_name is not None and (not self.pretty_name.strip() or "\n" in self.pretty_name):
+            raise ValueError(f"--pretty-name {self.pretty_name!r}: expected a non-empty name on one line")
+
+    def given(self) -> dict[str, str]:
+        return {name: value for name, value in dataclasses.asdict(self).items() if value is not None}
+
+
+_STATED: ContextVar[CardOptions | None] = ContextVar("ragloaders_card_options", default=None)
+
+
+def stated_options() -> CardOptions:
+    """The card options in force where none are passed (`ragloaders push` builds its card several calls away)."""
+    return _STATED.get() or CardOptions()
+
+
+@contextmanager
+def stated(options: CardOptions) -> Iterator[None]:
+    """Render every card inside with `options` (unless a call passes its own)."""
+    token = _STATED.set(options)
+    try:
+        yield
+    finally:
+        _STATED.reset(token)
+
+
+def check_options(path: str, options: CardOptions) -> None:
+    """Refuse card options for a path whose card states its publisher's facts (before anything is built)."""
+    if options.given() and not facts_for(benchmark_of(path), path).own_data:
+        raise ValueError(f"--license and --pretty-name describe your own data (beir-format); the card of {path} "
+                         "states what its publisher declares")
+
+
+def folder_name(data_dir: str | None) -> str:
+    """The name of the folder (or zip) read, without where it lies: a published card does not show local paths."""
+    return os.path.basename(os.path.abspath(os.path.expanduser(data_dir))) if data_dir else ""
+
+
+def facts_for(benchmark: Benchmark, path: str, data_dir: str | None = None, options: CardOptions | None = None
+              ) -> CardFacts:
+    """The `CardFacts` the benchmark declares for `path`; for the user's own data, with what `options` state."""
+    facts = benchmark.card_facts(path)
+    options = options or stated_options()
+    if not facts.own_data:
+        return facts
+    return dataclasses.replace(
+        facts,
+        pretty_name=options.pretty_name or folder_name(data_dir) or facts.pretty_name,
+        license=options.license or facts.license,
+        license_text=f"`{options.license}`, as stated by whoever built this repository" if options.license
+        else facts.license_text,
+    )
 
 
 def card_data(outputs: list[ConfigOutput]) -> DatasetCardData:
@@ -132,7 +201,7 @@ def sources_section(facts: CardFacts, data_dir: str | None, source: dict | None 
     parts = []
     if source and source["files"]:
         rows = [[f"`{f['name']}`", f"{f['bytes']:,}", f"`{f['sha256']}`" if f.get("sha256") else "—",
-                 ", ".join(f["configs"]), f["note"]] for f in source["files"]]
+                 ", ".join(f["configs"]), OWN_FILE if facts.own_data else f["note"]] for f in source["files"]]
         parts.append("Files this build read (hashed when it was built):\n\n"
                      + _table(["file", "bytes", "sha256", "read by", "what it is"], rows))
     elif source is not None:
@@ -212,15 +281,19 @@ def integrity_section(integrity: dict | None) -> str:
     return "\n\n".join(parts)
 
 
+OWN_FILE = "a file of the builder's own data"
 RELATION_MEASURE = "distinct query ids"
 """What a published figure of qrels / search_results counts (core.facts.PublishedCounts)."""
 
 
-def _release_sentence(source: dict | None, outputs: list[ConfigOutput]) -> str:
+def _release_sentence(source: dict | None, outputs: list[ConfigOutput], own_data: bool = False) -> str:
     if source is None:
         return "This build did not record which source files it read."
     if not source["files"]:
         return "The builder did not report the files it read."
+    if own_data:
+        return ("The files read are the builder's own (see Source files): nothing is published about them, so no "
+                "figure is compared.")
     statuses = {f["status"] for f in source["files"]}
     release = f"the official files of release `{source['release']}`" if source.get("release") else "the official files"
     if "differs" in statuses:
@@ -249,11 +322,11 @@ def _built_count(integrity: dict, config: str, split: str | None) -> int | None:
     return sum(f.get(measure, 0) for f in facts)
 
 
-def build_section(outputs: list[ConfigOutput], integrity: dict | None) -> str:
+def build_section(outputs: list[ConfigOutput], integrity: dict | None, own_data: bool = False) -> str:
     """What this build holds: the release read, the splits written (and declared ones left empty), and the
     published figures beside the built ones with a word on each difference."""
     source = (integrity or {}).get("source")
-    parts = [_release_sentence(source, outputs)]
+    parts = [_release_sentence(source, outputs, own_data)]
     written = "; ".join(f"`{o.name}`: {', '.join(f'`{s}`' for s in o.splits)}" for o in outputs)
     parts.append(f"Splits written: {written}.")
     empty = {}
@@ -286,10 +359,10 @@ def build_section(outputs: list[ConfigOutput], integrity: dict | None) -> str:
     return "\n\n".join(parts)
 
 
-def defects_section(path: str, facts: CardFacts) -> str:
+def defects_section(benchmark: Benchmark, path: str, facts: CardFacts) -> str:
     """The defects the facts declare, then those the benchmark declares for `validate` (each once)."""
     notes = list(facts.known_defects)
-    notes += [d.note for d in benchmark_of(path).known_defects(path) if d.note not in notes]
+    notes += [d.note for d in benchmark.known_defects(path) if d.note not in notes]
     return "\n".join(f"- {note}" for note in notes) or "None known."
 
 
@@ -353,13 +426,17 @@ def render_card(
     integrity: dict | None = None,
     repo_id: str | None = None,
     derived: dict[str, str] | None = None,
+    options: CardOptions | None = None,
 ) -> str:
     """README.md for a folder built from `path`: YAML front matter, then the family template's sections;
-    `derived` says how each config made from the data (not from the source files) was made."""
-    facts = facts_for(path)
+    `derived` says how each config made from the data (not from the source files) was made; `options` are what
+    the builder of their own data states (default: those `stated`)."""
+    benchmark = benchmark_of(path)
+    facts = facts_for(benchmark, path, data_dir, options)
     family_yaml, body = read_template(facts.family)
     sections = {
         "path": path,
+        "data_name": folder_name(data_dir) or "—",
         "pretty_name": facts.pretty_name,
         "summary": facts.summary,
         "homepage": facts.homepage or "—",
@@ -368,12 +445,12 @@ def render_card(
         "splits": splits_section(outputs),
         "integrity": integrity_section(integrity),
         "sources": sources_section(facts, data_dir, (integrity or {}).get("source")),
-        "build": build_section(outputs, integrity),
-        "defects": defects_section(path.strip("/"), facts),
+        "build": build_section(outputs, integrity, facts.own_data),
+        "defects": defects_section(benchmark, path, facts),
         "license": license_section(facts),
         "citation": citation_section(facts),
-        "baselines": baselines_section(path.strip("/"), facts, derived or {}),
+        "baselines": baselines_section(path, facts, derived or {}),
     }
     text = string.Template(body).substitute(sections)
-    marker = BUILT_FROM.format(path=path.strip("/"))
+    marker = BUILT_FROM.format(path=path)
     return f"---\n{front_matter(family_yaml, facts, outputs).to_yaml()}\n---\n\n{text.rstrip()}\n\n{marker}\n"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..benchmarks import benchmark_of
+from ..core.facts import Benchmark
 
 UNITS = ((1 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "kB"))
 
@@ -15,18 +15,16 @@ def human_bytes(size: int) -> str:
     return f"{size} B"
 
 
-def supplied_by_user(path: str) -> str:
-    """How to obtain the files of a path whose files cannot be downloaded (bioasq, signal1m, trec-news, robust04);
-    "" for every path ragloaders downloads itself."""
-    facts = benchmark_of(path).card_facts(path.strip("/"))
+def supplied_by_user(benchmark: Benchmark, path: str) -> str:
+    """How to obtain the files of a path whose files cannot be downloaded (bioasq, signal1m, trec-news, robust04,
+    beir-format); "" for every path ragloaders downloads itself."""
+    facts = benchmark.card_facts(path)
     return facts.obtain if not facts.source_files and facts.obtain else ""
 
 
-def path_size(path: str) -> str:
+def path_size(benchmark: Benchmark, path: str) -> str:
     """The published size of a path: corpus documents, and the bytes of its official files (the newest release's,
     for a benchmark with several; `+` when a file's size is not published)."""
-    path = path.strip("/")
-    benchmark = benchmark_of(path)
     parts = []
     docs = benchmark.published_counts(path).get(("corpus", "corpus"))
     if docs:

@@ -1,6 +1,6 @@
 """BEIR: 18 retrieval datasets (cqadupstack as its 12 forums), each as `corpus`, `queries` and `qrels`."""
 
-from ...core.facts import Benchmark
+from ...core.facts import Benchmark, Sample
 from .builder import BeirBuilder
 from .catalogue import DATASETS
 from .facts import card_facts, eval_conventions, known_defects, published_counts
@@ -12,4 +12,5 @@ BENCHMARK = Benchmark(
     published_counts=published_counts,
     eval_conventions=eval_conventions,
     known_defects=known_defects,
+    samples=(Sample("beir/nfcorpus", "beir"),),
 )

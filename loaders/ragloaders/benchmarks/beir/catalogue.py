@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from ...core.formats.beir import JSON_TEXT, BeirLayout
 from ...core.sources import Download, mirror_base
 from .citations import SOURCE_CITATIONS
 
@@ -24,7 +25,7 @@ SCI = (
 TAGS = (pa.field("tags", STRINGS),)
 COVID_QUERY = (pa.field("query", STRING), pa.field("narrative", STRING))
 TOUCHE_QUERY = (pa.field("description", STRING), pa.field("narrative", STRING))
-ANY_JSON = None
+ANY_JSON = JSON_TEXT
 """Metadata whose keys vary per row (or whose shape is not published): kept as one JSON text column."""
 
 @dataclass(frozen=True)
@@ -69,6 +70,12 @@ class BeirDataset:
             return None
         base = mirror_base(BASE_URL, BASE_URL_ENV)
         return Download(f"{base}/{self.archive}.zip", md5=self.md5, size=self.zip_bytes, mirror_env=BASE_URL_ENV)
+
+    @property
+    def layout(self) -> BeirLayout:
+        """Where the dataset's files are and what their lines hold, for the builder of BEIR's layout."""
+        return BeirLayout(self.name, self.splits, self.doc_metadata, self.query_metadata, root=self.root,
+                          archive=self.archive, md5=self.md5, download=self.download, obtain=self.obtain)
 
 
 def _bring_your_own(where: str) -> str:

@@ -1,6 +1,6 @@
 """CRAG (Meta's Comprehensive RAG benchmark): questions with the web pages a search returned for them."""
 
-from ...core.facts import Benchmark
+from ...core.facts import Benchmark, Sample
 from . import mock_kg_facts
 from .builder import BUILDERS
 from .facts import card_facts, eval_conventions, known_defects, published_counts, releases
@@ -16,4 +16,5 @@ BENCHMARK = Benchmark(
     known_defects=with_mock_kg(mock_kg_facts.known_defects, known_defects),
     keys=mock_kg_facts.keys,
     releases=releases,
+    samples=(Sample("crag/task_1_and_2", "crag"),),
 )

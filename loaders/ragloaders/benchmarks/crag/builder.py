@@ -32,7 +32,7 @@ Sources: task 1&2 is one `.jsonl.bz2`; task 3 a `.tar.bz2` cut into four `.partN
 part1..4, v5 part0..3), read in order as one stream through every `.jsonl` member, never written
 out joined or extracted. bzip2 is decompressed in parallel (compressed.open_bz2). A non-streaming
 build decompresses once for both splits: the first split's pass keeps the other split's tables
-in a temporary lz4 Arrow file, which the second split reads and deletes.
+in a temporary lz4 Arrow file (spool.py), which the second split reads and deletes.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ import os
 import posixpath
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -64,6 +64,7 @@ from ...core.readers.values import check_required, conform, literal_string_list
 from ...core.sources import download_verified, file_identity
 from .catalogue import HOMEPAGE, LICENSE, RELEASES, SCHEMAS, SOURCE_FIELDS, SPLITS, TASKS, CragRelease
 from .citations import CITATION
+from .spool import Spool, SpoolWriter
 
 logger = logging.getLogger(__name__)
 
@@ -243,36 +244,6 @@ def rows_in_file_order(split_paths: Sequence[Sequence[str]], order_path: str, co
                               "lists (delete the cache folder to rebuild it)")
 
 
-@dataclass(frozen=True)
-class Spool:
-    """Where the first split's pass keeps the second split's tables (Arrow IPC stream, lz4)."""
-
-    path: str
-
-    def tables(self) -> Iterator[pa.Table]:
-        for batch in iter_ipc_batches([self.path]):
-            yield pa.Table.from_batches([batch])
-
-
-class _SpoolWriter:
-    def __init__(self, spool: Spool, schema: pa.Schema):
-        self.spool, self.partial = spool, spool.path + ".partial"
-        self.writer = pa.ipc.new_stream(self.partial, schema, options=pa.ipc.IpcWriteOptions(compression="lz4"))
-
-    def write(self, table: pa.Table | None) -> None:
-        if table is not None:
-            self.writer.write_table(table)
-
-    def commit(self) -> None:
-        self.writer.close()
-        os.replace(self.partial, self.spool.path)
-
-    def discard(self) -> None:
-        self.writer.close()
-        if os.path.exists(self.partial):
-            os.remove(self.partial)
-
-
 @dataclass
 class CragConfig(datasets.BuilderConfig):
     """A CRAG config; `release` ("v5", "v4", "example" for task 1&2) picks a release, else the newest found."""
@@ -408,13 +379,20 @@ class CragBuilder(RagBuilder):
             return self._derived_split_generators()
         source = self.source(dl_manager)
         if config == "corpus":
-            return [datasets.SplitGenerator(name="corpus", gen_kwargs={"source": source})]
-        spool = Spool(os.path.join(self._spool_dir, f"{config}-test.arrow")) if self._spool_dir else None
-        order = os.path.join(self._output_dir, RECORD_SPLITS_FILE) if self._spool_dir and config == "records" else None
+            return [datasets.SplitGenerator(name="corpus", gen_kwargs={
+                "generate": CragBuilder._tables_from_source, "source": source})]
+        if self._spool_dir is None:  # streaming, or one split alone: each split reads the source
+            return [datasets.SplitGenerator(name=name, gen_kwargs={
+                "generate": CragBuilder._tables_from_source, "source": source, "split": code})
+                for code, name in SPLITS.items()]
+        spool = Spool(os.path.join(self._spool_dir, f"{config}-test.arrow"))
+        order = os.path.join(self._output_dir, RECORD_SPLITS_FILE) if config == "records" else None
         return [
             datasets.SplitGenerator(name="validation", gen_kwargs={
-                "source": source, "split": 0, "spool_out": spool, "order_out": order}),
-            datasets.SplitGenerator(name="test", gen_kwargs={"source": source, "split": 1, "spool_in": spool}),
+                "generate": CragBuilder._tables_from_source, "source": source, "split": 0, "spool_out": spool,
+                "order_out": order}),
+            datasets.SplitGenerator(name="test", gen_kwargs={
+                "generate": CragBuilder._tables_from_spool, "spool": spool, "source": source, "split": 1}),
         ]
 
     def _derived_split_generators(self) -> list[datasets.SplitGenerator]:
@@ -428,28 +406,41 @@ class CragBuilder(RagBuilder):
         if self.config.name == "corpus":
             order = os.path.join(records._output_dir, RECORD_SPLITS_FILE)
             split_paths = tuple(tuple(files[name]) for _, name in sorted(SPLITS.items()))
-            return [datasets.SplitGenerator(name="corpus", gen_kwargs={"split_paths": split_paths, "order": order})]
-        return [datasets.SplitGenerator(name=split, gen_kwargs={"paths": paths}) for split, paths in files.items()]
+            return [datasets.SplitGenerator(name="corpus", gen_kwargs={
+                "generate": CragBuilder._tables_from_records_in_file_order, "split_paths": split_paths,
+                "order": order})]
+        return [datasets.SplitGenerator(name=split, gen_kwargs={
+            "generate": CragBuilder._tables_from_records, "paths": paths}) for split, paths in files.items()]
 
-    def _generate_tables(
-        self, source: CragSource | None = None, split: int | None = None, spool_out: Spool | None = None,
-        spool_in: Spool | None = None, order_out: str | None = None, paths: Sequence[str] | None = None,
-        split_paths: Sequence[Sequence[str]] | None = None, order: str | None = None,
-    ) -> Iterator[tuple[int, pa.Table]]:
-        if source is None:
-            columns = RECORD_COLUMNS[self.config.name]
-            if split_paths is not None:
-                yield from self._tables_of(rows_in_file_order(split_paths, order, columns))
-            else:
-                yield from self._tables_of(record_rows_from(paths or (), columns))
-            return
-        if spool_in is not None and os.path.isfile(spool_in.path):
-            yield from enumerate(spool_in.tables())
-            os.remove(spool_in.path)
-            return
+    def _generate_tables(self, generate: Callable[..., Iterator[tuple[int, pa.Table]]], **kwargs: Any
+                         ) -> Iterator[tuple[int, pa.Table]]:
+        """The split's tables, from the generator `_split_generators` chose for it (one of the four below)."""
+        yield from generate(self, **kwargs)
+
+    def _tables_from_records(self, paths: Sequence[str]) -> Iterator[tuple[int, pa.Table]]:
+        """A derived config's split, from the prepared `records` Arrow files of that split."""
+        yield from self._tables_of(record_rows_from(paths, RECORD_COLUMNS[self.config.name]))
+
+    def _tables_from_records_in_file_order(self, split_paths: Sequence[Sequence[str]], order: str
+                                           ) -> Iterator[tuple[int, pa.Table]]:
+        """`corpus`, from the prepared `records` of every split, visited in source file order."""
+        yield from self._tables_of(rows_in_file_order(split_paths, order, RECORD_COLUMNS[self.config.name]))
+
+    def _tables_from_spool(self, spool: Spool, source: CragSource, split: int) -> Iterator[tuple[int, pa.Table]]:
+        """The second split, as the first split's pass kept it; from the source if that pass did not complete."""
+        if spool.exists():
+            yield from enumerate(spool.replay())
+        else:
+            yield from self._tables_from_source(source, split)
+
+    def _tables_from_source(self, source: CragSource, split: int | None = None, spool_out: Spool | None = None,
+                            order_out: str | None = None) -> Iterator[tuple[int, pa.Table]]:
+        """The rows of `split` (None: every record) read from the source files. `spool_out`: the other split's rows
+        are kept there for `_tables_from_spool`; `order_out`: the split of every record is written there, in file
+        order (RECORD_SPLITS_FILE)."""
         rows_of, schema = CONFIG_ROWS[self.config.name], SCHEMAS[self.config.name]
-        keep = RowBatcher(schema, max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)
-        other = _SpoolWriter(spool_out, schema) if spool_out is not None else None
+        kept = RowBatcher(schema, max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)
+        other = SpoolWriter(spool_out, schema) if spool_out is not None else None
         other_batches = RowBatcher(schema, max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)
         splits = bytearray() if order_out is not None else None
         seen: set[str] = set()
@@ -459,19 +450,19 @@ class CragBuilder(RagBuilder):
                 records += 1
                 if splits is not None:
                     splits.append(row["split"])
-                kept = split is None or row["split"] == split
-                if not kept and other is None:
+                keep = split is None or row["split"] == split
+                if not keep and other is None:
                     continue
                 for out_row, size in rows_of(row, nbytes, seen):
-                    if kept:
-                        if (table := keep.add(out_row, size)) is not None:
+                    if keep:
+                        if (table := kept.add(out_row, size)) is not None:
                             yield index, table
                             index += 1
                     else:
                         other.write(other_batches.add(out_row, size))
             if records == 0:
                 raise SourceError(source.name, "no records")
-            if (table := keep.flush()) is not None:
+            if (table := kept.flush()) is not None:
                 yield index, table
             if other is not None:
                 other.write(other_batches.flush())
@@ -484,7 +475,7 @@ class CragBuilder(RagBuilder):
             if other is not None:
                 other.discard()
 
-    def _tables_of(self, records: Iterator[tuple[dict, int]]) -> Iterator[tuple[int, pa.Table]]:
+    def _tables_of(self, records: Iterable[tuple[dict, int]]) -> Iterator[tuple[int, pa.Table]]:
         """This config's tables from `records` rows (derived configs), batched as from the source."""
         rows_of, schema = CONFIG_ROWS[self.config.name], SCHEMAS[self.config.name]
         batcher = RowBatcher(schema, max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)

@@ -23,13 +23,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from ...core import json_ranges
+from ...core import json_range_reader, json_ranges
 from ...core.builder import RagBuilder, is_no_space
 from ...core.errors import DownloadError, SourceError
 from ...core.readers.arrow_batches import tables_from_rows
 from ...core.readers.json_array import array_elements_before, iter_json_array, iter_json_array_batches
 from ...core.readers.jsonl import Shard
-from ...core.readers.threads import map_ahead
 from ...core.readers.values import fits_int32, literal_string_list
 from ...core.sources import SourceFiles, download_cause
 from .catalogue import (
@@ -54,7 +53,7 @@ from .catalogue import (
     QUERY_FILES,
     SPLITS,
 )
-from .citations import MMRAG_CITATION
+from .facts import card_facts
 
 logger = logging.getLogger(__name__)
 
@@ -272,33 +271,19 @@ def corpus_ranges(shard: Shard) -> list[tuple[int, int]] | None:
     """Byte ranges of the corpus array, cut at record boundaries, for the parallel path; None for the exact one."""
     if not shard.files.is_seekable_file(shard.relpath):
         return None
-    path = shard.files.local_path(shard.relpath)
-    body = json_ranges.array_body(path)
-    if body is None:
-        return None
-    return json_ranges.cut_ranges(path, body, CORPUS_BOUNDARY, CORPUS_RANGE_BYTES)
+    return json_range_reader.array_ranges(shard.files.local_path(shard.relpath), CORPUS_BOUNDARY, CORPUS_RANGE_BYTES)
 
 
 def _piece_table(piece: bytes | memoryview, name: str) -> pa.Table | None:
-    """The corpus table of one piece, parsed by pyarrow; NotCut when anything is off (pyarrow's refusal, which
-    covers duplicate keys, unpaired surrogates, other fields and non-string values; invalid UTF-8; a missing
-    or null field; elements not separated by commas): the caller then finds the exact error."""
-    lines, separators = json_ranges.elements_as_lines(piece, CORPUS_SEPARATOR)
-    if not lines.strip(json_ranges.WHITESPACE):
+    """The corpus table of one piece, parsed by pyarrow; NotCut when anything is off (see
+    json_range_reader.parse_piece; also a missing or null field, or a chunk id of no source): the caller then finds
+    the exact error."""
+    parsed = json_range_reader.parse_piece(piece, CORPUS_SEPARATOR, PIECE_PARSING, BATCH_MEMORY)
+    if parsed is None:
         return None
-    try:
-        parsed = pa_json.read_json(
-            pa.py_buffer(lines),
-            read_options=pa_json.ReadOptions(use_threads=False, block_size=len(lines)),
-            parse_options=PIECE_PARSING,
-            memory_pool=BATCH_MEMORY,
-        )
-        parsed.validate(full=True)  # pyarrow's JSON reader lets invalid UTF-8 through
-    except pa.ArrowInvalid as e:
-        raise json_ranges.NotCut(str(e)) from None
     ids, texts = (parsed.column(field).combine_chunks(memory_pool=BATCH_MEMORY) for field in CORPUS_FIELDS)
-    if parsed.num_rows != separators + 1 or ids.null_count or texts.null_count:
-        raise json_ranges.NotCut("a record that is not {id, text}, or two records without a comma between them")
+    if ids.null_count or texts.null_count:
+        raise json_ranges.NotCut("a record that is not {id, text}")
     try:
         return corpus_table(ids, texts, 0, name)
     except SourceError as e:
@@ -322,34 +307,15 @@ def _raise_exact_error(shard: Shard, path: str, start: int, piece: bytes | memor
 
 
 def read_corpus_ranges(shard: Shard, ranges: list[tuple[int, int]]) -> Iterator[pa.Table]:
-    """Corpus tables of byte ranges of the array, parsed piece by piece by pyarrow on PARSE_THREADS threads while
-    the next pieces are read and the previous tables written (see core/json_ranges.py).
-
-    Any piece the fast path does not accept as is ends in `_raise_exact_error`; a piece without a record
-    boundary within json_ranges.MAX_RECORD_BYTES is read by the streaming path."""
+    """Corpus tables of byte ranges of the array, parsed piece by piece on several threads
+    (core/json_range_reader.py); any piece the fast path refuses ends in `_raise_exact_error`."""
     path = shard.files.local_path(shard.relpath)
-
-    def parse(item: tuple[int, memoryview]) -> tuple[int, memoryview, pa.Table | None | json_ranges.NotCut]:
-        offset, piece = item
-        try:
-            return offset, piece, _piece_table(piece, shard.name)
-        except json_ranges.NotCut as refused:
-            return offset, piece, refused
-
-    for start, end in ranges:
-        resume = start
-        try:
-            for offset, piece, table in map_ahead(parse, json_ranges.iter_pieces(path, start, end, CORPUS_BOUNDARY)):
-                if isinstance(table, json_ranges.NotCut):
-                    _raise_exact_error(shard, path, offset, piece)
-                    raise table
-                if table is not None:
-                    yield table
-                resume = offset + len(piece)
-        except json_ranges.NotCut:
-            if resume > start:
-                resume += 1  # past the comma after the last piece read
-            yield from read_corpus_stream(json_ranges.joined(b"[", (path, resume, end), b"]"), shard.name)
+    return json_range_reader.read_ranges(
+        path, ranges, CORPUS_BOUNDARY,
+        parse=lambda piece: _piece_table(piece, shard.name),
+        raise_exact_error=lambda offset, piece: _raise_exact_error(shard, path, offset, piece),
+        read_stream=lambda stream: read_corpus_stream(stream, shard.name),
+    )
 
 
 def download_from_hub(filename: str, cache_dir: str | None) -> str:
@@ -379,12 +345,13 @@ class MmragBuilder(RagBuilder):
         return SourceFiles(data_dir).identity(list(ALL_FILES))
 
     def _info(self) -> datasets.DatasetInfo:
+        facts = card_facts(PATH)
         return datasets.DatasetInfo(
-            description=f"mmRAG: {self.config.name}",
+            description=f"{facts.pretty_name}: {self.config.name}",
             features=FEATURES[self.config.name],
-            citation=MMRAG_CITATION,
-            homepage="https://github.com/nju-websoft/mmRAG",
-            license="apache-2.0",
+            citation="\n\n".join(facts.citations),
+            homepage=facts.homepage,
+            license=facts.license,
         )
 
     def source_shard(self, filename: str) -> Shard:

@@ -39,7 +39,8 @@ PUBLISHED_QUERIES = {"train": 3_072, "dev": 766, "test": 1_286}
 QUERY_FILE_BYTES = {"train": 3_138_030, "dev": 871_660, "test": 1_297_080}
 """Sizes of the query files on the hub (equal to the GitHub release, nju-websoft/mmRAG data/mmRAG_ds)."""
 CORPUS_BATCH_BYTES = 1 << 20
-"""Bytes of processed_documents.json per corpus table: larger batches only raise peak memory (bench/README-mmrag.md)."""
+"""Bytes of processed_documents.json per corpus table: larger batches only raise peak memory (bench/README.md,
+"mmRAG corpus", choices measured on the way)."""
 CORPUS_RANGE_BYTES = 64 << 20
 """Bytes of processed_documents.json per range of the parallel path (what num_proc shares out)."""
 CORPUS_BOUNDARY = boundary_pattern(("id", "text"))
