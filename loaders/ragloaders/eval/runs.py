@@ -174,7 +174,8 @@ def write_run(
     path: str, rankings: Iterable[tuple[str, Sequence[str], Sequence[float]]], *, tag: str = DEFAULT_TAG
 ) -> int:
     """Write (query id, document ids in rank order, their scores) as a TREC run, or as a table when `path` ends
-    in `.parquet` or `.jsonl`; returns the number of lines or rows. The file appears only when complete."""
+    in `.parquet` or `.jsonl`; returns the number of lines or rows. The file appears only when complete, and never
+    over an existing file."""
     path = os.fspath(path)
     fmt = run_format(path)
     folder = os.path.dirname(os.path.abspath(path))
@@ -183,10 +184,11 @@ def write_run(
     try:
         writer = {"trec": _write_trec, "parquet": _write_parquet, "jsonl": _write_jsonl}[fmt]
         count = writer(partial, rankings, tag)
-        os.replace(partial, path)
+        os.link(partial, path)  # never over a file that appeared meanwhile (FileExistsError), unlike a rename
     except BaseException:
         os.unlink(partial)
         raise
+    os.unlink(partial)
     return count
 
 

@@ -37,14 +37,17 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..core.output_target import OutputFolderError, check_target
 from ..core.sources import file_digest
 from ..core.version import VERSION as PACKAGE_VERSION
 
@@ -63,10 +66,6 @@ KEPT_TAG = ".ragloaders-kept-"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 Altered = Literal["refuse", "set_aside"]
-
-
-class OutputFolderError(ValueError):
-    """A target folder that ragloaders will not write: names the folder and what to do."""
 
 
 def _warn(message: str) -> None:
@@ -221,52 +220,6 @@ def hash_folder(folder: str) -> dict[str, FileRecord]:
     return files
 
 
-# --- where a target may be ----------------------------------------------------------------------------------------
-
-
-def _inside(path: str, folder: str) -> bool:
-    """path is folder or lies inside it (both resolved)."""
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
-
-
-def check_target(out: str, *, data_dir: str | None = None, cache_dir: str | None = None,
-                 option: str = "--out") -> str:
-    """The resolved target, or an OutputFolderError saying why ragloaders will not write there."""
-    if not out or not str(out).strip():
-        raise OutputFolderError(f"{option} is empty")
-    given = os.fspath(out)
-    target = os.path.realpath(os.path.expanduser(given))
-    where = f"{option} {given}" + (f" (resolved to {target})" if target != given else "")
-    if os.path.dirname(target) == target:
-        raise OutputFolderError(f"{where} is the filesystem root; choose a new folder")
-    home = os.path.realpath(os.path.expanduser("~"))
-    if _inside(home, target):
-        raise OutputFolderError(f"{where} is the home folder or a folder above it; choose a new folder")
-    if _inside(os.path.realpath(os.getcwd()), target):
-        raise OutputFolderError(f"{where} is the current folder or a folder above it; choose a new folder")
-    for label, folder in _protected(data_dir, cache_dir):
-        if _inside(target, folder) or _inside(folder, target):
-            raise OutputFolderError(f"{where} contains or lies inside the {label} {folder}; choose a folder "
-                                    "outside it")
-    if os.path.basename(given.rstrip("/" + os.sep)) in (".", ".."):
-        raise OutputFolderError(f"{where}: name the folder itself, not '.' or '..' (which name a folder that "
-                                "holds other things)")
-    if os.path.lexists(target) and not os.path.isdir(target):
-        raise OutputFolderError(f"{where} exists and is not a folder")
-    return target
-
-
-def _protected(data_dir: str | None, cache_dir: str | None) -> Iterator[tuple[str, str]]:
-    if data_dir:
-        yield "data dir", os.path.realpath(os.path.expanduser(data_dir))
-    if cache_dir:
-        yield "cache dir", os.path.realpath(os.path.expanduser(cache_dir))
-    else:
-        import datasets.config
-
-        yield "datasets cache", os.path.realpath(str(datasets.config.HF_DATASETS_CACHE))
-
-
 # --- the lock -----------------------------------------------------------------------------------------------------
 
 
@@ -277,7 +230,7 @@ class TargetLock:
     again, so removing the file on release never lets two holders in at once."""
 
     def __init__(self, target: str, log: Callable[[str], None] = _warn):
-        self.path = os.path.join(os.path.dirname(target), "." + os.path.basename(target) + LOCK_TAG)
+        self.path = lock_path(target)
         self.target = target
         self.log = log
         self.fd: int | None = None
@@ -292,7 +245,7 @@ class TargetLock:
             return
         told = False
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = _open_lock(self.path, os.O_RDWR | os.O_CREAT)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -301,7 +254,7 @@ class TargetLock:
                     told = True
                 fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+                same = os.path.samestat(os.fstat(fd), os.lstat(self.path))
             except FileNotFoundError:
                 same = False
             if same:
@@ -315,11 +268,78 @@ class TargetLock:
             return
         if self.fd is not None:
             try:
-                os.unlink(self.path)
+                if os.path.samestat(os.fstat(self.fd), os.lstat(self.path)):  # never a file put in its place
+                    os.unlink(self.path)
             except FileNotFoundError:
                 pass
             os.close(self.fd)
             self.fd = None
+
+
+def _open_lock(path: str, flags: int) -> int:
+    """Open a lock file without following a symlink (O_NOFOLLOW) or blocking on a FIFO: a lock file must be a
+    regular file; anything else planted there is refused, never written through."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.EMLINK):
+            raise OutputFolderError(f"{path} is a symlink where ragloaders keeps its lock file; it does not follow "
+                                    "it: remove the symlink and run again") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OutputFolderError(f"{path} is not a regular file where ragloaders keeps its lock file; remove it "
+                                "and run again")
+    return fd
+
+
+def lock_path(target: str) -> str:
+    """The lock file of a target: the hidden sibling `.<name>.ragloaders-lock`."""
+    return os.path.join(os.path.dirname(target), "." + os.path.basename(target) + LOCK_TAG)
+
+
+def _held(path: str) -> bool:
+    """A lock file some running ragloaders build holds (a shared probe that does not wait)."""
+    if fcntl is None:  # pragma: no cover
+        return False
+    try:
+        fd = _open_lock(path, os.O_RDONLY)
+    except (OSError, OutputFolderError):
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def running_builds_around(target: str) -> Iterator[tuple[str, str]]:
+    """Other running builds whose target contains `target` ("contains") or lies inside it ("lies inside"): found
+    by their held lock files beside each folder above `target` and anywhere inside it (symlinks and other
+    filesystems are not entered)."""
+    folder = target
+    while os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+        if os.path.dirname(folder) != folder and _held(lock_path(folder)):
+            yield folder, "contains"
+    if not os.path.isdir(target) or os.path.islink(target):
+        return
+    device = os.lstat(target).st_dev
+    for root, folders, files in os.walk(target):
+        folders[:] = [f for f in folders if _same_device(os.path.join(root, f), device)]
+        for name in files:
+            if name.startswith(".") and name.endswith(LOCK_TAG) and _held(os.path.join(root, name)):
+                yield os.path.join(root, name[1:-len(LOCK_TAG)]), "lies inside"
+
+
+def _same_device(path: str, device: int) -> bool:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_dev == device
 
 
 # --- the swap -----------------------------------------------------------------------------------------------------
@@ -353,13 +373,103 @@ def exchange(a: str, b: str) -> bool:
     raise OSError(code, f"cannot swap {b} into place: {os.strerror(code)}", a)
 
 
+# --- signals ------------------------------------------------------------------------------------------------------
+
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM") if hasattr(signal, name))
+
+
+@contextmanager
+def deferred_signals() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block has run (then deliver them): a swap and the record of what it did
+    are one step for Ctrl-C. Only the main thread can set handlers; elsewhere the block runs as it is."""
+    received: list[int] = []
+    try:
+        previous = {number: signal.signal(number, lambda number, frame: received.append(number))
+                    for number in _STOP_SIGNALS}
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in dict.fromkeys(received):
+            signal.raise_signal(number)
+
+
+def _interrupt(number, frame) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt inside the block (as Ctrl-C does), so a build cleans up after it too."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+    except (ValueError, AttributeError):  # not the main thread, or no SIGTERM
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+NO_SPACE = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG)
+
+
+def _keep_metadata(source: str, destination: str, *, times: bool) -> None:
+    """Give `destination` the owner, mode, extended attributes (and, with `times`, times) of `source`: a folder
+    of the user's that a build recreates stays as it was. What cannot be kept is refused, not changed silently."""
+    before, now = os.lstat(source), os.lstat(destination)
+    try:
+        if (before.st_uid, before.st_gid) != (now.st_uid, now.st_gid):
+            os.chown(destination, before.st_uid, before.st_gid, follow_symlinks=False)
+        os.chmod(destination, stat.S_IMODE(before.st_mode))
+        for name in _xattr_names(source):
+            os.setxattr(destination, name, os.getxattr(source, name, follow_symlinks=False), follow_symlinks=False)
+        if times:
+            os.utime(destination, ns=(before.st_atime_ns, before.st_mtime_ns), follow_symlinks=False)
+    except PermissionError as e:
+        raise OutputFolderError(f"{source}: ragloaders cannot keep its owner, mode or attributes on the folder "
+                                f"it builds ({e.strerror}); the build is not swapped in") from e
+
+
+def _xattr_names(path: str) -> list[str]:
+    try:
+        return os.listxattr(path, follow_symlinks=False)
+    except (OSError, AttributeError) as e:  # a filesystem without extended attributes has none to keep
+        if isinstance(e, AttributeError) or e.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            return []
+        raise
+
+
+def other_devices(folder: str) -> list[str]:
+    """Entries under `folder` ('/' paths) on another filesystem than the folder itself (mount points): a build
+    neither enters nor moves them."""
+    device, found = os.lstat(folder).st_dev, []
+    for root, folders, files in os.walk(folder):
+        for name in sorted(folders + files):
+            path = os.path.join(root, name)
+            try:
+                if os.lstat(path).st_dev != device:
+                    found.append(os.path.relpath(path, folder).replace(os.sep, "/"))
+            except OSError:
+                continue
+        folders[:] = [f for f in folders if _same_device(os.path.join(root, f), device)]
+    return found
+
+
 # --- the folder a build writes ------------------------------------------------------------------------------------
 
 
 class OutputFolder:
-    """A context manager around one build into `out`: checks the target, takes the lock, removes leftovers,
+    """A context manager around one build into `out`: checks the target, takes the lock, deals with leftovers,
     and gives `work`, the folder to write into; `commit(identity)` swaps the finished folder into place.
-    Leaving the block without commit (an error) removes the work folder; the target is then untouched."""
+    Leaving the block without commit (an error, Ctrl-C, SIGTERM) removes the work folder; the target is then
+    untouched. Leaving it after the swap (Ctrl-C during the clean-up) only clears the replaced folder as
+    `clear_old` does. A full disk is reported in one line naming the folder."""
 
     def __init__(self, out: str, *, data_dir: str | None = None, cache_dir: str | None = None,
                  into_existing: bool = False, altered: Altered = "refuse", option: str = "--out",
@@ -374,41 +484,83 @@ class OutputFolder:
         self.name = os.path.basename(self.target)
         self.lock = TargetLock(self.target, log)
         self.work: str = ""
+        self.old: str = ""
+        """After the swap: where the replaced folder is until clear_old is done with it."""
         self.before: Verdict | None = None
         self.committed = False
+        self._signals = sigterm_as_interrupt()
 
     def __enter__(self) -> OutputFolder:
         os.makedirs(self.parent, exist_ok=True)
-        self.lock.acquire()
+        self._refuse_nested()  # before the lock file is made, so a refused build leaves nothing inside another
+        self._signals.__enter__()
         try:
-            self._recover()
-            self.before = self._inspect()
-            self.work = tempfile.mkdtemp(prefix="." + self.name + WORK_TAG, dir=self.parent)
-            mask = os.umask(0)
-            os.umask(mask)
-            os.chmod(self.work, 0o777 & ~mask)  # mkdtemp makes 0700; the folder a user gets follows the umask
-            Manifest(self.target, {}).write(self.work)
+            self.lock.acquire()
+            try:
+                self._refuse_nested()  # again with the lock held: one of two racing builds sees the other
+                self._recover()
+                self.before = self._inspect()
+                self.work = tempfile.mkdtemp(prefix="." + self.name + WORK_TAG, dir=self.parent)
+                mask = os.umask(0)
+                os.umask(mask)
+                os.chmod(self.work, 0o777 & ~mask)  # mkdtemp makes 0700; a new folder follows the umask
+                Manifest(self.target, {}).write(self.work)
+            except BaseException:
+                self._remove_work()
+                self.lock.release()
+                raise
         except BaseException:
-            self.lock.release()
+            self._signals.__exit__(None, None, None)
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, error, traceback) -> None:
         try:
-            if not self.committed and self.work and os.path.isdir(self.work):
-                shutil.rmtree(self.work, ignore_errors=True)
+            if self.old:
+                clear_old(self.old, self.target, self.before.own if self.before else None, self.log, self.name)
+                self.old = ""
+            elif not self.committed:
+                self._remove_work()
         finally:
             self.lock.release()
+            self._signals.__exit__(None, None, None)
+        if isinstance(error, OSError) and error.errno in NO_SPACE:
+            raise OutputFolderError(f"{self.option} {self.given}: no space left on the device of {self.parent} "
+                                    f"({error.strerror}); {self._kept()}, the unfinished build was removed") from error
+
+    def _kept(self) -> str:
+        if self.committed:
+            return "the new build is in place"
+        return "the folder keeps its previous build" if self.before is not None else "no folder was made"
+
+    def _remove_work(self) -> None:
+        """Remove the work folder of this build (its name is from mkdtemp in this run, before any swap)."""
+        if self.work and os.path.isdir(self.work) and not os.path.islink(self.work):
+            shutil.rmtree(self.work, ignore_errors=True)
+        self.work = ""
+
+    def _refuse_nested(self) -> None:
+        for other, relation in running_builds_around(self.target):
+            raise OutputFolderError(f"{self.option} {self.given}: another ragloaders build is writing {other}, "
+                                    f"which {relation} this folder; build it when that one has finished")
 
     # -- before the build
 
     def _inspect(self) -> Verdict | None:
-        """What is at the target now; refuses a folder that is not ragloaders' (without into_existing) and,
-        with altered="refuse", one whose own files were changed."""
+        """What is at the target now; refuses a folder that is not ragloaders' (without into_existing), one with
+        a mount point in it and, with altered="refuse", one whose own files were changed."""
         if not os.path.isdir(self.target):
             return None
-        verdict = verify(self.target)
         where = f"{self.option} {self.given}"
+        if os.lstat(self.target).st_dev != os.lstat(self.parent).st_dev:
+            raise OutputFolderError(f"{where} is a mount point; a build swaps folders and cannot swap a mount "
+                                    "point: build into a folder inside it")
+        mounted = other_devices(self.target)
+        if mounted:
+            shown = ", ".join(mounted[:5]) + (" ..." if len(mounted) > 5 else "")
+            raise OutputFolderError(f"{where} holds entries on another filesystem ({shown}); ragloaders does not "
+                                    "move mounts: unmount them or choose another folder")
+        verdict = verify(self.target)
         if verdict.manifest is None and verdict.others and not self.into_existing:
             raise OutputFolderError(
                 f"{where} exists and was not written by ragloaders (no valid {MANIFEST}); choose a new folder, "
@@ -433,17 +585,19 @@ class OutputFolder:
             _carry(os.path.join(self.target, name.rstrip("/")), os.path.join(self.work, name.rstrip("/")),
                    name.endswith("/"))
         folders = {folder for name in keep for folder in _folders_of(name)}
-        for folder in sorted(folders, key=lambda f: -f.count("/")):  # the user's folders keep their mode and times
-            shutil.copystat(os.path.join(self.target, folder), os.path.join(self.work, folder), follow_symlinks=False)
+        for folder in sorted(folders, key=lambda f: -f.count("/")):  # the user's folders stay as they were
+            _keep_metadata(os.path.join(self.target, folder), os.path.join(self.work, folder), times=True)
         if self.before is None:
-            try:  # onto nothing (or an empty folder, which rename replaces); never onto something new
-                os.rename(self.work, self.target)
-            except OSError as e:
-                raise OutputFolderError(f"{self.option} {self.given}: something was put there during the build "
-                                        f"({e.strerror}); it is left as it is") from e
+            with deferred_signals():
+                try:  # onto nothing (or an empty folder, which rename replaces); never onto something new
+                    os.rename(self.work, self.target)
+                except OSError as e:
+                    raise OutputFolderError(f"{self.option} {self.given}: something was put there during the "
+                                            f"build ({e.strerror}); it is left as it is") from e
+                self.work, self.committed = "", True
         else:
+            _keep_metadata(self.target, self.work, times=False)  # the folder keeps its owner, mode, attributes
             self._swap()
-        self.committed = True
         return manifest
 
     def _to_carry(self, manifest: Manifest) -> list[str]:
@@ -464,49 +618,61 @@ class OutputFolder:
                 "move them out of the folder and build again")
 
     def _swap(self) -> None:
-        if exchange(self.work, self.target):
-            old = self.work
-        else:
-            old = tempfile.mkdtemp(prefix="." + self.name + OLD_TAG, dir=self.parent)
-            os.rename(self.target, old)  # over the empty folder mkdtemp made: the name is ours
-            os.rename(self.work, self.target)
-        if read_manifest(old) is None:  # it was the user's folder or an empty one: mark it as this target's old one
-            Manifest(self.target, {}, complete=True).write(old)
-        clear_old(old, self.target, self.before.own if self.before else None, self.log, self.name)
+        """Swap, record where the old folder went and mark it as this target's, all before a Ctrl-C is let in;
+        then clear the old folder (`clear_old`, also what __exit__ finishes if a Ctrl-C comes during it)."""
+        with deferred_signals():
+            if exchange(self.work, self.target):
+                self.old = self.work
+            else:
+                old = tempfile.mkdtemp(prefix="." + self.name + OLD_TAG, dir=self.parent)
+                os.rename(self.target, old)  # over the empty folder mkdtemp made: the name is ours
+                try:
+                    os.rename(self.work, self.target)
+                except BaseException:
+                    os.rename(old, self.target)
+                    raise
+                self.old = old
+            self.work, self.committed = "", True
+            if read_manifest(self.old) is None:  # the user's folder or an empty one: mark it as this target's old one
+                Manifest(self.target, {}, complete=True).write(self.old)
+        clear_old(self.old, self.target, self.before.own if self.before else None, self.log, self.name)
+        self.old = ""
 
     # -- after a kill
 
     def _recover(self) -> None:
-        """Put back an old folder a kill left aside between two renames; remove the leftovers of killed builds."""
-        leftovers, aside = [], []
+        """Deal with what killed builds of this target left beside it, saying so in one line each: put back a
+        folder left aside between two renames when nothing is at the target; remove an unfinished build (its
+        manifest says incomplete); clear a replaced or sealed folder as clear_old does (whatever is not provably
+        ragloaders' or also in the target goes to a visible kept folder)."""
+        found = []
         for entry in sorted(os.listdir(self.parent)):
-            if entry.startswith("." + self.name + WORK_TAG) or entry.startswith("." + self.name + OLD_TAG):
-                path = os.path.join(self.parent, entry)
-                if os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path):
-                    os.rmdir(path)  # killed between mkdtemp and its first manifest: empty, nothing to lose
-                    continue
-                manifest = read_manifest(path) if os.path.isdir(path) and not os.path.islink(path) else None
-                if manifest is not None:  # its name and its manifest: a folder a build of this target made
-                    leftovers.append((path, manifest))
-                elif OLD_TAG in entry and manifest is None and os.path.isdir(path) and not os.path.islink(path):
-                    # a folder without a manifest put aside by the two-rename swap: a user's (--into-existing)
-                    aside.append(path)
+            if not (entry.startswith("." + self.name + WORK_TAG) or entry.startswith("." + self.name + OLD_TAG)):
+                continue
+            path = os.path.join(self.parent, entry)
+            if not os.path.isdir(path) or os.path.islink(path):
+                continue
+            if not os.listdir(path):
+                os.rmdir(path)  # killed between mkdtemp and its first manifest: empty, nothing to lose
+                continue
+            found.append((path, read_manifest(path)))
         if not os.path.lexists(self.target):
-            for path in aside:
+            aside = [(p, m) for p, m in found if OLD_TAG in os.path.basename(p) and (m is None or m.complete)]
+            if aside:  # the two-rename swap was killed between its renames: the old folder is the only copy
+                path = aside[0][0]
                 self.log(f"{self.target} was left aside by a killed build: putting it back from {path}")
                 os.rename(path, self.target)
                 return self._recover()
-            for path, manifest in leftovers:
-                if OLD_TAG in os.path.basename(path) and manifest.complete:
-                    self.log(f"{self.target} was left aside by a killed build: putting it back from {path}")
-                    os.rename(path, self.target)
-                    leftovers.remove((path, manifest))
-                    break
-        for path, manifest in leftovers:
-            if manifest.complete:
-                clear_old(path, self.target, None, self.log, self.name)
-            else:
+        for path, manifest in found:
+            if manifest is not None and not manifest.complete and manifest.target == self.target:
+                self.log(f"removing {path}, the unfinished work folder of a killed build of {self.target}")
                 shutil.rmtree(path)
+            else:
+                if manifest is None:  # swapped out by a build killed before it marked the folder
+                    Manifest(self.target, {}, complete=True).write(path)
+                self.log(f"clearing {path}, the folder a killed build of {self.target} replaced (what is not "
+                         "ragloaders' nor in the target is kept)")
+                clear_old(path, self.target, None, self.log, self.name)
 
 
 def _folders_of(name: str) -> list[str]:
@@ -516,18 +682,18 @@ def _folders_of(name: str) -> list[str]:
 
 
 def _carry(source: str, destination: str, folder: bool) -> None:
-    """Keep a user's entry in the new folder: the same inode (hard link), a copy across filesystems."""
+    """Keep a user's entry in the new folder as the same inode (a hard link: owner, mode, times, attributes and
+    content unchanged); an entry that cannot be linked stops the build (a copy would not be the same file)."""
     os.makedirs(os.path.dirname(destination), exist_ok=True)
     if folder:
         os.makedirs(destination, exist_ok=True)
         return
     try:
         os.link(source, destination, follow_symlinks=False)
-    except OSError:
-        if os.path.islink(source):
-            os.symlink(os.readlink(source), destination)
-        else:
-            shutil.copy2(source, destination, follow_symlinks=False)
+    except OSError as e:
+        raise OutputFolderError(f"{source}: ragloaders keeps a file of yours in the new build as the same file (a "
+                                f"hard link) and cannot link this one ({e.strerror}); move it out of the folder and "
+                                "build again") from e
 
 
 def _same_entry(old: str, new: str) -> bool:
