@@ -2,37 +2,52 @@
 
 The rules, in the order a build meets them:
 
-- **Where.** The target is resolved (realpath, so `x/..`, `.` and symlinks count as where they point) and refused
-  when it is the filesystem root, the home folder or a folder above it, the current folder or a folder above it,
-  or a folder that contains or lies inside the data dir or the cache dir (datasets' default cache when no cache
-  dir is given). A target whose last component is `.` or `..`, or that exists and is not a folder, is refused too.
+- **Where.** `core/output_target.check_output`, the one rule of every command that writes (`bm25 --out` too): the
+  target is resolved (realpath, so `x/..`, `.` and symlinks count as where they point) and refused when it is the
+  filesystem root, the home folder or a folder above it, the current folder or a folder above it, or a path that
+  contains or lies inside the data dir or the cache dir (datasets' default cache when no cache dir is given). A
+  target whose last component is `.` or `..`, or that exists and is not a folder, is refused too (a run file
+  must not exist at all). A target that is a mount point, or holds entries on another filesystem, is refused:
+  ragloaders moves no mount.
+- **Who else.** A build whose target contains, or lies inside, the target of another running build (its lock
+  file, beside a folder above or anywhere inside, is held) is refused in one line, checked before and after
+  its own lock is taken, so of two racing builds one sees the other.
 - **Whose.** A folder ragloaders built holds MANIFEST: every file it wrote with its sha256 and size, and the build
   identity. A file is ragloaders' own when the manifest lists it and its size and sha256 still match. An existing
   non-empty target without a (valid) manifest is refused unless `into_existing` (`--into-existing`) is given.
-  Every entry that is not an own file (the user's files, folders, symlinks) is kept at its path: it is hard-linked
-  (or, across filesystems, copied) into the new folder. A build that would write where such an entry is refuses.
+  Every entry that is not an own file (the user's files, folders, symlinks) is kept at its path as the same inode:
+  it is hard-linked into the new folder (one that cannot be linked stops the build; a copy would not be the same
+  file), and every folder recreated for them, the target included, gets the old one's owner, mode and extended
+  attributes (and times, below the target). A build that would write where such an entry is refuses.
 - **Altered own files** (listed in the manifest, content changed): `altered="refuse"` (build) refuses before the
   build starts, naming them; `altered="set_aside"` (push's staging folder, which is rebuilt rather than trusted)
   builds anew and keeps the altered files in a visible sibling `<name>.ragloaders-kept-<UTC time>/`, with a warning.
   Neither deletes them.
 - **How.** Each build writes into its own sibling work folder `.<name>.ragloaders-work-XXXXXXXX` (mkdtemp), whose
   manifest says `"complete": false` until the last file is written. A lock (flock on the sibling
-  `.<name>.ragloaders-lock`) is held from the first check to the end, so a second build of the same target waits
-  for the first (it says so once on stderr) and then builds and swaps in turn. The swap is one
+  `.<name>.ragloaders-lock`, opened with O_NOFOLLOW and refused unless a regular file, removed on release only
+  if it is still the file locked) is held from the first check to the end, so a second build of the same target
+  waits for the first (it says so once on stderr) and then builds and swaps in turn. The swap is one
   renameat2(RENAME_EXCHANGE): the target is the old complete folder until the call and the new complete folder
   after it. Where the filesystem cannot exchange, the old folder is renamed to `.<name>.ragloaders-old-XXXXXXXX`
-  and the new one into place; the next build puts the old one back if a kill came between the two renames.
-- **Leftovers.** A build first removes the work and old folders of its target that a killed build left: only
-  folders whose name has the pattern and that hold a ragloaders manifest; in them it removes an incomplete
-  build whole, and from a complete one only verified own files and the copies of entries the target has too;
-  anything else is moved to a kept folder, never deleted.
+  and the new one into place. The swap, the record of where the old folder went and its marking as this
+  target's old folder run with SIGINT and SIGTERM held; after the swap nothing but `clear_old` touches the old
+  folder, also when Ctrl-C or SIGTERM (which a build turns into the same clean-up) comes during it.
+- **Interrupted, failed, full.** Before the swap, leaving the build (an error, Ctrl-C, SIGTERM) removes only its
+  work folder. A full disk (ENOSPC, EDQUOT, EFBIG) is one OutputFolderError naming the folder; the Parquet writer
+  writes through publish/sink.py so that it raises instead of aborting the process.
+- **Leftovers.** A build first deals with the work and old folders of its target that killed builds left, naming
+  each in one line: with nothing at the target, an old folder left aside between the two renames (the only copy)
+  is put back; a work folder whose manifest says incomplete is removed whole; any other (a replaced folder, a
+  sealed build, or one without a manifest, which a kill right after the swap leaves of a user's folder) is
+  cleared as `clear_old` does: only verified own files and entries that are the same inode as the target's are
+  removed, then empty folders; anything else is moved to a visible kept folder, never deleted.
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
-import filecmp
 import json
 import os
 import re
@@ -697,18 +712,11 @@ def _carry(source: str, destination: str, folder: bool) -> None:
 
 
 def _same_entry(old: str, new: str) -> bool:
-    """new holds what old holds: the same inode, the same symlink, or a regular file with the same bytes."""
+    """new is old: the same inode (a build keeps a user's entry as a hard link, never as a copy)."""
     try:
-        a, b = os.lstat(old), os.lstat(new)
+        return os.path.samestat(os.lstat(old), os.lstat(new))
     except OSError:
         return False
-    if os.path.samestat(a, b):
-        return True
-    if stat.S_ISLNK(a.st_mode) and stat.S_ISLNK(b.st_mode):
-        return os.readlink(old) == os.readlink(new)
-    if stat.S_ISREG(a.st_mode) and stat.S_ISREG(b.st_mode):
-        return a.st_size == b.st_size and filecmp.cmp(old, new, shallow=False)
-    return False
 
 
 def clear_old(old: str, target: str, own: dict[str, tuple] | None, log: Callable[[str], None], name: str) -> None:

@@ -4,14 +4,27 @@ Uploads go in several commits (at most MAX_COMMIT_FILES files / MAX_COMMIT_BYTES
 README.md last, so the card appears only once its data is there. A push that was interrupted resumes when run
 again: the staged folder is reused while the build's identity (in its manifest) is unchanged and every file it
 lists still has its sha256 (else it is rebuilt, not trusted; Parquet output is deterministic), and files whose
-content the repository already has are skipped. Only the files the manifest lists are uploaded. Parquet files of
-an older build that this build no longer has are deleted in the last commit, so the `configs:` globs never mix two
-builds -- and only when the staged folder was verified against its manifest in this run.
+content the repository already has are skipped. Only the files the manifest lists are uploaded.
+
+Two steps, separable: `stage` + `plan` verify a staged folder against its manifest; `upload` sends a plan. What
+`upload` may do in the repository:
+
+- **Its record.** The repository holds HUB_MANIFEST (`.ragloaders-manifest.json` at its root, a different format
+  from a folder's): every file ragloaders published there, with sha256, git blob id and size. Each commit that
+  adds files writes it too, recording them in the same commit, so an interrupted push leaves no unrecorded file.
+- **Deletes** only files the record lists that still hold what was published (by the hub's sha256 or blob id)
+  and the new build no longer has, in the last commit, so the `configs:` globs never mix two builds -- and only
+  when the staged folder was verified against its manifest in this run. Nothing else is ever deleted; other
+  Parquet files are left and named in one line.
+- **Overwrites** a file only when the record lists it unchanged or it already holds the same bytes. Any other file
+  at a path the push writes (the repository's own card, a file changed since it was pushed, a HUB_MANIFEST that is
+  not ragloaders') stops the push before its first commit, naming the files, unless `overwrite_foreign`
+  (`--overwrite-foreign`); a file so replaced is ragloaders' from then on.
+
 The staging folder follows the rules of output_folder.py (`--staging-dir` like `--out`); the default one lies
 under the staging root, named from a validated repo id and path, so it cannot lead outside that root.
 The token comes from HF_TOKEN or the stored login and is never printed.
 """
-
 from __future__ import annotations
 
 import hashlib
