@@ -297,19 +297,6 @@ def test_a_build_inside_or_around_a_running_build_is_refused(running, second, re
     assert not list(tmp_path.rglob("*.ragloaders-kept-*")) and not list(tmp_path.rglob(".*.ragloaders-*"))
 
 
-def test_many_concurrent_builds_of_one_folder_never_fail_on_the_lock(tmp_path, cache_dir, previous):
-    """Four processes build the same folder at once: each waits its turn; none fails (a lock file removed by one
-    while another opens it must not matter) and the folder ends complete with nothing left beside it."""
-    out = tmp_path / "out"
-    shutil.copytree(previous, out)
-    processes = [subprocess.Popen([sys.executable, "-m", "ragloaders", *build_args(out, cache_dir=cache_dir)],
-                                  env=ENVIRONMENT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for _ in range(4)]
-    results = [process.communicate(timeout=600) for process in processes]
-    assert [process.returncode for process in processes] == [0] * 4, [err[-2000:] for _, err in results]
-    assert holds(out) == NEW and sorted(os.listdir(tmp_path)) == ["out"]
-
-
 # --- leftovers of killed builds ---------------------------------------------------------------------------------------
 
 KILLED = r"""
