@@ -249,6 +249,22 @@ def test_bm25_out_may_not_name_a_file_in_the_data_dir_nor_any_existing_file(tmp_
     assert mine.read_text() == "q1 Q0 d1 1 1.0 mine\n" and not (Path(cache_dir) / "run.trec").exists()
 
 
+def test_a_run_never_replaces_a_file_that_appeared_while_it_was_written(tmp_path):
+    """The check before a run is written cannot see a file made during it: the finished run is linked into
+    place, which fails on an existing name, where a rename would have replaced the file."""
+    from ragloaders.eval import write_run
+
+    path = tmp_path / "run.trec"
+
+    def rankings():
+        yield "q1", ["d1"], [1.0]
+        path.write_text("the user's file, made meanwhile\n")
+
+    with pytest.raises(FileExistsError):
+        write_run(str(path), rankings())
+    assert path.read_text() == "the user's file, made meanwhile\n" and os.listdir(tmp_path) == ["run.trec"]
+
+
 # --- nested and concurrent builds -------------------------------------------------------------------------------------
 
 PAUSED = r"""

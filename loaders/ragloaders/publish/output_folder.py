@@ -443,12 +443,26 @@ def _keep_metadata(source: str, destination: str, *, times: bool) -> None:
             os.chown(destination, before.st_uid, before.st_gid, follow_symlinks=False)
         os.chmod(destination, stat.S_IMODE(before.st_mode))
         for name in _xattr_names(source):
-            os.setxattr(destination, name, os.getxattr(source, name, follow_symlinks=False), follow_symlinks=False)
+            _set_xattr(destination, name, os.getxattr(source, name, follow_symlinks=False))
         if times:
             os.utime(destination, ns=(before.st_atime_ns, before.st_mtime_ns), follow_symlinks=False)
     except PermissionError as e:
         raise OutputFolderError(f"{source}: ragloaders cannot keep its owner, mode or attributes on the folder "
                                 f"it builds ({e.strerror}); the build is not swapped in") from e
+
+
+def _set_xattr(path: str, name: str, value: bytes) -> None:
+    """Set an attribute; one the process may not set (a security label, say) is fine when it already has the
+    value (the new folder inherited it), else PermissionError: it cannot be kept."""
+    try:
+        os.setxattr(path, name, value, follow_symlinks=False)
+    except OSError as e:
+        try:
+            if os.getxattr(path, name, follow_symlinks=False) == value:
+                return
+        except OSError:
+            pass
+        raise PermissionError(e.errno, f"cannot set the attribute {name}: {e.strerror}", path) from e
 
 
 def _xattr_names(path: str) -> list[str]:
