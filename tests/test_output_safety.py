@@ -403,18 +403,25 @@ def test_a_leftover_that_is_not_provably_ragloaders_is_kept_visible_not_deleted(
 # --- the lock file ----------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dangling", [False, True])
-def test_a_symlink_planted_as_the_lock_file_is_refused_and_not_followed(dangling, tmp_path, capsys, cache_dir):
+@pytest.mark.parametrize("planted", ["symlink", "dangling symlink", "hard link"])
+def test_a_lock_file_planted_by_someone_else_is_refused_and_not_followed(planted, tmp_path, capsys, cache_dir):
     out = tmp_path / "out"
     victim = tmp_path / "victim.txt"
-    if not dangling:
+    lock = lock_path(str(out))
+    if planted != "dangling symlink":
         victim.write_text("precious\n")
-    os.symlink(victim, lock_path(str(out)))
+    if planted == "hard link":
+        os.link(victim, lock)
+    else:
+        os.symlink(victim, lock)
     status = main(build_args(out, cache_dir=cache_dir))
     [line] = error_lines(capsys.readouterr().err)
-    assert status == 2 and "symlink" in line and lock_path(str(out)) in line
-    assert os.path.islink(lock_path(str(out))) and os.readlink(lock_path(str(out))) == str(victim)
-    assert victim.read_text() == "precious\n" if not dangling else not victim.exists()
+    assert status == 2 and lock in line and ("symlink" in line if "symlink" in planted else "hard link" in line)
+    if planted == "hard link":
+        assert os.path.samefile(lock, victim)
+    else:
+        assert os.path.islink(lock) and os.readlink(lock) == str(victim)
+    assert victim.read_text() == "precious\n" if planted != "dangling symlink" else not victim.exists()
     assert not out.exists()
 
 

@@ -16,7 +16,7 @@ class OutputFolderError(ValueError):
     """A target folder (or file) that ragloaders will not write: names it and what to do."""
 
 
-def _inside(path: str, folder: str) -> bool:
+def is_inside(path: str, folder: str) -> bool:
     """path is folder or lies inside it (both resolved)."""
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
@@ -45,12 +45,12 @@ def check_output(out: str | os.PathLike, *, kind: Literal["folder", "file"], dat
     if os.path.dirname(target) == target:
         raise OutputFolderError(f"{where} is the filesystem root; choose a new {kind}")
     home = os.path.realpath(os.path.expanduser("~"))
-    if _inside(home, target):
+    if is_inside(home, target):
         raise OutputFolderError(f"{where} is the home folder or a folder above it; choose a new {kind}")
-    if _inside(os.path.realpath(os.getcwd()), target):
+    if is_inside(os.path.realpath(os.getcwd()), target):
         raise OutputFolderError(f"{where} is the current folder or a folder above it; choose a new {kind}")
     for label, folder in _protected(data_dir, cache_dir):
-        if _inside(target, folder) or _inside(folder, target):
+        if is_inside(target, folder) or is_inside(folder, target):
             raise OutputFolderError(f"{where} contains or lies inside the {label} {folder}; choose a {kind} "
                                     "outside it")
     if os.path.basename(given.rstrip("/" + os.sep)) in (".", ".."):

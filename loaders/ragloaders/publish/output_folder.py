@@ -62,7 +62,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..core.output_target import OutputFolderError, check_target
+from ..core.output_target import OutputFolderError, check_target, is_inside
 from ..core.sources import file_digest
 from ..core.version import VERSION as PACKAGE_VERSION
 
@@ -301,10 +301,11 @@ def _open_lock(path: str, flags: int) -> int:
             raise OutputFolderError(f"{path} is a symlink where ragloaders keeps its lock file; it does not follow "
                                     "it: remove the symlink and run again") from None
         raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
         os.close(fd)
-        raise OutputFolderError(f"{path} is not a regular file where ragloaders keeps its lock file; remove it "
-                                "and run again")
+        raise OutputFolderError(f"{path} is not a file ragloaders made as its lock file (not a regular file, or a "
+                                "hard link to another file); remove it and run again")
     return fd
 
 
@@ -554,7 +555,9 @@ class OutputFolder:
             self.lock.release()
             self._signals.__exit__(None, None, None)
         if isinstance(error, OSError) and error.errno in NO_SPACE:
-            raise OutputFolderError(f"{self.option} {self.given}: no space left on the device of {self.parent} "
+            written = os.fspath(error.filename) if error.filename else ""
+            where = self.parent if not written or is_inside(os.path.realpath(written), self.parent) else written
+            raise OutputFolderError(f"{self.option} {self.given}: no space left on the device of {where} "
                                     f"({error.strerror}); {self._kept()}, the unfinished build was removed") from error
 
     def _kept(self) -> str:
