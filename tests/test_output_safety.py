@@ -193,16 +193,36 @@ def mount_tmpfs(where: Path, size: str) -> None:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
 
 
-def unmount(where: Path) -> None:
-    subprocess.run(["umount", str(where)], check=True)
+def unmount_under(root: Path) -> None:
+    """Unmount what a test mounted under its folder, also where a failing build moved it; the deepest first."""
+    from ragloaders.publish.output_folder import _mount_points
+
+    for point in sorted(_mount_points(), key=len, reverse=True):
+        if point.startswith(str(root) + os.sep):
+            subprocess.run(["umount", point], check=True)
 
 
-def test_into_existing_refuses_a_folder_with_a_mount_inside_and_moves_nothing(tmp_path, capsys, cache_dir):
-    """Before: a filesystem mounted inside the folder was copied onto the parent disk and emptied."""
+def mount_bind(source: Path, where: Path) -> None:
+    where.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        pytest.skip("a bind mount needs root")
+    done = subprocess.run(["mount", "--bind", str(source), str(where)], capture_output=True, text=True)
+    if done.returncode:
+        pytest.skip(f"cannot bind-mount here: {done.stderr.strip()}")
+
+
+@pytest.mark.parametrize("kind", ["tmpfs", "bind mount of the same filesystem"])
+def test_into_existing_refuses_a_folder_with_a_mount_inside_and_moves_nothing(kind, tmp_path, capsys, cache_dir):
+    """Before: a filesystem mounted inside the folder was copied onto the parent disk and emptied. A bind mount of
+    the same filesystem has the folder's st_dev: the kernel's mount table finds it."""
     out = tmp_path / "mine"
     (out / "plain").mkdir(parents=True)
     (out / "plain" / "a.txt").write_text("on the parent disk\n")
-    mount_tmpfs(out / "disk", "1m")
+    if kind == "tmpfs":
+        mount_tmpfs(out / "disk", "1m")
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        mount_bind(tmp_path / "elsewhere", out / "disk")
     try:
         (out / "disk" / "data.bin").write_bytes(b"on the mounted disk\n")
         status = main(build_args(out, NEW, "--into-existing", cache_dir=cache_dir))
@@ -210,10 +230,11 @@ def test_into_existing_refuses_a_folder_with_a_mount_inside_and_moves_nothing(tm
         assert status == 2
         [line] = error_lines(err)
         assert "another filesystem (disk)" in line and str(out) in line
-        assert os.path.ismount(out / "disk") and (out / "disk" / "data.bin").read_bytes() == b"on the mounted disk\n"
-        assert sorted(os.listdir(out)) == ["disk", "plain"] and sorted(os.listdir(tmp_path)) == ["mine"]
+        assert (out / "disk" / "data.bin").read_bytes() == b"on the mounted disk\n"
+        assert sorted(os.listdir(out)) == ["disk", "plain"]
+        assert sorted(os.listdir(tmp_path)) == ["mine"] if kind == "tmpfs" else ["elsewhere", "mine"]
     finally:
-        unmount(out / "disk")
+        unmount_under(tmp_path)
 
 
 def test_a_target_that_is_a_mount_point_is_refused(tmp_path, capsys, cache_dir, previous):
@@ -225,7 +246,7 @@ def test_a_target_that_is_a_mount_point_is_refused(tmp_path, capsys, cache_dir, 
         assert status == 2 and "is a mount point" in error_lines(capsys.readouterr().err)[0]
         assert holds(out) == OLD and os.path.ismount(out)
     finally:
-        unmount(out)
+        unmount_under(tmp_path)
 
 
 # --- bm25 --out follows build's rules ---------------------------------------------------------------------------------
@@ -448,4 +469,4 @@ def test_a_full_disk_is_one_line_keeps_the_previous_build_and_removes_the_work_f
         assert json.loads(before[MANIFEST])["identity"] == {"path": "a small one"}
         assert os.listdir(disk) == ["out"]  # no work folder, no lock file
     finally:
-        unmount(disk)
+        unmount_under(tmp_path)

@@ -475,9 +475,26 @@ def _xattr_names(path: str) -> list[str]:
         raise
 
 
+def _mount_points() -> list[str]:
+    """Every mount point the kernel lists (/proc/self/mountinfo; bind mounts of the same filesystem included,
+    which st_dev cannot tell apart); none where there is no such file."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    unescape = re.compile(r"\\([0-7]{3})")
+    return [unescape.sub(lambda m: chr(int(m.group(1), 8)), line.split(" ")[4]) for line in lines
+            if len(line.split(" ")) > 4]
+
+
 def other_devices(folder: str) -> list[str]:
-    """Entries under `folder` ('/' paths) on another filesystem than the folder itself (mount points): a build
-    neither enters nor moves them."""
+    """Entries under `folder` ('/' paths) on another filesystem than the folder itself, or mount points (a bind
+    mount too): a build neither enters nor moves them."""
+    inner = [os.path.relpath(point, folder).replace(os.sep, "/") for point in _mount_points()
+             if point != folder and is_inside(point, folder)]
+    if inner:
+        return sorted(inner)
     device, found = os.lstat(folder).st_dev, []
     for root, folders, files in os.walk(folder):
         for name in sorted(folders + files):
