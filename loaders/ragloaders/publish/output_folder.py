@@ -340,9 +340,13 @@ def running_builds_around(target: str) -> Iterator[tuple[str, str]]:
         folder = os.path.dirname(folder)
         if os.path.dirname(folder) != folder and _held(lock_path(folder)):
             yield folder, "contains"
-    if not os.path.isdir(target) or os.path.islink(target):
+    try:  # a build of this same target may be swapping it right now (this check runs before the lock too)
+        info = os.lstat(target)
+    except FileNotFoundError:
         return
-    device = os.lstat(target).st_dev
+    if not stat.S_ISDIR(info.st_mode):
+        return
+    device = info.st_dev
     for root, folders, files in os.walk(target):
         folders[:] = [f for f in folders if _same_device(os.path.join(root, f), device)]
         for name in files:
@@ -601,7 +605,7 @@ class OutputFolder:
         if not os.path.isdir(self.target):
             return None
         where = f"{self.option} {self.given}"
-        if os.lstat(self.target).st_dev != os.lstat(self.parent).st_dev:
+        if os.lstat(self.target).st_dev != os.lstat(self.parent).st_dev or self.target in _mount_points():
             raise OutputFolderError(f"{where} is a mount point; a build swaps folders and cannot swap a mount "
                                     "point: build into a folder inside it")
         mounted = other_devices(self.target)
