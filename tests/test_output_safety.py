@@ -412,11 +412,12 @@ def test_a_leftover_that_is_not_provably_ragloaders_is_kept_visible_not_deleted(
     stray = tmp_path / ".out.ragloaders-work-abcd1234"
     (stray / "sub").mkdir(parents=True)
     (stray / "sub" / "only-copy.txt").write_text("nowhere else\n")
+    (stray / "an empty folder").mkdir()
     assert main(build_args(out, cache_dir=cache_dir)) == 0
     err = capsys.readouterr().err
     assert str(stray) in err and "kept in" in err
     [kept] = kept_folders(out)
-    assert (kept / "sub" / "only-copy.txt").read_text() == "nowhere else\n"
+    assert (kept / "sub" / "only-copy.txt").read_text() == "nowhere else\n" and (kept / "an empty folder").is_dir()
     assert hidden_leftovers(out) == [] and holds(out) == NEW
 
 

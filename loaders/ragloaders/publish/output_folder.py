@@ -759,10 +759,12 @@ def _same_entry(old: str, new: str) -> bool:
 
 def clear_old(old: str, target: str, own: dict[str, tuple] | None, log: Callable[[str], None], name: str) -> None:
     """Remove a replaced folder: its own files (whose stat signature is still the one hashed, or, with `own`
-    None, that verify now), entries the target holds too, then empty folders and its manifest. What is left is
+    None, that verify now), entries that are the same inode as the target's, then the folders this emptied (and
+    empty ones the target has too) and its manifest. What is left is
     not provably ragloaders' nor kept elsewhere: the folder is renamed to a visible kept folder, never deleted."""
     if own is None:
         own = verify(old).own
+    empty = {folder for folder, folders, files in os.walk(old) if not folders and not files and folder != old}
     for entry, signature in own.items():
         info = _regular_file_inside(old, entry)
         if info is not None and _signature(info) == signature:
@@ -772,7 +774,8 @@ def clear_old(old: str, target: str, own: dict[str, tuple] | None, log: Callable
                                                                            os.path.join(target, entry)):
             os.unlink(os.path.join(old, entry))
     for folder, _, _ in os.walk(old, topdown=False):  # the deepest first
-        if folder != old:
+        kept_as_is = folder in empty and not os.path.isdir(os.path.join(target, os.path.relpath(folder, old)))
+        if folder != old and not kept_as_is:  # an empty folder of the user's goes only if the target has it too
             try:
                 os.rmdir(folder)
             except OSError:
