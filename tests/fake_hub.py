@@ -3,7 +3,8 @@
 Served through huggingface_hub's client factory with an httpx `MockTransport` (httpx2 under huggingface_hub
 2.x), so no socket is opened. Its state lives in a folder, so that a push killed half way (see
 FAKE_HUB_EXIT_ON_COMMIT) can be resumed by another process. Endpoints: repo create, branch create, tree
-listing, validate-yaml, preupload, the LFS batch API with basic PUT upload and verify, commit, revision info.
+listing, file download (resolve), validate-yaml, preupload, the LFS batch API with basic PUT upload and
+verify, commit, revision info.
 
 Run as a script, it is `ragloaders` with the fake hub in place:
     python tests/fake_hub.py STATE_DIR [--max-commit-files N] -- push beir/nfcorpus --repo-id org/name ...
@@ -82,6 +83,15 @@ class FakeHub:
             with open(target, "wb") as f:
                 f.write(self.read(repo_id, path, revision))
 
+    def seed_repo(self, repo_id: str, files: dict[str, bytes]) -> None:
+        """A repository made outside ragloaders, holding `files` on main."""
+        state = self.load()
+        state["repos"][repo_id] = {"private": False, "type": "dataset",
+                                   "branches": {"main": {"files": {}, "commits": []}}}
+        self.save(state)
+        for path, data in files.items():
+            self.seed_file(repo_id, path, data)
+
     def seed_file(self, repo_id: str, path: str, data: bytes, revision: str = "main") -> None:
         state = self.load()
         state["repos"][repo_id]["branches"][revision]["files"][path] = self._entry(path, data)
@@ -115,11 +125,14 @@ class FakeHub:
             ("PUT", r"/lfs-upload/(?P<oid>[0-9a-f]{64})", self.lfs_upload),
             ("POST", r"/lfs-verify", lambda request: (200, {})),
             ("POST", rf"/api/datasets/{REPO}/commit/(?P<rev>.+)", self.commit),
+            ("GET", rf"/datasets/{REPO}/resolve/(?P<rev>[^/]+)/(?P<file>.+)", self.resolve),
         ]
         for method, pattern, handler in routes:
             match = re.fullmatch(pattern, path)
             if method == request.method and match:
                 status, body, *headers = handler(request, **match.groupdict())
+                if isinstance(body, bytes):
+                    return http.Response(status, content=body, headers=headers[0] if headers else None)
                 return http.Response(status, json=body, headers=headers[0] if headers else None)
         return http.Response(404, json={"error": f"fake hub: no route for {request.method} {path}"})
 
@@ -205,6 +218,16 @@ class FakeHub:
         state["lfs_uploads"].append(oid)
         self.save(state)
         return 200, {}
+
+    def resolve(self, request, repo, rev, file):
+        state = self.load()
+        if self._repo(state, repo) is None:
+            return self._not_found(repo)
+        entry = state["repos"][repo]["branches"].get(rev, {"files": {}})["files"].get(file)
+        if entry is None:
+            return 404, {"error": "Entry not found"}, {"X-Error-Code": "EntryNotFound"}
+        with open(self.object_path(entry["sha256"]), "rb") as f:
+            return 200, f.read()
 
     def commit(self, request, repo, rev):
         state = self.load()

@@ -154,8 +154,8 @@ def write_beir_folder(folder, docs: dict[str, str], queries: dict[str, str], qre
 def test_arguana_self_matches_are_ignored_end_to_end(tmp_path):
     docs = {"a1": "nuclear power is safe and clean", "a2": "nuclear power is dangerous and dirty",
             "a3": "solar panels are cheap"}
-    write_beir_folder(tmp_path / "arguana", docs, {"a1": docs["a1"]}, [("a1", "a2", 1)])
-    where = {"data_dir": str(tmp_path), "cache_dir": str(tmp_path / "cache")}
+    write_beir_folder(tmp_path / "data" / "arguana", docs, {"a1": docs["a1"]}, [("a1", "a2", 1)])
+    where = {"data_dir": str(tmp_path / "data"), "cache_dir": str(tmp_path / "cache")}  # the run goes outside both
     bm25("beir/arguana", out=tmp_path / "run.trec", **where)
     assert list(read_run(str(tmp_path / "run.trec"))["a1"]) == ["a1", "a2"]
     report = evaluate("beir/arguana", str(tmp_path / "run.trec"), metrics="MRR@10", **where)
@@ -170,8 +170,8 @@ def test_cqadupstack_is_the_mean_of_its_forums_from_one_prefixed_run(tmp_path, c
         # the same ids in every forum (as in the real zip); forum n's query finds its duplicate first iff n is even
         best, other = f"{forum} install guide", f"{forum} problem"
         docs = {"1": other, "2": best} if n % 2 == 0 else {"1": best, "2": other}
-        write_beir_folder(tmp_path / "cqadupstack" / forum, docs, {"9": f"{forum} install"}, [("9", "2", 1)])
-    where = ["--data-dir", str(tmp_path), "--cache-dir", str(tmp_path / "cache")]
+        write_beir_folder(tmp_path / "data" / "cqadupstack" / forum, docs, {"9": f"{forum} install"}, [("9", "2", 1)])
+    where = ["--data-dir", str(tmp_path / "data"), "--cache-dir", str(tmp_path / "cache")]
     run = tmp_path / "run.trec"
     assert main(["bm25", "beir/cqadupstack", "--out", str(run), *where]) == 0
     lines = run.read_text().splitlines()
@@ -184,7 +184,7 @@ def test_cqadupstack_is_the_mean_of_its_forums_from_one_prefixed_run(tmp_path, c
     assert report["metrics"]["MRR@10"] == pytest.approx((6 * 1.0 + 6 * 0.5) / 12)
     # a run naming another forum's document or an unknown forum says so
     run.write_text("android/9 Q0 gaming/2 1 1.0 t\nandroid/9 Q0 android/2 2 0.5 t\nnope/9 Q0 nope/1 1 1 t\n")
-    report = evaluate("beir/cqadupstack", str(run), metrics="MRR@10", data_dir=str(tmp_path),
+    report = evaluate("beir/cqadupstack", str(run), metrics="MRR@10", data_dir=str(tmp_path / "data"),
                       cache_dir=str(tmp_path / "cache"))
     assert report.members["beir/cqadupstack/android"] == {"MRR@10": 0.5}
     assert report.unknown_queries == ["nope/9"] and report.unknown_documents == ["gaming/2"]

@@ -470,8 +470,8 @@ def test_ctrl_c_halfway_says_so_in_one_line_keeps_the_old_folder_and_a_rerun_com
             process.wait()
     assert process.returncode == 130, err[-3000:]
     assert "Traceback" not in err and [line for line in err.splitlines() if line.startswith("ragloaders: ")] == [
-        "ragloaders: interrupted; an output folder keeps its previous complete build, and a rerun resumes from what "
-        "was finished"]
+        "ragloaders: interrupted; an output folder holds a complete build (its previous one, or the new one if it was "
+        "already swapped in), and a rerun resumes from what was finished"]
     assert which_build(out, built, loads) == OLD
     build_folder(NEW, str(out), data_dir=SOURCES[NEW], cache_dir=cache_dir)
     assert which_build(out, built, loads, load=False) == NEW

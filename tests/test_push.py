@@ -6,6 +6,7 @@ huggingface_hub is imported and a push can really be killed half way.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -15,8 +16,9 @@ import datasets
 import pytest
 import ragloaders
 from conftest import DATA
-from fake_hub import FakeHub
+from fake_hub import FakeHub, git_sha1
 from ragloaders.publish.output_folder import MANIFEST
+from ragloaders.publish.push import HUB_MANIFEST, Published, hub_manifest_bytes, parse_hub_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 PATH = "beir/nfcorpus"
@@ -51,6 +53,26 @@ def staged_files(folder: Path) -> dict[str, bytes]:
             if p.is_file() and p.name != MANIFEST}
 
 
+def data_paths(commit: dict) -> list[str]:
+    """The paths a commit of the fake hub changed, but the repository manifest that every push commit writes."""
+    return [path for path in commit["paths"] if path != HUB_MANIFEST]
+
+
+def recorded(hub: FakeHub, repo: str = REPO) -> dict[str, str]:
+    """{path: sha256} of the files the repository manifest says ragloaders published."""
+    files = parse_hub_manifest(hub.read(repo, HUB_MANIFEST))
+    assert files is not None
+    return {path: published.sha256 for path, published in files.items()}
+
+
+def seed_recorded(hub: FakeHub, path: str, data: bytes, repo: str = REPO) -> None:
+    """A file an older ragloaders push published: in the repository and in its manifest."""
+    files = parse_hub_manifest(hub.read(repo, HUB_MANIFEST)) if HUB_MANIFEST in hub.files(repo) else {}
+    files[path] = Published(hashlib.sha256(data).hexdigest(), git_sha1(data), len(data))
+    hub.seed_file(repo, path, data)
+    hub.seed_file(repo, HUB_MANIFEST, hub_manifest_bytes(files))
+
+
 def rows(dataset) -> list[dict]:
     return [dict(row) for row in dataset]
 
@@ -62,8 +84,11 @@ def test_push_commits_in_batches_and_the_received_repo_loads_like_ragloaders(tmp
     state = hub.load()
     staged = staged_files(tmp_path / "staged")
     commits = state["repos"][REPO]["branches"]["main"]["commits"]
-    assert len(commits) == 4 and all(len(c["paths"]) <= 2 for c in commits)
-    assert commits[-1]["paths"] == ["README.md"]  # the card comes last, once its data is there
+    assert len(commits) == 4 and all(len(data_paths(c)) <= 2 for c in commits)
+    assert data_paths(commits[-1]) == ["README.md"]  # the card comes last, once its data is there
+    # every commit records what ragloaders published so far; the last one records exactly the staged files
+    assert all(HUB_MANIFEST in c["paths"] for c in commits)
+    assert recorded(hub) == {name: hashlib.sha256(data).hexdigest() for name, data in staged.items()}
     # the token goes to the hub's API, never to the storage URL a file is PUT to
     assert all(r["authorized"] == (r["method"] != "PUT") for r in state["requests"])
 
@@ -92,7 +117,8 @@ def test_an_interrupted_push_resumes_without_uploading_twice(tmp_path, cache_dir
     assert killed.returncode == 17, killed.stderr[-3000:]
     hub = FakeHub(str(tmp_path / "hub"))
     first = hub.load()["repos"][REPO]["branches"]["main"]["commits"]
-    assert len(first) == 1 and len(first[0]["paths"]) == 2
+    assert len(first) == 1 and len(data_paths(first[0])) == 2
+    assert set(recorded(hub)) == set(data_paths(first[0]))  # what went up is recorded in the same commit
 
     resumed = run_push(tmp_path, cache_dir)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -104,15 +130,21 @@ def test_an_interrupted_push_resumes_without_uploading_twice(tmp_path, cache_dir
     assert staged_files(tmp_path / "received") == staged_files(tmp_path / "staged")
 
 
-def test_a_push_deletes_parquet_files_an_older_build_left(tmp_path, cache_dir):
+def test_a_push_deletes_only_files_an_older_ragloaders_push_recorded(tmp_path, cache_dir):
     assert run_push(tmp_path, cache_dir).returncode == 0
     hub = FakeHub(str(tmp_path / "hub"))
-    hub.seed_file(REPO, "corpus/corpus-00001-of-00002.parquet", b"PAR1 from an older build")
+    seed_recorded(hub, "corpus/corpus-00001-of-00002.parquet", b"PAR1 from an older build")
+    seed_recorded(hub, "qrels/old-00000-of-00001.parquet", b"PAR1 recorded, then replaced by the owner")
+    hub.seed_file(REPO, "qrels/old-00000-of-00001.parquet", b"PAR1 the owner's own bytes now")
+    hub.seed_file(REPO, "corpus/mine.parquet", b"PAR1 never published by ragloaders")
 
     again = run_push(tmp_path, cache_dir)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "0 files uploaded, 6 already there, 1 stale files deleted, 1 commits" in again.stdout
-    assert set(hub.files(REPO)) == set(staged_files(tmp_path / "staged"))
+    assert set(hub.files(REPO)) == set(staged_files(tmp_path / "staged")) | {
+        HUB_MANIFEST, "qrels/old-00000-of-00001.parquet", "corpus/mine.parquet"}
+    assert hub.read(REPO, "corpus/mine.parquet") == b"PAR1 never published by ragloaders"
+    assert set(recorded(hub)) == set(staged_files(tmp_path / "staged"))
 
 
 def test_push_to_a_private_repo_on_a_branch(tmp_path, cache_dir):
@@ -121,7 +153,7 @@ def test_push_to_a_private_repo_on_a_branch(tmp_path, cache_dir):
     repo = FakeHub(str(tmp_path / "hub")).load()["repos"][REPO]
     assert repo["private"] and repo["type"] == "dataset"
     assert repo["branches"]["main"]["files"] == {}
-    assert set(repo["branches"]["v1"]["files"]) == set(staged_files(tmp_path / "staged"))
+    assert set(repo["branches"]["v1"]["files"]) == set(staged_files(tmp_path / "staged")) | {HUB_MANIFEST}
     assert [c["summary"] for c in repo["branches"]["v1"]["commits"]] == [f"nfcorpus v1 ({k}/4)" for k in range(1, 5)]
 
 
@@ -169,7 +201,7 @@ def test_a_staged_file_changed_or_missing_is_rebuilt_not_trusted(tmp_path, cache
     altered[len(altered) // 2] ^= 0xFF  # same size, one byte: only the content hash sees it
     target.write_bytes(bytes(altered))
     (tmp_path / "staged" / "queries" / "queries-00000-of-00001.parquet").unlink()
-    hub.seed_file(REPO, "corpus/corpus-00001-of-00002.parquet", b"PAR1 from an older build")
+    seed_recorded(hub, "corpus/corpus-00001-of-00002.parquet", b"PAR1 from an older build")
 
     again = run_push(tmp_path, cache_dir)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -204,10 +236,11 @@ from fake_hub import install
 from huggingface_hub import HfApi
 from ragloaders.publish.push import plan, upload
 from ragloaders.publish.output_folder import verify
+from test_push import seed_recorded
 
 hub = install(sys.argv[1])
 HfApi().create_repo("org/data", repo_type="dataset")
-hub.seed_file("org/data", "corpus/old.parquet", b"PAR1 old")
+seed_recorded(hub, "corpus/old.parquet", b"PAR1 old", "org/data")  # published by an older push
 staged = sys.argv[2]
 first = upload(plan(staged), "org/data")  # no verification in this run: no delete
 second = upload(plan(staged, verdict=verify(staged)), "org/data")
@@ -230,8 +263,9 @@ def test_only_a_plan_verified_in_this_run_deletes_files_in_the_repository(tmp_pa
                            str(ROOT / "loaders"), str(ROOT / "tests")], env=environment, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.splitlines()[-1] == "[] ['corpus/old.parquet'] ['README.md', 'corpus/new.parquet']"
-    assert "not deleting 1 Parquet files of org/data" in done.stdout.splitlines()[0]
+    assert done.stdout.splitlines()[-1] == (
+        "[] ['corpus/old.parquet'] ['.ragloaders-manifest.json', 'README.md', 'corpus/new.parquet']")
+    assert "not deleting 1 files of org/data" in done.stdout.splitlines()[0]
 
 
 BAD_REPO_IDS = ["../../escape", "org/../../escape", "a/b/c", "/name", "org/", "", "-org/name", "org/name-",
@@ -288,3 +322,62 @@ def test_a_staging_folder_of_an_older_ragloaders_is_refused_with_what_to_do(tmp_
     done = run_push(tmp_path, cache_dir)
     assert done.returncode == 2 and "older ragloaders" in done.stderr and "staged.build.json" in done.stderr
     assert (staged / "corpus" / "corpus-00000-of-00001.parquet").read_bytes() == b"PAR1 staged by ragloaders 0.2"
+
+
+# --- a repository with files of its own (issue 20: delete and overwrite only what ragloaders published) ------------
+
+FOREIGN = {"data/train-00000-of-00001.parquet": b"PAR1 the repository's own training data",
+           "eval/results.parquet": b"PAR1 the repository's own results",
+           ".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n"}
+
+
+def test_a_push_into_a_repository_with_files_of_its_own_leaves_every_one_of_them(tmp_path, cache_dir):
+    hub = FakeHub(str(tmp_path / "hub"))
+    hub.seed_repo(REPO, FOREIGN)
+    done = run_push(tmp_path, cache_dir)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "0 stale files deleted" in done.stdout
+    assert "leaving 2 Parquet files of ragloaders-test/nfcorpus that no ragloaders push recorded" in done.stdout
+    assert {path: hub.read(REPO, path) for path in FOREIGN} == FOREIGN
+    staged = staged_files(tmp_path / "staged")
+    assert set(hub.files(REPO)) == set(FOREIGN) | set(staged) | {HUB_MANIFEST}
+    assert set(recorded(hub)) == set(staged)  # the repository's own files are not claimed
+    # pushed again (the staged build is reused and verified): still nothing of the repository's is deleted
+    again = run_push(tmp_path, cache_dir)
+    assert again.returncode == 0 and "0 stale files deleted" in again.stdout, again.stderr[-3000:]
+    assert {path: hub.read(REPO, path) for path in FOREIGN} == FOREIGN
+
+
+def test_a_push_that_would_overwrite_a_file_it_did_not_publish_stops_unless_asked(tmp_path, cache_dir):
+    hub = FakeHub(str(tmp_path / "hub"))
+    theirs = {**FOREIGN, "README.md": b"---\nlicense: mit\n---\n# The owner's card\n"}
+    hub.seed_repo(REPO, theirs)
+    refused = run_push(tmp_path, cache_dir)
+    assert refused.returncode == 2
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("ragloaders: error:")]
+    assert len(errors) == 1 and "Traceback" not in refused.stderr
+    assert "1 file(s)" in errors[0] and "(README.md)" in errors[0] and "--overwrite-foreign" in errors[0]
+    assert hub.load()["repos"][REPO]["branches"]["main"]["commits"] == []  # nothing was sent
+    assert {path: hub.read(REPO, path) for path in theirs} == theirs
+
+    # a file at the manifest's path that is not a ragloaders manifest is the repository's too
+    hub.seed_file(REPO, HUB_MANIFEST, b'{"format": "something else"}')
+    refused = run_push(tmp_path, cache_dir)
+    assert refused.returncode == 2 and f"(README.md, {HUB_MANIFEST})" in refused.stderr
+
+    asked = run_push(tmp_path, cache_dir, "--overwrite-foreign")
+    assert asked.returncode == 0, asked.stderr[-3000:]
+    staged = staged_files(tmp_path / "staged")
+    assert hub.read(REPO, "README.md") == staged["README.md"]
+    assert {path: hub.read(REPO, path) for path in FOREIGN} == FOREIGN  # overwritten only where asked
+    assert set(recorded(hub)) == set(staged)
+
+
+def test_a_card_edited_on_the_hub_since_the_push_is_not_overwritten_without_asking(tmp_path, cache_dir):
+    assert run_push(tmp_path, cache_dir).returncode == 0
+    hub = FakeHub(str(tmp_path / "hub"))
+    hub.seed_file(REPO, "README.md", b"# edited by the owner on the hub\n")
+    (tmp_path / "staged" / "README.md").unlink()  # the next push rebuilds the staged folder: the same card
+    refused = run_push(tmp_path, cache_dir)
+    assert refused.returncode == 2 and "(README.md)" in refused.stderr, refused.stderr[-3000:]
+    assert hub.read(REPO, "README.md") == b"# edited by the owner on the hub\n"

@@ -79,7 +79,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_push(args: argparse.Namespace) -> int:
     """`ragloaders push PATH --repo-id ORG/NAME`: build into a staging folder and upload what changed
-    (`publish.push.push`); `--dry-run` stops after staging. Returns 0; errors are raised and printed by `main`.
+    (`publish.push.push`); `--dry-run` stops after staging. The repository keeps `.ragloaders-manifest.json`, the
+    files ragloaders published there: only those are replaced or deleted as stale; a push that would overwrite any
+    other file stops before sending anything unless `--overwrite-foreign`. Returns 0; errors are raised and printed
+    by `main`.
 
     Example: `ragloaders push beir/scifact --repo-id my-org/scifact --private`."""
     from .publish.cards import check_options, stated
@@ -91,7 +94,8 @@ def cmd_push(args: argparse.Namespace) -> int:
         result = push(args.path, args.repo_id, data_dir=args.data_dir, cache_dir=args.cache_dir,
                       num_proc=args.num_proc, private=args.private, revision=args.revision,
                       commit_message=args.commit_message, staging_dir=args.staging_dir, dry_run=args.dry_run,
-                      into_existing=args.into_existing)
+                      into_existing=args.into_existing,
+                      overwrite_foreign=args.overwrite_foreign)
     if not args.dry_run:
         print(f"{args.repo_id}: {len(result.uploaded)} files uploaded, {len(result.unchanged)} already there, "
               f"{len(result.deleted)} stale files deleted, {len(result.commits)} commits")
@@ -218,6 +222,9 @@ def parser() -> argparse.ArgumentParser:
     push.add_argument("--commit-message", help="message of the commits (numbered k/n)")
     push.add_argument("--staging-dir", help="where to build; default ~/.cache/ragloaders/staging/<repo>/<path>")
     push.add_argument("--dry-run", action="store_true", help="stop after staging; print what would be uploaded")
+    push.add_argument("--overwrite-foreign", action="store_true",
+                      help="replace files of the repository that ragloaders did not publish there (by default a "
+                           "push that would overwrite one stops before sending anything)")
     push.set_defaults(run=cmd_push)
 
     add_eval_commands(commands)
@@ -267,8 +274,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         if args.debug:
             raise
-        print("ragloaders: interrupted; an output folder keeps its previous complete build, and a rerun resumes "
-              "from what was finished", file=sys.stderr)
+        print("ragloaders: interrupted; an output folder holds a complete build (its previous one, or the new one "
+              "if it was already swapped in), and a rerun resumes from what was finished", file=sys.stderr)
         return 130
 
 

@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from ..api import load, normalized
 from ..core.facts import EvalConventions
+from ..core.output_target import check_output
 from .bm25 import DEFAULT_SETTINGS, Bm25Settings, rank
 from .data import conventions_of, corpus_tables, load_qrels, load_queries
 from .metrics import Qrels, require_extra
@@ -68,7 +69,8 @@ def bm25(
     """Rank the corpus of `path` for each query of `split` with BM25 and write the top `top_k` as a run to `out`
     (TREC, or a table for `.parquet` / `.jsonl`). A group path (beir/cqadupstack) ranks each member's corpus for its
     own queries and writes one run whose ids are `<member>/<id>`."""
-    path, out = normalized(path), os.fspath(out)
+    path = normalized(path)
+    out = check_output(out, kind="file", data_dir=data_dir, cache_dir=cache_dir)  # the rules every writer follows
     conventions = conventions_of(path)
     require_extra("Stemmer")
     where = {"data_dir": data_dir, "cache_dir": cache_dir}

@@ -214,7 +214,8 @@ def write_run(
     path: str, rankings: Iterable[tuple[str, Sequence[str], Sequence[float]]], *, tag: str = DEFAULT_TAG
 ) -> int:
     """Write (query id, document ids in rank order, their scores) as a TREC run, or as a table when `path` ends
-    in `.parquet` or `.jsonl`; returns the number of lines or rows. The file appears only when complete."""
+    in `.parquet` or `.jsonl`; returns the number of lines or rows. The file appears only when complete, and never
+    over an existing file."""
     path = os.fspath(path)
     fmt = run_format(path)
     folder = os.path.dirname(os.path.abspath(path))
@@ -223,11 +224,29 @@ def write_run(
     try:
         writer = {"trec": _write_trec, "parquet": _write_parquet, "jsonl": _write_jsonl}[fmt]
         count = writer(partial, rankings, tag)
-        os.replace(partial, path)
+        linked = _put_in_place(partial, path)
     except BaseException:
         os.unlink(partial)
         raise
+    if linked:
+        os.unlink(partial)
     return count
+
+
+def _put_in_place(partial: str, path: str) -> bool:
+    """Give the finished file its name, never over a file that appeared meanwhile (FileExistsError): a hard link
+    fails where a rename would replace; where the filesystem has no hard links, a rename after a last check.
+    Returns whether the partial name is still there (after a link)."""
+    try:
+        os.link(partial, path)
+        return True
+    except FileExistsError:
+        raise
+    except OSError:
+        if os.path.lexists(path):
+            raise FileExistsError(f"{path} appeared while the run was written; it is left as it is") from None
+        os.rename(partial, path)
+        return False
 
 
 def _write_trec(path: str, rankings: Iterable[tuple[str, Sequence[str], Sequence[float]]], tag: str) -> int:

@@ -2,49 +2,67 @@
 
 The rules, in the order a build meets them:
 
-- **Where.** The target is resolved (realpath, so `x/..`, `.` and symlinks count as where they point) and refused
-  when it is the filesystem root, the home folder or a folder above it, the current folder or a folder above it,
-  or a folder that contains or lies inside the data dir or the cache dir (datasets' default cache when no cache
-  dir is given). A target whose last component is `.` or `..`, or that exists and is not a folder, is refused too.
+- **Where.** `core/output_target.check_output`, the one rule of every command that writes (`bm25 --out` too): the
+  target is resolved (realpath, so `x/..`, `.` and symlinks count as where they point) and refused when it is the
+  filesystem root, the home folder or a folder above it, the current folder or a folder above it, or a path that
+  contains or lies inside the data dir or the cache dir (datasets' default cache when no cache dir is given). A
+  target whose last component is `.` or `..`, or that exists and is not a folder, is refused too (a run file
+  must not exist at all). A target that is a mount point, or holds entries on another filesystem, is refused:
+  ragloaders moves no mount.
+- **Who else.** A build whose target contains, or lies inside, the target of another running build (its lock
+  file, beside a folder above or anywhere inside, is held) is refused in one line, checked before and after
+  its own lock is taken, so of two racing builds one sees the other.
 - **Whose.** A folder ragloaders built holds MANIFEST: every file it wrote with its sha256 and size, and the build
   identity. A file is ragloaders' own when the manifest lists it and its size and sha256 still match. An existing
   non-empty target without a (valid) manifest is refused unless `into_existing` (`--into-existing`) is given.
-  Every entry that is not an own file (the user's files, folders, symlinks) is kept at its path: it is hard-linked
-  (or, across filesystems, copied) into the new folder. A build that would write where such an entry is refuses.
+  Every entry that is not an own file (the user's files, folders, symlinks) is kept at its path as the same inode:
+  it is hard-linked into the new folder (one that cannot be linked stops the build; a copy would not be the same
+  file), and every folder recreated for them, the target included, gets the old one's owner, mode and extended
+  attributes (and times, below the target). A build that would write where such an entry is refuses.
 - **Altered own files** (listed in the manifest, content changed): `altered="refuse"` (build) refuses before the
   build starts, naming them; `altered="set_aside"` (push's staging folder, which is rebuilt rather than trusted)
   builds anew and keeps the altered files in a visible sibling `<name>.ragloaders-kept-<UTC time>/`, with a warning.
   Neither deletes them.
 - **How.** Each build writes into its own sibling work folder `.<name>.ragloaders-work-XXXXXXXX` (mkdtemp), whose
   manifest says `"complete": false` until the last file is written. A lock (flock on the sibling
-  `.<name>.ragloaders-lock`) is held from the first check to the end, so a second build of the same target waits
-  for the first (it says so once on stderr) and then builds and swaps in turn. The swap is one
+  `.<name>.ragloaders-lock`, opened with O_NOFOLLOW and refused unless a regular file, removed on release only
+  if it is still the file locked) is held from the first check to the end, so a second build of the same target
+  waits for the first (it says so once on stderr) and then builds and swaps in turn. The swap is one
   renameat2(RENAME_EXCHANGE): the target is the old complete folder until the call and the new complete folder
   after it. Where the filesystem cannot exchange, the old folder is renamed to `.<name>.ragloaders-old-XXXXXXXX`
-  and the new one into place; the next build puts the old one back if a kill came between the two renames.
-- **Leftovers.** A build first removes the work and old folders of its target that a killed build left: only
-  folders whose name has the pattern and that hold a ragloaders manifest; in them it removes an incomplete
-  build whole, and from a complete one only verified own files and the copies of entries the target has too;
-  anything else is moved to a kept folder, never deleted.
+  and the new one into place. The swap, the record of where the old folder went and its marking as this
+  target's old folder run with SIGINT and SIGTERM held; after the swap nothing but `clear_old` touches the old
+  folder, also when Ctrl-C or SIGTERM (which a build turns into the same clean-up) comes during it.
+- **Interrupted, failed, full.** Before the swap, leaving the build (an error, Ctrl-C, SIGTERM) removes only its
+  work folder. A full disk (ENOSPC, EDQUOT, EFBIG) is one OutputFolderError naming the folder; the Parquet writer
+  writes through publish/sink.py so that it raises instead of aborting the process.
+- **Leftovers.** A build first deals with the work and old folders of its target that killed builds left, naming
+  each in one line: with nothing at the target, an old folder left aside between the two renames (the only copy)
+  is put back; a work folder whose manifest says incomplete is removed whole; any other (a replaced folder, a
+  sealed build, or one without a manifest, which a kill right after the swap leaves of a user's folder) is
+  cleared as `clear_old` does: only verified own files and entries that are the same inode as the target's are
+  removed, then empty folders; anything else is moved to a visible kept folder, never deleted.
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
-import filecmp
 import json
 import os
 import re
 import shutil
+import signal
 import stat
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..core.output_target import OutputFolderError, check_target, is_inside
 from ..core.sources import file_digest
 from ..core.version import VERSION as PACKAGE_VERSION
 
@@ -63,10 +81,6 @@ KEPT_TAG = ".ragloaders-kept-"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 Altered = Literal["refuse", "set_aside"]
-
-
-class OutputFolderError(ValueError):
-    """A target folder that ragloaders will not write: names the folder and what to do."""
 
 
 def _warn(message: str) -> None:
@@ -221,52 +235,6 @@ def hash_folder(folder: str) -> dict[str, FileRecord]:
     return files
 
 
-# --- where a target may be ----------------------------------------------------------------------------------------
-
-
-def _inside(path: str, folder: str) -> bool:
-    """path is folder or lies inside it (both resolved)."""
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
-
-
-def check_target(out: str, *, data_dir: str | None = None, cache_dir: str | None = None,
-                 option: str = "--out") -> str:
-    """The resolved target, or an OutputFolderError saying why ragloaders will not write there."""
-    if not out or not str(out).strip():
-        raise OutputFolderError(f"{option} is empty")
-    given = os.fspath(out)
-    target = os.path.realpath(os.path.expanduser(given))
-    where = f"{option} {given}" + (f" (resolved to {target})" if target != given else "")
-    if os.path.dirname(target) == target:
-        raise OutputFolderError(f"{where} is the filesystem root; choose a new folder")
-    home = os.path.realpath(os.path.expanduser("~"))
-    if _inside(home, target):
-        raise OutputFolderError(f"{where} is the home folder or a folder above it; choose a new folder")
-    if _inside(os.path.realpath(os.getcwd()), target):
-        raise OutputFolderError(f"{where} is the current folder or a folder above it; choose a new folder")
-    for label, folder in _protected(data_dir, cache_dir):
-        if _inside(target, folder) or _inside(folder, target):
-            raise OutputFolderError(f"{where} contains or lies inside the {label} {folder}; choose a folder "
-                                    "outside it")
-    if os.path.basename(given.rstrip("/" + os.sep)) in (".", ".."):
-        raise OutputFolderError(f"{where}: name the folder itself, not '.' or '..' (which name a folder that "
-                                "holds other things)")
-    if os.path.lexists(target) and not os.path.isdir(target):
-        raise OutputFolderError(f"{where} exists and is not a folder")
-    return target
-
-
-def _protected(data_dir: str | None, cache_dir: str | None) -> Iterator[tuple[str, str]]:
-    if data_dir:
-        yield "data dir", os.path.realpath(os.path.expanduser(data_dir))
-    if cache_dir:
-        yield "cache dir", os.path.realpath(os.path.expanduser(cache_dir))
-    else:
-        import datasets.config
-
-        yield "datasets cache", os.path.realpath(str(datasets.config.HF_DATASETS_CACHE))
-
-
 # --- the lock -----------------------------------------------------------------------------------------------------
 
 
@@ -277,7 +245,7 @@ class TargetLock:
     again, so removing the file on release never lets two holders in at once."""
 
     def __init__(self, target: str, log: Callable[[str], None] = _warn):
-        self.path = os.path.join(os.path.dirname(target), "." + os.path.basename(target) + LOCK_TAG)
+        self.path = lock_path(target)
         self.target = target
         self.log = log
         self.fd: int | None = None
@@ -292,7 +260,7 @@ class TargetLock:
             return
         told = False
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = _open_lock(self.path, os.O_RDWR | os.O_CREAT)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -301,7 +269,7 @@ class TargetLock:
                     told = True
                 fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+                same = os.path.samestat(os.fstat(fd), os.lstat(self.path))
             except FileNotFoundError:
                 same = False
             if same:
@@ -315,11 +283,83 @@ class TargetLock:
             return
         if self.fd is not None:
             try:
-                os.unlink(self.path)
+                if os.path.samestat(os.fstat(self.fd), os.lstat(self.path)):  # never a file put in its place
+                    os.unlink(self.path)
             except FileNotFoundError:
                 pass
             os.close(self.fd)
             self.fd = None
+
+
+def _open_lock(path: str, flags: int) -> int:
+    """Open a lock file without following a symlink (O_NOFOLLOW) or blocking on a FIFO: a lock file must be a
+    regular file; anything else planted there is refused, never written through."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.EMLINK):
+            raise OutputFolderError(f"{path} is a symlink where ragloaders keeps its lock file; it does not follow "
+                                    "it: remove the symlink and run again") from None
+        raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+        os.close(fd)
+        raise OutputFolderError(f"{path} is not a file ragloaders made as its lock file (not a regular file, or a "
+                                "hard link to another file); remove it and run again")
+    return fd
+
+
+def lock_path(target: str) -> str:
+    """The lock file of a target: the hidden sibling `.<name>.ragloaders-lock`."""
+    return os.path.join(os.path.dirname(target), "." + os.path.basename(target) + LOCK_TAG)
+
+
+def _held(path: str) -> bool:
+    """A lock file some running ragloaders build holds (a shared probe that does not wait)."""
+    if fcntl is None:  # pragma: no cover
+        return False
+    try:
+        fd = _open_lock(path, os.O_RDONLY)
+    except (OSError, OutputFolderError):
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def running_builds_around(target: str) -> Iterator[tuple[str, str]]:
+    """Other running builds whose target contains `target` ("contains") or lies inside it ("lies inside"): found
+    by their held lock files beside each folder above `target` and anywhere inside it (symlinks and other
+    filesystems are not entered)."""
+    folder = target
+    while os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+        if os.path.dirname(folder) != folder and _held(lock_path(folder)):
+            yield folder, "contains"
+    try:  # a build of this same target may be swapping it right now (this check runs before the lock too)
+        info = os.lstat(target)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        return
+    device = info.st_dev
+    for root, folders, files in os.walk(target):
+        folders[:] = [f for f in folders if _same_device(os.path.join(root, f), device)]
+        for name in files:
+            if name.startswith(".") and name.endswith(LOCK_TAG) and _held(os.path.join(root, name)):
+                yield os.path.join(root, name[1:-len(LOCK_TAG)]), "lies inside"
+
+
+def _same_device(path: str, device: int) -> bool:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_dev == device
 
 
 # --- the swap -----------------------------------------------------------------------------------------------------
@@ -353,13 +393,134 @@ def exchange(a: str, b: str) -> bool:
     raise OSError(code, f"cannot swap {b} into place: {os.strerror(code)}", a)
 
 
+# --- signals ------------------------------------------------------------------------------------------------------
+
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM") if hasattr(signal, name))
+
+
+@contextmanager
+def deferred_signals() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block has run (then deliver them): a swap and the record of what it did
+    are one step for Ctrl-C. Only the main thread can set handlers; elsewhere the block runs as it is."""
+    received: list[int] = []
+    try:
+        previous = {number: signal.signal(number, lambda number, frame: received.append(number))
+                    for number in _STOP_SIGNALS}
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in dict.fromkeys(received):
+            signal.raise_signal(number)
+
+
+def _interrupt(number, frame) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt inside the block (as Ctrl-C does), so a build cleans up after it too."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+    except (ValueError, AttributeError):  # not the main thread, or no SIGTERM
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+NO_SPACE = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG)
+
+
+def _keep_metadata(source: str, destination: str, *, times: bool) -> None:
+    """Give `destination` the owner, mode, extended attributes (and, with `times`, times) of `source`: a folder
+    of the user's that a build recreates stays as it was. What cannot be kept is refused, not changed silently."""
+    before, now = os.lstat(source), os.lstat(destination)
+    try:
+        if (before.st_uid, before.st_gid) != (now.st_uid, now.st_gid):
+            os.chown(destination, before.st_uid, before.st_gid, follow_symlinks=False)
+        os.chmod(destination, stat.S_IMODE(before.st_mode))
+        for name in _xattr_names(source):
+            _set_xattr(destination, name, os.getxattr(source, name, follow_symlinks=False))
+        if times:
+            os.utime(destination, ns=(before.st_atime_ns, before.st_mtime_ns), follow_symlinks=False)
+    except PermissionError as e:
+        raise OutputFolderError(f"{source}: ragloaders cannot keep its owner, mode or attributes on the folder "
+                                f"it builds ({e.strerror}); the build is not swapped in") from e
+
+
+def _set_xattr(path: str, name: str, value: bytes) -> None:
+    """Set an attribute; one the process may not set (a security label, say) is fine when it already has the
+    value (the new folder inherited it), else PermissionError: it cannot be kept."""
+    try:
+        os.setxattr(path, name, value, follow_symlinks=False)
+    except OSError as e:
+        try:
+            if os.getxattr(path, name, follow_symlinks=False) == value:
+                return
+        except OSError:
+            pass
+        raise PermissionError(e.errno, f"cannot set the attribute {name}: {e.strerror}", path) from e
+
+
+def _xattr_names(path: str) -> list[str]:
+    try:
+        return os.listxattr(path, follow_symlinks=False)
+    except (OSError, AttributeError) as e:  # a filesystem without extended attributes has none to keep
+        if isinstance(e, AttributeError) or e.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            return []
+        raise
+
+
+def _mount_points() -> list[str]:
+    """Every mount point the kernel lists (/proc/self/mountinfo; bind mounts of the same filesystem included,
+    which st_dev cannot tell apart); none where there is no such file."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    unescape = re.compile(r"\\([0-7]{3})")
+    return [unescape.sub(lambda m: chr(int(m.group(1), 8)), line.split(" ")[4]) for line in lines
+            if len(line.split(" ")) > 4]
+
+
+def other_devices(folder: str) -> list[str]:
+    """Entries under `folder` ('/' paths) on another filesystem than the folder itself, or mount points (a bind
+    mount too): a build neither enters nor moves them."""
+    inner = [os.path.relpath(point, folder).replace(os.sep, "/") for point in _mount_points()
+             if point != folder and is_inside(point, folder)]
+    if inner:
+        return sorted(inner)
+    device, found = os.lstat(folder).st_dev, []
+    for root, folders, files in os.walk(folder):
+        for name in sorted(folders + files):
+            path = os.path.join(root, name)
+            try:
+                if os.lstat(path).st_dev != device:
+                    found.append(os.path.relpath(path, folder).replace(os.sep, "/"))
+            except OSError:
+                continue
+        folders[:] = [f for f in folders if _same_device(os.path.join(root, f), device)]
+    return found
+
+
 # --- the folder a build writes ------------------------------------------------------------------------------------
 
 
 class OutputFolder:
-    """A context manager around one build into `out`: checks the target, takes the lock, removes leftovers,
+    """A context manager around one build into `out`: checks the target, takes the lock, deals with leftovers,
     and gives `work`, the folder to write into; `commit(identity)` swaps the finished folder into place.
-    Leaving the block without commit (an error) removes the work folder; the target is then untouched."""
+    Leaving the block without commit (an error, Ctrl-C, SIGTERM) removes the work folder; the target is then
+    untouched. Leaving it after the swap (Ctrl-C during the clean-up) only clears the replaced folder as
+    `clear_old` does. A full disk is reported in one line naming the folder."""
 
     def __init__(self, out: str, *, data_dir: str | None = None, cache_dir: str | None = None,
                  into_existing: bool = False, altered: Altered = "refuse", option: str = "--out",
@@ -374,41 +535,85 @@ class OutputFolder:
         self.name = os.path.basename(self.target)
         self.lock = TargetLock(self.target, log)
         self.work: str = ""
+        self.old: str = ""
+        """After the swap: where the replaced folder is until clear_old is done with it."""
         self.before: Verdict | None = None
         self.committed = False
+        self._signals = sigterm_as_interrupt()
 
     def __enter__(self) -> OutputFolder:
         os.makedirs(self.parent, exist_ok=True)
-        self.lock.acquire()
+        self._refuse_nested()  # before the lock file is made, so a refused build leaves nothing inside another
+        self._signals.__enter__()
         try:
-            self._recover()
-            self.before = self._inspect()
-            self.work = tempfile.mkdtemp(prefix="." + self.name + WORK_TAG, dir=self.parent)
-            mask = os.umask(0)
-            os.umask(mask)
-            os.chmod(self.work, 0o777 & ~mask)  # mkdtemp makes 0700; the folder a user gets follows the umask
-            Manifest(self.target, {}).write(self.work)
+            self.lock.acquire()
+            try:
+                self._refuse_nested()  # again with the lock held: one of two racing builds sees the other
+                self._recover()
+                self.before = self._inspect()
+                self.work = tempfile.mkdtemp(prefix="." + self.name + WORK_TAG, dir=self.parent)
+                mask = os.umask(0)
+                os.umask(mask)
+                os.chmod(self.work, 0o777 & ~mask)  # mkdtemp makes 0700; a new folder follows the umask
+                Manifest(self.target, {}).write(self.work)
+            except BaseException:
+                self._remove_work()
+                self.lock.release()
+                raise
         except BaseException:
-            self.lock.release()
+            self._signals.__exit__(None, None, None)
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, error, traceback) -> None:
         try:
-            if not self.committed and self.work and os.path.isdir(self.work):
-                shutil.rmtree(self.work, ignore_errors=True)
+            if self.old:
+                clear_old(self.old, self.target, self.before.own if self.before else None, self.log, self.name)
+                self.old = ""
+            elif not self.committed:
+                self._remove_work()
         finally:
             self.lock.release()
+            self._signals.__exit__(None, None, None)
+        if isinstance(error, OSError) and error.errno in NO_SPACE:
+            written = os.fspath(error.filename) if error.filename else ""
+            where = self.parent if not written or is_inside(os.path.realpath(written), self.parent) else written
+            raise OutputFolderError(f"{self.option} {self.given}: no space left on the device of {where} "
+                                    f"({error.strerror}); {self._kept()}, the unfinished build was removed") from error
+
+    def _kept(self) -> str:
+        if self.committed:
+            return "the new build is in place"
+        return "the folder keeps its previous build" if self.before is not None else "no folder was made"
+
+    def _remove_work(self) -> None:
+        """Remove the work folder of this build (its name is from mkdtemp in this run, before any swap)."""
+        if self.work and os.path.isdir(self.work) and not os.path.islink(self.work):
+            shutil.rmtree(self.work, ignore_errors=True)
+        self.work = ""
+
+    def _refuse_nested(self) -> None:
+        for other, relation in running_builds_around(self.target):
+            raise OutputFolderError(f"{self.option} {self.given}: another ragloaders build is writing {other}, "
+                                    f"which {relation} this folder; build it when that one has finished")
 
     # -- before the build
 
     def _inspect(self) -> Verdict | None:
-        """What is at the target now; refuses a folder that is not ragloaders' (without into_existing) and,
-        with altered="refuse", one whose own files were changed."""
+        """What is at the target now; refuses a folder that is not ragloaders' (without into_existing), one with
+        a mount point in it and, with altered="refuse", one whose own files were changed."""
         if not os.path.isdir(self.target):
             return None
-        verdict = verify(self.target)
         where = f"{self.option} {self.given}"
+        if os.lstat(self.target).st_dev != os.lstat(self.parent).st_dev or self.target in _mount_points():
+            raise OutputFolderError(f"{where} is a mount point; a build swaps folders and cannot swap a mount "
+                                    "point: build into a folder inside it")
+        mounted = other_devices(self.target)
+        if mounted:
+            shown = ", ".join(mounted[:5]) + (" ..." if len(mounted) > 5 else "")
+            raise OutputFolderError(f"{where} holds entries on another filesystem ({shown}); ragloaders does not "
+                                    "move mounts: unmount them or choose another folder")
+        verdict = verify(self.target)
         if verdict.manifest is None and verdict.others and not self.into_existing:
             raise OutputFolderError(
                 f"{where} exists and was not written by ragloaders (no valid {MANIFEST}); choose a new folder, "
@@ -433,17 +638,19 @@ class OutputFolder:
             _carry(os.path.join(self.target, name.rstrip("/")), os.path.join(self.work, name.rstrip("/")),
                    name.endswith("/"))
         folders = {folder for name in keep for folder in _folders_of(name)}
-        for folder in sorted(folders, key=lambda f: -f.count("/")):  # the user's folders keep their mode and times
-            shutil.copystat(os.path.join(self.target, folder), os.path.join(self.work, folder), follow_symlinks=False)
+        for folder in sorted(folders, key=lambda f: -f.count("/")):  # the user's folders stay as they were
+            _keep_metadata(os.path.join(self.target, folder), os.path.join(self.work, folder), times=True)
         if self.before is None:
-            try:  # onto nothing (or an empty folder, which rename replaces); never onto something new
-                os.rename(self.work, self.target)
-            except OSError as e:
-                raise OutputFolderError(f"{self.option} {self.given}: something was put there during the build "
-                                        f"({e.strerror}); it is left as it is") from e
+            with deferred_signals():
+                try:  # onto nothing (or an empty folder, which rename replaces); never onto something new
+                    os.rename(self.work, self.target)
+                except OSError as e:
+                    raise OutputFolderError(f"{self.option} {self.given}: something was put there during the "
+                                            f"build ({e.strerror}); it is left as it is") from e
+                self.work, self.committed = "", True
         else:
+            _keep_metadata(self.target, self.work, times=False)  # the folder keeps its owner, mode, attributes
             self._swap()
-        self.committed = True
         return manifest
 
     def _to_carry(self, manifest: Manifest) -> list[str]:
@@ -464,49 +671,61 @@ class OutputFolder:
                 "move them out of the folder and build again")
 
     def _swap(self) -> None:
-        if exchange(self.work, self.target):
-            old = self.work
-        else:
-            old = tempfile.mkdtemp(prefix="." + self.name + OLD_TAG, dir=self.parent)
-            os.rename(self.target, old)  # over the empty folder mkdtemp made: the name is ours
-            os.rename(self.work, self.target)
-        if read_manifest(old) is None:  # it was the user's folder or an empty one: mark it as this target's old one
-            Manifest(self.target, {}, complete=True).write(old)
-        clear_old(old, self.target, self.before.own if self.before else None, self.log, self.name)
+        """Swap, record where the old folder went and mark it as this target's, all before a Ctrl-C is let in;
+        then clear the old folder (`clear_old`, also what __exit__ finishes if a Ctrl-C comes during it)."""
+        with deferred_signals():
+            if exchange(self.work, self.target):
+                self.old = self.work
+            else:
+                old = tempfile.mkdtemp(prefix="." + self.name + OLD_TAG, dir=self.parent)
+                os.rename(self.target, old)  # over the empty folder mkdtemp made: the name is ours
+                try:
+                    os.rename(self.work, self.target)
+                except BaseException:
+                    os.rename(old, self.target)
+                    raise
+                self.old = old
+            self.work, self.committed = "", True
+            if read_manifest(self.old) is None:  # the user's folder or an empty one: mark it as this target's old one
+                Manifest(self.target, {}, complete=True).write(self.old)
+        clear_old(self.old, self.target, self.before.own if self.before else None, self.log, self.name)
+        self.old = ""
 
     # -- after a kill
 
     def _recover(self) -> None:
-        """Put back an old folder a kill left aside between two renames; remove the leftovers of killed builds."""
-        leftovers, aside = [], []
+        """Deal with what killed builds of this target left beside it, saying so in one line each: put back a
+        folder left aside between two renames when nothing is at the target; remove an unfinished build (its
+        manifest says incomplete); clear a replaced or sealed folder as clear_old does (whatever is not provably
+        ragloaders' or also in the target goes to a visible kept folder)."""
+        found = []
         for entry in sorted(os.listdir(self.parent)):
-            if entry.startswith("." + self.name + WORK_TAG) or entry.startswith("." + self.name + OLD_TAG):
-                path = os.path.join(self.parent, entry)
-                if os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path):
-                    os.rmdir(path)  # killed between mkdtemp and its first manifest: empty, nothing to lose
-                    continue
-                manifest = read_manifest(path) if os.path.isdir(path) and not os.path.islink(path) else None
-                if manifest is not None:  # its name and its manifest: a folder a build of this target made
-                    leftovers.append((path, manifest))
-                elif OLD_TAG in entry and manifest is None and os.path.isdir(path) and not os.path.islink(path):
-                    # a folder without a manifest put aside by the two-rename swap: a user's (--into-existing)
-                    aside.append(path)
+            if not (entry.startswith("." + self.name + WORK_TAG) or entry.startswith("." + self.name + OLD_TAG)):
+                continue
+            path = os.path.join(self.parent, entry)
+            if not os.path.isdir(path) or os.path.islink(path):
+                continue
+            if not os.listdir(path):
+                os.rmdir(path)  # killed between mkdtemp and its first manifest: empty, nothing to lose
+                continue
+            found.append((path, read_manifest(path)))
         if not os.path.lexists(self.target):
-            for path in aside:
+            aside = [(p, m) for p, m in found if OLD_TAG in os.path.basename(p) and (m is None or m.complete)]
+            if aside:  # the two-rename swap was killed between its renames: the old folder is the only copy
+                path = aside[0][0]
                 self.log(f"{self.target} was left aside by a killed build: putting it back from {path}")
                 os.rename(path, self.target)
                 return self._recover()
-            for path, manifest in leftovers:
-                if OLD_TAG in os.path.basename(path) and manifest.complete:
-                    self.log(f"{self.target} was left aside by a killed build: putting it back from {path}")
-                    os.rename(path, self.target)
-                    leftovers.remove((path, manifest))
-                    break
-        for path, manifest in leftovers:
-            if manifest.complete:
-                clear_old(path, self.target, None, self.log, self.name)
-            else:
+        for path, manifest in found:
+            if manifest is not None and not manifest.complete and manifest.target == self.target:
+                self.log(f"removing {path}, the unfinished work folder of a killed build of {self.target}")
                 shutil.rmtree(path)
+            else:
+                if manifest is None:  # swapped out by a build killed before it marked the folder
+                    Manifest(self.target, {}, complete=True).write(path)
+                self.log(f"clearing {path}, the folder a killed build of {self.target} replaced (what is not "
+                         "ragloaders' nor in the target is kept)")
+                clear_old(path, self.target, None, self.log, self.name)
 
 
 def _folders_of(name: str) -> list[str]:
@@ -516,41 +735,36 @@ def _folders_of(name: str) -> list[str]:
 
 
 def _carry(source: str, destination: str, folder: bool) -> None:
-    """Keep a user's entry in the new folder: the same inode (hard link), a copy across filesystems."""
+    """Keep a user's entry in the new folder as the same inode (a hard link: owner, mode, times, attributes and
+    content unchanged); an entry that cannot be linked stops the build (a copy would not be the same file)."""
     os.makedirs(os.path.dirname(destination), exist_ok=True)
     if folder:
         os.makedirs(destination, exist_ok=True)
         return
     try:
         os.link(source, destination, follow_symlinks=False)
-    except OSError:
-        if os.path.islink(source):
-            os.symlink(os.readlink(source), destination)
-        else:
-            shutil.copy2(source, destination, follow_symlinks=False)
+    except OSError as e:
+        raise OutputFolderError(f"{source}: ragloaders keeps a file of yours in the new build as the same file (a "
+                                f"hard link) and cannot link this one ({e.strerror}); move it out of the folder and "
+                                "build again") from e
 
 
 def _same_entry(old: str, new: str) -> bool:
-    """new holds what old holds: the same inode, the same symlink, or a regular file with the same bytes."""
+    """new is old: the same inode (a build keeps a user's entry as a hard link, never as a copy)."""
     try:
-        a, b = os.lstat(old), os.lstat(new)
+        return os.path.samestat(os.lstat(old), os.lstat(new))
     except OSError:
         return False
-    if os.path.samestat(a, b):
-        return True
-    if stat.S_ISLNK(a.st_mode) and stat.S_ISLNK(b.st_mode):
-        return os.readlink(old) == os.readlink(new)
-    if stat.S_ISREG(a.st_mode) and stat.S_ISREG(b.st_mode):
-        return a.st_size == b.st_size and filecmp.cmp(old, new, shallow=False)
-    return False
 
 
 def clear_old(old: str, target: str, own: dict[str, tuple] | None, log: Callable[[str], None], name: str) -> None:
     """Remove a replaced folder: its own files (whose stat signature is still the one hashed, or, with `own`
-    None, that verify now), entries the target holds too, then empty folders and its manifest. What is left is
+    None, that verify now), entries that are the same inode as the target's, then the folders this emptied (and
+    empty ones the target has too) and its manifest. What is left is
     not provably ragloaders' nor kept elsewhere: the folder is renamed to a visible kept folder, never deleted."""
     if own is None:
         own = verify(old).own
+    empty = {folder for folder, folders, files in os.walk(old) if not folders and not files and folder != old}
     for entry, signature in own.items():
         info = _regular_file_inside(old, entry)
         if info is not None and _signature(info) == signature:
@@ -560,7 +774,8 @@ def clear_old(old: str, target: str, own: dict[str, tuple] | None, log: Callable
                                                                            os.path.join(target, entry)):
             os.unlink(os.path.join(old, entry))
     for folder, _, _ in os.walk(old, topdown=False):  # the deepest first
-        if folder != old:
+        kept_as_is = folder in empty and not os.path.isdir(os.path.join(target, os.path.relpath(folder, old)))
+        if folder != old and not kept_as_is:  # an empty folder of the user's goes only if the target has it too
             try:
                 os.rmdir(folder)
             except OSError:

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .cached_split import CachedSplit
+from .sink import DeferredErrorFile
 
 MAX_SHARD_BYTES = 500 << 20
 """Uncompressed bytes per Parquet file: the compressed file is smaller, so always under ~500 MB."""
@@ -113,12 +114,16 @@ def write_parquet(split_rows: datasets.Dataset | ParquetPlan, folder: str, split
     paths = []
     for index, (shard_rows, row_group) in enumerate(plan.shards):
         path = os.path.join(folder, f"{split}-{index:05d}-of-{len(plan.shards):05d}.parquet")
-        with pq.ParquetWriter(
-            path, plan.schema, compression="zstd", use_content_defined_chunking=True, write_page_index=True
-        ) as writer:
-            for offset in range(0, max(shard_rows, 1), row_group):
-                part = rows.take(min(row_group, shard_rows - offset))
-                writer.write_table(part, row_group_size=row_group)
-                del part  # else it is held while the next row group is read: two row groups in memory, not one
+        sink = DeferredErrorFile(path)  # a full disk raises OSError here, not SIGABRT in the writer (sink.py)
+        try:
+            with pq.ParquetWriter(sink.arrow(), plan.schema, compression="zstd", use_content_defined_chunking=True,
+                                  write_page_index=True) as writer:
+                for offset in range(0, max(shard_rows, 1), row_group):
+                    part = rows.take(min(row_group, shard_rows - offset))
+                    writer.write_table(part, row_group_size=row_group)
+                    del part  # else it is held while the next row group is read: two row groups in memory
+                    sink.check()
+        finally:
+            sink.close()
         paths.append(path)
     return paths

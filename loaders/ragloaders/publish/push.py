@@ -4,16 +4,31 @@ Uploads go in several commits (at most MAX_COMMIT_FILES files / MAX_COMMIT_BYTES
 README.md last, so the card appears only once its data is there. A push that was interrupted resumes when run
 again: the staged folder is reused while the build's identity (in its manifest) is unchanged and every file it
 lists still has its sha256 (else it is rebuilt, not trusted; Parquet output is deterministic), and files whose
-content the repository already has are skipped. Only the files the manifest lists are uploaded. Parquet files of
-an older build that this build no longer has are deleted in the last commit, so the `configs:` globs never mix two
-builds -- and only when the staged folder was verified against its manifest in this run.
+content the repository already has are skipped. Only the files the manifest lists are uploaded.
+
+Two steps, separable: `stage` + `plan` verify a staged folder against its manifest; `upload` sends a plan. What
+`upload` may do in the repository:
+
+- **Its record.** The repository holds HUB_MANIFEST (`.ragloaders-manifest.json` at its root, a different format
+  from a folder's): every file ragloaders published there, with sha256, git blob id and size. Each commit that
+  adds files writes it too, recording them in the same commit, so an interrupted push leaves no unrecorded file.
+- **Deletes** only files the record lists that still hold what was published (by the hub's sha256 or blob id)
+  and the new build no longer has, in the last commit, so the `configs:` globs never mix two builds -- and only
+  when the staged folder was verified against its manifest in this run. Nothing else is ever deleted; other
+  Parquet files are left and named in one line.
+- **Overwrites** a file only when the record lists it unchanged or it already holds the same bytes. Any other file
+  at a path the push writes (the repository's own card, a file changed since it was pushed, a HUB_MANIFEST that is
+  not ragloaders') stops the push before its first commit, naming the files, unless `overwrite_foreign`
+  (`--overwrite-foreign`); a file so replaced is ragloaders' from then on.
+
 The staging folder follows the rules of output_folder.py (`--staging-dir` like `--out`); the default one lies
 under the staging root, named from a validated repo id and path, so it cannot lead outside that root.
 The token comes from HF_TOKEN or the stored login and is never printed.
 """
-
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -22,7 +37,7 @@ from dataclasses import dataclass, field
 from ..api import configs_of
 from ..core.sources import file_digest
 from .build import build_identity
-from .output_folder import MANIFEST, Manifest, OutputFolderError, Verdict, verify
+from .output_folder import MANIFEST, Manifest, OutputFolderError, Verdict, safe_relative, verify
 
 MAX_COMMIT_FILES = 50
 MAX_COMMIT_BYTES = 2 << 30
@@ -178,6 +193,107 @@ def describe(push_plan: PushPlan) -> Iterator[str]:
             yield f"  commit {number}: {staged.path_in_repo} ({staged.size:,} bytes)"
 
 
+# --- what the repository holds of ragloaders' ---------------------------------------------------------------------
+
+HUB_MANIFEST = MANIFEST
+"""The repository's record of the files ragloaders published there (at its root, written in every commit)."""
+HUB_FORMAT = "ragloaders-hub-manifest"
+HUB_VERSION = 1
+MAX_HUB_MANIFEST_BYTES = 64 << 20
+_HEX = {"sha256": re.compile(r"[0-9a-f]{64}"), "git_sha1": re.compile(r"[0-9a-f]{40}")}
+
+
+@dataclass(frozen=True)
+class Published:
+    """A file as ragloaders published it: its sha256 (what the hub reports for an LFS file), its git blob id (what
+    it reports for any other) and its size."""
+
+    sha256: str
+    git_sha1: str
+    size: int
+
+    def is_content_of(self, remote) -> bool:
+        """The repository's file (a tree entry) still holds exactly these bytes."""
+        if remote.lfs is not None:
+            return remote.lfs.sha256 == self.sha256
+        return remote.blob_id == self.git_sha1
+
+
+def published_of(staged: StagedFile) -> Published:
+    return Published(staged.sha256(), staged.git_sha1(), staged.size)
+
+
+def hub_manifest_bytes(files: dict[str, Published]) -> bytes:
+    """The repository manifest listing `files`; deterministic, so an unchanged record is not committed again."""
+    entries = {path: {"sha256": p.sha256, "git_sha1": p.git_sha1, "size": p.size} for path, p in sorted(files.items())}
+    return (json.dumps({"format": HUB_FORMAT, "version": HUB_VERSION, "files": entries}, indent=1, sort_keys=True,
+                       ensure_ascii=False) + "\n").encode()
+
+
+def parse_hub_manifest(data: bytes) -> dict[str, Published] | None:
+    """The files a repository manifest records, or None when it is not a well-formed ragloaders manifest (then the
+    file is not ragloaders' and records nothing)."""
+    try:
+        document = json.loads(data)
+    except ValueError:
+        return None
+    if (not isinstance(document, dict) or document.get("format") != HUB_FORMAT
+            or document.get("version") != HUB_VERSION or not isinstance(document.get("files"), dict)):
+        return None
+    files = {}
+    for path, entry in document["files"].items():
+        if not (safe_relative(path) and path != HUB_MANIFEST and isinstance(entry, dict)
+                and all(isinstance(entry.get(k), str) and pattern.fullmatch(entry[k]) for k, pattern in _HEX.items())
+                and type(entry.get("size")) is int and entry["size"] >= 0):
+            return None
+        files[path] = Published(entry["sha256"], entry["git_sha1"], entry["size"])
+    return files
+
+
+def read_hub_manifest(repo_id: str, revision: str | None, remote: dict) -> dict[str, Published] | None:
+    """The repository's manifest (None when it has none, or one that is not ragloaders')."""
+    from huggingface_hub import hf_hub_url
+    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+    entry = remote.get(HUB_MANIFEST)
+    if entry is None:
+        return None
+    if entry.size > MAX_HUB_MANIFEST_BYTES:
+        return None
+    url = hf_hub_url(repo_id, HUB_MANIFEST, repo_type="dataset", revision=revision)
+    response = get_session().get(url, headers=build_hf_headers(), follow_redirects=True)
+    hf_raise_for_status(response)
+    return parse_hub_manifest(response.content)
+
+
+@dataclass
+class RepositoryView:
+    """What the repository holds, sorted by whose it is, against what a push would write."""
+
+    remote: dict
+    recorded: dict[str, Published]
+    """Files a previous ragloaders push recorded that still hold what it published: ragloaders' own."""
+    foreign_manifest: bool
+    """The repository has a file at HUB_MANIFEST that is not a ragloaders manifest."""
+
+    def own(self, path: str) -> bool:
+        return path in self.recorded
+
+    def overlaps(self, files: list[StagedFile]) -> list[str]:
+        """Paths the push would overwrite that hold something ragloaders did not publish (or that was changed
+        since): files of the repository's own."""
+        clashes = [f.path_in_repo for f in files if f.path_in_repo in self.remote and not self.own(f.path_in_repo)
+                   and not _same_content(f, self.remote[f.path_in_repo])]
+        return clashes + ([HUB_MANIFEST] if self.foreign_manifest else [])
+
+
+def view_repository(repo_id: str, revision: str | None, remote: dict) -> RepositoryView:
+    previous = read_hub_manifest(repo_id, revision, remote)
+    recorded = {path: published for path, published in (previous or {}).items()
+                if path in remote and published.is_content_of(remote[path])}
+    return RepositoryView(remote, recorded, HUB_MANIFEST in remote and previous is None)
+
+
 def _same_content(staged: StagedFile, remote) -> bool:
     if remote is None:
         return False
@@ -187,8 +303,15 @@ def _same_content(staged: StagedFile, remote) -> bool:
 
 
 def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision: str | None = None,
-           commit_message: str | None = None, log: Callable[[str], None] = print) -> PushResult:
-    """Create the repo (and branch) if needed, then commit the plan's batches, skipping what the repo already has."""
+           commit_message: str | None = None, overwrite_foreign: bool = False,
+           log: Callable[[str], None] = print) -> PushResult:
+    """Create the repo (and branch) if needed, then commit the plan's batches, skipping what the repo already has.
+
+    Every commit also writes the repository manifest (HUB_MANIFEST): the files ragloaders published there. Only
+    files it records, still holding what was published, are ragloaders'; a verified plan deletes those the new
+    build no longer has (in the last commit). A file the push would overwrite that is not ragloaders' (the
+    repository's own, or one changed since it was pushed) stops the push before any commit unless
+    `overwrite_foreign`; any other file of the repository is left as it is."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, get_token
 
     if not get_token():
@@ -199,26 +322,47 @@ def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision
         api.create_branch(repo_id, repo_type="dataset", branch=revision, exist_ok=True)
     remote = {entry.path: entry for entry in api.list_repo_tree(repo_id, repo_type="dataset", revision=revision,
                                                                  recursive=True) if hasattr(entry, "blob_id")}
+    view = view_repository(repo_id, revision, remote)
+    foreign = view.overlaps(push_plan.files)
+    if foreign and not overwrite_foreign:
+        shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+        raise ValueError(f"{repo_id} already holds {len(foreign)} file(s) the push would overwrite that ragloaders "
+                         f"did not publish there or that were changed since ({shown}); nothing was sent: move them in "
+                         "the repository, or pass --overwrite-foreign to replace them")
     result = PushResult(push_plan)
     local = {f.path_in_repo for f in push_plan.files}
-    stale = sorted(p for p in remote if p.endswith(".parquet") and p not in local)
+    stale = sorted(p for p in view.recorded if p not in local)
     if stale and not push_plan.verified:
-        log(f"not deleting {len(stale)} Parquet files of {repo_id} that the staged folder lacks: it was not "
-            "verified against a manifest in this run")
+        log(f"not deleting {len(stale)} files of {repo_id} that the staged folder lacks: it was not verified "
+            "against a manifest in this run")
         stale = []
+    left = sorted(p for p in remote if p.endswith(".parquet") and p not in local and not view.own(p))
+    if left:
+        log(f"leaving {len(left)} Parquet files of {repo_id} that no ragloaders push recorded ({', '.join(left[:3])}"
+            f"{' ...' if len(left) > 3 else ''}): ragloaders deletes only files it published")
+    recorded = dict(view.recorded)
+    manifest_now = remote.get(HUB_MANIFEST)
     message = commit_message or f"Upload {repo_id} built by ragloaders"
     for number, commit in enumerate(push_plan.commits, start=1):
         changed = [f for f in commit if not _same_content(f, remote.get(f.path_in_repo))]
         result.unchanged += [f.path_in_repo for f in commit if f not in changed]
         last = number == len(push_plan.commits)
+        recorded.update({f.path_in_repo: published_of(f) for f in commit})
+        if last:
+            for path in stale:
+                recorded.pop(path)
+        record = hub_manifest_bytes(recorded)
         operations = [CommitOperationAdd(f.path_in_repo, f.local_path) for f in changed]
         if last:
             operations += [CommitOperationDelete(p) for p in stale]
+        if (operations or last) and (manifest_now is None or manifest_now.blob_id != _git_sha1(record)):
+            operations.append(CommitOperationAdd(HUB_MANIFEST, record))  # in the commit of the files it records
         if not operations:
             log(f"commit {number}/{len(push_plan.commits)}: already in {repo_id}, skipped")
             continue
         info = api.create_commit(repo_id, operations, commit_message=f"{message} ({number}/{len(push_plan.commits)})",
                                  repo_type="dataset", revision=revision)
+        manifest_now = _Written(_git_sha1(record))
         result.commits.append(info.oid)
         result.uploaded += [f.path_in_repo for f in changed]
         result.deleted += stale if last else []
@@ -227,12 +371,23 @@ def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision
     return result
 
 
+@dataclass(frozen=True)
+class _Written:
+    blob_id: str
+
+
+def _git_sha1(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
 def push(path: str, repo_id: str, *, data_dir: str | None = None, cache_dir: str | None = None,
          num_proc: int | None = None, private: bool = False, revision: str | None = None,
          commit_message: str | None = None, staging_dir: str | None = None, dry_run: bool = False,
          max_files: int | None = None, max_bytes: int | None = None, into_existing: bool = False,
-         log: Callable[[str], None] = print) -> PushResult:
-    """Stage `path` and upload it to the dataset repo `repo_id`; `dry_run` stops after staging and tells the plan."""
+         overwrite_foreign: bool = False, log: Callable[[str], None] = print) -> PushResult:
+    """Stage `path` and upload it to the dataset repo `repo_id`; `dry_run` stops after staging and tells the plan.
+    `overwrite_foreign` lets the push replace files of the repository that ragloaders did not publish (see
+    `upload`)."""
     check_repo_id(repo_id)
     configs_of(path)  # an unknown path is refused before any folder is made
     staged_dir = staging_dir or default_staging_dir(path, repo_id)
@@ -245,4 +400,5 @@ def push(path: str, repo_id: str, *, data_dir: str | None = None, cache_dir: str
         for line in describe(push_plan):
             log(line)
         return PushResult(push_plan)
-    return upload(push_plan, repo_id, private=private, revision=revision, commit_message=commit_message, log=log)
+    return upload(push_plan, repo_id, private=private, revision=revision, commit_message=commit_message,
+                  overwrite_foreign=overwrite_foreign, log=log)

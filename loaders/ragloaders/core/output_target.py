@@ -1,0 +1,76 @@
+"""Where ragloaders may write: the one rule for every command that writes a folder or a file.
+
+`build --out` and `push --staging-dir` (folders, publish/output_folder.py decides then whose an existing one is)
+and `bm25 --out` (a run file) all ask `check_output`; it lives here, below both publish and eval, so that every
+writer shares it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Literal
+
+
+class OutputFolderError(ValueError):
+    """A target folder (or file) that ragloaders will not write: names it and what to do."""
+
+
+def is_inside(path: str, folder: str) -> bool:
+    """path is folder or lies inside it (both resolved)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def check_target(out: str, *, data_dir: str | None = None, cache_dir: str | None = None,
+                 option: str = "--out") -> str:
+    """The resolved target folder, or an OutputFolderError saying why ragloaders will not write there."""
+    return check_output(out, kind="folder", data_dir=data_dir, cache_dir=cache_dir, option=option)
+
+
+def check_output(out: str | os.PathLike, *, kind: Literal["folder", "file"], data_dir: str | None = None,
+                 cache_dir: str | None = None, option: str = "--out") -> str:
+    """May ragloaders write `out`? The one answer for every command that writes (`build --out`,
+    `push --staging-dir`, `bm25 --out`): the resolved path, or an OutputFolderError saying why not.
+
+    Both kinds: not the filesystem root, the home folder or above it, the current folder or above it, nor a path
+    that contains or lies inside the data dir or the cache dir (datasets' default cache without one), nor a name
+    ending in '.' or '..'. A folder (`kind="folder"`) may exist only as a folder (OutputFolder then decides whose
+    it is). A file (`kind="file"`) must not exist at all: a run file has no manifest, so ragloaders cannot tell
+    one it wrote from the user's, and writes only new files."""
+    if not out or not str(out).strip():
+        raise OutputFolderError(f"{option} is empty")
+    given = os.fspath(out)
+    target = os.path.realpath(os.path.expanduser(given))
+    where = f"{option} {given}" + (f" (resolved to {target})" if target != given else "")
+    if os.path.dirname(target) == target:
+        raise OutputFolderError(f"{where} is the filesystem root; choose a new {kind}")
+    home = os.path.realpath(os.path.expanduser("~"))
+    if is_inside(home, target):
+        raise OutputFolderError(f"{where} is the home folder or a folder above it; choose a new {kind}")
+    if is_inside(os.path.realpath(os.getcwd()), target):
+        raise OutputFolderError(f"{where} is the current folder or a folder above it; choose a new {kind}")
+    for label, folder in _protected(data_dir, cache_dir):
+        if is_inside(target, folder) or is_inside(folder, target):
+            raise OutputFolderError(f"{where} contains or lies inside the {label} {folder}; choose a {kind} "
+                                    "outside it")
+    if os.path.basename(given.rstrip("/" + os.sep)) in (".", ".."):
+        raise OutputFolderError(f"{where}: name the {kind} itself, not '.' or '..' (which name a folder that "
+                                "holds other things)")
+    if kind == "file":
+        if os.path.lexists(target) or os.path.lexists(given):
+            raise OutputFolderError(f"{where} exists; ragloaders writes a run only to a new file (it cannot tell a "
+                                    "file it wrote from yours): choose a new name, or delete the file yourself")
+    elif os.path.lexists(target) and not os.path.isdir(target):
+        raise OutputFolderError(f"{where} exists and is not a folder")
+    return target
+
+
+def _protected(data_dir: str | None, cache_dir: str | None) -> Iterator[tuple[str, str]]:
+    if data_dir:
+        yield "data dir", os.path.realpath(os.path.expanduser(data_dir))
+    if cache_dir:
+        yield "cache dir", os.path.realpath(os.path.expanduser(cache_dir))
+    else:
+        import datasets.config
+
+        yield "datasets cache", os.path.realpath(str(datasets.config.HF_DATASETS_CACHE))
