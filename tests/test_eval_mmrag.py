@@ -65,7 +65,7 @@ def random_case(seed: int) -> tuple[dict, dict]:
     return qrels, run
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(3))
 def test_paper_measures_equal_ranx_on_random_runs(seed):
     qrels, run = random_case(seed)
     ours = ranx_score(qrels, run, parse_ranx_metrics(PAPER + ["ndcg@10", "map@100", "hits@20"]))
@@ -82,8 +82,8 @@ def test_paper_measures_equal_ranx_on_random_runs(seed):
 def test_tie_order_is_ranx_run_order_which_keeps_the_run_order_only_up_to_15_documents():
     rng = random.Random(7)
     differs = 0
-    for size in [*range(1, 40), 64, 100, 257]:
-        for _ in range(3):
+    for size in (1, 2, 5, 14, 15, 16, 17, 30, 64, 257):
+        for _ in range(2):
             docs = {f"d{i}": float(rng.randint(0, 3)) for i in range(size)}
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
