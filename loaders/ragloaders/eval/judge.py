@@ -4,7 +4,7 @@ temperature 0 for a JSON object `{"score": 0 or 1, "explanation": ...}`.
 The system prompt is ours (JUDGE_PROMPT, written from CRAG's grading rules), a text file, or the constants
 `INSTRUCTIONS` and `IN_CONTEXT_EXAMPLES` of a CRAG `prompts/templates.py`, read as data with `ast` (string
 literals only; the file is never executed). The user message has the form CRAG's `local_evaluation.py` sends.
-Verdicts are cached on disk, one JSON file per (model, system prompt, question, ground truth, prediction); a
+Replies are cached on disk, one JSON file per (model, system prompt, question, ground truth, prediction); a
 request that fails is retried a bounded number of times; an answer without a score of 0 or 1 is `None`
 (unparseable), which the caller counts as not correct and reports. The API key comes from an environment
 variable and is never printed.
@@ -127,21 +127,21 @@ class Judge:
         return os.path.join(self.cache_dir, hashlib.sha256(key.encode("utf-8")).hexdigest() + ".json")
 
     def verdict(self, question: str, ground_truth: str, prediction: str) -> JudgeVerdict:
-        """The judge's verdict on one (question, ground truth, prediction), from the cache when it holds one."""
+        """The judge's verdict on one (question, ground truth, prediction); the reply comes from the cache when it
+        holds one (a reply is cached as given, parsed or not: the same request at temperature 0 is not repeated)."""
         path = self._cache_path(question, ground_truth, prediction)
         try:
             with open(path, encoding="utf-8") as f:
-                cached = json.load(f)
-            verdict = JudgeVerdict(bool(cached["correct"]), str(cached["explanation"]), cached=True)
+                content = json.load(f)["reply"]
+            if not isinstance(content, str):
+                raise TypeError(content)
             self.cache_hits += 1
-            return verdict
+            return JudgeVerdict(*parse_verdict(content), cached=True)
         except (OSError, ValueError, KeyError, TypeError):
             pass
         content = self._ask(user_message(question, ground_truth, prediction))
-        correct, explanation = parse_verdict(content)
-        if correct is not None:
-            self._store(path, {"model": self.model, "correct": correct, "explanation": explanation})
-        return JudgeVerdict(correct, explanation, cached=False)
+        self._store(path, {"model": self.model, "reply": content})
+        return JudgeVerdict(*parse_verdict(content), cached=False)
 
     def _store(self, path: str, value: dict) -> None:
         os.makedirs(self.cache_dir, exist_ok=True)
