@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import random
-import warnings
+import subprocess
+import sys
 
 import datasets
 import pyarrow as pa
@@ -18,26 +19,62 @@ from ragloaders.core.errors import SourceError
 from ragloaders.eval import evaluate, evaluate_routing, ranx_order, ranx_score, read_routing_run
 from ragloaders.eval.ranx_metrics import parse_ranx_metrics, quicksort_order
 
-ranx = pytest.importorskip("ranx")
+pytest.importorskip("ranx")
+ORACLE = DATA.parent / "ranx_oracle.py"
 SAMPLE = DATA / "mmrag"
 PAPER = ["ndcg@1", "ndcg@3", "ndcg@5", "map@1", "map@3", "map@5", "hits@1", "hits@3", "hits@5"]
 ROUTING = ["ndcg@5", "hits@1", "hits@2", "hits@3", "hits@4", "hits@5"]
 DATASETS = ("tat", "triviaqa", "ott", "kg", "nq")
 
 
-def ranx_figures(qrels: dict, run: dict, metrics: list[str]) -> dict[str, dict[str, float]]:
-    """ranx.evaluate per query on the judged queries the run ranks, as the authors call it (a Run built once from
-    the dict; ranx's `make_comparable` would sort the run a second time, which moves ties again); every other judged
-    query 0, as a judged query without results gets in ranx."""
-    ranked = sorted(q for q in qrels if run.get(q))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # numba's type-safety warnings about hashed ids
-        values = ranx.evaluate(ranx.Qrels({q: qrels[q] for q in ranked}), ranx.Run({q: run[q] for q in ranked}),
-                               metrics, return_mean=False)
-    figures = {query_id: dict.fromkeys(metrics, 0.0) for query_id in qrels}
-    for i, query_id in enumerate(ranked):  # ranx keeps queries sorted by id
-        figures[query_id] = {m: float(values[m][i]) for m in metrics}
-    return figures
+class Oracle:
+    """tests/ranx_oracle.py in one subprocess for the module: ranx's (or numba's) answers, a crash there a failure."""
+
+    def __init__(self):
+        self.process = subprocess.Popen([sys.executable, str(ORACLE)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True)
+
+    def __call__(self, request: dict) -> dict:
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        assert line, f"the ranx oracle died (exit status {self.process.wait()})"
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        assert self.process.wait(timeout=60) == 0
+
+
+_ORACLE: list[Oracle] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ranx_process():
+    _ORACLE.append(Oracle())
+    yield
+    _ORACLE.pop().close()
+
+
+def oracle(request: dict) -> dict:
+    """ranx's (or numba's) answer to a request of tests/ranx_oracle.py."""
+    return _ORACLE[-1](request)
+
+
+def ranx_figures(cases: list[tuple[dict, dict, list[str]]]) -> list[dict[str, dict[str, float]]]:
+    """For each (qrels, run, metrics): ranx.evaluate per query on the judged queries the run ranks, as the authors
+    call it (a Run built once from the dict; ranx's `make_comparable` would sort the run a second time, which moves
+    ties again); every other judged query 0, as a judged query without results gets in ranx."""
+    ranked = [sorted(q for q in qrels if run.get(q)) for qrels, run, _ in cases]
+    answers = oracle({"evaluate": [[{q: qrels[q] for q in ids}, {q: run[q] for q in ids}, metrics]
+                                   for ids, (qrels, run, metrics) in zip(ranked, cases)]})["evaluate"]
+    results = []
+    for ids, (qrels, _, metrics), values in zip(ranked, cases, answers):
+        figures = {query_id: dict.fromkeys(metrics, 0.0) for query_id in qrels}
+        for i, query_id in enumerate(ids):  # ranx keeps queries sorted by id
+            figures[query_id] = {m: values[m][i] for m in metrics}
+        results.append(figures)
+    return results
 
 
 def ranx_name(metric: str) -> str:
@@ -65,47 +102,40 @@ def random_case(seed: int) -> tuple[dict, dict]:
     return qrels, run
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_paper_measures_equal_ranx_on_random_runs(seed):
-    qrels, run = random_case(seed)
-    ours = ranx_score(qrels, run, parse_ranx_metrics(PAPER + ["ndcg@10", "map@100", "hits@20"]))
-    theirs = ranx_figures(qrels, run, PAPER + ["ndcg@10", "map@100", "hits@20"])
-    assert set(ours.per_query) == set(theirs)
-    for query_id, values in theirs.items():
-        assert ours.per_query[query_id] == pytest.approx({ranx_name(m): v for m, v in values.items()}, abs=1e-9)
-    for metric in PAPER:
-        mean = sum(v[metric] for v in theirs.values()) / len(theirs)
-        assert ours.mean[ranx_name(metric)] == pytest.approx(mean, abs=1e-9)
-    assert sorted(ours.unranked_queries) == sorted(q for q in qrels if not run.get(q))
+def test_paper_measures_equal_ranx_on_random_runs():
+    metrics = PAPER + ["ndcg@10", "map@100", "hits@20"]
+    cases = [(*random_case(seed), metrics) for seed in range(4)]
+    for (qrels, run, _), theirs in zip(cases, ranx_figures(cases)):
+        ours = ranx_score(qrels, run, parse_ranx_metrics(metrics))
+        assert set(ours.per_query) == set(theirs)
+        for query_id, values in theirs.items():
+            assert ours.per_query[query_id] == pytest.approx({ranx_name(m): v for m, v in values.items()}, abs=1e-9)
+        for metric in metrics:
+            mean = sum(v[metric] for v in theirs.values()) / len(theirs)
+            assert ours.mean[ranx_name(metric)] == pytest.approx(mean, abs=1e-9)
+        assert sorted(ours.unranked_queries) == sorted(q for q in qrels if not run.get(q))
 
 
 def test_tie_order_is_ranx_run_order_which_keeps_the_run_order_only_up_to_15_documents():
     rng = random.Random(7)
+    runs = [{f"d{i}": float(rng.randint(0, 3)) for i in range(size)}
+            for size in (1, 2, 5, 14, 15, 16, 17, 30, 64, 257) for _ in range(2)]
     differs = 0
-    for size in (1, 2, 5, 14, 15, 16, 17, 30, 64, 257):
-        for _ in range(2):
-            docs = {f"d{i}": float(rng.randint(0, 3)) for i in range(size)}
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                expected = list(ranx.Run({"q": docs}).run["q"].keys())
-            assert ranx_order(docs) == expected, size
-            stable = sorted(docs, key=lambda d: -docs[d])
-            if size <= 15:
-                assert expected == stable
-            differs += expected != stable
+    for docs, expected in zip(runs, oracle({"orders": runs})["orders"]):
+        assert ranx_order(docs) == expected, len(docs)
+        stable = sorted(docs, key=lambda d: -docs[d])
+        if len(docs) <= 15:
+            assert expected == stable
+        differs += expected != stable
     assert differs > 0, "long tied runs are reordered by ranx's quicksort"
 
 
 def test_quicksort_order_sorts_and_matches_numba_argsort():
-    numba = pytest.importorskip("numba")
-    import numpy as np
-
-    argsort = numba.njit(lambda a: np.argsort(a))
     rng = random.Random(3)
-    for size in (0, 1, 2, 16, 17, 33, 500):
-        keys = [float(rng.randint(-3, 3)) for _ in range(size)]
-        assert quicksort_order(keys) == [int(i) for i in argsort(np.array(keys, dtype=np.float64))]
-        assert [keys[i] for i in quicksort_order(keys)] == sorted(keys)
+    keys = [[float(rng.randint(-3, 3)) for _ in range(size)] for size in (0, 1, 2, 16, 17, 33, 500)]
+    for values, expected in zip(keys, oracle({"argsort": keys})["argsort"]):
+        assert quicksort_order(values) == expected
+        assert [values[i] for i in quicksort_order(values)] == sorted(values)
 
 
 def test_hits_counts_relevant_chunks_and_map_divides_by_all_relevant():
@@ -140,7 +170,7 @@ def test_eval_mmrag_gives_the_paper_measures_as_ranx_on_the_raw_file(where, tmp_
     path = tmp_path / "run.trec"
     path.write_text("".join(lines))
     report = evaluate("mmrag", str(path), per_query=True, **where)
-    theirs = ranx_figures(qrels, run, PAPER)
+    [theirs] = ranx_figures([(qrels, run, PAPER)])
     assert list(report.authors_metrics) == [ranx_name(m) for m in PAPER]
     for metric in PAPER:
         assert report.authors_metrics[ranx_name(metric)] == pytest.approx(
@@ -215,23 +245,22 @@ def write_routing(run: dict, path, fmt: str) -> None:
                                  "score": [r[2] for r in rows]}), path)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_routing_equals_ranx_in_every_run_format(where, tmp_path, seed):
+def test_routing_equals_ranx_in_every_run_format(where, tmp_path):
     records = raw_records("test")
     labels = {r["id"]: r["dataset_score"] for r in records}
-    run = routing_run(seed, records)
-    theirs = ranx_figures(labels, run, ROUTING)
-    for fmt in ("trec", "jsonl", "parquet"):
-        path = tmp_path / f"routing.{fmt}"
-        write_routing(run, path, fmt)
-        assert read_routing_run(path) == run
-        report = evaluate_routing("mmrag", path, per_query=True, **where)
-        assert list(report.authors_metrics) == [ranx_name(m) for m in ROUTING]
-        for metric in ROUTING:
-            assert report.authors_metrics[ranx_name(metric)] == pytest.approx(
-                sum(v[metric] for v in theirs.values()) / len(theirs), abs=1e-9)
-        assert report.unranked_queries == [records[0]["id"]]
-        assert report.metrics == {}
+    runs = [routing_run(seed, records) for seed in (0, 1)]
+    for seed, (run, theirs) in enumerate(zip(runs, ranx_figures([(labels, run, ROUTING) for run in runs]))):
+        for fmt in ("trec", "jsonl", "parquet"):
+            path = tmp_path / f"routing-{seed}.{fmt}"
+            write_routing(run, path, fmt)
+            assert read_routing_run(path) == run
+            report = evaluate_routing("mmrag", path, per_query=True, **where)
+            assert list(report.authors_metrics) == [ranx_name(m) for m in ROUTING]
+            for metric in ROUTING:
+                assert report.authors_metrics[ranx_name(metric)] == pytest.approx(
+                    sum(v[metric] for v in theirs.values()) / len(theirs), abs=1e-9)
+            assert report.unranked_queries == [records[0]["id"]]
+            assert report.metrics == {}
 
 
 def test_routing_run_problems_are_named(where, tmp_path, capsys):
