@@ -120,7 +120,7 @@ def test_split_restricts_the_records_and_names_unknown_splits(crafted, tmp_path)
 def test_jsonl_csv_and_parquet_predictions_give_the_same_verdicts(crafted, tmp_path):
     rows = crafted_rows(crafted)
     jsonl = write_jsonl(tmp_path / "p.jsonl", [{**row, "query": "kept aside"} for row in rows])
-    with open(tmp_path / "p.csv", "w", encoding="utf-8", newline="") as f:
+    with open(tmp_path / "p.csv", "w", encoding="utf-8-sig", newline="") as f:  # with a BOM, as spreadsheets write
         writer = csv.DictWriter(f, ["interaction_id", "prediction"])
         writer.writeheader()
         writer.writerows(rows)
@@ -332,3 +332,19 @@ def test_templates_py_is_read_as_data_never_run(tmp_path):
 ])
 def test_parse_verdict(reply, verdict):
     assert parse_verdict(reply) == verdict
+
+
+def test_judge_prompt_from_templates_py_is_the_system_message(crafted, tmp_path, chat_server, capsys):
+    templates = tmp_path / "templates.py"
+    templates.write_text('INSTRUCTIONS = "Judge strictly."\nIN_CONTEXT_EXAMPLES = """Example: none."""\n')
+    path = write_jsonl(tmp_path / "p.jsonl", crafted_rows(crafted)[9:] + crafted_rows(crafted)[:9])
+    args = ["eval", "crag/task_1_and_2", "--predictions", path, "--judge-url", chat_server + "/chat/completions",
+            "--judge-model", "m", "--judge-cache", str(tmp_path / "c"), "--data-dir", crafted["data_dir"],
+            "--cache-dir", crafted["cache_dir"]]
+    assert main([*args, "--judge-prompt", str(templates)]) == 0
+    systems = {r["body"]["messages"][0]["content"] for r in FakeChat.requests}
+    assert systems == {"Judge strictly.\nExample: none."}
+    assert all(r["path"] == "/v1/chat/completions" for r in FakeChat.requests)
+    capsys.readouterr()
+    assert main(args[:6] + args[8:]) == 2  # --judge-url without --judge-model
+    assert "--judge-url and --judge-model go together" in capsys.readouterr().err

@@ -111,7 +111,7 @@ def _jsonl_predictions(path: str) -> Iterator[tuple[dict, dict]]:
 
 def _csv_predictions(path: str) -> Iterator[tuple[dict, dict]]:
     try:
-        with open(path, encoding="utf-8", newline="") as f:
+        with open(path, encoding="utf-8-sig", newline="") as f:  # a spreadsheet's BOM is not part of the header
             reader = csv.DictReader(f)
             missing = [name for name in PREDICTION_COLUMNS if name not in (reader.fieldnames or [])]
             if missing:

@@ -29,6 +29,8 @@ RETRIES = 3
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 TIMEOUT_SECONDS = 120
 TEMPLATE_CONSTANTS = ("INSTRUCTIONS", "IN_CONTEXT_EXAMPLES")
+MAX_REPLY_BYTES = 4 << 20
+"""A reply larger than this is refused (a verdict is a few hundred bytes)."""
 
 JUDGE_PROMPT = """You grade answers to questions. You get a question, its ground truth answer and a prediction.
 Take the ground truth as correct. Give "score" 1 when the prediction answers the question with what the ground
@@ -166,7 +168,10 @@ class Judge:
             request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    reply = json.loads(response.read())
+                    raw = response.read(MAX_REPLY_BYTES + 1)
+                if len(raw) > MAX_REPLY_BYTES:
+                    raise JudgeError(f"judge {self.describe()}: a reply larger than {MAX_REPLY_BYTES:,} bytes")
+                reply = json.loads(raw)
                 content = reply["choices"][0]["message"]["content"]
                 if not isinstance(content, str):
                     raise TypeError(content)
