@@ -154,13 +154,13 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("path", help="e.g. beir/scifact, beir/cqadupstack (mean of its 12 forums), mmrag, "
                                        "crag/task_1_and_2")
     scored = evaluate.add_mutually_exclusive_group(required=True)
-    scored.add_argument("--run", dest="run_file",
+    scored.add_argument("--run", dest="run_file", metavar="RUN",
                         help="TREC run (qid Q0 docid rank score tag), or a .parquet / .jsonl table of query-id, "
                              "corpus-id, score")
-    scored.add_argument("--routing", dest="routing_file",
+    scored.add_argument("--routing", dest="routing_file", metavar="RUN",
                         help="mmRAG: a run ranking the five source datasets per query (TREC, or .parquet / .jsonl "
                              "of query-id, dataset, score)")
-    scored.add_argument("--predictions", dest="predictions_file",
+    scored.add_argument("--predictions", dest="predictions_file", metavar="PRED",
                         help="CRAG: answers as .jsonl, .csv or .parquet with interaction_id, prediction")
     evaluate.add_argument("--metrics", help="comma-separated, e.g. ndcg@10,recall@100 (default: BEIR's set)")
     evaluate.add_argument("--per-query", action="store_true", help="also print every query's values")
@@ -168,7 +168,7 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--relevance-level", type=int,
                           help="binary measures count grade >= this (default: the benchmark's, 1)")
     answers = evaluate.add_argument_group("CRAG answers (--predictions)")
-    answers.add_argument("--tokenizer", help="tokenizer.json of CRAG's Llama-2 tokenizer: predictions are cut to 75 "
+    answers.add_argument("--tokenizer", metavar="JSON", help="tokenizer.json of CRAG's Llama-2 tokenizer: predictions are cut to 75 "
                                              "tokens as CRAG does (default: not cut, and the report says so)")
     answers.add_argument("--judge-url", help="OpenAI-compatible endpoint (e.g. https://api.openai.com/v1) that judges "
                                              "what no exact rule settles; key from RAGLOADERS_JUDGE_API_KEY or "
@@ -177,7 +177,7 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:
     answers.add_argument("--judge-prompt", help="the judge's system prompt: a text file, or CRAG's "
                                                 "prompts/templates.py (its string constants, read, never run)")
     answers.add_argument("--judge-cache", help="folder of cached verdicts (default ~/.cache/ragloaders/judge)")
-    answers.add_argument("--verdicts", help="write every record's verdict and reason as JSONL to this new file")
+    answers.add_argument("--verdicts", metavar="FILE", help="write every record's verdict and reason as JSONL to this new file")
     answers.add_argument("--missing-as-idk", action="store_true",
                          help="count records without a prediction as missing, and only report predictions for "
                               "unknown ids (default: both are errors)")
