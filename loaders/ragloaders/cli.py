@@ -168,8 +168,9 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--relevance-level", type=int,
                           help="binary measures count grade >= this (default: the benchmark's, 1)")
     answers = evaluate.add_argument_group("CRAG answers (--predictions)")
-    answers.add_argument("--tokenizer", metavar="JSON", help="tokenizer.json of CRAG's Llama-2 tokenizer: predictions are cut to 75 "
-                                             "tokens as CRAG does (default: not cut, and the report says so)")
+    answers.add_argument("--tokenizer", metavar="JSON",
+                         help="tokenizer.json of CRAG's Llama-2 tokenizer: predictions are cut to 75 tokens as CRAG "
+                              "does (default: not cut, and the report says so)")
     answers.add_argument("--judge-url", help="OpenAI-compatible endpoint (e.g. https://api.openai.com/v1) that judges "
                                              "what no exact rule settles; key from RAGLOADERS_JUDGE_API_KEY or "
                                              "OPENAI_API_KEY")
@@ -177,7 +178,8 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:
     answers.add_argument("--judge-prompt", help="the judge's system prompt: a text file, or CRAG's "
                                                 "prompts/templates.py (its string constants, read, never run)")
     answers.add_argument("--judge-cache", help="folder of cached verdicts (default ~/.cache/ragloaders/judge)")
-    answers.add_argument("--verdicts", metavar="FILE", help="write every record's verdict and reason as JSONL to this new file")
+    answers.add_argument("--verdicts", metavar="FILE",
+                         help="write every record's verdict and reason as JSONL to this new file")
     answers.add_argument("--missing-as-idk", action="store_true",
                          help="count records without a prediction as missing, and only report predictions for "
                               "unknown ids (default: both are errors)")
