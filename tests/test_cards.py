@@ -225,7 +225,7 @@ def test_mmrag_sample_card_says_sample_and_compares_no_published_count(mmrag_bui
     assert "| qrels | train | distinct query ids | 3,072 | 14 | not compared (other files) |" in build
     assert "| corpus | corpus | 664 |" in section(text, "Splits")
     assert "This build is a sample, a cut or another release: it holds 39 `records` rows, 39 `queries` rows, 670 " \
-           "`qrels` rows, 664 `corpus` rows." in build
+           "`qrels` rows, 664 `corpus` rows, 195 `routing` rows." in build
     assert "the 3.2M chunks" not in text and "(3,058)" not in text and "Findings:" not in text
     sources = section(text, "Source files")
     for name in ("mmrag_train.json", "mmrag_dev.json", "mmrag_test.json", "processed_documents.json"):

@@ -211,7 +211,7 @@ def test_a_cut_of_the_example_file_is_reported_not_failed(tmp_path):
 def test_mmrag_sample_is_reported_as_a_sample_not_failed(tmp_path, capsys):
     report = integrity("mmrag", data_dir=MMRAG_SAMPLE, cache_dir=str(tmp_path))
     assert report["ok"], report["errors"]
-    assert set(report["source"]["not_compared"]) == {"records", "queries", "qrels"}
+    assert set(report["source"]["not_compared"]) == {"records", "queries", "qrels", "routing"}
     train = split_facts(report, "queries", "train")
     assert (train["rows"], train["published"], train["compared"]) == (14, 3_072, False)
     statuses = {f["name"]: f["status"] for f in report["source"]["files"]}
@@ -220,7 +220,8 @@ def test_mmrag_sample_is_reported_as_a_sample_not_failed(tmp_path, capsys):
     assert cli.main(["validate", "mmrag", "--data-dir", MMRAG_SAMPLE, "--cache-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "14 rows (published 3,072, not compared)" in out
-    assert "note: qrels, queries, records: counts not compared with the published ones (mmrag_train.json: not the " \
+    assert "note: qrels, queries, records, routing: counts not compared with the published ones (mmrag_train.json: " \
+           "not the " \
            "published file (25,831 bytes; the official mmrag_train.json is 3,138,030 bytes)" in out
 
 

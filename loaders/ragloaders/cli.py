@@ -23,7 +23,10 @@ EXAMPLES = {
                  "ragloaders validate ./scifact            # a built folder",
                  "ragloaders validate mteb/scifact          # a hub repository (network)"],
     "push": ["ragloaders push beir/scifact --repo-id my-org/scifact --dry-run"],
-    "eval": ["ragloaders eval beir/scifact --run bm25.trec --metrics ndcg@10"],
+    "eval": ["ragloaders eval beir/scifact --run bm25.trec --metrics ndcg@10",
+             "ragloaders eval mmrag --run bm25.trec               # the paper's ranx measures, then BEIR's",
+             "ragloaders eval mmrag --routing routing.jsonl",
+             "ragloaders eval crag/task_1_and_2 --predictions pred.jsonl --tokenizer tokenizer.json"],
     "bm25": ["ragloaders bm25 beir/scifact --out bm25.trec"],
 }
 """One or more command lines per subcommand, shown at the end of its --help."""
@@ -106,13 +109,12 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    """Score a run against a path's qrels; the report as text or JSON on stdout (warnings also on stderr)."""
-    from .eval import evaluate
+    """Score a run, a routing run (mmRAG) or answer predictions (CRAG); the report as text or JSON on stdout
+    (warnings also on stderr)."""
+    from .eval.commands import run_eval
 
     try:
-        report = evaluate(args.path, args.run_file, split=args.split, metrics=args.metrics,
-                          relevance_level=args.relevance_level, per_query=args.per_query, data_dir=args.data_dir,
-                          cache_dir=args.cache_dir)
+        report = run_eval(args)
     except (ImportError, OSError) as e:  # the extra is missing; the run file or --out folder is not there
         print(f"ragloaders: error: {e}", file=sys.stderr)
         return 2
@@ -168,24 +170,49 @@ def derived_configs(args: argparse.Namespace) -> dict:
 
 def add_eval_commands(commands: argparse._SubParsersAction) -> None:
     """`ragloaders eval` and `ragloaders bm25`."""
-    evaluate = commands.add_parser("eval", help="score a run (TREC, .parquet or .jsonl) against a path's qrels")
-    evaluate.add_argument("path", help="e.g. beir/scifact, beir/cqadupstack (mean of its 12 forums), mmrag")
-    evaluate.add_argument("--run", required=True, dest="run_file",
-                          help="TREC run (qid Q0 docid rank score tag), or a .parquet / .jsonl table of query-id, "
-                               "corpus-id, score")
+    evaluate = commands.add_parser("eval", help="score a run against a path's qrels (mmRAG: also a routing run; "
+                                                "CRAG: answer predictions)")
+    evaluate.add_argument("path", help="e.g. beir/scifact, beir/cqadupstack (mean of its 12 forums), mmrag, "
+                                       "crag/task_1_and_2")
+    scored = evaluate.add_mutually_exclusive_group(required=True)
+    scored.add_argument("--run", dest="run_file", metavar="RUN",
+                        help="TREC run (qid Q0 docid rank score tag), or a .parquet / .jsonl table of query-id, "
+                             "corpus-id, score")
+    scored.add_argument("--routing", dest="routing_file", metavar="RUN",
+                        help="mmRAG: a run ranking the five source datasets per query (TREC, or .parquet / .jsonl "
+                             "of query-id, dataset, score)")
+    scored.add_argument("--predictions", dest="predictions_file", metavar="PRED",
+                        help="CRAG: answers as .jsonl, .csv or .parquet with interaction_id, prediction")
     evaluate.add_argument("--metrics", help="comma-separated, e.g. ndcg@10,recall@100 (default: BEIR's set)")
     evaluate.add_argument("--per-query", action="store_true", help="also print every query's values")
     evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
     evaluate.add_argument("--relevance-level", type=int,
                           help="binary measures count grade >= this (default: the benchmark's, 1)")
+    answers = evaluate.add_argument_group("CRAG answers (--predictions)")
+    answers.add_argument("--tokenizer", metavar="JSON",
+                         help="tokenizer.json of CRAG's Llama-2 tokenizer: predictions are cut to 75 tokens as CRAG "
+                              "does (default: not cut, and the report says so)")
+    answers.add_argument("--judge-url", help="OpenAI-compatible endpoint (e.g. https://api.openai.com/v1) that judges "
+                                             "what no exact rule settles; key from RAGLOADERS_JUDGE_API_KEY or "
+                                             "OPENAI_API_KEY")
+    answers.add_argument("--judge-model", help="the judge's model name (with --judge-url)")
+    answers.add_argument("--judge-prompt", help="the judge's system prompt: a text file, or CRAG's "
+                                                "prompts/templates.py (its string constants, read, never run)")
+    answers.add_argument("--judge-cache", help="folder of cached verdicts (default ~/.cache/ragloaders/judge)")
+    answers.add_argument("--verdicts", metavar="FILE",
+                         help="write every record's verdict and reason as JSONL to this new file")
+    answers.add_argument("--missing-as-idk", action="store_true",
+                         help="count records without a prediction as missing, and only report predictions for "
+                              "unknown ids (default: both are errors)")
     evaluate.set_defaults(run=cmd_eval)
     baseline = commands.add_parser("bm25", help="write the BM25 baseline run (title + text) of a path")
     baseline.add_argument("path", help="e.g. beir/nfcorpus, beir/cqadupstack, mmrag, crag/task_1_and_2")
     baseline.add_argument("--out", required=True, help="run file: TREC, or a table if it ends in .parquet / .jsonl")
     baseline.add_argument("--top-k", type=int, default=1000, help="documents per query (default 1000)")
     baseline.set_defaults(run=cmd_bm25)
+    evaluate.add_argument("--split", help="split to score (default test; CRAG answers: every split)")
+    baseline.add_argument("--split", default="test", help="queries split (default test)")
     for command in (evaluate, baseline):
-        command.add_argument("--split", default="test", help="qrels (or queries) split (default test)")
         command.add_argument("--data-dir", help=DATA_DIR_HELP)
         command.add_argument("--cache-dir", help="datasets cache folder")
 

@@ -44,13 +44,22 @@ def _split(path: str, config: str, split: str, **kwargs) -> datasets.Dataset:
 def load_qrels(path: str, split: str, *, data_dir: str | None = None, cache_dir: str | None = None) -> Qrels:
     """The split's qrels as {query id: {document id: grade}}, in file order (a repeated pair keeps its last grade,
     as BEIR's loader and pytrec_eval do)."""
-    if "qrels" not in configs_of(path):
-        raise ValueError(f"{path} has no qrels config")
-    table = _split(path, "qrels", split, data_dir=data_dir, cache_dir=cache_dir).data.table
-    qrels: Qrels = {}
-    for query_id, doc_id, grade in zip(*(table.column(n).to_pylist() for n in ("query-id", "corpus-id", "score"))):
-        qrels.setdefault(query_id, {})[doc_id] = grade
-    return qrels
+    return load_grades(path, "qrels", "corpus-id", split, data_dir=data_dir, cache_dir=cache_dir)
+
+
+def load_grades(
+    path: str, config: str, item_column: str, split: str, *, data_dir: str | None = None,
+    cache_dir: str | None = None,
+) -> Qrels:
+    """A config of (`query-id`, `item_column`, `score`) rows as {query id: {item: grade}}, in file order (a
+    repeated pair keeps its last grade): the qrels, or mmRAG's `routing` labels (item column `dataset`)."""
+    if config not in configs_of(path):
+        raise ValueError(f"{path} has no {config} config")
+    table = _split(path, config, split, data_dir=data_dir, cache_dir=cache_dir).data.table
+    grades: Qrels = {}
+    for query_id, item, grade in zip(*(table.column(n).to_pylist() for n in ("query-id", item_column, "score"))):
+        grades.setdefault(query_id, {})[item] = grade
+    return grades
 
 
 def load_queries(

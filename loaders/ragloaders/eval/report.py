@@ -1,5 +1,9 @@
 """`ragloaders eval`: score a run against a benchmark path, with that benchmark's conventions, and say
-what in the run could not be matched to the benchmark."""
+what in the run could not be matched to the benchmark.
+
+Every path gets BEIR's trec_eval set. A benchmark whose authors score another way gets their measures first:
+mmRAG's paper table (ranx, see ranx_metrics), and mmRAG's routing task (`evaluate_routing`). The report states
+the tie rule behind each set."""
 
 from __future__ import annotations
 
@@ -9,13 +13,47 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import normalized
+from ..benchmarks.mmrag.catalogue import DATASET_SCORE_KEYS
+from ..benchmarks.mmrag.facts import PAPER_METRICS, ROUTING_METRICS
 from ..core.facts import EvalConventions
-from .data import all_query_ids, conventions_of, corpus_tables, load_qrels, missing_doc_ids, require_labels
+from .data import (
+    all_query_ids,
+    conventions_of,
+    corpus_tables,
+    load_grades,
+    load_qrels,
+    missing_doc_ids,
+    require_labels,
+)
 from .metrics import Metric, parse_metrics, require_extra, score
+from .ranx_metrics import RANX_TIES, TREC_EVAL_TIES, parse_ranx_metrics, ranx_score
+from .routing import read_routing_run
 from .runs import Run, checked_run, read_run
 
 EXAMPLES = 5
 """How many ids a report shows for each kind of mismatch."""
+BEIR_SET = "BEIR's measures (trec_eval via pytrec_eval)"
+BEIR_SHORT = "BEIR's measures"
+
+
+@dataclass(frozen=True)
+class AuthorsMeasures:
+    """The measures a benchmark's authors report, when they are not BEIR's trec_eval set."""
+
+    title: str
+    short: str
+    """How the report's conventions name this set."""
+    metrics: tuple[str, ...]
+
+
+AUTHORS_RETRIEVAL = {
+    "mmrag": AuthorsMeasures("mmRAG paper's measures (ranx, as nju-websoft/mmRAG mmrag_experiments/eval.py)",
+                             "mmRAG paper's measures", PAPER_METRICS),
+}
+"""Benchmark name -> the retrieval measures its authors report (computed with ranx's definitions and tie order)."""
+AUTHORS_ROUTING = AuthorsMeasures(
+    "mmRAG routing measures (ranx, as nju-websoft/mmRAG mmrag_experiments/exp/routing/eval.py)",
+    "mmRAG routing measures", ROUTING_METRICS)
 
 
 @dataclass
@@ -41,13 +79,24 @@ class EvalReport:
     """Document ids of the run missing from the corpus (scored as not relevant, as trec_eval does)."""
     identical_ids_dropped: int = 0
     notes: list[str] = field(default_factory=list)
+    authors_title: str = ""
+    """What `authors_metrics` are and where they come from; empty when the authors' measures are BEIR's."""
+    authors_metrics: dict[str, float] = field(default_factory=dict)
+    """The authors' own measures (mmRAG: the paper's ranx measures), by the name the paper prints."""
+    authors_per_query: dict[str, dict[str, float]] | None = None
+    conventions: list[str] = field(default_factory=list)
+    """The conventions applied: which tie rule each set of measures follows."""
+    task: str = "retrieval"
+    """`retrieval` (a run of documents) or `routing` (a run of mmRAG's source datasets)."""
 
     def as_json(self) -> dict[str, Any]:
-        """The report as JSON-ready data; metric names are the keys."""
-        data: dict[str, Any] = {
-            "path": self.path, "split": self.split, "relevance_level": self.relevance_level,
-            "judged_queries": self.judged_queries, "metrics": self.metrics,
-        }
+        """The report as JSON-ready data; metric names are the keys. `authors_metrics` (when the authors' measures
+        are not BEIR's) comes first, as in the text."""
+        data: dict[str, Any] = {"path": self.path, "split": self.split, "task": self.task}
+        if self.authors_title:
+            data["authors_metrics"] = {"title": self.authors_title, "metrics": self.authors_metrics}
+        data.update({"relevance_level": self.relevance_level, "judged_queries": self.judged_queries,
+                     "metrics": self.metrics})
         if self.members:
             data["members"] = self.members
         for name in ("unranked_queries", "unknown_queries", "unknown_documents"):
@@ -55,9 +104,12 @@ class EvalReport:
             data[name] = {"count": len(ids), "examples": ids[:EXAMPLES]}
         data["unjudged_queries"] = self.unjudged_queries
         data["identical_ids_dropped"] = self.identical_ids_dropped
+        data["conventions"] = self.conventions
         data["notes"] = self.notes
         if self.per_query is not None:
             data["per_query"] = self.per_query
+        if self.authors_per_query is not None:
+            data["authors_per_query"] = self.authors_per_query
         return data
 
     def warnings(self) -> list[str]:
@@ -66,17 +118,25 @@ class EvalReport:
         for ids, what in (
             (self.unranked_queries, "judged queries are not in the run (each scored 0)"),
             (self.unknown_queries, f"queries of the run are not in {self.path} (not scored)"),
-            (self.unknown_documents, f"documents of the run are not in the {self.path} corpus (scored not relevant)"),
+            (self.unknown_documents, f"datasets of the run are not among {', '.join(DATASET_SCORE_KEYS)} (scored "
+                                     "not relevant)" if self.task == "routing" else
+                                     f"documents of the run are not in the {self.path} corpus (scored not relevant)"),
         ):
             if ids:
                 lines.append(f"{len(ids)} {what}, e.g. {', '.join(map(repr, ids[:EXAMPLES]))}")
         return lines
 
     def text(self) -> str:
-        """The report as a person reads it: scores, then notes and warnings (and per-query rows if kept)."""
+        """The report as a person reads it: the authors' measures first, then BEIR's set, the conventions, notes and
+        warnings (and per-query rows if kept)."""
         lines = [f"{self.path} {self.split}: {self.judged_queries} judged queries, relevance level "
-                 f"{self.relevance_level} (trec_eval measures via pytrec_eval)"]
-        lines += [f"{name:<12}{value:.5f}" for name, value in self.metrics.items()]
+                 f"{self.relevance_level}"]
+        if self.authors_title:
+            lines.append(self.authors_title + ":")
+            lines += [f"  {name:<12}{value:.5f}" for name, value in self.authors_metrics.items()]
+        if self.metrics:
+            lines.append(BEIR_SET + ":")
+            lines += [f"  {name:<12}{value:.5f}" for name, value in self.metrics.items()]
         for member, means in self.members.items():
             lines.append(f"  {member}: " + ", ".join(f"{name} {value:.5f}" for name, value in means.items()))
         if self.unjudged_queries:
@@ -84,13 +144,18 @@ class EvalReport:
                          "(not scored)")
         if self.identical_ids_dropped:
             lines.append(f"note: {self.identical_ids_dropped} retrieved documents equal to their query were dropped")
+        lines += [f"convention: {convention}" for convention in self.conventions]
         lines += [f"note: {note}" for note in self.notes]
         lines += [f"warning: {warning}" for warning in self.warnings()]
-        if self.per_query is not None:
-            names = list(self.metrics)
-            lines.append("\t".join(["query-id", *names]))
-            lines += ["\t".join([query_id, *(f"{values[n]:.5f}" for n in names)])
-                      for query_id, values in self.per_query.items()]
+        tables = [t for t in (self.authors_per_query, self.per_query) if t is not None]
+        if tables:
+            names = [name for t in tables for name in next(iter(t.values()), {})]
+            prefixes = ["authors:"] * len(self.authors_metrics) if self.authors_per_query is not None else []
+            headers = [p + n for p, n in zip(prefixes + [""] * len(names), names)]
+            lines.append("\t".join(["query-id", *headers]))
+            for query_id in tables[0]:
+                values = [f"{v:.5f}" for t in tables for v in t[query_id].values()]
+                lines.append("\t".join([query_id, *values]))
         return "\n".join(lines)
 
 
@@ -121,7 +186,7 @@ def evaluate(
     known = all_query_ids(path, **where)
     scores = score(qrels, run, chosen, relevance_level=level, ignore_identical_ids=conventions.ignore_identical_ids)
     doc_ids = (doc_id for docs in run.values() for doc_id in docs)
-    return EvalReport(
+    report = EvalReport(
         path, split, level, scores.mean, len(qrels), scores.per_query if per_query else None,
         unranked_queries=scores.unranked_queries,
         unknown_queries=[query_id for query_id in run if query_id not in known],
@@ -129,7 +194,54 @@ def evaluate(
         unknown_documents=missing_doc_ids(doc_ids, corpus_tables(path, ["_id"], **where)),
         identical_ids_dropped=scores.identical_ids_dropped,
         notes=list(conventions.notes),
+        conventions=[f"{BEIR_SHORT}: {TREC_EVAL_TIES}"],
     )
+    authors = AUTHORS_RETRIEVAL.get(path.split("/")[0])
+    if authors:
+        _add_authors_measures(report, authors, qrels, run, per_query)
+    return report
+
+
+def _add_authors_measures(
+    report: EvalReport, authors: AuthorsMeasures, qrels: dict, run: Run, per_query: bool
+) -> None:
+    ranx = ranx_score(qrels, run, parse_ranx_metrics(authors.metrics), relevance_level=report.relevance_level)
+    report.authors_title, report.authors_metrics = authors.title, ranx.mean
+    report.authors_per_query = ranx.per_query if per_query else None
+    report.conventions.insert(0, f"{authors.short}: {RANX_TIES}; Hits@k counts the relevant items in the top k; a "
+                                 "judged query the run leaves out scores 0, as with ranx's make_comparable")
+
+
+def evaluate_routing(
+    path: str,
+    run: Run | str | os.PathLike,
+    *,
+    split: str = "test",
+    per_query: bool = False,
+    data_dir: str | None = None,
+    cache_dir: str | None = None,
+) -> EvalReport:
+    """Score a routing run (a routing run file, or {query id: {dataset: score}}) of mmRAG against the `split` of its
+    `routing` config with the authors' routing measures (ranx: NDCG@5, Hits@1 ... Hits@5)."""
+    path = normalized(path)
+    if path != "mmrag":
+        raise ValueError(f"{path} has no routing task; routing runs are scored on mmrag")
+    run = checked_run(run) if isinstance(run, dict) else read_routing_run(run)
+    where = {"data_dir": data_dir, "cache_dir": cache_dir}
+    labels = load_grades(path, "routing", "dataset", split, **where)
+    known = all_query_ids(path, **where)
+    datasets = (dataset for ranked in run.values() for dataset in ranked)
+    report = EvalReport(
+        path, split, 1, {}, len(labels), task="routing",
+        unknown_queries=[query_id for query_id in run if query_id not in known],
+        unjudged_queries=sum(1 for query_id in run if query_id in known and query_id not in labels),
+        unknown_documents=list(dict.fromkeys(d for d in datasets if d not in DATASET_SCORE_KEYS)),
+        notes=["routing labels are each query's `dataset_score` (the `routing` config): NDCG uses them as gains, "
+               "Hits counts the datasets with a score >= 1"],
+    )
+    _add_authors_measures(report, AUTHORS_ROUTING, labels, run, per_query)
+    report.unranked_queries = [query_id for query_id in labels if not run.get(query_id)]
+    return report
 
 
 def member_prefix(group: str, member: str) -> str:
@@ -158,7 +270,8 @@ def _evaluate_group(
             doc_id[len(prefix):] if doc_id.startswith(prefix) else doc_id: s for doc_id, s in docs.items()
         }
     names = [m.name for m in metrics]
-    report = EvalReport(path, split, level, {}, 0, {} if per_query else None, notes=list(conventions.notes))
+    report = EvalReport(path, split, level, {}, 0, {} if per_query else None, notes=list(conventions.notes),
+                        conventions=[f"{BEIR_SHORT}: {TREC_EVAL_TIES}"])
     for member, member_run in runs.items():
         part = evaluate(member, member_run, split=split, metrics=names, relevance_level=level, per_query=per_query,
                         **where)

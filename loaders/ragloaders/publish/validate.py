@@ -376,11 +376,9 @@ def plan_for_path(path: str, loaded: Loaded, source: dict | None) -> Plan:
                 defects=known_defects_of(path), source=source)
     plan.entities = [(config, config) for config in ("corpus", "queries") if config in loaded]
     plan.relations = [config for config in RELATION_CONFIGS if config in loaded]
-    plan.counted = [config for config in sorted({config for config, _ in published} - {"corpus", "queries",
-                                                                                         *RELATION_CONFIGS})
-                    if config in loaded]
-    planned = {config for config, _ in plan.entities} | set(plan.relations) | set(plan.counted)
+    planned = {config for config, _ in plan.entities} | set(plan.relations)
     plan.keyed = {config: key for config, key in keys_of(path).items() if config in loaded and config not in planned}
+    plan.counted = [config for config in loaded if config not in planned and config not in plan.keyed]
     return plan
 
 

@@ -141,7 +141,12 @@ def full_record_rows(record: dict) -> Iterator[tuple[dict, int]]:
     yield row, 2 * len(record["query"]) + 32 * (len(row["relevant_chunks"]) + len(row["ori_context"]))
 
 
-QUERY_FILE_ROWS = {"records": full_record_rows, "queries": query_rows, "qrels": qrel_rows}
+def routing_rows(record: dict) -> Iterator[tuple[dict, int]]:
+    for dataset, grade in record["dataset_score"].items():
+        yield {"query-id": record["id"], "dataset": dataset, "score": grade}, 48
+
+
+QUERY_FILE_ROWS = {"records": full_record_rows, "queries": query_rows, "qrels": qrel_rows, "routing": routing_rows}
 """Config -> the rows one checked query record gives, each with a rough size in bytes."""
 
 

@@ -66,6 +66,7 @@ FEATURES = {
     "queries": datasets.Features({"_id": STRING, "text": STRING}),
     "qrels": datasets.Features.from_arrow_schema(QRELS_SCHEMA),
     "corpus": datasets.Features({"_id": STRING, "title": STRING, "text": STRING, "source": STRING, "doc_id": STRING}),
+    "routing": datasets.Features({"query-id": STRING, "dataset": STRING, "score": GRADE}),
 }
 QUERY_FIELDS = {
     "id": str, "query": str, "answer": str, "relevant_chunks": dict, "ori_context": list, "dataset_score": dict,

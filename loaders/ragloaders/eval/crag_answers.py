@@ -1,0 +1,398 @@
+"""CRAG answer scoring, in the order of CRAG's `local_evaluation.py` (facebookresearch/CRAG; the KDD Cup starter
+kit's variant):
+
+1. the prediction is cut to its first 75 tokens of CRAG's Llama-2 tokenizer (`tokenizer.json` given with
+   `--tokenizer`; ids of `encode` without special tokens, `[:75]`, decoded without skipping any, which is what
+   `tokenizer.encode(p)[1:76]` after the BOS token gives), then stripped;
+2. a prediction whose lower-cased text contains "i don't know" is **missing** (reason `idk`);
+3. equal, lower-cased, to the stripped answer or to any stripped alternative answer (`alt_ans`): **correct**
+   (`exact`);
+4. "invalid" in both the prediction and a ground truth (CRAG's false-premise answer is "invalid question"):
+   **correct** (`invalid`); "invalid" on one side only: that ground truth is not judged (counted wrong, as the
+   script does);
+5. otherwise the judge decides for each remaining ground truth until one is judged correct (`judge`); with no
+   judge the record is **hallucinated** (`no-judge`), so accuracy is then a lower and hallucination an upper bound.
+
+accuracy = correct / n, missing = missing / n, hallucination = the rest / n, score = accuracy - hallucination.
+A prediction for an id the records do not have, or a record without a prediction, is an error; with
+`missing_as_idk` the first are reported and not scored and the second count as missing (`no-prediction`).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..api import load, normalized
+from ..core.errors import SourceError
+from ..core.readers.jsonl import Shard, iter_json_records
+from ..core.sources import SourceFiles
+from .judge import Judge, JudgeError
+
+MAX_PREDICTION_TOKENS = 75
+IDK = "i don't know"
+INVALID = "invalid"
+OUTCOMES = ("correct", "missing", "hallucinated")
+REASONS = ("exact", "idk", "invalid", "judge", "no-judge", "no-prediction")
+BREAKDOWN = ("domain", "question_type", "static_or_dynamic", "popularity")
+"""Record fields the figures are broken down by (as CRAG's paper does); popularity only where a release has it."""
+PREDICTION_COLUMNS = ("interaction_id", "prediction")
+INSTALL_TOKENIZERS = "pip install 'ragloaders[eval]'"
+EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one record's prediction was judged, and why."""
+
+    interaction_id: str
+    outcome: str
+    """correct, missing or hallucinated."""
+    reason: str
+    """exact, idk, invalid, judge, no-judge or no-prediction."""
+    prediction: str | None
+    """The prediction as scored (after the trim and strip); None when there was none."""
+    judge_explanation: str = ""
+    unparseable: int = 0
+    """Judge replies for this record that held no score of 0 or 1 (each counted not correct)."""
+
+
+@dataclass(frozen=True)
+class Record:
+    interaction_id: str
+    question: str
+    ground_truths: tuple[str, ...]
+    labels: dict[str, str | None]
+
+
+# --- predictions ------------------------------------------------------------------------------------------------
+
+
+def read_predictions(path: str | os.PathLike) -> dict[str, str]:
+    """{interaction_id: prediction} from a JSONL, CSV or Parquet file (by suffix) with (at least) the columns
+    `interaction_id` and `prediction`, both strings; an id given twice, a null, or a non-string is a SourceError
+    naming the line or record."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no such predictions file")
+    suffix = os.path.splitext(path)[1].lower()
+    readers: dict[str, Callable[[str], Iterator[tuple[dict, dict]]]] = {
+        ".jsonl": _jsonl_predictions, ".csv": _csv_predictions, ".parquet": _parquet_predictions,
+    }
+    if suffix not in readers:
+        raise ValueError(f"{path}: predictions are read from .jsonl, .csv or .parquet, not {suffix or 'no suffix'}")
+    predictions: dict[str, str] = {}
+    for where, row in readers[suffix](path):
+        for name in PREDICTION_COLUMNS:
+            if not isinstance(row.get(name), str):
+                got = "missing" if name not in row else f"{row[name]!r:.60}"
+                raise SourceError(path, f"`{name}` must be a string, got {got}", **where)
+        if row["interaction_id"] in predictions:
+            raise SourceError(path, f"interaction_id {row['interaction_id']!r} has a second prediction", **where)
+        predictions[row["interaction_id"]] = row["prediction"]
+    return predictions
+
+
+def _jsonl_predictions(path: str) -> Iterator[tuple[dict, dict]]:
+    folder, name = os.path.split(os.path.abspath(path))
+    for number, _, record in iter_json_records(Shard(SourceFiles(folder), name)):
+        if not isinstance(record, dict):
+            raise SourceError(path, f"expected a JSON object with {', '.join(PREDICTION_COLUMNS)}", line=number)
+        yield {"line": number}, record
+
+
+def _csv_predictions(path: str) -> Iterator[tuple[dict, dict]]:
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:  # a spreadsheet's BOM is not part of the header
+            reader = csv.DictReader(f)
+            missing = [name for name in PREDICTION_COLUMNS if name not in (reader.fieldnames or [])]
+            if missing:
+                raise SourceError(path, f"the header has no column {', '.join(missing)}", line=1)
+            for row in reader:
+                if None in row:
+                    raise SourceError(path, "more fields than the header names", line=reader.line_num)
+                yield {"line": reader.line_num}, row
+    except UnicodeDecodeError as e:
+        raise SourceError(path, f"invalid UTF-8 at byte {e.start}") from None
+    except csv.Error as e:
+        raise SourceError(path, f"not readable as CSV ({e})") from None
+
+
+def _parquet_predictions(path: str) -> Iterator[tuple[dict, dict]]:
+    try:
+        parquet = pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise SourceError(path, f"not a readable Parquet file ({e})") from None
+    missing = [name for name in PREDICTION_COLUMNS if name not in parquet.schema_arrow.names]
+    if missing:
+        raise SourceError(path, f"no column {', '.join(missing)}")
+    index = 0
+    for batch in parquet.iter_batches(batch_size=10_000, columns=list(PREDICTION_COLUMNS)):
+        for row in batch.to_pylist():
+            index += 1
+            yield {"record": index}, row
+
+
+# --- the rules --------------------------------------------------------------------------------------------------
+
+
+class Trimmer:
+    """A prediction cut to its first MAX_PREDICTION_TOKENS tokens of a `tokenizer.json` (the `tokenizers` library)."""
+
+    def __init__(self, path: str):
+        try:
+            from tokenizers import Tokenizer
+        except ImportError:
+            raise ImportError(f"--tokenizer needs the tokenizers library: {INSTALL_TOKENIZERS}") from None
+        try:
+            self.tokenizer = Tokenizer.from_file(os.fspath(path))
+        except Exception as e:  # the library raises a bare Exception for a file it cannot read
+            raise ValueError(f"{path}: not a tokenizer.json the tokenizers library reads ({e})") from None
+        self.path = os.fspath(path)
+
+    def __call__(self, prediction: str) -> str:
+        ids = self.tokenizer.encode(prediction, add_special_tokens=False).ids
+        return self.tokenizer.decode(ids[:MAX_PREDICTION_TOKENS], skip_special_tokens=False)
+
+
+def settled_by_rules(prediction: str, ground_truths: tuple[str, ...]) -> tuple[str | None, str, list[str]]:
+    """(outcome or None, reason, the ground truths left for a judge) of a trimmed, stripped prediction by rules
+    2-4; outcome None means the judge decides on the ground truths returned."""
+    lowered = prediction.lower()
+    if IDK in lowered:
+        return "missing", "idk", []
+    truths = [truth.strip().lower() for truth in ground_truths]
+    if lowered in truths:
+        return "correct", "exact", []
+    if INVALID in lowered and any(INVALID in truth for truth in truths):
+        return "correct", "invalid", []
+    left = [truth for truth, low in zip(ground_truths, truths) if INVALID not in low and INVALID not in lowered]
+    if not left:
+        return "hallucinated", "invalid", []
+    return None, "judge", left
+
+
+def verdict_of(record: Record, prediction: str, trim: Callable[[str], str] | None, judge: Judge | None) -> Verdict:
+    """One record's verdict under rules 1-5."""
+    scored = (trim(prediction) if trim else prediction).strip()
+    outcome, reason, left = settled_by_rules(scored, record.ground_truths)
+    if outcome is not None:
+        return Verdict(record.interaction_id, outcome, reason, scored)
+    if judge is None:
+        return Verdict(record.interaction_id, "hallucinated", "no-judge", scored)
+    unparseable, explanation = 0, ""
+    for truth in left:
+        answer = judge.verdict(record.question, truth, scored)
+        explanation = answer.explanation
+        if answer.correct is None:
+            unparseable += 1
+        elif answer.correct:
+            return Verdict(record.interaction_id, "correct", "judge", scored, explanation, unparseable)
+    return Verdict(record.interaction_id, "hallucinated", "judge", scored, explanation, unparseable)
+
+
+# --- the report -------------------------------------------------------------------------------------------------
+
+
+def figures(verdicts: list[Verdict]) -> dict[str, float | int]:
+    """CRAG's figures of a set of verdicts."""
+    n = len(verdicts)
+    counts = {outcome: sum(1 for v in verdicts if v.outcome == outcome) for outcome in OUTCOMES}
+    share = {outcome: counts[outcome] / n if n else 0.0 for outcome in OUTCOMES}
+    return {"score": share["correct"] - share["hallucinated"], "accuracy": share["correct"],
+            "hallucination": share["hallucinated"], "missing": share["missing"], "n": n,
+            "n_correct": counts["correct"], "n_hallucinated": counts["hallucinated"], "n_missing": counts["missing"]}
+
+
+@dataclass
+class AnswerReport:
+    """CRAG's figures for one predictions file, broken down by the record labels, with every record's verdict."""
+
+    path: str
+    splits: list[str]
+    overall: dict[str, float | int]
+    breakdown: dict[str, dict[str, dict[str, float | int]]]
+    verdicts: list[Verdict] = field(repr=False)
+    conventions: list[str] = field(default_factory=list)
+    unknown_predictions: list[str] = field(default_factory=list)
+    """Predictions whose interaction_id is in no record of the path (only reported with missing_as_idk)."""
+    other_split_predictions: int = 0
+    """Predictions for records of a split not scored (not scored)."""
+    absent_predictions: list[str] = field(default_factory=list)
+    """Records without a prediction (counted missing: only with missing_as_idk)."""
+    unparseable_judgements: int = 0
+    judge_requests: int = 0
+    judge_cached: int = 0
+
+    def warnings(self) -> list[str]:
+        lines = []
+        for ids, what in ((self.unknown_predictions, f"predictions are for ids not in {self.path} (not scored)"),
+                          (self.absent_predictions, "records have no prediction (counted missing)")):
+            if ids:
+                lines.append(f"{len(ids)} {what}, e.g. {', '.join(map(repr, ids[:EXAMPLES]))}")
+        if self.unparseable_judgements:
+            lines.append(f"{self.unparseable_judgements} judge replies held no score of 0 or 1 (counted not correct)")
+        return lines
+
+    def as_json(self) -> dict[str, Any]:
+        """The report as JSON-ready data (without the per-record verdicts: see write_verdicts)."""
+        return {
+            "path": self.path, "task": "answers", "splits": self.splits, "authors_metrics": {
+                "title": "CRAG's answer scores (local_evaluation.py's rules)", "metrics": self.overall},
+            "breakdown": self.breakdown,
+            "reasons": {reason: sum(1 for v in self.verdicts if v.reason == reason) for reason in REASONS},
+            "unknown_predictions": {"count": len(self.unknown_predictions),
+                                    "examples": self.unknown_predictions[:EXAMPLES]},
+            "absent_predictions": {"count": len(self.absent_predictions),
+                                   "examples": self.absent_predictions[:EXAMPLES]},
+            "other_split_predictions": self.other_split_predictions,
+            "judge": {"requests": self.judge_requests, "cached": self.judge_cached,
+                      "unparseable": self.unparseable_judgements},
+            "conventions": self.conventions,
+        }
+
+    def text(self) -> str:
+        o = self.overall
+        lines = [f"{self.path} {'+'.join(self.splits)}: {o['n']} records; CRAG's answer scores "
+                 "(local_evaluation.py's rules):"]
+        lines += [f"  {name:<14}{o[name]:.5f}" for name in ("score", "accuracy", "hallucination", "missing")]
+        lines.append(f"  counts        correct {o['n_correct']}, hallucinated {o['n_hallucinated']}, "
+                     f"missing {o['n_missing']}")
+        for label, groups in self.breakdown.items():
+            lines.append(f"by {label}:")
+            lines += [f"  {value:<22}n {g['n']:>5}  score {g['score']:+.4f}  accuracy {g['accuracy']:.4f}  "
+                      f"hallucination {g['hallucination']:.4f}  missing {g['missing']:.4f}"
+                      for value, g in groups.items()]
+        reasons = {reason: sum(1 for v in self.verdicts if v.reason == reason) for reason in REASONS}
+        lines.append("reasons: " + ", ".join(f"{reason} {count}" for reason, count in reasons.items() if count))
+        if self.other_split_predictions:
+            lines.append(f"note: {self.other_split_predictions} predictions are for records of other splits "
+                         "(not scored)")
+        lines += [f"convention: {convention}" for convention in self.conventions]
+        lines += [f"warning: {warning}" for warning in self.warnings()]
+        return "\n".join(lines)
+
+    def write_verdicts(self, target: str | os.PathLike) -> None:
+        """Every record's verdict as JSONL to a new file `target`; an existing file is never replaced (FileExistsError)
+        and the file appears only when complete."""
+        target = os.fspath(target)
+        if os.path.lexists(target):
+            raise FileExistsError(f"{target}: already exists; --verdicts writes a new file and replaces nothing")
+        folder = os.path.dirname(os.path.abspath(target))
+        handle, partial = tempfile.mkstemp(prefix=os.path.basename(target) + ".", suffix=".incomplete", dir=folder)
+        try:
+            with os.fdopen(handle, "wb") as f:
+                for v in self.verdicts:
+                    f.write(orjson.dumps({
+                        "interaction_id": v.interaction_id, "outcome": v.outcome, "reason": v.reason,
+                        "prediction": v.prediction, "judge_explanation": v.judge_explanation,
+                        "unparseable_judgements": v.unparseable,
+                    }) + b"\n")
+            os.link(partial, target)  # fails if the target appeared meanwhile: nothing is replaced
+        finally:
+            os.unlink(partial)
+
+
+def load_records(path: str, splits: list[str] | None, where: dict) -> tuple[list[Record], set[str], list[str]]:
+    """(records of the chosen splits, ids of every record of the path, the splits scored) from the `queries`
+    config, which carries answer, alt_ans and the labels."""
+    loaded = load(path, "queries", **where)
+    if splits is None:
+        splits = list(loaded)
+    unknown = [split for split in splits if split not in loaded]
+    if unknown:
+        raise ValueError(f"{path} has no split {unknown[0]!r}; its splits are {', '.join(loaded)}")
+    every: set[str] = set()
+    chosen: list[Record] = []
+    for split, dataset in loaded.items():
+        rows = dataset.data.table.to_pylist()
+        every.update(row["_id"] for row in rows)
+        if split in splits:
+            chosen += [Record(row["_id"], row["text"], (row["answer"], *(row["alt_ans"] or ())),
+                              {label: row.get(label) for label in BREAKDOWN}) for row in rows]
+    return chosen, every, splits
+
+
+def score_answers(
+    path: str,
+    predictions: dict[str, str] | str | os.PathLike,
+    *,
+    split: str | None = None,
+    tokenizer: str | None = None,
+    judge: Judge | None = None,
+    missing_as_idk: bool = False,
+    data_dir: str | None = None,
+    cache_dir: str | None = None,
+) -> AnswerReport:
+    """Score CRAG predictions (a file, or {interaction_id: prediction}) against the records of `path` (every split,
+    or `split`) by the rules of the module docstring."""
+    path = normalized(path)
+    if path != "crag/task_1_and_2" and path != "crag/task_3":
+        raise ValueError(f"{path}: answer predictions are scored on crag/task_1_and_2 or crag/task_3")
+    if not isinstance(predictions, dict):
+        predictions = read_predictions(predictions)
+    trim = Trimmer(tokenizer) if tokenizer else None
+    records, every, splits = load_records(path, None if split is None else [split], {
+        "data_dir": data_dir, "cache_dir": cache_dir})
+    unknown = [i for i in predictions if i not in every]
+    absent = [r.interaction_id for r in records if r.interaction_id not in predictions]
+    if (unknown or absent) and not missing_as_idk:
+        problems = []
+        if unknown:
+            problems.append(f"{len(unknown)} predictions for ids not in {path} (e.g. {unknown[0]!r})")
+        if absent:
+            problems.append(f"{len(absent)} records without a prediction (e.g. {absent[0]!r})")
+        raise ValueError("; ".join(problems) + "; --missing-as-idk reports the first and counts the second missing")
+    scored_ids = {r.interaction_id for r in records}
+    verdicts: list[Verdict] = []
+    try:
+        for record in records:
+            if record.interaction_id not in predictions:
+                verdicts.append(Verdict(record.interaction_id, "missing", "no-prediction", None))
+                continue
+            verdicts.append(verdict_of(record, predictions[record.interaction_id], trim, judge))
+    except JudgeError as e:
+        raise ValueError(f"{e}; {len(verdicts)} of {len(records)} records were scored before it") from None
+    labels = {r.interaction_id: r.labels for r in records}
+    breakdown = {}
+    for label in BREAKDOWN:
+        values = [labels[v.interaction_id][label] for v in verdicts]
+        if all(value is None for value in values):
+            continue
+        groups: dict[str, list[Verdict]] = {}
+        for v, value in zip(verdicts, values):
+            groups.setdefault("(none)" if value is None else value, []).append(v)
+        breakdown[label] = {value: figures(group) for value, group in sorted(groups.items())}
+    return AnswerReport(
+        path, splits, figures(verdicts), breakdown, verdicts,
+        conventions=conventions(trim, judge),
+        unknown_predictions=unknown,
+        other_split_predictions=sum(1 for i in predictions if i in every and i not in scored_ids),
+        absent_predictions=absent,
+        unparseable_judgements=sum(v.unparseable for v in verdicts),
+        judge_requests=judge.requests if judge else 0,
+        judge_cached=judge.cache_hits if judge else 0,
+    )
+
+
+def conventions(trim: Trimmer | None, judge: Judge | None) -> list[str]:
+    """What the report says about how the figures were made."""
+    lines = [f"predictions cut to {MAX_PREDICTION_TOKENS} tokens of {trim.path}" if trim else
+             f"predictions not cut to {MAX_PREDICTION_TOKENS} tokens (no --tokenizer; CRAG cuts with its Llama-2 "
+             "tokenizer, so a long prediction may score differently here)",
+             "rules in CRAG's order: \"i don't know\" in the prediction -> missing; equal (case-insensitive) to the "
+             "answer or an alt_ans -> correct; \"invalid\" in both -> correct; score = accuracy - hallucination"]
+    if judge:
+        lines.append(f"other predictions judged by {judge.describe()} at temperature 0 (cached verdicts reused)")
+    else:
+        lines.append("no judge: every prediction not settled by the rules counts as hallucinated, so accuracy and "
+                     "score are lower bounds and hallucination an upper bound (exact-match only)")
+    return lines

@@ -1,0 +1,188 @@
+"""An LLM judge for CRAG answers that no exact rule settles: any OpenAI-compatible chat endpoint, asked at
+temperature 0 for a JSON object `{"score": 0 or 1, "explanation": ...}`.
+
+The system prompt is ours (JUDGE_PROMPT, written from CRAG's grading rules), a text file, or the constants
+`INSTRUCTIONS` and `IN_CONTEXT_EXAMPLES` of a CRAG `prompts/templates.py`, read as data with `ast` (string
+literals only; the file is never executed). The user message has the form CRAG's `local_evaluation.py` sends.
+Replies are cached on disk, one JSON file per (model, system prompt, question, ground truth, prediction); a
+request that fails is retried a bounded number of times; an answer without a score of 0 or 1 is `None`
+(unparseable), which the caller counts as not correct and reports. The API key comes from an environment
+variable and is never printed.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+
+API_KEY_VARIABLES = ("RAGLOADERS_JUDGE_API_KEY", "OPENAI_API_KEY")
+"""Where the key is read from, first one set wins; none set: no Authorization header (a local server)."""
+RETRIES = 3
+RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+TIMEOUT_SECONDS = 120
+TEMPLATE_CONSTANTS = ("INSTRUCTIONS", "IN_CONTEXT_EXAMPLES")
+MAX_REPLY_BYTES = 4 << 20
+"""A reply larger than this is refused (a verdict is a few hundred bytes)."""
+
+JUDGE_PROMPT = """You grade answers to questions. You get a question, its ground truth answer and a prediction.
+Take the ground truth as correct. Give "score" 1 when the prediction answers the question with what the ground
+truth says, else 0:
+- a prediction that is unsure, does not answer the question, or contradicts itself scores 0;
+- when the ground truth is a number, the prediction must give almost exactly that number (rounding allowed);
+- when the ground truth is a set of items, the prediction must give exactly those items;
+- a concise and correct summary of the ground truth, or an accepted other name for it, scores 1.
+Reply with one JSON object and nothing else: {"score": 0 or 1, "explanation": "<as short as possible>"}."""
+
+
+class JudgeError(RuntimeError):
+    """The endpoint refused the requests (after the retries), or answered with no chat completion."""
+
+
+@dataclass(frozen=True)
+class JudgeVerdict:
+    correct: bool | None
+    """None: the answer held no score of 0 or 1."""
+    explanation: str
+    cached: bool
+
+
+def read_prompt(path: str) -> str:
+    """The system prompt in a file: a CRAG `prompts/templates.py` (by its `.py` suffix) gives INSTRUCTIONS + "\\n"
+    + IN_CONTEXT_EXAMPLES, read as string literals with `ast`; any other file is the prompt itself (UTF-8)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if not path.endswith(".py"):
+        if not text.strip():
+            raise ValueError(f"{path}: the judge prompt is empty")
+        return text
+    try:
+        module = ast.parse(text, filename=path)
+    except SyntaxError as e:
+        raise ValueError(f"{path}: not Python a templates.py can be read from ({e.msg}, line {e.lineno})") from None
+    found = {}
+    for node in module.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name in TEMPLATE_CONSTANTS:
+                if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+                    raise ValueError(f"{path}, line {node.lineno}: {name} must be a string literal (the file is "
+                                     "read as data, never run)")
+                found[name] = node.value.value
+    missing = [name for name in TEMPLATE_CONSTANTS if name not in found]
+    if missing:
+        raise ValueError(f"{path}: no string constant {' or '.join(missing)} (expected CRAG's prompts/templates.py)")
+    return found["INSTRUCTIONS"] + "\n" + found["IN_CONTEXT_EXAMPLES"]
+
+
+def user_message(question: str, ground_truth: str, prediction: str) -> str:
+    """The user turn, in the form of CRAG's local_evaluation.py."""
+    return f"Question: {question}\n Ground truth: {ground_truth}\n Prediction: {prediction}\n"
+
+
+_SCORE = re.compile(r'"score"\s*:\s*"?(\d+)"?')
+
+
+def parse_verdict(content: str) -> tuple[bool | None, str]:
+    """(correct, explanation) from a reply: a JSON object whose `score` is 0 or 1, else the last `{...}` in the
+    text holding `"score": 0|1` (as CRAG's parser looks); None when there is no such score."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and data.get("score") in (0, 1, "0", "1") and not isinstance(data["score"], bool):
+        return int(data["score"]) == 1, str(data.get("explanation", ""))
+    blocks = re.findall(r"{[^{}]*}", content)
+    match = _SCORE.search(blocks[-1]) if blocks else None
+    if match and match.group(1) in ("0", "1"):
+        return match.group(1) == "1", blocks[-1]
+    return None, content
+
+
+class Judge:
+    """Asks `model` at `url` (a base such as http://host/v1, or the full .../chat/completions) for verdicts."""
+
+    def __init__(self, url: str, model: str, cache_dir: str, *, prompt: str = JUDGE_PROMPT, retries: int = RETRIES,
+                 retry_wait: float = 1.0, timeout: float = TIMEOUT_SECONDS):
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"--judge-url must be an http(s) URL, got {url!r}")
+        self.url = url if url.rstrip("/").endswith("/chat/completions") else url.rstrip("/") + "/chat/completions"
+        self.model, self.prompt, self.cache_dir = model, prompt, cache_dir
+        self.retries, self.retry_wait, self.timeout = retries, retry_wait, timeout
+        self.requests = 0
+        """HTTP requests made (retries included)."""
+        self.cache_hits = 0
+        self.api_key = next((os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), None)
+
+    def describe(self) -> str:
+        return f"{self.model} at {self.url}"
+
+    def _cache_path(self, question: str, ground_truth: str, prediction: str) -> str:
+        key = json.dumps([self.model, self.prompt, question, ground_truth, prediction], ensure_ascii=False)
+        return os.path.join(self.cache_dir, hashlib.sha256(key.encode("utf-8")).hexdigest() + ".json")
+
+    def verdict(self, question: str, ground_truth: str, prediction: str) -> JudgeVerdict:
+        """The judge's verdict on one (question, ground truth, prediction); the reply comes from the cache when it
+        holds one (a reply is cached as given, parsed or not: the same request at temperature 0 is not repeated)."""
+        path = self._cache_path(question, ground_truth, prediction)
+        try:
+            with open(path, encoding="utf-8") as f:
+                content = json.load(f)["reply"]
+            if not isinstance(content, str):
+                raise TypeError(content)
+            self.cache_hits += 1
+            return JudgeVerdict(*parse_verdict(content), cached=True)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        content = self._ask(user_message(question, ground_truth, prediction))
+        self._store(path, {"model": self.model, "reply": content})
+        return JudgeVerdict(*parse_verdict(content), cached=False)
+
+    def _store(self, path: str, value: dict) -> None:
+        os.makedirs(self.cache_dir, exist_ok=True)
+        handle, partial = tempfile.mkstemp(dir=self.cache_dir, suffix=".incomplete")
+        with os.fdopen(handle, "w", encoding="utf-8") as f:
+            json.dump(value, f, ensure_ascii=False)
+        os.replace(partial, path)
+
+    def _ask(self, user: str) -> str:
+        body = json.dumps({
+            "model": self.model, "temperature": 0, "response_format": {"type": "json_object"},
+            "messages": [{"role": "system", "content": self.prompt}, {"role": "user", "content": user}],
+        }).encode("utf-8")
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        problem = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(self.retry_wait * attempt)
+            self.requests += 1
+            request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    raw = response.read(MAX_REPLY_BYTES + 1)
+                if len(raw) > MAX_REPLY_BYTES:
+                    raise JudgeError(f"judge {self.describe()}: a reply larger than {MAX_REPLY_BYTES:,} bytes")
+                reply = json.loads(raw)
+                content = reply["choices"][0]["message"]["content"]
+                if not isinstance(content, str):
+                    raise TypeError(content)
+                return content
+            except urllib.error.HTTPError as e:
+                problem = f"HTTP {e.code} {e.reason}"
+                if e.code not in RETRY_STATUS:
+                    break
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
+                problem = f"no answer ({getattr(e, 'reason', e)})"
+            except (ValueError, KeyError, IndexError, TypeError):
+                raise JudgeError(f"judge {self.describe()}: the reply is not a chat completion "
+                                 "(choices[0].message.content)") from None
+        raise JudgeError(f"judge {self.describe()}: {problem} after {attempt + 1} request(s)")

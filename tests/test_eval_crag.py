@@ -1,0 +1,350 @@
+"""CRAG answer scoring: every rule of local_evaluation.py on crafted predictions over CRAG's real example records,
+the 75-token trim with a tokenizer.json made here, the prediction readers, the verdicts file, and the judge against a
+fake OpenAI-compatible endpoint on 127.0.0.1 (cache and retries included)."""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import DATA
+from ragloaders.cli import main
+from ragloaders.core.errors import SourceError
+from ragloaders.eval import read_predictions, score_answers
+from ragloaders.eval.judge import Judge, JudgeError, parse_verdict, read_prompt
+
+EXAMPLE = DATA / "crag" / "dev_data.jsonl.bz2"
+SECRET = "sk-test-DO-NOT-PRINT-4711"
+
+
+def raw_records() -> list[dict]:
+    with bz2.open(EXAMPLE, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.fixture(scope="module")
+def crafted(tmp_path_factory) -> dict:
+    """The example file with two real records given what the rules need: alternative answers for record 3 ('en')
+    and record 9, and CRAG's false-premise answer 'invalid question' for record 4 (a false_premise question)."""
+    records = raw_records()
+    records[3]["alternative_answers"] = "['english', 'English language']"
+    records[4]["answer"] = "invalid question"
+    records[9]["alternative_answers"] = "['universal studios']"
+    folder = tmp_path_factory.mktemp("crag")
+    with bz2.open(folder / "dev_data.jsonl.bz2", "wt", encoding="utf-8") as f:
+        f.writelines(json.dumps(record) + "\n" for record in records)
+    return {"ids": [r["interaction_id"] for r in records], "data_dir": str(folder),
+            "cache_dir": str(tmp_path_factory.mktemp("cache"))}
+
+
+PREDICTIONS = {
+    0: ("YES", "correct", "exact"),  # answer 'yes': case
+    1: ("\n Salesforce \t", "correct", "exact"),  # stripped
+    2: ("Well, I Don't Know which three.", "missing", "idk"),  # inside a longer answer, any case
+    3: ("English", "correct", "exact"),  # an alternative answer
+    4: ("That is an invalid question.", "correct", "invalid"),  # false premise: 'invalid' on both sides
+    5: ("invalid", "hallucinated", "invalid"),  # 'invalid' on one side only: not judged
+    6: ("i-878", "hallucinated", "no-judge"),
+    7: ("NaN", "correct", "exact"),  # the answer is the string 'nan'
+    8: ("I don\u2019t know", "hallucinated", "no-judge"),  # a curly apostrophe is not CRAG's "i don't know"
+    9: ("universal", "hallucinated", "no-judge"),
+}
+
+
+def write_jsonl(path, rows: list[dict]) -> str:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return str(path)
+
+
+def crafted_rows(crafted: dict) -> list[dict]:
+    return [{"interaction_id": crafted["ids"][i], "prediction": p} for i, (p, _, _) in PREDICTIONS.items()]
+
+
+def where(crafted: dict) -> dict:
+    return {"data_dir": crafted["data_dir"], "cache_dir": crafted["cache_dir"]}
+
+
+def test_every_rule_without_a_judge(crafted, tmp_path):
+    report = score_answers("crag/task_1_and_2", write_jsonl(tmp_path / "p.jsonl", crafted_rows(crafted)),
+                           **where(crafted))
+    got = {crafted["ids"].index(v.interaction_id): (v.outcome, v.reason) for v in report.verdicts}
+    assert got == {i: (outcome, reason) for i, (_, outcome, reason) in PREDICTIONS.items()}
+    assert report.overall == {"score": pytest.approx(0.1), "accuracy": 0.5, "hallucination": 0.4, "missing": 0.1,
+                              "n": 10, "n_correct": 5, "n_hallucinated": 4, "n_missing": 1}
+    sports = report.breakdown["domain"]["sports"]  # record 4 alone: correct
+    assert (sports["n"], sports["accuracy"], sports["score"]) == (1, 1.0, 1.0)
+    assert "popularity" not in report.breakdown  # the example file has no popularity
+    assert set(report.breakdown) == {"domain", "question_type", "static_or_dynamic"}
+    text = report.text()
+    assert "not cut to 75 tokens" in text and "lower bounds" in text and "exact-match only" in text
+
+
+def test_missing_and_extra_ids_are_errors_unless_counted_missing(crafted, tmp_path, capsys):
+    rows = crafted_rows(crafted)[1:] + [{"interaction_id": "not-a-record", "prediction": "yes"}]
+    path = write_jsonl(tmp_path / "p.jsonl", rows)
+    with pytest.raises(ValueError, match="1 predictions for ids not in crag/task_1_and_2.*1 records without"):
+        score_answers("crag/task_1_and_2", path, **where(crafted))
+    args = ["eval", "crag/task_1_and_2", "--predictions", path, "--data-dir", crafted["data_dir"],
+            "--cache-dir", crafted["cache_dir"]]
+    assert main(args) == 2
+    assert "--missing-as-idk" in capsys.readouterr().err
+    report = score_answers("crag/task_1_and_2", path, missing_as_idk=True, **where(crafted))
+    assert report.unknown_predictions == ["not-a-record"]
+    assert report.absent_predictions == [crafted["ids"][0]]
+    first = report.verdicts[0]
+    assert (first.outcome, first.reason, first.prediction) == ("missing", "no-prediction", None)
+    assert report.overall["n"] == 10 and report.overall["n_missing"] == 2
+    assert main([*args, "--missing-as-idk", "--json"]) == 0
+    out = capsys.readouterr()
+    data = json.loads(out.out)
+    assert data["unknown_predictions"] == {"count": 1, "examples": ["not-a-record"]}
+    assert data["authors_metrics"]["metrics"]["n_missing"] == 2
+    assert "1 predictions are for ids not in crag/task_1_and_2" in out.err
+
+
+def test_split_restricts_the_records_and_names_unknown_splits(crafted, tmp_path):
+    path = write_jsonl(tmp_path / "p.jsonl", crafted_rows(crafted))
+    assert score_answers("crag/task_1_and_2", path, split="test", **where(crafted)).overall["n"] == 10
+    with pytest.raises(ValueError, match="no split 'dev'"):
+        score_answers("crag/task_1_and_2", path, split="dev", **where(crafted))
+    report = score_answers("crag/task_1_and_2", path, split="validation", missing_as_idk=True, **where(crafted))
+    assert report.overall["n"] == 0 and report.other_split_predictions == 10
+
+
+def test_jsonl_csv_and_parquet_predictions_give_the_same_verdicts(crafted, tmp_path):
+    rows = crafted_rows(crafted)
+    jsonl = write_jsonl(tmp_path / "p.jsonl", [{**row, "query": "kept aside"} for row in rows])
+    with open(tmp_path / "p.csv", "w", encoding="utf-8-sig", newline="") as f:  # with a BOM, as spreadsheets write
+        writer = csv.DictWriter(f, ["interaction_id", "prediction"])
+        writer.writeheader()
+        writer.writerows(rows)
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "p.parquet")
+    expected = {row["interaction_id"]: row["prediction"] for row in rows}
+    for path in (jsonl, tmp_path / "p.csv", tmp_path / "p.parquet"):
+        assert read_predictions(path) == expected, path
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("p.jsonl", '{"interaction_id": "a", "prediction": "x"}\n{"interaction_id": "a", "prediction": "y"}\n',
+     "line 2.*second prediction"),
+    ("p.jsonl", '{"interaction_id": "a", "prediction": 42}\n', "line 1.*`prediction` must be a string, got 42"),
+    ("p.jsonl", '{"interaction_id": 1, "prediction": "x"}\n', "`interaction_id` must be a string"),
+    ("p.jsonl", '{"prediction": "x"}\n', "`interaction_id` must be a string, got missing"),
+    ("p.csv", "interaction_id,answer\na,x\n", "no column prediction"),
+    ("p.csv", "interaction_id,prediction\na,x,extra\n", "line 2.*more fields"),
+])
+def test_bad_predictions_name_the_file_and_line(tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(SourceError, match=message):
+        read_predictions(path)
+
+
+def test_prediction_file_suffix_and_absence(tmp_path):
+    with pytest.raises(ValueError, match=".jsonl, .csv or .parquet"):
+        (tmp_path / "p.txt").write_text("x")
+        read_predictions(tmp_path / "p.txt")
+    with pytest.raises(FileNotFoundError, match="no such predictions file"):
+        read_predictions(tmp_path / "nope.jsonl")
+
+
+def test_verdicts_file_is_new_and_never_replaced(crafted, tmp_path, capsys):
+    path = write_jsonl(tmp_path / "p.jsonl", crafted_rows(crafted))
+    target = tmp_path / "verdicts.jsonl"
+    args = ["eval", "crag/task_1_and_2", "--predictions", path, "--verdicts", str(target), "--data-dir",
+            crafted["data_dir"], "--cache-dir", crafted["cache_dir"]]
+    assert main(args) == 0
+    lines = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
+    assert [(line["outcome"], line["reason"]) for line in lines] == [(o, r) for _, o, r in PREDICTIONS.values()]
+    assert lines[1]["prediction"] == "Salesforce"  # as scored: stripped
+    target.write_text("mine")
+    capsys.readouterr()
+    assert main(args) == 2
+    assert "already exists" in capsys.readouterr().err and target.read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.jsonl", "verdicts.jsonl"]
+
+
+def tiny_tokenizer(path) -> str:
+    """A word-level tokenizer.json: whitespace-separated words, each a token."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = ["[UNK]", "yes", "i", "don't", "know", *(f"w{n}" for n in range(100))]
+    tokenizer = Tokenizer(models.WordLevel({word: n for n, word in enumerate(words)}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.save(str(path))
+    return str(path)
+
+
+def test_predictions_are_cut_to_75_tokens_with_a_tokenizer(crafted, tmp_path, capsys):
+    long_idk = " ".join(f"w{n}" for n in range(80)) + " i don't know"
+    rows = crafted_rows(crafted)
+    rows[0]["prediction"] = long_idk  # 'i don't know' after token 75: not missing once cut
+    rows[7]["prediction"] = "yes " * 74 + "w5"  # exactly 75 tokens
+    path = write_jsonl(tmp_path / "p.jsonl", rows)
+    uncut = score_answers("crag/task_1_and_2", path, **where(crafted))
+    assert (uncut.verdicts[0].outcome, uncut.verdicts[0].reason) == ("missing", "idk")
+    tokenizer = tiny_tokenizer(tmp_path / "tokenizer.json")
+    cut = score_answers("crag/task_1_and_2", path, tokenizer=tokenizer, **where(crafted))
+    assert cut.verdicts[0].prediction == " ".join(f"w{n}" for n in range(75))
+    assert (cut.verdicts[0].outcome, cut.verdicts[0].reason) == ("hallucinated", "no-judge")
+    assert cut.verdicts[7].prediction == "yes " * 74 + "w5"  # kept whole
+    assert cut.verdicts[3].prediction == "[UNK]"  # what CRAG's round trip through the tokenizer gives
+    assert f"cut to 75 tokens of {tokenizer}" in cut.text()
+    (tmp_path / "broken.json").write_text("{}")
+    with pytest.raises(ValueError, match="not a tokenizer.json"):
+        score_answers("crag/task_1_and_2", path, tokenizer=str(tmp_path / "broken.json"), **where(crafted))
+
+
+# --- the judge -----------------------------------------------------------------------------------------------------
+
+
+class FakeChat(BaseHTTPRequestHandler):
+    """An OpenAI-compatible /v1/chat/completions: score 1 for the prediction 'universal' against 'universal
+    studios', a reply with no score for 'i-878', HTTP 503 once for the curly 'I don’t know', else score 0."""
+
+    requests: list[dict] = []
+    failed_once: set[str] = set()
+    always_fail = False
+
+    def do_POST(self):  # noqa: N802 - http.server's naming
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+        user = body["messages"][1]["content"]
+        if type(self).always_fail or ("I don\u2019t know" in user and user not in type(self).failed_once):
+            type(self).failed_once.add(user)
+            self.send_response(500 if type(self).always_fail else 503)
+            self.end_headers()
+            return
+        if "Prediction: universal\n" in user and "Ground truth: universal studios\n" in user:
+            content = '{"score": 1, "explanation": "same studio"}'
+        elif "Prediction: i-878" in user:
+            content = "I would say it is probably fine."
+        else:
+            content = '{"score": 0, "explanation": "no"}'
+        reply = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def chat_server():
+    FakeChat.requests, FakeChat.failed_once, FakeChat.always_fail = [], set(), False
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeChat)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_judge_decides_what_rules_leave_and_its_cache_makes_a_rerun_free(crafted, tmp_path, chat_server,
+                                                                           monkeypatch, capsys):
+    monkeypatch.setenv("RAGLOADERS_JUDGE_API_KEY", SECRET)
+    monkeypatch.setattr("ragloaders.eval.judge.time.sleep", lambda seconds: None)
+    path = write_jsonl(tmp_path / "p.jsonl", crafted_rows(crafted))
+    cache = tmp_path / "judge-cache"
+    args = ["eval", "crag/task_1_and_2", "--predictions", path, "--judge-url", chat_server, "--judge-model",
+            "grader-1", "--judge-cache", str(cache), "--data-dir", crafted["data_dir"], "--cache-dir",
+            crafted["cache_dir"], "--json"]
+    assert main(args) == 0
+    first = capsys.readouterr()
+    data = json.loads(first.out)
+    # judged: 6 (no score), 8 (503 once, then 0), 9 twice (its answer: 0; its alternative answer: 1)
+    users = [r["body"]["messages"][1]["content"] for r in FakeChat.requests]
+    assert len(users) == 5 and sum("universal" in u for u in users) == 2
+    assert all(r["path"] == "/v1/chat/completions" and r["auth"] == f"Bearer {SECRET}" for r in FakeChat.requests)
+    body = FakeChat.requests[0]["body"]
+    assert body["model"] == "grader-1" and body["temperature"] == 0
+    assert body["response_format"] == {"type": "json_object"}
+    assert users[0].startswith("Question: ") and "\n Ground truth: " in users[0] and "\n Prediction: " in users[0]
+    metrics = data["authors_metrics"]["metrics"]
+    assert (metrics["n_correct"], metrics["n_missing"], metrics["n_hallucinated"]) == (6, 1, 3)
+    assert data["judge"] == {"requests": 5, "cached": 0, "unparseable": 1}
+    assert data["reasons"]["judge"] == 3 and data["reasons"]["no-judge"] == 0
+    assert "1 judge replies held no score of 0 or 1" in first.err
+    FakeChat.requests.clear()
+    assert main(args) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert FakeChat.requests == [] and again["judge"] == {"requests": 0, "cached": 4, "unparseable": 1}
+    assert again["authors_metrics"] == data["authors_metrics"]
+    assert SECRET not in first.out + first.err
+    assert all(SECRET not in p.read_text() for p in cache.iterdir())
+
+
+def test_a_judge_that_keeps_failing_stops_with_a_bounded_number_of_requests(crafted, tmp_path, chat_server,
+                                                                            monkeypatch, capsys):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.delenv("RAGLOADERS_JUDGE_API_KEY", raising=False)
+    FakeChat.always_fail = True
+    judge = Judge(chat_server, "grader-1", str(tmp_path / "cache"), retries=2, retry_wait=0)
+    with pytest.raises(JudgeError, match="HTTP 500.*after 3 request"):
+        judge.verdict("q", "a", "b")
+    assert len(FakeChat.requests) == 3 and FakeChat.requests[0]["auth"] == f"Bearer {SECRET}"
+    path = write_jsonl(tmp_path / "p.jsonl", crafted_rows(crafted))
+    monkeypatch.setattr("ragloaders.eval.judge.time.sleep", lambda seconds: None)
+    assert main(["eval", "crag/task_1_and_2", "--predictions", path, "--judge-url", chat_server, "--judge-model",
+                 "m", "--judge-cache", str(tmp_path / "c2"), "--data-dir", crafted["data_dir"], "--cache-dir",
+                 crafted["cache_dir"]]) == 2
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("ragloaders: error: judge m at ") and "HTTP 500" in last and chat_server in last
+    assert "records were scored before it" in last and SECRET not in err
+    assert len(FakeChat.requests) == 3 + 4  # the CLI's judge: 1 request + RETRIES
+
+
+def test_templates_py_is_read_as_data_never_run(tmp_path):
+    templates = tmp_path / "templates.py"
+    marker = tmp_path / "ran"
+    templates.write_text(f'import pathlib\npathlib.Path({str(marker)!r}).write_text("x")\n'
+                         'INSTRUCTIONS = """Grade it."""\nIN_CONTEXT_EXAMPLES = "Examples: none"\n')
+    assert read_prompt(str(templates)) == "Grade it.\nExamples: none"
+    assert not marker.exists()
+    templates.write_text('INSTRUCTIONS = "a" + "b"\nIN_CONTEXT_EXAMPLES = ""\n')
+    with pytest.raises(ValueError, match="line 1: INSTRUCTIONS must be a string literal"):
+        read_prompt(str(templates))
+    templates.write_text('INSTRUCTIONS = "a"\n')
+    with pytest.raises(ValueError, match="no string constant IN_CONTEXT_EXAMPLES"):
+        read_prompt(str(templates))
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Reply with JSON.")
+    assert read_prompt(str(prompt)) == "Reply with JSON."
+
+
+@pytest.mark.parametrize("reply, verdict", [
+    ('{"score": 1, "explanation": "ok"}', (True, "ok")),
+    ('{"score": 0}', (False, "")),
+    ('Wait.\n{"explanation": "x"}\nNo: {"score": 1, "explanation": "y"}', (True, '{"score": 1, "explanation": "y"}')),
+    ('{"score": 2}', (None, '{"score": 2}')),
+    ('{"score": true}', (None, '{"score": true}')),
+    ("I think it is right", (None, "I think it is right")),
+])
+def test_parse_verdict(reply, verdict):
+    assert parse_verdict(reply) == verdict
+
+
+def test_judge_prompt_from_templates_py_is_the_system_message(crafted, tmp_path, chat_server, capsys):
+    templates = tmp_path / "templates.py"
+    templates.write_text('INSTRUCTIONS = "Judge strictly."\nIN_CONTEXT_EXAMPLES = """Example: none."""\n')
+    path = write_jsonl(tmp_path / "p.jsonl", crafted_rows(crafted)[9:] + crafted_rows(crafted)[:9])
+    args = ["eval", "crag/task_1_and_2", "--predictions", path, "--judge-url", chat_server + "/chat/completions",
+            "--judge-model", "m", "--judge-cache", str(tmp_path / "c"), "--data-dir", crafted["data_dir"],
+            "--cache-dir", crafted["cache_dir"]]
+    assert main([*args, "--judge-prompt", str(templates)]) == 0
+    systems = {r["body"]["messages"][0]["content"] for r in FakeChat.requests}
+    assert systems == {"Judge strictly.\nExample: none."}
+    assert all(r["path"] == "/v1/chat/completions" for r in FakeChat.requests)
+    capsys.readouterr()
+    assert main(args[:6] + args[8:]) == 2  # --judge-url without --judge-model
+    assert "--judge-url and --judge-model go together" in capsys.readouterr().err

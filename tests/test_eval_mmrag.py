@@ -1,0 +1,291 @@
+"""mmRAG scored as its authors score it: ranx's NDCG/MAP/Hits (ranx itself is the oracle), the routing config and
+`eval --routing`, and the report that puts the paper's measures first."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import DATA
+from ragloaders.api import load
+from ragloaders.cli import main
+from ragloaders.core.errors import SourceError
+from ragloaders.eval import evaluate, evaluate_routing, ranx_order, ranx_score, read_routing_run
+from ragloaders.eval.ranx_metrics import parse_ranx_metrics, quicksort_order
+
+pytest.importorskip("ranx")
+ORACLE = DATA.parent / "ranx_oracle.py"
+SAMPLE = DATA / "mmrag"
+PAPER = ["ndcg@1", "ndcg@3", "ndcg@5", "map@1", "map@3", "map@5", "hits@1", "hits@3", "hits@5"]
+ROUTING = ["ndcg@5", "hits@1", "hits@2", "hits@3", "hits@4", "hits@5"]
+DATASETS = ("tat", "triviaqa", "ott", "kg", "nq")
+
+
+class Oracle:
+    """tests/ranx_oracle.py in one subprocess for the module: ranx's (or numba's) answers, a crash there a failure."""
+
+    def __init__(self):
+        self.process = subprocess.Popen([sys.executable, str(ORACLE)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True)
+
+    def __call__(self, request: dict) -> dict:
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        assert line, f"the ranx oracle died (exit status {self.process.wait()})"
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        assert self.process.wait(timeout=60) == 0
+
+
+_ORACLE: list[Oracle] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ranx_process():
+    _ORACLE.append(Oracle())
+    yield
+    _ORACLE.pop().close()
+
+
+def oracle(request: dict) -> dict:
+    """ranx's (or numba's) answer to a request of tests/ranx_oracle.py."""
+    return _ORACLE[-1](request)
+
+
+def ranx_figures(cases: list[tuple[dict, dict, list[str]]]) -> list[dict[str, dict[str, float]]]:
+    """For each (qrels, run, metrics): ranx.evaluate per query on the judged queries the run ranks, as the authors
+    call it (a Run built once from the dict; ranx's `make_comparable` would sort the run a second time, which moves
+    ties again); every other judged query 0, as a judged query without results gets in ranx."""
+    ranked = [sorted(q for q in qrels if run.get(q)) for qrels, run, _ in cases]
+    answers = oracle({"evaluate": [[{q: qrels[q] for q in ids}, {q: run[q] for q in ids}, metrics]
+                                   for ids, (qrels, run, metrics) in zip(ranked, cases)]})["evaluate"]
+    results = []
+    for ids, (qrels, _, metrics), values in zip(ranked, cases, answers):
+        figures = {query_id: dict.fromkeys(metrics, 0.0) for query_id in qrels}
+        for i, query_id in enumerate(ids):  # ranx keeps queries sorted by id
+            figures[query_id] = {m: values[m][i] for m in metrics}
+        results.append(figures)
+    return results
+
+
+def ranx_name(metric: str) -> str:
+    family, k = metric.split("@")
+    return {"ndcg": "NDCG", "map": "MAP", "hits": "Hits"}[family] + "@" + k
+
+
+def random_case(seed: int) -> tuple[dict, dict]:
+    """Graded qrels (0/1/2, some queries with no grade above 0) and a run with many ties, runs of 1 to 200
+    documents (insertion sort and quicksort in ranx), a judged query left out, queries the qrels lack, empty
+    rankings, and unjudged documents."""
+    rng = random.Random(seed)
+    qrels, run = {}, {}
+    for q in range(40):
+        query_id = f"q{q:02d}"
+        docs = [f"d{i}" for i in range(rng.randint(1, 50))]
+        judged = rng.sample(docs, rng.randint(1, len(docs)))
+        qrels[query_id] = {d: (0 if q % 9 == 0 else rng.choice([0, 0, 1, 2])) for d in judged}
+        if q % 7 == 3:
+            continue  # a judged query the run leaves out
+        size = rng.choice([0, 1, 2, 5, 15, 16, 17, 40, 200])
+        pool = docs + [f"x{i}" for i in range(size)]
+        run[query_id] = {d: rng.randint(0, 5) / 2 for d in rng.sample(pool, min(size, len(pool)))}
+    run["not-judged"] = {"d1": 1.0}
+    return qrels, run
+
+
+def test_paper_measures_equal_ranx_on_random_runs():
+    metrics = PAPER + ["ndcg@10", "map@100", "hits@20"]
+    cases = [(*random_case(seed), metrics) for seed in range(4)]
+    for (qrels, run, _), theirs in zip(cases, ranx_figures(cases)):
+        ours = ranx_score(qrels, run, parse_ranx_metrics(metrics))
+        assert set(ours.per_query) == set(theirs)
+        for query_id, values in theirs.items():
+            assert ours.per_query[query_id] == pytest.approx({ranx_name(m): v for m, v in values.items()}, abs=1e-9)
+        for metric in metrics:
+            mean = sum(v[metric] for v in theirs.values()) / len(theirs)
+            assert ours.mean[ranx_name(metric)] == pytest.approx(mean, abs=1e-9)
+        assert sorted(ours.unranked_queries) == sorted(q for q in qrels if not run.get(q))
+
+
+def test_tie_order_is_ranx_run_order_which_keeps_the_run_order_only_up_to_15_documents():
+    rng = random.Random(7)
+    runs = [{f"d{i}": float(rng.randint(0, 3)) for i in range(size)}
+            for size in (1, 2, 5, 14, 15, 16, 17, 30, 64, 257) for _ in range(2)]
+    differs = 0
+    for docs, expected in zip(runs, oracle({"orders": runs})["orders"]):
+        assert ranx_order(docs) == expected, len(docs)
+        stable = sorted(docs, key=lambda d: -docs[d])
+        if len(docs) <= 15:
+            assert expected == stable
+        differs += expected != stable
+    assert differs > 0, "long tied runs are reordered by ranx's quicksort"
+
+
+def test_quicksort_order_sorts_and_matches_numba_argsort():
+    rng = random.Random(3)
+    keys = [[float(rng.randint(-3, 3)) for _ in range(size)] for size in (0, 1, 2, 16, 17, 33, 500)]
+    for values, expected in zip(keys, oracle({"argsort": keys})["argsort"]):
+        assert quicksort_order(values) == expected
+        assert [values[i] for i in quicksort_order(values)] == sorted(values)
+
+
+def test_hits_counts_relevant_chunks_and_map_divides_by_all_relevant():
+    qrels = {"q": {"a": 2, "b": 1, "c": 0, "d": 1}}
+    run = {"q": {"c": 9.0, "a": 8.0, "x": 7.0, "b": 6.0, "d": 5.0}}
+    values = ranx_score(qrels, run, parse_ranx_metrics(["hits@1", "hits@5", "map@3", "ndcg@1"])).per_query["q"]
+    assert values["Hits@1"] == 0.0 and values["Hits@5"] == 3.0  # a count: c has grade 0, so a, b, d
+    assert values["MAP@3"] == pytest.approx((1 / 2) / 3)  # a at rank 2; three relevant chunks
+    assert values["NDCG@1"] == 0.0
+
+
+def raw_records(split: str) -> list[dict]:
+    """The sample's query file read with json, no ragloaders code."""
+    return json.loads((SAMPLE / f"mmrag_{split}.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def where(tmp_path_factory) -> dict:
+    return {"data_dir": str(SAMPLE), "cache_dir": str(tmp_path_factory.mktemp("cache"))}
+
+
+def test_eval_mmrag_gives_the_paper_measures_as_ranx_on_the_raw_file(where, tmp_path):
+    records = raw_records("test")
+    qrels = {r["id"]: r["relevant_chunks"] for r in records}
+    rng = random.Random(11)
+    lines, run = [], {}
+    for record in records[1:]:  # the first query is left out: it scores 0
+        chunks = list(record["relevant_chunks"]) + ["nq_0_0"]
+        rng.shuffle(chunks)
+        run[record["id"]] = {c: float(rng.randint(0, 2)) for c in chunks}
+        lines += [f"{record['id']} Q0 {c} {i} {s} t\n" for i, (c, s) in enumerate(run[record["id"]].items(), 1)]
+    path = tmp_path / "run.trec"
+    path.write_text("".join(lines))
+    report = evaluate("mmrag", str(path), per_query=True, **where)
+    [theirs] = ranx_figures([(qrels, run, PAPER)])
+    assert list(report.authors_metrics) == [ranx_name(m) for m in PAPER]
+    for metric in PAPER:
+        assert report.authors_metrics[ranx_name(metric)] == pytest.approx(
+            sum(v[metric] for v in theirs.values()) / len(theirs), abs=1e-9)
+    assert report.unranked_queries == [records[0]["id"]]
+    assert "NDCG@10" in report.metrics  # BEIR's set beside
+
+    assert main(["eval", "mmrag", "--run", str(path), "--data-dir", where["data_dir"], "--cache-dir",
+                 where["cache_dir"], "--json"]) == 0
+
+
+def test_cli_text_puts_the_paper_first_and_states_each_tie_rule(where, tmp_path, capsys):
+    path = tmp_path / "run.trec"
+    first = raw_records("test")[0]
+    path.write_text("".join(f"{first['id']} Q0 {c} 1 1.0 t\n" for c in first["relevant_chunks"]))
+    assert main(["eval", "mmrag", "--run", str(path), "--data-dir", where["data_dir"], "--cache-dir",
+                 where["cache_dir"]]) == 0
+    text = capsys.readouterr().out
+    assert text.index("mmRAG paper's measures") < text.index("Hits@5") < text.index("BEIR's measures")
+    assert "convention: mmRAG paper's measures: ranx's order" in text
+    assert "convention: BEIR's measures: trec_eval's order: score descending, then document id descending" in text
+    assert main(["eval", "mmrag", "--run", str(path), "--json", "--data-dir", where["data_dir"], "--cache-dir",
+                 where["cache_dir"]]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert list(data)[:4] == ["path", "split", "task", "authors_metrics"]
+    assert len(data["conventions"]) == 2
+
+
+# --- routing ---------------------------------------------------------------------------------------------------
+
+
+def test_routing_config_is_dataset_score_row_by_row(where):
+    routing = load("mmrag", "routing", **where)
+    assert set(routing) == {"train", "dev", "test"}
+    for split, dataset in routing.items():
+        expected = [{"query-id": r["id"], "dataset": d, "score": g}
+                    for r in raw_records(split) for d, g in r["dataset_score"].items()]
+        assert dataset.to_list() == expected
+        assert dataset.features["score"] == datasets.Value("int32")
+
+
+def test_routing_config_is_in_the_built_folder(tmp_path):
+    out = tmp_path / "hub"
+    assert main(["build", "mmrag", "--data-dir", str(SAMPLE), "--out", str(out), "--cache-dir",
+                 str(tmp_path / "c")]) == 0
+    assert "routing" in datasets.get_dataset_config_names(str(out))
+    theirs = datasets.load_dataset(str(out), "routing", split="dev", cache_dir=str(tmp_path / "hc"))
+    assert theirs.to_list() == [{"query-id": r["id"], "dataset": d, "score": g}
+                                for r in raw_records("dev") for d, g in r["dataset_score"].items()]
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "`routing`" in card and "| BM25 | 0.531 | 0.525 | 0.534 |" in card and "arXiv:2505.11180" in card
+
+
+def routing_run(seed: int, records: list[dict]) -> dict:
+    rng = random.Random(seed)
+    run = {}
+    for record in records[1:]:
+        names = list(DATASETS)
+        rng.shuffle(names)
+        run[record["id"]] = {name: float(rng.randint(0, 2)) for name in names[: rng.randint(1, 5)]}
+    return run
+
+
+def write_routing(run: dict, path, fmt: str) -> None:
+    rows = [(q, d, s) for q, ranked in run.items() for d, s in ranked.items()]
+    if fmt == "trec":
+        path.write_text("".join(f"{q} Q0 {d} {i} {s} t\n" for i, (q, d, s) in enumerate(rows, 1)))
+    elif fmt == "jsonl":
+        path.write_text("".join(json.dumps({"query-id": q, "dataset": d, "score": s}) + "\n" for q, d, s in rows))
+    else:
+        pq.write_table(pa.table({"query-id": [r[0] for r in rows], "dataset": [r[1] for r in rows],
+                                 "score": [r[2] for r in rows]}), path)
+
+
+def test_routing_equals_ranx_in_every_run_format(where, tmp_path):
+    records = raw_records("test")
+    labels = {r["id"]: r["dataset_score"] for r in records}
+    runs = [routing_run(seed, records) for seed in (0, 1)]
+    for seed, (run, theirs) in enumerate(zip(runs, ranx_figures([(labels, run, ROUTING) for run in runs]))):
+        for fmt in ("trec", "jsonl", "parquet"):
+            path = tmp_path / f"routing-{seed}.{fmt}"
+            write_routing(run, path, fmt)
+            assert read_routing_run(path) == run
+            report = evaluate_routing("mmrag", path, per_query=True, **where)
+            assert list(report.authors_metrics) == [ranx_name(m) for m in ROUTING]
+            for metric in ROUTING:
+                assert report.authors_metrics[ranx_name(metric)] == pytest.approx(
+                    sum(v[metric] for v in theirs.values()) / len(theirs), abs=1e-9)
+            assert report.unranked_queries == [records[0]["id"]]
+            assert report.metrics == {}
+
+
+def test_routing_run_problems_are_named(where, tmp_path, capsys):
+    record = raw_records("test")[0]
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"query-id": record["id"], "dataset": "NQ", "score": 1}) + "\n")
+    report = evaluate_routing("mmrag", path, **where)
+    assert report.unknown_documents == ["NQ"]
+    assert "1 datasets of the run are not among tat, triviaqa, ott, kg, nq" in report.text()
+    for text, message in (
+        ('{"query-id": "a", "corpus-id": "nq", "score": 1}\n', "exactly the keys query-id, dataset, score"),
+        ('{"query-id": 7, "dataset": "nq", "score": 1}\n', "`query-id` must be a string"),
+        ('{"query-id": "a", "dataset": "nq", "score": 1}\n{"query-id": "a", "dataset": "nq", "score": 2}\n',
+         "listed twice"),
+    ):
+        path.write_text(text)
+        with pytest.raises(SourceError, match=message):
+            read_routing_run(path)
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"query-id": ["a"], "corpus-id": ["nq"], "score": [1.0]}), bad)
+    with pytest.raises(SourceError, match="missing \\['dataset'\\]"):
+        read_routing_run(bad)
+    args = ["--data-dir", where["data_dir"], "--cache-dir", where["cache_dir"]]
+    assert main(["eval", "beir/nfcorpus", "--routing", str(path), *args]) == 2
+    assert "no routing task" in capsys.readouterr().err
+    assert main(["eval", "mmrag", "--routing", str(path), "--metrics", "ndcg@10", *args]) == 2
+    assert main(["eval", "mmrag", "--routing", str(path), "--tokenizer", "t.json", *args]) == 2
+    assert "apply to CRAG answers" in capsys.readouterr().err
