@@ -30,6 +30,7 @@ import json
 import logging
 import math
 import os
+import reprlib
 import sqlite3
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
@@ -38,9 +39,10 @@ from typing import Any
 import datasets
 import ijson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from ...core import safe_pickle
+from ...core import pickled_values, safe_pickle
 from ...core.builder import RagBuilder
 from ...core.compressed import open_bz2
 from ...core.errors import MissingSourceError, SourceError
@@ -82,9 +84,6 @@ FETCH_ROWS = 1_000
 FETCH_VALUES = 32
 """SqliteDict rows fetched at a time: each value is a pickle of up to a few hundred KB (a ticker's minute prices)."""
 MAX_DEPTH = 200
-MAX_NODES = 10_000_000
-"""Most values (containers and scalars) one key's value may expand to: a pickle whose memo points many times at
-the same list could otherwise expand exponentially."""
 INT64 = (-(2**63), 2**63 - 1)
 PYTHON_BYTES = 400
 """What a container of a converted row costs in memory, with its scalars, as Python objects (measured on the
@@ -161,22 +160,32 @@ def table_schema(table: MockKgTable) -> pa.Schema | None:
 
 
 def _is_missing(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, float):
-        return math.isnan(value)
-    kind = type(value).__name__
-    return kind in ("NAType", "NaTType") or (kind.startswith("float") and value != value)
+    return value is None or (type(value) is float and value != value)
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 60
 
 
 def _describe(value: Any) -> str:
-    text = repr(value)
-    return f"{type(value).__name__} {text[:60] + '...' if len(text) > 60 else text}"
+    if isinstance(value, pickled_values.Array):
+        return f"numpy array of shape {value.shape}"
+    if type(value).__module__ == pickled_values.__name__:
+        return f"pickled {type(value).__name__}"
+    try:
+        return f"{type(value).__name__} {_SHORT.repr(value)}"
+    except RecursionError:
+        return type(value).__name__
 
 
 def _date_text(value: Any) -> str | None:
     if isinstance(value, (datetime.date, datetime.time)):
         return value.isoformat()
+    if isinstance(value, pickled_values.Timestamp):
+        try:
+            return value.isoformat()
+        except pickled_values.Bad as e:
+            raise Mismatch("", str(e)) from None
     return None
 
 
@@ -192,18 +201,23 @@ _KINDS: dict[pa.DataType, str] = {}
 _EXPECTED = {"text": "a string", "int": "an integer", "float": "a number", "bool": "true or false"}
 
 
-class Converter:
-    """Turns one key's value into row values of the declared shapes, counting the containers it visits."""
+def _unbounded(units: int) -> None:
+    """The budget of a value parsed from JSON text, which has no shared references to expand."""
 
-    def __init__(self) -> None:
+
+class Converter:
+    """Turns one key's value into row values of the declared shapes, counting the containers it visits and charging
+    each value it produces (8 units, plus the length of a text) to the pickle's budget, if it came from a pickle."""
+
+    def __init__(self, budget: safe_pickle.Budget | None = None) -> None:
         self.nodes = 0
         self.bytes = 0
         self._open: set[int] = set()
+        self.charge = budget.charge if budget is not None else _unbounded
 
     def _container(self, value: Any, depth: int) -> None:
         self.nodes += 1
-        if self.nodes > MAX_NODES:
-            raise Mismatch("", f"value expands to more than {MAX_NODES:,} items (MAX_NODES)")
+        self.charge(8)
         if depth > MAX_DEPTH:
             raise Mismatch("", f"value nested deeper than {MAX_DEPTH} levels")
         if id(value) in self._open:
@@ -264,8 +278,7 @@ class Converter:
             return None
         mapping = self._mapping(value)
         self.nodes += 1  # (a record reached through Entries is not seen by `value`)
-        if self.nodes > MAX_NODES:
-            raise Mismatch("", f"value expands to more than {MAX_NODES:,} items (MAX_NODES)")
+        self.charge(8)
         row = {}
         for name, field_shape in shape.fields:
             try:
@@ -288,9 +301,13 @@ class Converter:
     def scalar(self, value: Any, arrow: pa.DataType) -> Any:
         kind = _KINDS.get(arrow) or _KINDS.setdefault(arrow, _kind(arrow))
         python = type(value)
-        if python is str and kind == "text":
-            self.bytes += len(value)
-            return value
+        if python is str:
+            self.charge(8 + len(value))
+            if kind == "text":
+                self.bytes += len(value)
+                return value
+        else:
+            self.charge(8)
         if python is float and kind == "float":
             return None if value != value else value
         if python is int and kind in ("int", "float"):
@@ -320,17 +337,21 @@ class Converter:
                 return float(number)
             if self._is_float(value):
                 return float(value)
-        elif type(value).__name__ in ("bool", "bool_"):
-            return bool(value)
+        elif python is bool:
+            return value
         raise Mismatch("", f"expected {_EXPECTED[kind]}, got {_describe(value)}")
 
     def plain(self, value: Any, depth: int) -> Any:
         """`value` as plain JSON-able Python (dict with string keys, list, str, int, float, bool, None)."""
         python = type(value)
         if python is str:
+            self.charge(8 + len(value))
             self.bytes += len(value)
             return value
+        self.charge(8)
         if python is int or python is bool or value is None:
+            if python is int and value.bit_length() > 10_000:
+                raise Mismatch("", f"an integer of {value.bit_length():,} bits cannot be written as JSON")
             return value
         if python is float:
             if math.isinf(value):
@@ -341,8 +362,6 @@ class Converter:
         if isinstance(value, str):
             self.bytes += len(value)
             return str(value)
-        if type(value).__name__ in ("bool", "bool_"):
-            return bool(value)
         number = self._integer(value)
         if number is not None:
             return number
@@ -374,20 +393,13 @@ class Converter:
 
     @staticmethod
     def _integer(value: Any) -> int | None:
-        if isinstance(value, bool) or type(value).__name__ == "bool_":
-            return None
-        if isinstance(value, int):
-            return int(value)
-        module = type(value).__module__
-        if module == "numpy" and hasattr(value, "dtype") and value.dtype.kind in "iu":
+        if isinstance(value, int) and not isinstance(value, bool):
             return int(value)
         return None
 
     @staticmethod
     def _is_float(value: Any) -> bool:
-        if isinstance(value, float):
-            return True
-        return type(value).__module__ == "numpy" and hasattr(value, "dtype") and value.dtype.kind == "f"
+        return isinstance(value, float)
 
     @staticmethod
     def _key(key: Any) -> str:
@@ -403,8 +415,7 @@ class Converter:
             raise Mismatch("", f"expected an object (dict), got {_describe(value)}")
         return value
 
-    @staticmethod
-    def _sequence(value: Any) -> list:
+    def _sequence(self, value: Any) -> list:
         if isinstance(value, (list, tuple)):
             return list(value)
         if isinstance(value, (set, frozenset)):
@@ -412,14 +423,20 @@ class Converter:
                 return sorted(value)  # a set has no order: sorted, so that every build writes the same row
             except TypeError:
                 raise Mismatch("", "a set whose items cannot be sorted") from None
-        if type(value).__name__ == "ndarray" and type(value).__module__ == "numpy" and value.ndim == 1:
-            return value.tolist()
+        if isinstance(value, pickled_values.Array) and len(value.shape) == 1:
+            self.charge(8 * value.size)  # before the items are made: a shared array is expanded each time
+            try:
+                return value.items()
+            except pickled_values.Bad as e:
+                raise Mismatch("", str(e)) from None
         raise Mismatch("", f"expected a list, got {_describe(value)}")
 
 
-def keyed_row(table: MockKgTable, key: Any, value: Any, name: str, where: str) -> tuple[dict, int]:
-    """The row of one (key, value) of a dict-like source, with its approximate size in memory as Python objects."""
-    converter = Converter()
+def keyed_row(table: MockKgTable, key: Any, value: Any, name: str, where: str,
+              budget: safe_pickle.Budget | None = None) -> tuple[dict, int]:
+    """The row of one (key, value) of a dict-like source, with its approximate size in memory as Python objects;
+    what it expands to is charged to `budget` (a pickle's)."""
+    converter = Converter(budget)
     try:
         key = Converter._key(key)
         if table.value_column is not None:
@@ -482,8 +499,9 @@ def iter_sqlitedict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]
                     raise SourceError(path, f"row {number}: key {key!r} is not text")
                 if not isinstance(blob, bytes):
                     raise SourceError(path, f"key {key!r}: value is {_describe(blob)}, expected a pickle (blob)")
-                value = safe_pickle.loads(blob, name=path, key=key)
-                row, nbytes = keyed_row(table, key, value, path, f"key {key!r}")
+                budget = safe_pickle.Budget(path, len(blob), key)
+                value = safe_pickle.loads(blob, name=path, key=key, budget=budget)
+                row, nbytes = keyed_row(table, key, value, path, f"key {key!r}", budget)
                 yield row, max(nbytes, len(blob))
     finally:
         connection.close()
@@ -569,12 +587,15 @@ def iter_jsonl_pairs(paths: list[str], table: MockKgTable) -> Iterator[tuple[dic
 def iter_pickle_dict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]:
     """Rows of a pickled dict, in its order; each item is released once converted."""
     with open(path, "rb") as f:
-        mapping = safe_pickle.load(f, name=path)
+        data = f.read()
+    budget = safe_pickle.Budget(path, len(data))
+    mapping = safe_pickle.loads(data, name=path, budget=budget)
+    del data
     if type(mapping) is not dict:
-        raise SourceError(path, f"expected a pickled dict, got {type(mapping).__module__}.{type(mapping).__name__}")
+        raise SourceError(path, f"expected a pickled dict, got {_describe(mapping)}")
     for number, key in enumerate(list(mapping), start=1):
         value = mapping.pop(key)
-        yield keyed_row(table, key, value, path, f"item {number} (key {key!r})")
+        yield keyed_row(table, key, value, path, f"item {number} (key {key!r})", budget)
 
 
 def read_company_csv(path: str) -> Iterator[pa.Table]:
@@ -603,38 +624,48 @@ def read_company_csv(path: str) -> Iterator[pa.Table]:
 # ---------------------------------------------------------------- DataFrames
 
 
-def load_frame(path: str) -> Any:
-    """A pickled pandas DataFrame, refused if it is anything else or hides methods behind instance attributes."""
-    import pandas
-
+def load_frame(path: str) -> tuple[pickled_values.Frame, safe_pickle.Budget]:
+    """The description of a pickled pandas DataFrame (checked by safe_pickle), with the file's budget."""
     with open(path, "rb") as f:
-        frame = safe_pickle.load(f, name=path)
-    if type(frame) is not pandas.DataFrame:
-        raise SourceError(path, f"expected a pickled pandas DataFrame, got {type(frame).__module__}."
-                          f"{type(frame).__name__}")
-    for name in vars(frame):
-        if callable(getattr(type(frame), name, None)):
-            raise SourceError(path, f"refused DataFrame: its instance attribute {name!r} hides a method")
-    return frame
+        data = f.read()
+    budget = safe_pickle.Budget(path, len(data))
+    frame = safe_pickle.loads(data, name=path, budget=budget)
+    if not isinstance(frame, pickled_values.Frame):
+        raise SourceError(path, f"expected a pickled pandas DataFrame, got {_describe(frame)}")
+    return frame, budget
 
 
-def _frame_columns(frame: Any, path: str) -> list[tuple[str, Any]]:
-    """(column name, pandas Series or Index) for the index levels that carry data, then the columns."""
-    import pandas
+def _labels(index: Any, path: str) -> list:
+    """The labels of a frame's columns, as Python values."""
+    if isinstance(index, pickled_values.RangeIndex):
+        return list(range(index.start, index.stop, index.step))
+    values = index.values if isinstance(index, pickled_values.Index) else None
+    if isinstance(values, pickled_values.ArrowStrings):
+        return values.array.to_pylist()
+    if isinstance(values, pickled_values.Array) and values.dtype.kind in "OUS":
+        return values.items()
+    raise SourceError(path, f"the frame's column labels are a {_describe(values or index)}, expected strings")
 
+
+def _frame_columns(frame: pickled_values.Frame, path: str) -> list[tuple[str, Any]]:
+    """(column name, column description or Arrow array) for the index levels that carry data, then the columns."""
     index = frame.index
     columns: list[tuple[str, Any]] = []
-    if isinstance(index, pandas.MultiIndex):
-        for level, name in enumerate(index.names):
+    if isinstance(index, pickled_values.MultiIndex):
+        for level, (name, values, codes) in enumerate(zip(index.names, index.levels, index.codes)):
             if not isinstance(name, str):
                 raise SourceError(path, f"MultiIndex level {level} has the name {name!r}, expected a string")
-            columns.append((name, index.get_level_values(level)))
-    elif not (isinstance(index, pandas.RangeIndex) and index.start == 0 and index.step == 1 and index.name is None):
-        columns.append((index.name if isinstance(index.name, str) else "index", index))
-    for position, name in enumerate(frame.columns):
+            columns.append((name, (values.values, codes)))
+    elif isinstance(index, pickled_values.RangeIndex):
+        if not (index.start == 0 and index.step == 1 and index.name is None):
+            columns.append((index.name if isinstance(index.name, str) else "index",
+                            pa.array(range(index.start, index.stop, index.step), type=pa.int64())))
+    else:
+        columns.append((index.name if isinstance(index.name, str) else "index", index.values))
+    for position, name in enumerate(_labels(frame.columns, path)):
         if not isinstance(name, str):
             raise SourceError(path, f"column {position} has the name {name!r}, expected a string")
-        columns.append((name, frame.iloc[:, position]))
+        columns.append((name, frame.column(position)))
     names = [name for name, _ in columns]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
@@ -644,41 +675,72 @@ def _frame_columns(frame: Any, path: str) -> list[tuple[str, Any]]:
 
 _ARROW_KINDS = (pa.types.is_boolean, pa.types.is_integer, pa.types.is_floating, pa.types.is_string,
                 pa.types.is_large_string, pa.types.is_timestamp)
+NAT = -(2**63)
 
 
-def _column_array(values: Any, name: str, path: str) -> pa.Array:
-    """One DataFrame column as Arrow: typed from its dtype; object columns by their values (JSON when mixed)."""
-    import pandas
+def _native(array: pickled_values.Array) -> Any:
+    values = array.numpy()
+    return values.astype(values.dtype.newbyteorder("=")) if array.dtype.byteorder == ">" else values
 
-    dtype = values.dtype
-    if isinstance(dtype, pandas.CategoricalDtype) or dtype == object:  # noqa: E721 (numpy dtype equality)
-        return _object_array(list(values.astype(object)), name, path)
-    if getattr(dtype, "kind", "") == "m" or isinstance(dtype, (pandas.PeriodDtype, pandas.IntervalDtype)):
-        raise SourceError(path, f"column {name!r}: dtype {dtype} is not supported")
-    try:
-        array = pa.array(values, from_pandas=True)  # NaN and NaT -> null
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
-        raise SourceError(path, f"column {name!r}: dtype {dtype} cannot be stored ({e})") from None
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    if pa.types.is_dictionary(array.type):
-        array = array.dictionary_decode()
+
+def _timestamps(array: pickled_values.Array, tz: str | None, name: str, path: str) -> pa.Array:
+    if array.dtype.unit not in ("s", "ms", "us", "ns"):
+        raise SourceError(path, f"column {name!r}: datetime64 unit {array.dtype.unit!r} is not supported")
+    ticks = _native(array).view(f"i{array.dtype.itemsize}")
+    return pa.array(ticks, mask=ticks == NAT, type=pa.int64()).view(pa.timestamp(array.dtype.unit, tz=tz))
+
+
+def _take(categories: pa.Array, codes: pickled_values.Array, budget: safe_pickle.Budget) -> pa.Array:
+    """categories[codes], -1 as null; charged (8 units a value plus the bytes of its text) before it is made."""
+    positions = pa.array(codes.numpy().astype("int64"))
+    positions = pc.if_else(pc.equal(positions, -1), pa.scalar(None, pa.int64()), positions)
+    sizes = pc.binary_length(categories) if pa.types.is_string(categories.type) or pa.types.is_large_string(
+        categories.type) else None
+    text = pc.sum(pc.take(sizes, positions)).as_py() if sizes is not None else 0
+    budget.charge(8 * len(positions) + (text or 0))
+    return pc.take(categories, positions)
+
+
+def _column_array(values: Any, name: str, path: str, budget: safe_pickle.Budget) -> pa.Array:
+    """One column as Arrow: typed from its dtype; object columns by their values (JSON when mixed)."""
+    if isinstance(values, pa.Array):
+        array = values
+    elif isinstance(values, tuple):  # a MultiIndex level and its codes
+        array = _take(_column_array(values[0], name, path, budget), values[1], budget)
+    elif isinstance(values, pickled_values.Categorical):
+        array = _take(_column_array(values.categories, name, path, budget), values.codes, budget)
+    elif isinstance(values, pickled_values.Datetimes):
+        array = _timestamps(values.data, values.tz, name, path)
+    elif isinstance(values, pickled_values.ArrowStrings):
+        array = values.array
+    elif isinstance(values, pickled_values.Masked):
+        array = pa.array(_native(values.data), mask=values.mask.numpy().view("u1") != 0)
+    elif isinstance(values, pickled_values.Array) and values.dtype.kind in "OUS":
+        budget.charge(8 * values.size)
+        return _object_array(values.items(), name, path, budget)
+    elif isinstance(values, pickled_values.Array) and values.dtype.kind == "M":
+        array = _timestamps(values, None, name, path)
+    elif isinstance(values, pickled_values.Array):
+        array = pa.array(_native(values), from_pandas=True)  # NaN -> null
+    else:
+        raise SourceError(path, f"column {name!r}: a {_describe(values)} is not supported")
+    budget.charge(8 * len(array) + (array.nbytes if not isinstance(values, pickled_values.Array) else 0))
     if pa.types.is_large_string(array.type):  # pandas 3's string dtype: stored as pandas 2's object strings are
         array = array.cast(STRING)
     if not any(check(array.type) for check in _ARROW_KINDS):
-        raise SourceError(path, f"column {name!r}: dtype {dtype} (Arrow {array.type}) is not supported")
+        raise SourceError(path, f"column {name!r}: Arrow {array.type} is not supported")
     return array
 
 
-def _object_array(values: list, name: str, path: str) -> pa.Array:
-    converter = Converter()
+def _object_array(values: list, name: str, path: str, budget: safe_pickle.Budget | None = None) -> pa.Array:
+    converter = Converter(budget)
     kinds = set()
     for value in values:
         if _is_missing(value):
             continue
         if isinstance(value, str):
             kinds.add("string")
-        elif type(value).__name__ in ("bool", "bool_"):
+        elif type(value) is bool:
             kinds.add("bool")
         elif Converter._integer(value) is not None:
             kinds.add("int")
@@ -705,11 +767,14 @@ def _object_array(values: list, name: str, path: str) -> pa.Array:
 
 def frame_table(path: str) -> pa.Table:
     """The whole DataFrame of `path` as one Arrow table: index levels that carry data first, then the columns."""
-    frame = load_frame(path)
+    frame, budget = load_frame(path)
     arrays, names = [], []
-    for name, values in _frame_columns(frame, path):
-        names.append(name)
-        arrays.append(_column_array(values, name, path))
+    try:
+        for name, values in _frame_columns(frame, path):
+            names.append(name)
+            arrays.append(_column_array(values, name, path, budget))
+    except pickled_values.Bad as e:
+        raise SourceError(path, f"column {names[-1] if names else '?'}: {e}") from None
     return pa.Table.from_arrays(arrays, names=names) if names else pa.table({})
 
 
