@@ -2,7 +2,8 @@
 
     python pickle_child.py LIMIT_BYTES KIND PATH [KIND PATH ...]
 
-KIND is `frame` (a pickled DataFrame: frame_table) or `dict` (a pickled dict: the rows of a config whose value is
+KIND is `frame` (a pickled DataFrame: frame_table), `series` (its values as a frame column) or `dict` (a
+pickled dict: the rows of a config whose value is
 JSON text, so that any value shape is tried). The address-space limit is set after everything is imported and one
 small pickle of each kind is decoded, so LIMIT_BYTES is what decoding may add on top. Prints one JSON line per
 file, in order: {"rows": n} or {"error": "<exception type>", "message": ...}; a crash ends the output early.
@@ -30,6 +31,16 @@ TABLE = mock_kg_catalogue.BY_CONFIG["finance_info"]  # key -> JSON text: every v
 def decode(kind: str, path: str) -> int:
     if kind == "frame":
         return mock_kg.frame_table(path).num_rows
+    if kind == "series":  # a Series' values through the frame column conversion
+        from ragloaders.core import pickled_values, safe_pickle
+
+        with open(path, "rb") as f:
+            data = f.read()
+        budget = safe_pickle.Budget(path, len(data))
+        series = safe_pickle.loads(data, name=path, budget=budget)
+        if not isinstance(series, pickled_values.Series):
+            raise SourceError(path, "not a Series")
+        return len(mock_kg._column_array(series.values, "values", path, budget))
     return sum(1 for _ in mock_kg.iter_pickle_dict(path, TABLE))
 
 
