@@ -98,14 +98,32 @@ def test_validate_reports_rows_per_config_and_repeated_keys(kg, tmp_path):
     rows = {facts["config"]: facts["rows"] for facts in report["splits"]}
     assert rows == counts  # an empty source table too: 0 rows
     assert report["ok"], report["errors"]
-    # a JSON object that names one movie twice: both rows kept, the key reported (the API keeps the last)
+    # a JSON object that names one year twice: refused, as every JSON ragloaders reads
     copy = tmp_path / "cragkg"
     shutil.copytree(root / "movie", copy / "movie")
     text = (copy / "movie" / "year_db.json").read_text()
     (copy / "movie" / "year_db.json").write_text(text[:-1] + ', "1992": {"movie_list": [1]}}')
-    years = load("movie_years", copy, tmp_path / "c2")
-    assert years.num_rows == counts["movie_years"] + 1
-    assert [r["movie_list"] for r in years if r["year"] == "1992"] == [[872243, 1080889 + 1992], [1]]
+    with pytest.raises(SourceError, match=f"member {counts['movie_years'] + 1}: duplicate key '1992'") as caught:
+        load("movie_years", copy, tmp_path / "c2")
+    assert caught.value.path == str(copy / "movie" / "year_db.json")
+
+
+def test_sqlite_with_a_write_ahead_log_is_refused_and_left_as_it_is(kg, tmp_path):
+    root, _ = kg
+    nba = domain_copy(root, tmp_path, "sports") / "sports" / "nba.sqlite"
+    writer = sqlite3.connect(nba)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.executemany('INSERT INTO "player" VALUES (?, ?, ?)', [(f"wal-{i}", 1.0, None) for i in range(50)])
+    writer.commit()  # committed, still in nba.sqlite-wal (the connection stays open: no checkpoint on close)
+    wal = Path(str(nba) + "-wal")
+    before = (nba.read_bytes(), wal.read_bytes())
+    assert wal.stat().st_size > 0
+    with pytest.raises(SourceError, match="sqlite wal beside") as caught:
+        load("sports_nba_player", nba.parent.parent, tmp_path / "c")
+    assert caught.value.path == str(wal)
+    assert (nba.read_bytes(), wal.read_bytes()) == before
+    writer.close()
 
 
 # --- values, byte for byte ---------------------------------------------------------------------------------

@@ -455,7 +455,16 @@ def keyed_row(table: MockKgTable, key: Any, value: Any, name: str, where: str,
 
 
 def open_sqlite(path: str) -> sqlite3.Connection:
-    """A read-only connection to an untrusted sqlite file (no writes, no journal, untrusted schema)."""
+    """A read-only connection to an untrusted sqlite file (no writes, no journal, untrusted schema). Opened
+    `immutable`, sqlite would not read committed rows still in a `-wal` beside it: a non-empty `-wal` or
+    `-journal` is refused, naming it (it is never opened writable to replay it: the user's files stay as they are)."""
+    for suffix in ("-wal", "-journal"):
+        beside = path + suffix
+        if os.path.exists(beside) and os.path.getsize(beside) > 0:
+            raise SourceError(beside, f"{os.path.getsize(beside):,} bytes of sqlite {suffix[1:]} beside {path}: rows "
+                              "may be committed there and not yet in the database, which is read without it; "
+                              "checkpoint it (sqlite3 DB 'PRAGMA wal_checkpoint(TRUNCATE)') or remove it, then build "
+                              "again")
     uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro&immutable=1"
     try:
         connection = sqlite3.connect(uri, uri=True)
@@ -525,9 +534,14 @@ def iter_json_object(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]
         f.seek(0)
         stream = _SkipBom(f)
         number = 0
+        seen: set[str] = set()
         try:
             for key, value in ijson.kvitems(stream, "", use_float=True):
                 number += 1
+                if key in seen:
+                    raise SourceError(path, f"member {number}: duplicate key {key!r} in the JSON object (a reader "
+                                      "keeps one of the two values, which one is arbitrary)", record=number)
+                seen.add(key)
                 yield keyed_row(table, key, value, path, f"member {number} (key {key!r})")
         except ijson.JSONError as e:
             detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -34,8 +34,9 @@ FIELD_NOTES = {
     "GA": "JSON text: the source mixes integers and strings in this column",
 }
 CARD_NOTES = (
-    "The mock API keeps the last of two equal keys (a JSON object member or CSV name given twice, an entity in both "
-    "open/kg.0 and kg.1): every row is kept here, and `ragloaders validate` reports keys that repeat.",
+    "The mock API keeps the last of two equal keys (a CSV name given twice, an entity in both open/kg.0 and kg.1): "
+    "every row is kept here, and `ragloaders validate` reports keys that repeat. A JSON object that names a key "
+    "twice is refused, as every JSON file ragloaders reads.",
     "`sports_soccer_team_matches` holds rows whose `league` is null; the mock API leaves them out.",
     "NaN, pandas' missing value, is null here, as the mock API's JSON shows it.",
     "nba.sqlite is assumed to hold the 16 tables of the Kaggle \"NBA Database\" it matches; a table of the file that "
