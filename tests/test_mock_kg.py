@@ -12,6 +12,7 @@ import logging
 import math
 import os
 import pickle
+import re
 import shutil
 import sqlite3
 import threading
@@ -103,9 +104,27 @@ def test_validate_reports_rows_per_config_and_repeated_keys(kg, tmp_path):
     shutil.copytree(root / "movie", copy / "movie")
     text = (copy / "movie" / "year_db.json").read_text()
     (copy / "movie" / "year_db.json").write_text(text[:-1] + ', "1992": {"movie_list": [1]}}')
-    with pytest.raises(SourceError, match=f"member {counts['movie_years'] + 1}: duplicate key '1992'") as caught:
+    duplicate = f"member {counts['movie_years'] + 1} (key '1992'): duplicate key '1992'"
+    with pytest.raises(SourceError, match=re.escape(duplicate)) as caught:
         load("movie_years", copy, tmp_path / "c2")
     assert caught.value.path == str(copy / "movie" / "year_db.json")
+    for number, (text, problem) in enumerate([
+        ('{"a": {"name": "A", "id": 1, "id": 2}}', "member 1: duplicate key 'id'"),
+        ('{"a": {"name": "A", "oscar_awards": [{"name": "x", "name": "y"}]}}', "member 1: duplicate key 'name'"),
+        ('{"a": {"name": "A"}, "b": {"name": "x\\ud800"}}', "member 2 (key 'b'): unpaired surrogate"),
+        ('{"a": {"name": "A"}, "b\\udc00": {"name": "x"}}', "member 2 (key 'b\\udc00'): unpaired surrogate"),
+        ('{"a": {"name": "A"}, "b": {"name": "x"}} {"c": {}}', "invalid or truncated JSON after member 2"),
+    ]):
+        (copy / "movie" / "person_db.json").write_text(text)
+        with pytest.raises(SourceError, match=re.escape(problem)) as caught:
+            load("movie_persons", copy, tmp_path / f"p{number}")
+        assert caught.value.path == str(copy / "movie" / "person_db.json")
+    # a valid pair, the text `\\ud800` (an escaped backslash) and '?' itself are read as they are
+    (copy / "movie" / "person_db.json").write_text('{"a": {"name": "\\ud83d\\ude00 \\\\ud800 ?"}}')
+    assert load("movie_persons", copy, tmp_path / "ok")["name"] == ["\U0001f600 \\ud800 ?"]
+    # text that looks like a key (`\": `) sends the file to the exact parser, which reads it as it is
+    (copy / "movie" / "person_db.json").write_text('{"a": {"name": "say \\": x", "id": 1}}')
+    assert load("movie_persons", copy, tmp_path / "ok2")["name"] == ['say ": x']
 
 
 def test_sqlite_with_a_write_ahead_log_is_refused_and_left_as_it_is(kg, tmp_path):

@@ -30,6 +30,7 @@ import json
 import logging
 import math
 import os
+import re
 import reprlib
 import sqlite3
 import urllib.parse
@@ -41,19 +42,28 @@ import ijson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
+from ijson.common import ObjectBuilder
 
 from ...core import pickled_values, safe_pickle
 from ...core.builder import RagBuilder
 from ...core.compressed import open_bz2
 from ...core.errors import MissingSourceError, SourceError
 from ...core.readers import (
+    _KEY_END as KEY_END,  # the shared rule loads_strict applies to a line: more key-like tokens than keys parsed
+)
+from ...core.readers import (
     BLOCK_BYTES,
+    JSON_ARRAY_BACKEND,
     UNPAIRED_SURROGATE,
     DuplicateKeyError,
+    UniqueKeyDict,
     iter_lines,
     loads_strict,
     refuse_duplicate_keys,
     tables_from_rows,
+)
+from ...core.readers import (
+    _count_keys as count_keys,
 )
 from ...core.sources import Download, download_verified, file_identity, mirror_base
 from .catalogue import BASE_URL, BASE_URL_ENV, HOMEPAGE, LICENSE
@@ -523,8 +533,52 @@ def _fetch(cursor: sqlite3.Cursor, path: str, most: int = FETCH_ROWS) -> list:
         raise SourceError(path, f"cannot read the database ({e})") from None
 
 
-def iter_json_object(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]:
-    """Rows of a file holding one JSON object, one per top-level member, parsed as a stream."""
+SURROGATE_ESCAPE = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+"""An escaped surrogate that is not half of a pair (or text that looks like one: `\\ud800`)."""
+ANY_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def scan_json_text(path: str) -> tuple[int, bool]:
+    """(how many `"` ws `:` the file holds, an upper bound on its keys; whether it may hold an unpaired surrogate
+    escape such as `\\ud800`), read in blocks. yajl, ijson's fast parser, turns such an escape into '?' and keeps
+    the last of two equal keys; either answer sends the file to the exact parser, where a false alarm costs time."""
+    key_ends, surrogate = 0, False
+    with open(path, "rb") as f:
+        carry = b""
+        while block := f.read(BLOCK_BYTES):
+            joined = carry + block
+            key_ends += len(KEY_END.findall(joined)) - len(KEY_END.findall(carry))
+            if not surrogate and ANY_SURROGATE_ESCAPE.search(joined):
+                surrogate = SURROGATE_ESCAPE.search(joined) is not None
+            carry = block[-16:] if len(block) >= 16 else joined[-16:]
+    return key_ends, surrogate
+
+
+def _members(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+    """(key, value) of each member of the top-level JSON object of `events` (ijson basic_parse), values built with
+    UniqueKeyDict: a key given twice in any object raises DuplicateKeyError."""
+    if next(events, (None, None))[0] != "start_map":
+        raise ijson.JSONError("expected a JSON object")
+    for event, key in events:
+        if event == "end_map":
+            for _ in events:  # the parser refuses data after the object at the end of the stream
+                raise ijson.JSONError("data after the end of the JSON object")
+            return
+        builder, depth = ObjectBuilder(map_type=UniqueKeyDict), 0
+        for event, value in events:
+            builder.event(event, value)
+            depth += event in ("start_map", "start_array")
+            depth -= event in ("end_map", "end_array")
+            if depth == 0:
+                break
+        yield key, builder.value
+
+
+def _json_members(path: str, exact: bool) -> Iterator[tuple[int, str, Any]]:
+    """(member number, key, value) of the JSON object in `path`: with yajl's own builder (fast), or, when `exact`,
+    with ijson's Python parser (which keeps a lone surrogate) and a builder that refuses a key given twice."""
     with open(path, "rb") as f:
         head = f.read(BLOCK_BYTES).removeprefix(b"\xef\xbb\xbf")
         start = head.lstrip(b" \t\r\n")[:1]
@@ -532,20 +586,46 @@ def iter_json_object(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]
             found = repr(start.decode("latin-1")) if start else "an empty file"
             raise SourceError(path, f"expected a JSON object (a file starting with '{{'), found {found}")
         f.seek(0)
-        stream = _SkipBom(f)
         number = 0
         seen: set[str] = set()
         try:
-            for key, value in ijson.kvitems(stream, "", use_float=True):
+            if exact:
+                members = _members(ijson.get_backend("python").basic_parse(_SkipBom(f), use_float=True))
+            else:
+                members = JSON_ARRAY_BACKEND.kvitems(_SkipBom(f), "", use_float=True)
+            for key, value in members:
                 number += 1
                 if key in seen:
-                    raise SourceError(path, f"member {number}: duplicate key {key!r} in the JSON object (a reader "
-                                      "keeps one of the two values, which one is arbitrary)", record=number)
+                    raise SourceError(path, f"member {number} (key {key!r}): duplicate key {key!r} in the JSON object "
+                                      "(a reader keeps one of the two values, which one is arbitrary)", record=number)
                 seen.add(key)
-                yield keyed_row(table, key, value, path, f"member {number} (key {key!r})")
+                if exact:
+                    try:
+                        json.dumps([key, value], ensure_ascii=False).encode()
+                    except UnicodeEncodeError:
+                        raise SourceError(path, f"member {number} (key {key!r}): {UNPAIRED_SURROGATE}",
+                                          record=number) from None
+                yield number, key, value
+        except DuplicateKeyError as e:
+            raise SourceError(path, f"member {number + 1}: {e}", record=number + 1) from None
         except ijson.JSONError as e:
             detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise SourceError(path, f"invalid or truncated JSON after member {number} ({detail})") from None
+
+
+def iter_json_object(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]:
+    """Rows of a file holding one JSON object, one per top-level member, parsed as a stream under the shared JSON
+    rules: a key given twice (at the top level or inside a member) or an unpaired surrogate escape is refused,
+    naming the member. yajl parses; the exact parser reads the file again only when the file may hold a lone
+    surrogate, or holds more key-like tokens than the keys parsed (as `loads_strict` decides for a line)."""
+    key_ends, surrogate = scan_json_text(path)
+    keys = 0
+    for number, key, value in _json_members(path, exact=surrogate):
+        keys += 1 + count_keys(value)
+        yield keyed_row(table, key, value, path, f"member {number} (key {key!r})")
+    if not surrogate and keys != key_ends:
+        for _ in _json_members(path, exact=True):  # a key given twice raises; key-like text in strings does not
+            pass
 
 
 class _SkipBom:
