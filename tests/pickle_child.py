@@ -22,15 +22,15 @@ import pyarrow as pa
 
 pa.set_memory_pool(pa.system_memory_pool())  # no allocator arenas reserved on first use, under the limit
 
-from ragloaders.benchmarks.crag import mock_kg, mock_kg_catalogue  # noqa: E402
+from ragloaders.benchmarks.crag_mock_kg import catalogue, files, frames  # noqa: E402
 from ragloaders.core.errors import SourceError  # noqa: E402
 
-TABLE = mock_kg_catalogue.BY_CONFIG["finance_info"]  # key -> JSON text: every value shape is accepted
+TABLE = catalogue.BY_CONFIG["finance_info"]  # key -> JSON text: every value shape is accepted
 
 
 def decode(kind: str, path: str) -> int:
     if kind == "frame":
-        return mock_kg.frame_table(path).num_rows
+        return frames.frame_table(path).num_rows
     if kind == "series":  # a Series' values through the frame column conversion
         from ragloaders.core import pickled_values, safe_pickle
 
@@ -40,8 +40,8 @@ def decode(kind: str, path: str) -> int:
         series = safe_pickle.loads(data, name=path, budget=budget)
         if not isinstance(series, pickled_values.Series):
             raise SourceError(path, "not a Series")
-        return len(mock_kg._column_array(series.values, "values", path, budget))
-    return sum(1 for _ in mock_kg.iter_pickle_dict(path, TABLE))
+        return len(frames._column_array(series.values, "values", path, budget))
+    return sum(1 for _ in files.iter_pickle_dict(path, TABLE))
 
 
 def virtual_memory() -> int:

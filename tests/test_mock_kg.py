@@ -23,8 +23,10 @@ import duckdb
 import pytest
 import ragloaders
 from mock_kg_generated import COMPANY_CUT, ODD_KEYS, sqlitedict_file, write_cragkg
-from ragloaders.benchmarks.crag import catalogue as crag_catalogue
-from ragloaders.benchmarks.crag import mock_kg, mock_kg_catalogue
+from ragloaders.benchmarks.crag_mock_kg import builder as mock_kg_builder
+from ragloaders.benchmarks.crag_mock_kg import catalogue as mock_kg_catalogue
+from ragloaders.benchmarks.crag_mock_kg import facts as mock_kg_facts
+from ragloaders.benchmarks.crag_mock_kg import sqlite as mock_kg_sqlite
 from ragloaders.cli import main as cli_main
 from ragloaders.core.errors import MissingSourceError, SourceError
 from ragloaders.publish.validate import integrity
@@ -69,7 +71,7 @@ def test_every_config_loads_with_plain_datasets_and_counts_equal_the_source(kg, 
         dataset = datasets.load_dataset(str(built), config, split="train")
         assert dataset.num_rows == counts[config], config
         table = mock_kg_catalogue.BY_CONFIG[config]
-        if table.reader == "sqlite_table":  # nba tables keep the file's column order
+        if table.reader is mock_kg_catalogue.Reader.SQLITE_TABLE:  # nba tables keep the file's column order
             assert set(table.key) <= set(dataset.features), config
         else:  # the key the API looks rows up by comes first
             assert list(dataset.features)[: len(table.key)] == list(table.key), config
@@ -395,7 +397,7 @@ def mirror(kg, tmp_path, monkeypatch):
     handler.log_message = lambda *args: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv(crag_catalogue.BASE_URL_ENV, f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setenv(mock_kg_facts.BASE_URL_ENV, f"http://127.0.0.1:{server.server_port}")
     yield served / "mock_api" / "cragkg"
     server.shutdown()
 
@@ -403,7 +405,7 @@ def mirror(kg, tmp_path, monkeypatch):
 def with_size(monkeypatch, relpath: str, size: int) -> None:
     files = dict(mock_kg_catalogue.SOURCE_FILES)
     files[relpath] = dataclasses.replace(files[relpath], size=size)
-    monkeypatch.setattr(mock_kg, "SOURCE_FILES", files)
+    monkeypatch.setattr(mock_kg_builder, "SOURCE_FILES", files)
 
 
 def test_download_checks_size(mirror, monkeypatch, tmp_path):
@@ -418,7 +420,7 @@ def test_download_checks_size(mirror, monkeypatch, tmp_path):
 
 
 def test_official_urls_and_sizes():
-    downloads = mock_kg.MockKgBuilder.downloads(mock_kg_catalogue.BY_CONFIG["open_entities"])
+    downloads = mock_kg_builder.MockKgBuilder.downloads(mock_kg_catalogue.BY_CONFIG["open_entities"])
     assert [d.url for d in downloads] == [
         "https://github.com/facebookresearch/CRAG/raw/refs/heads/main/mock_api/cragkg/open/kg.0.jsonl.bz2",
         "https://github.com/facebookresearch/CRAG/raw/refs/heads/main/mock_api/cragkg/open/kg.1.jsonl.bz2"]
@@ -429,7 +431,7 @@ def test_official_urls_and_sizes():
 
 def test_tables_are_bounded(kg, monkeypatch):
     root, _ = kg
-    monkeypatch.setattr(mock_kg, "BATCH_ROWS", 4)
+    monkeypatch.setattr(mock_kg_sqlite, "BATCH_ROWS", 4)
     builder = ragloaders.builder(PATH, "sports_nba_play_by_play", data_dir=str(root))
     generator = builder._split_generators(None)[0]
     sizes = [table.num_rows for _, table in builder._generate_tables(**generator.gen_kwargs)]
@@ -447,3 +449,19 @@ def test_num_proc_gives_the_same_rows(kg, tmp_path):
         two = ragloaders.load(PATH, config, split="train", data_dir=str(root), cache_dir=str(tmp_path / "two"),
                               num_proc=2)
         assert two.to_list() == one.to_list()
+
+
+def test_the_mock_kg_is_its_own_benchmark_and_imports_no_other():
+    import ast
+
+    from ragloaders.benchmarks import benchmark_of
+    from ragloaders.benchmarks import crag_mock_kg
+
+    assert benchmark_of(PATH) is crag_mock_kg.BENCHMARK and PATH not in benchmark_of("crag/task_3").builders
+    for source in Path(crag_mock_kg.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 2:  # `from ..x import y`: a sibling benchmark
+                raise AssertionError(f"{source.name} imports from ..{node.module}")
+            if isinstance(node, ast.ImportFrom | ast.Import):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                assert not any(name.startswith("ragloaders.benchmarks.") for name in names), source.name

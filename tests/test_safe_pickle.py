@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from ragloaders.benchmarks.crag import mock_kg
+from ragloaders.benchmarks.crag_mock_kg import frames
 from ragloaders.core import pickled_values, safe_pickle
 from ragloaders.core.errors import SourceError
 
@@ -224,7 +224,7 @@ def test_pandas_frames_round_trip(protocol, make, tmp_path):
     assert isinstance(loaded, pickled_values.Frame)
     path = tmp_path / "frame.pkl"
     path.write_bytes(data)
-    assert mock_kg.frame_table(str(path)).to_pylist() == expected_rows(frame)
+    assert frames.frame_table(str(path)).to_pylist() == expected_rows(frame)
 
 
 def expected_rows(frame: pd.DataFrame) -> list[dict]:
@@ -246,7 +246,7 @@ def expected_rows(frame: pd.DataFrame) -> list[dict]:
 def test_to_pickle_frames_load(tmp_path: Path):
     path = tmp_path / "frame.pkl"
     soccer_like().to_pickle(path)
-    assert mock_kg.frame_table(str(path)).to_pylist() == expected_rows(soccer_like())
+    assert frames.frame_table(str(path)).to_pylist() == expected_rows(soccer_like())
 
 
 def test_every_allow_list_entry_resolves_and_none_is_a_code_runner():

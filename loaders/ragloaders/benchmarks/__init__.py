@@ -5,9 +5,10 @@ from __future__ import annotations
 from ..core.facts import Benchmark
 from .beir import BENCHMARK as BEIR
 from .crag import BENCHMARK as CRAG
+from .crag_mock_kg import BENCHMARK as CRAG_MOCK_KG
 from .mmrag import BENCHMARK as MMRAG
 
-BENCHMARKS: tuple[Benchmark, ...] = (BEIR, CRAG, MMRAG)
+BENCHMARKS: tuple[Benchmark, ...] = (BEIR, CRAG, CRAG_MOCK_KG, MMRAG)
 
 
 def benchmark_of(path: str) -> Benchmark:
