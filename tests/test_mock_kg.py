@@ -454,8 +454,7 @@ def test_num_proc_gives_the_same_rows(kg, tmp_path):
 def test_the_mock_kg_is_its_own_benchmark_and_imports_no_other():
     import ast
 
-    from ragloaders.benchmarks import benchmark_of
-    from ragloaders.benchmarks import crag_mock_kg
+    from ragloaders.benchmarks import benchmark_of, crag_mock_kg
 
     assert benchmark_of(PATH) is crag_mock_kg.BENCHMARK and PATH not in benchmark_of("crag/task_3").builders
     for source in Path(crag_mock_kg.__file__).parent.glob("*.py"):
