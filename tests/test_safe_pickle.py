@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from ragloaders.benchmarks.crag_mock_kg import frames
-from ragloaders.core import pickled_values, safe_pickle
+from ragloaders.core import pickle_allow_list, pickle_resolver, pickled_pandas, pickled_values, safe_pickle
 from ragloaders.core.errors import SourceError
 
 
@@ -251,11 +251,12 @@ def test_to_pickle_frames_load(tmp_path: Path):
 
 def test_every_allow_list_entry_resolves_and_none_is_a_code_runner():
     # each allowed global is read by a handler of pickled_values.Resolver: our code, which builds no library object
-    for (module, name), kind in pickled_values.FUNCTIONS.items():
-        handler = getattr(pickled_values.Resolver, f"_{kind}")
-        assert handler.__module__ == pickled_values.__name__, f"{module}.{name}"
+    ours = {pickle_resolver.__name__, pickled_pandas.__name__}
+    for (module, name), kind in pickle_allow_list.FUNCTIONS.items():
+        handler = getattr(pickle_resolver.Resolver, f"_{kind}")
+        assert handler.__module__ in ours, f"{module}.{name}"
     marker = pickled_values.Global("os", "system")
-    assert pickled_values.kind_of(marker) is None
+    assert pickle_allow_list.kind_of(marker) is None
 
 
 # --- attacks on the state handed to library internals (each crashed, leaked memory or allocated GBs before) ------

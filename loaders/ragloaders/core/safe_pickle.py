@@ -6,9 +6,10 @@ and even the constructors a data pickle names (pandas' `BlockManager.__setstate_
 categorical code past its categories reads process memory. So `load` builds nothing from the stream.
 It reads the opcodes with an unpickler (Python's own, not the C one, whose memo is an array that a
 9-byte `LONG_BINPUT 2**28` grows to gigabytes) whose globals are inert markers: a REDUCE, NEWOBJ or
-BUILD on one records the call as data (`Call`), and nothing is called. Then `resolve` turns each
-recorded call of an allowed global into a plain Python value or an inert description
-(`pickled_values`), checking every field before it is used:
+BUILD on one records the call as data (`Call`), and nothing is called; INST and OBJ (protocol 0/1
+instances) are refused. Then `pickle_resolver.Resolver` (pandas' globals: `pickled_pandas`) turns each
+recorded call of a global on the allow-list (`pickle_allow_list`) into a plain Python value or an inert
+description (`pickled_values`), checking every field before it is used:
 
 - builtins (`set`, `frozenset`, `slice`, `bytearray`), `_codecs.encode` (latin-1 only), `datetime`
   values (re-validated by their constructors), `zoneinfo` keys: the plain Python values;
@@ -31,7 +32,8 @@ allocated). What a pickle expands to is counted by `Budget`: every value produce
 item, a scalar, a cell of a frame, each row of a `RangeIndex` when it is described) costs 8 units
 plus its length if it is text or bytes, counted each time a shared reference is expanded, and the
 total may not exceed MULTIPLE (64) units per byte of the file: beyond it, a SourceError naming the
-file.
+file. The resolver charges what it describes (a RangeIndex's rows); whoever expands the values further
+(crag_mock_kg's conversion to rows and Arrow) charges the same `Budget`, passed to `load`.
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ import pickle
 from typing import Any, BinaryIO
 
 from .errors import SourceError
-from .pickled_values import MULTIPLE, Budget, Call, Global, Refused, Resolver, hashable_key, kind_of, where
+from .pickle_allow_list import kind_of
+from .pickle_resolver import Resolver
+from .pickled_values import MULTIPLE, Budget, Call, Global, Refused, hashable_key, where
 
 __all__ = ["MULTIPLE", "Budget", "load", "loads", "read_tree"]
 
