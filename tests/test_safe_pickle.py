@@ -353,3 +353,19 @@ def test_a_deeply_nested_tuple_as_a_key_is_refused_not_hashed():
     nested = b"N" + b"\x85" * 1_000_000  # a tuple 1,000,000 deep: hashing it recurses in C until the stack overflows
     data = b"\x80\x04}" + nested + b"Ns."
     assert "nested deeper than 16 levels" in str(refused(data, key=None))
+
+
+PANDAS2 = Path(__file__).parent / "data" / "pickles-pandas2"
+
+
+@pytest.mark.parametrize("protocol", [2, 5])
+def test_pandas_2_pickles_with_numpy_1_names_and_pytz_zones_read_as_pandas_2_shows_them(protocol):
+    expected = json.loads((PANDAS2 / "soccer_like.expected.json").read_text(encoding="utf-8"))
+    rows = frames.frame_table(str(PANDAS2 / f"soccer_like.{protocol}.pkl")).to_pylist()
+    assert [{k: v.isoformat() if isinstance(v, datetime.datetime) else v for k, v in row.items()} for row in rows] \
+        == expected
+    data = (PANDAS2 / "dict.2.pkl").read_bytes()
+    assert b"numpy.core.multiarray" in data
+    value = safe_pickle.loads(data, name="dict.2.pkl")["a"]
+    assert (value["x"], value["m"].items(), value["d"], value["t"].isoformat()) == (
+        1.5, ["a", "b"], datetime.date(2020, 1, 2), "2024-01-01T10:00:00")

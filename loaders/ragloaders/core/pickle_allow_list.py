@@ -47,6 +47,7 @@ FUNCTIONS = {
     ("pandas.core.indexes.datetimes", "_new_DatetimeIndex"): "new_index",
     ("pyarrow.lib", "_restore_array"): "arrow_array", ("pyarrow.lib", "type_for_alias"): "arrow_type",
     ("pyarrow.lib", "py_buffer"): "arrow_buffer",
+    ("pytz", "_p"): "pytz", ("pytz", "_UTC"): "pytz",
     **{("pandas._libs.tslibs.offsets", name): "offset" for name in ("Day", "Hour", "Minute", "Second", "Milli", "Micro",
                                                                       "Nano")},
     **{(module, name): kind for module in PANDAS_MODULES for name, kind in PANDAS_NAMES.items()},

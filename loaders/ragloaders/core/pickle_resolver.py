@@ -193,6 +193,15 @@ class Resolver(PandasHandlers):
                       "allowed)")
         return "zoneinfo._unpickle"
 
+    def _pytz(self, args: tuple, state: Any, node: Call) -> str:
+        """A pytz zone (pandas 2's default): its name, never pytz itself (`_UTC()` is UTC)."""
+        no_state(node, state)
+        if not args:
+            return "UTC"
+        if type(args[0]) is not str or not all(type(a) in (int, str) for a in args[1:]):
+            raise Bad("pytz zone except (name, offsets...)")
+        return args[0]
+
     def _zoneinfo(self, args: tuple, state: Any, node: Call) -> str:
         no_state(node, state)
         arg_count(args, 1, "ZoneInfo")
