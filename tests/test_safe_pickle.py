@@ -369,3 +369,10 @@ def test_pandas_2_pickles_with_numpy_1_names_and_pytz_zones_read_as_pandas_2_sho
     value = safe_pickle.loads(data, name="dict.2.pkl")["a"]
     assert (value["x"], value["m"].items(), value["d"], value["t"].isoformat()) == (
         1.5, ["a", "b"], datetime.date(2020, 1, 2), "2024-01-01T10:00:00")
+
+
+def test_a_time_zone_the_database_does_not_know_is_refused():
+    stamp = call("pandas._libs.tslibs.timestamps", "_unpickle_timestamp", 0, None, "../../etc/passwd", 10)
+    assert "time zone" in str(refused(pickled(stamp), key=None))
+    assert safe_pickle.loads(pickled(call("pandas._libs.tslibs.timestamps", "_unpickle_timestamp", 0, None,
+                                          "Europe/London", 10)), name="f").isoformat() == "1970-01-01T01:00:00+01:00"

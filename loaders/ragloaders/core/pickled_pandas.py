@@ -33,9 +33,23 @@ from .pickled_values import (
     column_length,
     integer,
     no_state,
+    zone,
 )
 
 ARROW_STRING_TYPES = ("string", "utf8", "large_string", "large_utf8")
+
+
+def zone_name(tz: Any) -> str | None:
+    """The name of a time zone as pickled (a zoneinfo key or pytz name, already a string; UTC), checked to be one the
+    time zone database knows; None for none."""
+    if tz is None:
+        return None
+    if tz is datetime.timezone.utc:
+        return "UTC"
+    if type(tz) is not str:
+        raise Bad(f"a time zone of type {type(tz).__name__}")
+    zone(tz)
+    return tz
 
 
 class PandasHandlers:
@@ -52,12 +66,7 @@ class PandasHandlers:
         unit = UNITS.get(args[3], "") if len(args) == 4 else "ns"
         if unit not in PER_SECOND:
             raise Bad(f"pandas Timestamp resolution {args[3]!r}")
-        tz = args[2]
-        if tz is not None and type(tz) is not str:
-            tz = getattr(tz, "key", None) or (str(tz) if isinstance(tz, datetime.timezone) else None)
-            if tz is None:
-                raise Bad("a timestamp's time zone")
-        return None if value == -(2**63) else Timestamp(value, unit, tz)
+        return None if value == -(2**63) else Timestamp(value, unit, zone_name(args[2]))
 
     def _nat(self, args: tuple, state: Any, node: Call) -> None:
         no_state(node, state)
@@ -106,12 +115,7 @@ class PandasHandlers:
         if what == "datetimes":
             if data.dtype.kind != "M":
                 raise Bad("a DatetimeArray that does not hold datetime64")
-            tz = dtype.get("tz") if isinstance(dtype, dict) else None
-            if tz is not None and type(tz) is not str:
-                tz = getattr(tz, "key", None)
-                if tz is None:
-                    raise Bad("a DatetimeTZDtype's time zone")
-            return Datetimes(data, tz)
+            return Datetimes(data, zone_name(dtype.get("tz") if isinstance(dtype, dict) else None))
         if what == "categorical":
             if not isinstance(dtype, dict) or "categories" not in dtype:
                 raise Bad("a Categorical without its categories")
