@@ -376,3 +376,17 @@ def test_a_time_zone_the_database_does_not_know_is_refused():
     assert "time zone" in str(refused(pickled(stamp), key=None))
     assert safe_pickle.loads(pickled(call("pandas._libs.tslibs.timestamps", "_unpickle_timestamp", 0, None,
                                           "Europe/London", 10)), name="f").isoformat() == "1970-01-01T01:00:00+01:00"
+
+
+def test_a_zero_size_item_cannot_make_any_shape_fit_no_bytes():
+    dtype = build(call("numpy", "dtype", "S0", False, True), (3, "|", None, None, None, 0, 1, 0))
+    empty = call("numpy.core.numeric", "_frombuffer", b"", dtype, (10**12,), "C")
+    assert "numpy dtype 'S0'" in str(refused(pickled(empty), key=None))
+
+
+def test_protocol_2_empty_arrays_and_bytes_read():
+    data = pickle.dumps({"e": np.array([], dtype=float), "b": b"", "s": pd.Series([], dtype=float)}, protocol=2)
+    assert b"bytes" in data  # protocol 2 writes b'' as __builtin__.bytes()
+    loaded = safe_pickle.loads(data, name="f")
+    assert loaded["e"].items() == [] and loaded["b"] == b"" and loaded["s"].values.items() == []
+    assert "bytes() refused" in str(refused(pickled(call("builtins", "bytes", 10**12)), key=None))

@@ -32,7 +32,8 @@ PANDAS_MODULES = (
 )
 FUNCTIONS = {
     ("builtins", "set"): "set", ("builtins", "frozenset"): "frozenset", ("builtins", "slice"): "slice",
-    ("builtins", "bytearray"): "bytearray", ("builtins", "getattr"): "getattr", ("_codecs", "encode"): "encode",
+    ("builtins", "bytearray"): "bytearray", ("builtins", "bytes"): "bytes", ("builtins", "getattr"): "getattr",
+    ("_codecs", "encode"): "encode",
     ("datetime", "date"): "date", ("datetime", "datetime"): "datetime", ("datetime", "time"): "time",
     ("datetime", "timedelta"): "timedelta", ("datetime", "timezone"): "timezone", ("zoneinfo", "ZoneInfo"): "zoneinfo",
     ("numpy._core.multiarray", "_reconstruct"): "reconstruct", ("numpy._core.multiarray", "scalar"): "scalar",

@@ -178,6 +178,13 @@ class Resolver(PandasHandlers):
             raise Bad("bytearray() refused except from bytes (an integer would allocate memory)")
         return bytearray(args[0]) if args else bytearray()
 
+    def _bytes(self, args: tuple, state: Any, node: Call) -> bytes:
+        """Protocol 2 writes b'' as `bytes()`; from an integer, bytes() would allocate memory."""
+        no_state(node, state)
+        if len(args) > 1 or (args and not isinstance(args[0], (bytes, bytearray))):
+            raise Bad("bytes() refused except empty or from bytes")
+        return bytes(args[0]) if args else b""
+
     def _encode(self, args: tuple, state: Any, node: Call) -> bytes:
         no_state(node, state)
         if len(args) != 2 or type(args[0]) is not str or args[1] not in ("latin1", "latin-1"):
@@ -299,7 +306,7 @@ class Resolver(PandasHandlers):
         else:
             raise Bad(f"numpy dtype {name!r} is not read (only bool, int, uint, float, str, bytes, datetime64, "
                       "object)")
-        if itemsize <= 0 and kind not in "US":
+        if itemsize <= 0:  # (a zero-size item would let any shape pass the byte count)
             raise Bad(f"numpy dtype {name!r}")
         return DType(kind, itemsize, byteorder, unit)
 

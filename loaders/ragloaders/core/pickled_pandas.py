@@ -310,7 +310,7 @@ class PandasHandlers:
                 raise Bad(f"a block of {type(values).__name__}")
             placed.extend(positions)
             frame.blocks.append(Block(values, positions))
-        if sorted(placed) != list(range(width)):
+        if len(placed) != width or sorted(placed) != list(range(width)):
             raise Bad(f"block placements {placed[:20]} are not a permutation of the frame's {width} columns")
         return frame
 
