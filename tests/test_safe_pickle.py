@@ -212,7 +212,8 @@ def soccer_like() -> pd.DataFrame:
 @pytest.mark.parametrize("protocol", [2, 4, 5])
 @pytest.mark.parametrize("make", [soccer_like, lambda: soccer_like().reset_index(drop=True),
                                   lambda: pd.DataFrame({"v": [1, 2]}, index=pd.date_range("2024-01-01", periods=2)),
-                                  lambda: pd.Series([1.0, 2.0], name="x")])
+                                  lambda: pd.Series([1.0, 2.0], name="x"),
+                                  lambda: pd.DataFrame({"c": pd.Categorical([0, 2, 0], categories=pd.RangeIndex(3))})])
 def test_pandas_frames_round_trip(protocol, make, tmp_path):
     frame = make()
     data = pickle.dumps(frame, protocol=protocol)

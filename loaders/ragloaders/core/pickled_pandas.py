@@ -20,6 +20,7 @@ from .pickled_values import (
     Call,
     Categorical,
     Datetimes,
+    DType,
     Frame,
     Global,
     Index,
@@ -129,6 +130,10 @@ class PandasHandlers:
     def categorical(self, codes: Array, categories: Any) -> Categorical:
         """Codes checked: each -1 (missing) or the position of a category."""
         values = categories.values if isinstance(categories, Index) else None
+        if isinstance(categories, RangeIndex):  # its rows were charged when it was described
+            numbers = range(categories.start, categories.stop, categories.step)
+            values = Array(DType("i", 8), (len(numbers),), b"".join(n.to_bytes(8, "little", signed=True)
+                                                                     for n in numbers))
         if values is None or codes.dtype.kind != "i" or len(codes.shape) != 1:
             raise Bad("a Categorical needs integer codes and an Index of categories")
         count = column_length(values)

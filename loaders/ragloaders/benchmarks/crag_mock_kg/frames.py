@@ -168,6 +168,6 @@ def frame_table(path: str) -> pa.Table:
         for name, values in _frame_columns(frame, path):
             names.append(name)
             arrays.append(_column_array(values, name, path, budget))
-    except pickled_values.Bad as e:
+    except (pickled_values.Bad, pa.ArrowException) as e:
         raise SourceError(path, f"column {names[-1] if names else '?'}: {e}") from None
     return pa.Table.from_arrays(arrays, names=names) if names else pa.table({})
