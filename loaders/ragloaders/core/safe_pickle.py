@@ -1,4 +1,4 @@
-"""Reading pickles from the internet as data: no code from the file runs, no object of a library is built.
+"""Reading pickles from the internet as data: no code from the file runs, no pandas or numpy object is built.
 
 `pickle.load` calls whatever a pickle names (`os.system`, `builtins.eval`, any importable function),
 and even the constructors a data pickle names (pandas' `BlockManager.__setstate__`, numpy's
