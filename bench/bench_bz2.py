@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 import indexed_bzip2
 from ragloaders.core.compressed import open_bz2, open_joined, order_parts
-from ragloaders.core.readers import iter_lines
+from ragloaders.core.readers.lines import iter_lines
 
 CHUNK = 1 << 20
 

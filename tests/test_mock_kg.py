@@ -12,6 +12,7 @@ import logging
 import math
 import os
 import pickle
+import re
 import shutil
 import sqlite3
 import threading
@@ -22,8 +23,10 @@ import duckdb
 import pytest
 import ragloaders
 from mock_kg_generated import COMPANY_CUT, ODD_KEYS, sqlitedict_file, write_cragkg
-from ragloaders.benchmarks.crag import catalogue as crag_catalogue
-from ragloaders.benchmarks.crag import mock_kg, mock_kg_catalogue
+from ragloaders.benchmarks.crag_mock_kg import builder as mock_kg_builder
+from ragloaders.benchmarks.crag_mock_kg import catalogue as mock_kg_catalogue
+from ragloaders.benchmarks.crag_mock_kg import facts as mock_kg_facts
+from ragloaders.benchmarks.crag_mock_kg import sqlite as mock_kg_sqlite
 from ragloaders.cli import main as cli_main
 from ragloaders.core.errors import MissingSourceError, SourceError
 from ragloaders.publish.validate import integrity
@@ -68,7 +71,7 @@ def test_every_config_loads_with_plain_datasets_and_counts_equal_the_source(kg, 
         dataset = datasets.load_dataset(str(built), config, split="train")
         assert dataset.num_rows == counts[config], config
         table = mock_kg_catalogue.BY_CONFIG[config]
-        if table.reader == "sqlite_table":  # nba tables keep the file's column order
+        if table.reader is mock_kg_catalogue.Reader.SQLITE_TABLE:  # nba tables keep the file's column order
             assert set(table.key) <= set(dataset.features), config
         else:  # the key the API looks rows up by comes first
             assert list(dataset.features)[: len(table.key)] == list(table.key), config
@@ -98,14 +101,50 @@ def test_validate_reports_rows_per_config_and_repeated_keys(kg, tmp_path):
     rows = {facts["config"]: facts["rows"] for facts in report["splits"]}
     assert rows == counts  # an empty source table too: 0 rows
     assert report["ok"], report["errors"]
-    # a JSON object that names one movie twice: both rows kept, the key reported (the API keeps the last)
+    # a JSON object that names one year twice: refused, as every JSON ragloaders reads
     copy = tmp_path / "cragkg"
     shutil.copytree(root / "movie", copy / "movie")
     text = (copy / "movie" / "year_db.json").read_text()
     (copy / "movie" / "year_db.json").write_text(text[:-1] + ', "1992": {"movie_list": [1]}}')
-    years = load("movie_years", copy, tmp_path / "c2")
-    assert years.num_rows == counts["movie_years"] + 1
-    assert [r["movie_list"] for r in years if r["year"] == "1992"] == [[872243, 1080889 + 1992], [1]]
+    duplicate = f"member {counts['movie_years'] + 1} (key '1992'): duplicate key '1992'"
+    with pytest.raises(SourceError, match=re.escape(duplicate)) as caught:
+        load("movie_years", copy, tmp_path / "c2")
+    assert caught.value.path == str(copy / "movie" / "year_db.json")
+    for number, (text, problem) in enumerate([
+        ('{"a": {"name": "A", "id": 1, "id": 2}}', "member 1: duplicate key 'id'"),
+        ('{"a": {"name": "A", "oscar_awards": [{"name": "x", "name": "y"}]}}', "member 1: duplicate key 'name'"),
+        ('{"a": {"name": "A"}, "b": {"name": "x\\ud800"}}', "member 2 (key 'b'): unpaired surrogate"),
+        ('{"a": {"name": "A"}, "b\\udc00": {"name": "x"}}', "member 2 (key 'b\\udc00'): unpaired surrogate"),
+        ('{"a": {"name": "A"}, "b": {"name": "x"}} {"c": {}}', "invalid or truncated JSON after member 2"),
+    ]):
+        (copy / "movie" / "person_db.json").write_text(text)
+        with pytest.raises(SourceError, match=re.escape(problem)) as caught:
+            load("movie_persons", copy, tmp_path / f"p{number}")
+        assert caught.value.path == str(copy / "movie" / "person_db.json")
+    # a valid pair, the text `\\ud800` (an escaped backslash) and '?' itself are read as they are
+    (copy / "movie" / "person_db.json").write_text('{"a": {"name": "\\ud83d\\ude00 \\\\ud800 ?"}}')
+    assert load("movie_persons", copy, tmp_path / "ok")["name"] == ["\U0001f600 \\ud800 ?"]
+    # text that looks like a key (`\": `) sends the file to the exact parser, which reads it as it is
+    (copy / "movie" / "person_db.json").write_text('{"a": {"name": "say \\": x", "id": 1}}')
+    assert load("movie_persons", copy, tmp_path / "ok2")["name"] == ['say ": x']
+
+
+def test_sqlite_with_a_write_ahead_log_is_refused_and_left_as_it_is(kg, tmp_path):
+    root, _ = kg
+    nba = domain_copy(root, tmp_path, "sports") / "sports" / "nba.sqlite"
+    writer = sqlite3.connect(nba)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.executemany('INSERT INTO "player" VALUES (?, ?, ?)', [(f"wal-{i}", 1.0, None) for i in range(50)])
+    writer.commit()  # committed, still in nba.sqlite-wal (the connection stays open: no checkpoint on close)
+    wal = Path(str(nba) + "-wal")
+    before = (nba.read_bytes(), wal.read_bytes())
+    assert wal.stat().st_size > 0
+    with pytest.raises(SourceError, match="sqlite wal beside") as caught:
+        load("sports_nba_player", nba.parent.parent, tmp_path / "c")
+    assert caught.value.path == str(wal)
+    assert (nba.read_bytes(), wal.read_bytes()) == before
+    writer.close()
 
 
 # --- values, byte for byte ---------------------------------------------------------------------------------
@@ -251,7 +290,7 @@ def test_a_value_of_the_wrong_type_names_file_and_key(kg, tmp_path, config, file
     assert caught.value.path == str(copy / file) and where in str(caught.value)
 
 
-def test_a_cyclic_or_exploding_pickle_is_a_source_error(kg, tmp_path, monkeypatch):
+def test_a_cyclic_or_exploding_pickle_is_a_source_error(kg, tmp_path):
     root, _ = kg
     copy = domain_copy(root, tmp_path, "music")
     cycle: list = ["a"]
@@ -265,9 +304,9 @@ def test_a_cyclic_or_exploding_pickle_is_a_source_error(kg, tmp_path, monkeypatc
         shared = [shared, shared]  # 2**40 items once expanded
     with open(copy / "music" / "rank_dict_hot100.pickle", "wb") as f:
         pickle.dump({"1": [{"Date": "d", "Song": "s", "Artist": "a", "deep": shared}]}, f)
-    monkeypatch.setattr(mock_kg, "MAX_NODES", 100_000)
-    with pytest.raises(SourceError, match="MAX_NODES"):
+    with pytest.raises(SourceError, match="expands to more than 64 units per byte") as caught:
         load("music_billboard_ranks", copy, tmp_path / "c")
+    assert caught.value.path == str(copy / "music" / "rank_dict_hot100.pickle")
 
 
 def test_json_and_jsonl_errors_name_file_and_place(kg, tmp_path):
@@ -358,7 +397,7 @@ def mirror(kg, tmp_path, monkeypatch):
     handler.log_message = lambda *args: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv(crag_catalogue.BASE_URL_ENV, f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setenv(mock_kg_facts.BASE_URL_ENV, f"http://127.0.0.1:{server.server_port}")
     yield served / "mock_api" / "cragkg"
     server.shutdown()
 
@@ -366,7 +405,7 @@ def mirror(kg, tmp_path, monkeypatch):
 def with_size(monkeypatch, relpath: str, size: int) -> None:
     files = dict(mock_kg_catalogue.SOURCE_FILES)
     files[relpath] = dataclasses.replace(files[relpath], size=size)
-    monkeypatch.setattr(mock_kg, "SOURCE_FILES", files)
+    monkeypatch.setattr(mock_kg_builder, "SOURCE_FILES", files)
 
 
 def test_download_checks_size(mirror, monkeypatch, tmp_path):
@@ -381,7 +420,7 @@ def test_download_checks_size(mirror, monkeypatch, tmp_path):
 
 
 def test_official_urls_and_sizes():
-    downloads = mock_kg.MockKgBuilder.downloads(mock_kg_catalogue.BY_CONFIG["open_entities"])
+    downloads = mock_kg_builder.MockKgBuilder.downloads(mock_kg_catalogue.BY_CONFIG["open_entities"])
     assert [d.url for d in downloads] == [
         "https://github.com/facebookresearch/CRAG/raw/refs/heads/main/mock_api/cragkg/open/kg.0.jsonl.bz2",
         "https://github.com/facebookresearch/CRAG/raw/refs/heads/main/mock_api/cragkg/open/kg.1.jsonl.bz2"]
@@ -392,7 +431,7 @@ def test_official_urls_and_sizes():
 
 def test_tables_are_bounded(kg, monkeypatch):
     root, _ = kg
-    monkeypatch.setattr(mock_kg, "BATCH_ROWS", 4)
+    monkeypatch.setattr(mock_kg_sqlite, "BATCH_ROWS", 4)
     builder = ragloaders.builder(PATH, "sports_nba_play_by_play", data_dir=str(root))
     generator = builder._split_generators(None)[0]
     sizes = [table.num_rows for _, table in builder._generate_tables(**generator.gen_kwargs)]
@@ -410,3 +449,18 @@ def test_num_proc_gives_the_same_rows(kg, tmp_path):
         two = ragloaders.load(PATH, config, split="train", data_dir=str(root), cache_dir=str(tmp_path / "two"),
                               num_proc=2)
         assert two.to_list() == one.to_list()
+
+
+def test_the_mock_kg_is_its_own_benchmark_and_imports_no_other():
+    import ast
+
+    from ragloaders.benchmarks import benchmark_of, crag_mock_kg
+
+    assert benchmark_of(PATH) is crag_mock_kg.BENCHMARK and PATH not in benchmark_of("crag/task_3").builders
+    for source in Path(crag_mock_kg.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 2:  # `from ..x import y`: a sibling benchmark
+                raise AssertionError(f"{source.name} imports from ..{node.module}")
+            if isinstance(node, ast.ImportFrom | ast.Import):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                assert not any(name.startswith("ragloaders.benchmarks.") for name in names), source.name

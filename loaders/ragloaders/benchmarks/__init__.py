@@ -6,9 +6,10 @@ from ..core.facts import Benchmark
 from .beir import BENCHMARK as BEIR
 from .beir_format import BENCHMARK as BEIR_FORMAT
 from .crag import BENCHMARK as CRAG
+from .crag_mock_kg import BENCHMARK as CRAG_MOCK_KG
 from .mmrag import BENCHMARK as MMRAG
 
-BENCHMARKS: tuple[Benchmark, ...] = (BEIR, CRAG, MMRAG, BEIR_FORMAT)
+BENCHMARKS: tuple[Benchmark, ...] = (BEIR, CRAG, CRAG_MOCK_KG, MMRAG, BEIR_FORMAT)
 
 
 def benchmark_of(path: str) -> Benchmark:

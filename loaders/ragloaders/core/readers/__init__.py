@@ -25,12 +25,3 @@ Rules for bad input (each a SourceError naming the file and the line or record):
 Modules: `lines` (line chunking), `threads` (read-ahead and parse threads), `strict_json` (the JSON rules),
 `values` (`conform`), `arrow_batches` (bounded tables, IPC files), `jsonl`, `qrels`, `json_array`.
 """
-
-# benchmarks/crag/mock_kg.py imports these from the package; it is being split into its own package on another
-# branch, so it keeps its import line until that lands (then this re-export goes).
-from .arrow_batches import tables_from_rows
-from .lines import BLOCK_BYTES, iter_lines
-from .strict_json import UNPAIRED_SURROGATE, DuplicateKeyError, loads_strict, refuse_duplicate_keys
-
-__all__ = ["BLOCK_BYTES", "UNPAIRED_SURROGATE", "DuplicateKeyError", "iter_lines", "loads_strict",
-           "refuse_duplicate_keys", "tables_from_rows"]

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 JSON_WHITESPACE = b" \t\r\n"
-_KEY_END = re.compile(rb'"[ \t\r\n]*:')
+KEY_END = re.compile(rb'"[ \t\r\n]*:')
 """Ends a key (and, rarely, an escaped quote in a string): its count bounds the number of keys in the text."""
 _LONG_INTEGER = re.compile(rb"[0-9]{19}")
 """19 digits or more: a number that orjson may turn into a float (beyond int64 / uint64)."""
@@ -42,7 +42,7 @@ def refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
     return result
 
 
-def _count_keys(value: Any) -> int:
+def count_keys(value: Any) -> int:
     count, stack = 0, [value]
     while stack:
         item = stack.pop()
@@ -77,7 +77,7 @@ def loads_strict(text: bytes) -> Any:
         value = orjson.loads(text)
     except orjson.JSONDecodeError as e:
         raise ValueError(_json_problem(text, e)) from None
-    if _LONG_INTEGER.search(text) or len(_KEY_END.findall(text)) != _count_keys(value):
+    if _LONG_INTEGER.search(text) or len(KEY_END.findall(text)) != count_keys(value):
         value = json.loads(text, object_pairs_hook=refuse_duplicate_keys)
     return value
 

@@ -29,6 +29,7 @@ rather than failing the build: the field lists above could not be checked agains
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 import pyarrow as pa
 
@@ -129,10 +130,27 @@ SOURCE_FILES = {f.relpath: f for f in (
                "86c78cb0e43f294f94d329083b4cfd31f05efed23d3ba51ed9e40dbcad656724"),
 )}
 
-READERS = ("csv", "sqlitedict", "json_object", "jsonl_pairs", "pickle_dict", "pickle_frame", "sqlite_table")
-"""How a file is read: the company CSV; a SqliteDict file (table `unnamed`: key TEXT, value BLOB = a pickle);
-one JSON object; JSON lines of `[key, value]`; a pickled dict; a pickled pandas DataFrame; one table of a plain
-sqlite file."""
+class Reader(Enum):
+    """How a file is read."""
+
+    CSV = "csv"
+    """the company CSV"""
+    SQLITEDICT = "sqlitedict"
+    """a SqliteDict file (table `unnamed`: key TEXT, value BLOB = a pickle)"""
+    JSON_OBJECT = "json_object"
+    """one JSON object, a row per member"""
+    JSONL_PAIRS = "jsonl_pairs"
+    """JSON lines of `[key, value]`"""
+    PICKLE_DICT = "pickle_dict"
+    """a pickled dict, a row per item"""
+    PICKLE_FRAME = "pickle_frame"
+    """a pickled pandas DataFrame"""
+    SQLITE_TABLE = "sqlite_table"
+    """one table of a plain sqlite file"""
+
+
+OTHER = "other"
+"""The JSON column of a Record's undeclared fields."""
 
 
 @dataclass(frozen=True)
@@ -141,7 +159,7 @@ class MockKgTable:
 
     config: str
     files: tuple[str, ...]
-    reader: str
+    reader: Reader
     key: tuple[str, ...]
     """The column(s) the mock API looks rows up by (`ragloaders validate` reports values that repeat); () if none."""
     value: Shape | None = None
@@ -160,7 +178,7 @@ class MockKgTable:
         return self.config.split("_", 1)[0]
 
 
-def _dict_table(config: str, files: str | tuple[str, ...], reader: str, key: str, value: Shape,
+def _dict_table(config: str, files: str | tuple[str, ...], reader: Reader, key: str, value: Shape,
                 value_column: str | None = None, **facts: object) -> MockKgTable:
     files = (files,) if isinstance(files, str) else files
     return MockKgTable(config, files, reader, (key,), value, value_column, **facts)  # type: ignore[arg-type]
@@ -168,33 +186,33 @@ def _dict_table(config: str, files: str | tuple[str, ...], reader: str, key: str
 
 TABLES: tuple[MockKgTable, ...] = (
     MockKgTable(
-        "finance_company", ("finance/company_name.dict",), "csv", ("Name",),
+        "finance_company", ("finance/company_name.dict",), Reader.CSV, ("Name",),
         endpoints=("/finance/get_company_name", "/finance/get_ticker_by_name"),
         holds="company names with their ticker (`index`: the first, unnamed column of the CSV)",
         example="SELECT Symbol FROM {parquet} WHERE Name = 'Apple Inc. Common Stock'",
     ),
-    _dict_table("finance_price", "finance/finance_price.sqlite", "sqlitedict", "ticker", PRICES, "prices",
+    _dict_table("finance_price", "finance/finance_price.sqlite", Reader.SQLITEDICT, "ticker", PRICES, "prices",
                 endpoints=("/finance/get_price_history",),
                 holds="one year of daily Open, High, Low, Close, Volume per ticker",
                 example="SELECT p.date, p.Close FROM {parquet}, UNNEST(prices) AS t(p) WHERE ticker = 'META'"),
-    _dict_table("finance_detailed_price", "finance/finance_detailed_price.sqlite", "sqlitedict", "ticker",
+    _dict_table("finance_detailed_price", "finance/finance_detailed_price.sqlite", Reader.SQLITEDICT, "ticker",
                 PRICES, "prices", endpoints=("/finance/get_detailed_price_history",),
                 holds="the last 5 days of 1-minute Open, High, Low, Close, Volume per ticker",
                 example="SELECT len(prices) FROM {parquet} WHERE ticker = 'META'"),
-    _dict_table("finance_dividend", "finance/finance_dividend.sqlite", "sqlitedict", "ticker",
+    _dict_table("finance_dividend", "finance/finance_dividend.sqlite", Reader.SQLITEDICT, "ticker",
                 Entries("date", F, "dividend"), "dividends", endpoints=("/finance/get_dividends_history",),
                 holds="dividends paid, by date, per ticker",
                 example="SELECT d.date, d.dividend FROM {parquet}, UNNEST(dividends) AS t(d) WHERE ticker = 'META'"),
-    _dict_table("finance_marketcap", "finance/finance_marketcap.sqlite", "sqlitedict", "ticker", F, "market_cap",
+    _dict_table("finance_marketcap", "finance/finance_marketcap.sqlite", Reader.SQLITEDICT, "ticker", F, "market_cap",
                 endpoints=("/finance/get_market_capitalization",), holds="market capitalisation per ticker",
                 example="SELECT market_cap FROM {parquet} WHERE ticker = 'META'"),
-    _dict_table("finance_info", "finance/finance_info.sqlite", "sqlitedict", "ticker", Json(), "info",
+    _dict_table("finance_info", "finance/finance_info.sqlite", Reader.SQLITEDICT, "ticker", Json(), "info",
                 endpoints=("/finance/get_info", "/finance/get_eps", "/finance/get_pe_ratio"),
                 holds="the yfinance `info` object per ticker, as JSON text (its keys vary per ticker)",
                 example="SELECT json_extract(info, '$.forwardEps') AS eps, json_extract(info, '$.forwardPE') AS pe "
                         "FROM {parquet} WHERE ticker = 'META'"),
     _dict_table(
-        "movie_movies", "movie/movie_db.json", "json_object", "key",
+        "movie_movies", "movie/movie_db.json", Reader.JSON_OBJECT, "key",
         Record((("title", S), ("id", I), ("release_date", S), ("original_title", S), ("original_language", S),
                 ("budget", I), ("revenue", I), ("rating", F), ("genres", ListOf(Record((("id", I), ("name", S))))),
                 ("oscar_awards", OSCAR),
@@ -205,59 +223,59 @@ TABLES: tuple[MockKgTable, ...] = (
         example="SELECT title, release_date, budget FROM {parquet} WHERE id = 100",
     ),
     _dict_table(
-        "movie_persons", "movie/person_db.json", "json_object", "key",
+        "movie_persons", "movie/person_db.json", Reader.JSON_OBJECT, "key",
         Record((("name", S), ("id", I), ("acted_movies", ListOf(I)), ("directed_movies", ListOf(I)),
                 ("birthday", S), ("oscar_awards", OSCAR)), other=True),
         endpoints=("/movie/get_person_info", "/movie/get_person_info_by_id"),
         holds="people of the movie domain, keyed by normalised name",
         example="SELECT name, birthday, len(acted_movies) FROM {parquet} WHERE id = 100",
     ),
-    _dict_table("movie_years", "movie/year_db.json", "json_object", "year",
+    _dict_table("movie_years", "movie/year_db.json", Reader.JSON_OBJECT, "year",
                 Record((("movie_list", ListOf(I)), ("oscar_awards", OSCAR)), other=True),
                 endpoints=("/movie/get_year_info",), holds="per year: its movie ids and that year's Oscar awards",
                 example="SELECT len(movie_list) FROM {parquet} WHERE year = '1992'"),
-    _dict_table("music_artists", "music/artist_dict_simplified.pickle", "pickle_dict", "artist",
+    _dict_table("music_artists", "music/artist_dict_simplified.pickle", Reader.PICKLE_DICT, "artist",
                 Record((("country", S), ("birth_date", S), ("end_date", S), ("members", ListOf(S))), other=True),
                 endpoints=("/music/search_artist_entity_by_name", "/music/get_artist_birth_place",
                            "/music/get_artist_birth_date", "/music/get_members", "/music/get_lifespan"),
                 holds="artists and bands: country, birth (or start) date, end date, members",
                 example="SELECT country, birth_date, end_date FROM {parquet} WHERE artist = 'Adele'"),
-    _dict_table("music_songs", "music/song_dict_simplified.pickle", "pickle_dict", "song",
+    _dict_table("music_songs", "music/song_dict_simplified.pickle", Reader.PICKLE_DICT, "song",
                 Record((("author", S), ("country", S), ("date", S)), other=True),
                 endpoints=("/music/search_song_entity_by_name", "/music/get_song_author",
                            "/music/get_song_release_country", "/music/get_song_release_date"),
                 holds="songs: author, release country, release date",
                 example="SELECT author, country, date FROM {parquet} WHERE song = 'I Can Feel It'"),
-    _dict_table("music_artist_works", "music/artist_work_dict.pickle", "pickle_dict", "artist", ListOf(S), "works",
+    _dict_table("music_artist_works", "music/artist_work_dict.pickle", Reader.PICKLE_DICT, "artist", ListOf(S), "works",
                 endpoints=("/music/get_artist_all_works",), holds="the titles of every work of an artist",
                 example="SELECT unnest(works) FROM {parquet} WHERE artist = 'Adele'"),
-    _dict_table("music_billboard_ranks", "music/rank_dict_hot100.pickle", "pickle_dict", "rank",
+    _dict_table("music_billboard_ranks", "music/rank_dict_hot100.pickle", Reader.PICKLE_DICT, "rank",
                 ListOf(Record((("Date", S), ("Song", S), ("Artist", S)), other=True)), "entries",
                 endpoints=("/music/get_billboard_rank_date",),
                 holds="per Billboard Hot 100 rank (as a string, '1'..'100'): the song and artist at that rank, by date",
                 example="SELECT e.Song, e.Artist FROM {parquet}, UNNEST(entries) AS t(e) "
                         "WHERE rank = '1' AND e.Date = '2024-02-28'"),
-    _dict_table("music_billboard_songs", "music/song_dict_hot100.pickle", "pickle_dict", "song",
+    _dict_table("music_billboard_songs", "music/song_dict_hot100.pickle", Reader.PICKLE_DICT, "song",
                 Entries("date", ListOf(S), "row"), "charts", endpoints=("/music/get_billboard_attributes",),
                 holds="per song on the Hot 100: its chart row (strings) on each chart date; the API reads row[3] as "
                       "the rank and row[4..6] as last week / top position / weeks in chart, in another order when "
                       "row[6] is '-'",
                 example="SELECT c.row FROM {parquet}, UNNEST(charts) AS t(c) "
                         "WHERE song = 'Texas Hold ''Em' AND c.date = '2024-02-28'"),
-    MockKgTable("music_grammy", ("music/grammy_df.pickle",), "pickle_frame", (),
+    MockKgTable("music_grammy", ("music/grammy_df.pickle",), Reader.PICKLE_FRAME, (),
                 endpoints=("/music/grammy_get_best_artist_by_year", "/music/grammy_get_award_count_by_artist",
                            "/music/grammy_get_award_count_by_song", "/music/grammy_get_best_song_by_year",
                            "/music/grammy_get_award_date_by_artist", "/music/grammy_get_best_album_by_year",
                            "/music/grammy_get_all_awarded_artists"),
                 holds="Grammy awards, one row per nomination, with the DataFrame's own columns",
                 example="SELECT nominee FROM {parquet} WHERE category = 'Best New Artist' AND year = 1998"),
-    _dict_table("open_entities", ("open/kg.0.jsonl.bz2", "open/kg.1.jsonl.bz2"), "jsonl_pairs", "entity",
+    _dict_table("open_entities", ("open/kg.0.jsonl.bz2", "open/kg.1.jsonl.bz2"), Reader.JSONL_PAIRS, "entity",
                 Record((("summary_text", T), ("summary_structured", Json()), ("raw_mediawiki", T)), other=True),
                 endpoints=("/open/search_entity_by_name", "/open/get_entity"),
                 holds="Wikipedia-like entities: lead text, the infobox as a JSON object, the MediaWiki source",
                 example="SELECT summary_text, json_extract_string(summary_structured, '$.official_name') "
                         "FROM {parquet} WHERE entity = 'Florida City, Florida'"),
-    MockKgTable("sports_soccer_team_matches", ("sports/soccer_team_match_stats.pkl",), "pickle_frame",
+    MockKgTable("sports_soccer_team_matches", ("sports/soccer_team_match_stats.pkl",), Reader.PICKLE_FRAME,
                 ("league", "season", "team", "game"), endpoints=("/sports/soccer/get_games_on_date",),
                 holds="one row per team per match (the DataFrame's MultiIndex league, season, team, game, then its "
                       "columns); the API skips rows whose league is null",
@@ -284,7 +302,7 @@ NBA_FACTS = {
                          example="SELECT * FROM {parquet} WHERE game_id IN ('0022200547', '0029600027')"),
 }
 TABLES += tuple(
-    MockKgTable(f"sports_nba_{name}", (NBA_FILE,), "sqlite_table", sqlite_table=name,
+    MockKgTable(f"sports_nba_{name}", (NBA_FILE,), Reader.SQLITE_TABLE, sqlite_table=name,
                 **{"key": (), "holds": f"the `{name}` table of nba.sqlite, with its own columns",
                    **NBA_FACTS.get(name, {})})
     for name in NBA_TABLES

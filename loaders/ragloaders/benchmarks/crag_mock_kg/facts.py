@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
-
 from ...core.facts import CardFacts, KnownDefect, PublishedCounts
 from ...core.sources import mirror_base
-from .catalogue import BASE_URL, BASE_URL_ENV, HOMEPAGE, LICENSE
-from .citations import CITATION
-from .mock_kg_catalogue import NBA_TABLES, SOURCE_FILES, SPLIT, TABLES
+from .catalogue import NBA_TABLES, SOURCE_FILES, SPLIT, TABLES
 
 PATH = "crag/mock_kg"
+BASE_URL = "https://github.com/facebookresearch/CRAG/raw/refs/heads/main"
+BASE_URL_ENV = "RAGLOADERS_CRAG_BASE_URL"
+"""Set to a mirror laid out like the CRAG repository (`mock_api/cragkg/<file>`); sizes are still checked. The same
+variable as the CRAG tasks': one mirror of the repository serves both."""
+LICENSE = "CC BY-NC 4.0"
+HOMEPAGE = "https://github.com/facebookresearch/CRAG"
+CITATION = """@article{yang2024crag,
+  title={{CRAG} -- Comprehensive {RAG} Benchmark},
+  author={Xiao Yang and Kai Sun and Hao Xin and Yushi Sun and Nikita Bhalla and Xiangsen Chen and Sajal Choudhary and
+          Rongze Daniel Gui and Ziran Will Jiang and Ziyu Jiang and Lingkun Kong and Brian Moran and Jiaqi Wang and
+          Yifan Ethan Xu and An Yan and Chenyu Yang and Eting Yuan and Hanwen Zha and Nan Tang and Lei Chen and
+          Nicolas Scheffer and Yue Liu and Nirav Shah and Rakesh Wanga and Anuj Kumar and Wen-tau Yih and
+          Xin Luna Dong},
+  journal={arXiv preprint arXiv:2406.04744},
+  year={2024},
+  url={https://arxiv.org/abs/2406.04744}
+}"""
+"""The mock KGs belong to CRAG's release: its paper is the one to cite (the same text as the CRAG tasks' card)."""
 
 FIELD_NOTES = {
     "finance_company.Name": "company name, as the CSV has it (the key of /finance/get_ticker_by_name)",
@@ -34,8 +47,9 @@ FIELD_NOTES = {
     "GA": "JSON text: the source mixes integers and strings in this column",
 }
 CARD_NOTES = (
-    "The mock API keeps the last of two equal keys (a JSON object member or CSV name given twice, an entity in both "
-    "open/kg.0 and kg.1): every row is kept here, and `ragloaders validate` reports keys that repeat.",
+    "The mock API keeps the last of two equal keys (a CSV name given twice, an entity in both open/kg.0 and kg.1): "
+    "every row is kept here, and `ragloaders validate` reports keys that repeat. A JSON object that names a key "
+    "twice is refused, as every JSON file ragloaders reads.",
     "`sports_soccer_team_matches` holds rows whose `league` is null; the mock API leaves them out.",
     "NaN, pandas' missing value, is null here, as the mock API's JSON shows it.",
     "nba.sqlite is assumed to hold the 16 tables of the Kaggle \"NBA Database\" it matches; a table of the file that "
@@ -46,9 +60,8 @@ CARD_NOTES = (
 
 
 def keys(path: str) -> dict[str, tuple[str, ...]]:
-    """config -> the column(s) the mock API looks rows up by (`validate` reports values that repeat); {} for the
-    other CRAG paths."""
-    return {table.config: table.key for table in TABLES} if path.strip("/") == PATH else {}
+    """config -> the column(s) the mock API looks rows up by (`validate` reports values that repeat)."""
+    return {table.config: table.key for table in TABLES}
 
 
 def published_counts(path: str) -> PublishedCounts:
@@ -96,16 +109,4 @@ def card_facts(path: str) -> CardFacts:
         tags=["crag", "knowledge-graph"],
         homepage=HOMEPAGE,
     )
-
-
-Fact = TypeVar("Fact")
-
-
-def with_mock_kg(mock_kg: Callable[[str], Fact], tasks: Callable[[str], Fact]) -> Callable[[str], Fact]:
-    """One of the crag benchmark's fact functions: `mock_kg`'s for `crag/mock_kg`, `tasks`' for the task paths."""
-
-    def facts(path: str) -> Fact:
-        return mock_kg(path) if path.strip("/") == PATH else tasks(path)
-
-    return facts
 
