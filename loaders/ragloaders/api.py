@@ -11,6 +11,7 @@ import datasets
 from .benchmarks import BENCHMARKS
 from .core.builder import RagBuilder
 from .core.errors import MissingSourceError
+from .core.repository import open_repository
 
 
 def registry() -> dict[str, type[RagBuilder]]:
@@ -29,9 +30,30 @@ def did_you_mean(name: str, known: list[str]) -> str:
     return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
 
 
+def group_members(path: str) -> tuple[str, ...]:
+    """The member paths of a group path (`beir/cqadupstack` -> its 12 forums); () for any other name.
+
+    One rule for a group path, in every command: it stands for its members. `list` shows it with them; `validate`,
+    `bm25` and `eval` run on each member (`eval` averages their means, as BEIR does); `load`, `build` and `push`,
+    which make one dataset, refuse it and name the members (their ids repeat across members)."""
+    normalized = path.strip("/")
+    return next((b.eval_conventions(normalized).mean_over for b in BENCHMARKS
+                 if normalized.split("/")[0] == b.name and normalized not in b.builders), ())
+
+
+def is_benchmark_path(path: str) -> bool:
+    """Whether `path` names a benchmark path, a group path, or a misspelt one of a benchmark family (`beir/scifcat`):
+    anything else is a built folder or a hub repository (`ragloaders.core.repository`)."""
+    normalized = path.strip("/")
+    return normalized in registry() or normalized.split("/")[0] in {b.name for b in BENCHMARKS}
+
+
 def _builder_class(path: str) -> type[RagBuilder]:
     paths = registry()
     normalized = path.strip("/")
+    if members := group_members(normalized):
+        raise ValueError(f"{normalized} is a group of {len(members)} paths whose ids repeat across them; load, build "
+                         f"or push one of them: {', '.join(members)} (validate, bm25 and eval take the group)")
     if normalized not in paths:
         raise ValueError(f"unknown path {path!r}{did_you_mean(normalized, list(paths))}; `ragloaders list` shows the "
                          f"{len(paths)} known paths")
@@ -95,10 +117,15 @@ def load(
     """Load a benchmark config as `datasets.load_dataset` would load its published hub repository.
 
     Args:
-        path: a benchmark path, e.g. `beir/scifact`, `crag/task_1_and_2`, `mmrag` (`ragloaders list` shows all).
+        path: a benchmark path, e.g. `beir/scifact`, `crag/task_1_and_2`, `crag/mock_kg`, `mmrag` (`ragloaders list`
+            shows all); or a folder `ragloaders build` wrote (`./scifact`), or a hub dataset repository id
+            (`org/name`, ragloaders' or mteb's layout; with HF_HUB_OFFLINE=1 its copy in the hub cache), which
+            `datasets.load_dataset` reads.
         config: one of the path's configs: BEIR `corpus` / `queries` / `qrels`; CRAG `records` (every field of
             every record), `queries`, `corpus`, `search_results`, `top_ranked`; mmRAG `records`, `queries`,
-            `qrels`, `corpus`.
+            `qrels`, `corpus`; `crag/mock_kg` one config per table of CRAG's mock knowledge graphs,
+            `<domain>_<table>` (e.g. `finance_company_name`; `ragloaders list` names them), built from the files of
+            CRAG's `mock_api/cragkg/` (`data_dir`, or downloaded).
         split: one split (a `Dataset`) instead of all (a `DatasetDict`).
         data_dir: a folder holding the files as the benchmark distributes them (the archive or its extracted files);
             required for datasets that cannot be downloaded (bioasq, signal1m, trec-news, robust04).
@@ -112,8 +139,12 @@ def load(
         Ids are strings exactly as in the source.
 
     Raises:
-        ValueError: unknown path, config or split (with "did you mean ...?" for a close name).
-        MissingSourceError: no source files where they are expected (`data_dir`, or not downloadable).
+        ValueError: unknown path, config or split (with "did you mean ...?" for a close name), or a group path
+            (`beir/cqadupstack`: load one of its members).
+        MissingSourceError: no source files where they are expected (`data_dir`, or not downloadable), or no folder
+            of that name.
+        ConnectionError (`core.repository.HubError`): a repository id, and the hub cannot be reached (one line:
+            the repository, the cause, the remedies) or has no such repository.
         SourceError: a source file is damaged or not as the benchmark specifies; names the file and record.
 
     Example:
@@ -122,6 +153,11 @@ def load(
         >>> qrels[0]  # doctest: +SKIP
         {'query-id': '1', 'corpus-id': '31715818', 'score': 1}
     """
+    if not is_benchmark_path(path):
+        if data_dir:
+            raise ValueError(f"{path}: data_dir is for a benchmark path, not for a built folder or repository")
+        return open_repository(path).load(config, split=split, streaming=streaming, cache_dir=cache_dir,
+                                          num_proc=num_proc, **config_kwargs)
     dataset_builder = builder(path, config, data_dir=data_dir, cache_dir=cache_dir, **config_kwargs)
     names = dataset_builder.split_names() if split is not None else None
     if names is not None and split not in names:

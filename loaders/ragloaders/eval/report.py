@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.facts import EvalConventions
-from .data import all_query_ids, conventions_of, corpus_tables, load_qrels, missing_doc_ids, require_labels
+from .data import all_query_ids, corpus_tables, load_qrels, missing_doc_ids, open_source, require_labels
 from .metrics import Metric, parse_metrics, require_extra, score
 from .runs import Run, checked_run, read_run
 
@@ -103,12 +103,15 @@ def evaluate(
     per_query: bool = False,
     data_dir: str | None = None,
     cache_dir: str | None = None,
+    benchmark: str | None = None,
 ) -> EvalReport:
     """Score `run` (a run file, or {query id: {document id: score}}) against the `split` qrels of `path`, the way
-    the benchmark's authors do (see EvalConventions); `relevance_level` overrides the benchmark's."""
-    path = path.strip("/")
-    conventions = conventions_of(path)
-    require_labels(path, conventions)
+    the benchmark's authors do (see EvalConventions); `relevance_level` overrides the benchmark's. `path` may also
+    be a built folder or a hub repository (see data.open_source; `benchmark` names its path when its card does
+    not)."""
+    shown = path.strip("/")
+    path, conventions = open_source(path, benchmark)
+    require_labels(shown, conventions)
     require_extra("pytrec_eval")
     run = checked_run(run) if isinstance(run, dict) else read_run(os.fspath(run))
     chosen = parse_metrics(metrics)
@@ -121,7 +124,7 @@ def evaluate(
     scores = score(qrels, run, chosen, relevance_level=level, ignore_identical_ids=conventions.ignore_identical_ids)
     doc_ids = (doc_id for docs in run.values() for doc_id in docs)
     return EvalReport(
-        path, split, level, scores.mean, len(qrels), scores.per_query if per_query else None,
+        shown, split, level, scores.mean, len(qrels), scores.per_query if per_query else None,
         unranked_queries=scores.unranked_queries,
         unknown_queries=[query_id for query_id in run if query_id not in known],
         unjudged_queries=sum(1 for query_id in run if query_id in known and query_id not in qrels),

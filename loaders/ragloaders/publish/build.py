@@ -22,10 +22,12 @@ from .validate import integrity_of, source_of
 logger = logging.getLogger(__name__)
 
 
-def build_identity(path: str, data_dir: str | None, cache_dir: str | None, repo_id: str | None) -> dict:
-    """What a built folder was built from (kept in its manifest): the builders' cache hashes cover the code and
-    the source files."""
-    hashes = {config: builder(path, config, data_dir=data_dir, cache_dir=cache_dir).hash for config in configs_of(path)}
+def build_identity(path: str, data_dir: str | None, cache_dir: str | None, repo_id: str | None,
+                   config_kwargs: dict[str, Any] | None = None) -> dict:
+    """What a built folder was built from (kept in its manifest): the builders' cache hashes cover the code, the
+    config parameters (`config_kwargs`, e.g. CRAG's release) and the source files."""
+    hashes = {config: builder(path, config, data_dir=data_dir, cache_dir=cache_dir, **(config_kwargs or {})).hash
+              for config in configs_of(path)}
     return {"path": path.strip("/"), "repo_id": repo_id, "builders": hashes}
 
 
@@ -43,7 +45,7 @@ def build_folder(path: str, out: str, *, data_dir: str | None = None, cache_dir:
     """
     with OutputFolder(out, data_dir=data_dir, cache_dir=cache_dir, into_existing=into_existing, altered=altered,
                       option=option) as folder:
-        identity = build_identity(path, data_dir, cache_dir, options.get("repo_id"))
+        identity = build_identity(path, data_dir, cache_dir, options.get("repo_id"), options.get("config_kwargs"))
         outputs = write_folder(path, folder.work, data_dir=data_dir, cache_dir=cache_dir, **options)
         folder.commit(identity)
     return outputs
@@ -59,16 +61,19 @@ def write_folder(
     repo_id: str | None = None,
     extra_tables: dict[str, dict[str, pa.Table]] | None = None,
     extra_notes: dict[str, str] | None = None,
+    config_kwargs: dict[str, Any] | None = None,
+    load_as: str | None = None,
 ) -> list[ConfigOutput]:
     """Prepare every config of `path` once and write `staging/<config>/<split>-*.parquet` plus `staging/README.md`
     (into a new folder: `build_folder` swaps it into place). `repo_id` goes into the card's
     `load_dataset` lines; the card shows the integrity report of the prepared configs. `extra_tables`
     ({config: {split: table}}, e.g. BM25's `top_ranked`) are written beside the built configs, and
-    `extra_notes` ({config: how it was made}) go into the card.
+    `extra_notes` ({config: how it was made}) go into the card. `config_kwargs` are the builders' config parameters
+    (CRAG's `release`); `load_as` is what the card's load lines name when there is no `repo_id` (the folder).
     """
     outputs, prepared, builders = [], {}, {}
     for config in tqdm(configs_of(path), desc=f"Building {path}", unit="config"):
-        dataset_builder = builder(path, config, data_dir=data_dir, cache_dir=cache_dir)
+        dataset_builder = builder(path, config, data_dir=data_dir, cache_dir=cache_dir, **(config_kwargs or {}))
         dataset_builder.download_and_prepare(num_proc=num_proc)
         builders[config] = dataset_builder
         written = write_config(dataset_builder, staging)
@@ -84,7 +89,7 @@ def write_folder(
     with open(os.path.join(staging, "README.md"), "w", encoding="utf-8") as f:
         integrity = integrity_of(path, prepared, source=source_of(path, builders, sha256=True))
         f.write(render_card(path, outputs, data_dir=data_dir, integrity=integrity, repo_id=repo_id,
-                            derived=extra_notes))
+                            derived=extra_notes, load_as=load_as))
     return outputs
 
 

@@ -8,7 +8,6 @@ YAML (task categories, language, tags) come from `dataset_cards/<family>.md`, a 
 from __future__ import annotations
 
 import os
-import re
 import string
 from importlib import resources
 from typing import Any
@@ -21,7 +20,8 @@ from huggingface_hub import DatasetCardData
 
 from ..benchmarks import benchmark_of
 from ..core.facts import CardFacts
-from .parquet import ConfigOutput
+from ..core.repository import BUILT_FROM, BUILT_FROM_PATTERN  # noqa: F401 (validate reads the pattern here)
+from .parquet import CUTTING_RULE, LARGE_ROW_BYTES, ConfigOutput
 
 TEMPLATES_ENV = "RAGLOADERS_CARD_TEMPLATES"
 """Folder holding `<family>.md`; by default the package's `ragloaders.dataset_cards` (the top-level
@@ -32,10 +32,6 @@ DEFAULT_CONFIG = "records"
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
                    (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"))
 LIST_PREVIEW = 10
-BUILT_FROM = "<!-- built by ragloaders from {path} -->"
-"""The last line of every card (invisible when rendered): `validate` of a built folder or repository reads it to
-apply the path's declared upstream defects."""
-BUILT_FROM_PATTERN = re.compile(r"^<!-- built by ragloaders from (\S+) -->$", re.MULTILINE)
 
 def facts_for(path: str) -> CardFacts:
     """The `CardFacts` the path's benchmark declares."""
@@ -89,14 +85,27 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
-def load_section(repo_id: str, outputs: list[ConfigOutput]) -> str:
+def load_section(repo_id: str, outputs: list[ConfigOutput], *, folder: bool = False) -> str:
+    """The `load_dataset` line of every config of the repository `repo_id` (or, `folder`, of the local folder of
+    that name), and a DuckDB query over the first config's files."""
     lines = ["```python", "from datasets import load_dataset", ""]
     lines += [f'{o.name} = load_dataset("{repo_id}", "{o.name}")' for o in outputs]
+    where = f"{repo_id.rstrip('/')}/" if folder else f"hf://datasets/{repo_id}/"
     lines += ["```", "", "Streaming works the same way: add `streaming=True`. The files are plain Parquet, so other "
               "engines read them too, e.g. DuckDB:", "", "```sql"]
-    lines += [f"SELECT count(*) FROM 'hf://datasets/{repo_id}/{o.data_files[0]['path']}';" for o in outputs[:1]]
+    lines += [f"SELECT count(*) FROM '{where}{o.data_files[0]['path']}';" for o in outputs[:1]]
     lines += ["```"]
+    if folder:
+        lines += ["", f"This card was written for the folder `{repo_id}`; once it is pushed to the hub (`ragloaders "
+                  f"push {repo_id} --repo-id ORG/NAME`), load it by the repository's id in its place."]
     return "\n".join(lines)
+
+
+def configs_sentence(outputs: list[ConfigOutput]) -> str:
+    """How many configs this build has, named (it may hold more than the benchmark's own, e.g. `build --with`)."""
+    names = [f"`{o.name}`" for o in outputs]
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"This build has {len(outputs)} config{'s' if len(outputs) != 1 else ''}: {listed}."
 
 
 def fields_section(outputs: list[ConfigOutput], notes: dict[str, str]) -> str:
@@ -115,7 +124,14 @@ def splits_section(outputs: list[ConfigOutput]) -> str:
             file_bytes = getattr(split, "file_bytes", 0)
             rows.append([output.name, split.name, f"{split.num_examples:,}", f"{split.num_bytes:,}",
                          len(split.files), f"{file_bytes:,}" if file_bytes else "—"])
-    return _table(["config", "split", "rows", "bytes (Arrow)", "Parquet files", "bytes (Parquet)"], rows)
+    parts = [_table(["config", "split", "rows", "bytes (Arrow)", "Parquet files", "bytes (Parquet)"], rows),
+             CUTTING_RULE]
+    large = [f"`{o.name}/{s.name}` ({s.num_bytes / s.num_examples / (1 << 20):.1f} MiB)" for o in outputs
+             for s in o.splits.values() if s.num_examples and s.num_bytes / s.num_examples > LARGE_ROW_BYTES]
+    if large:
+        parts.append(f"Rows average more than {LARGE_ROW_BYTES >> 20} MiB in {', '.join(large)}: the dataset viewer "
+                     "may not show them; `datasets` and the other engines read them.")
+    return "\n\n".join(parts)
 
 
 def _official_files(facts: CardFacts, source: dict | None) -> list[dict]:
@@ -353,17 +369,19 @@ def render_card(
     integrity: dict | None = None,
     repo_id: str | None = None,
     derived: dict[str, str] | None = None,
+    load_as: str | None = None,
 ) -> str:
     """README.md for a folder built from `path`: YAML front matter, then the family template's sections;
-    `derived` says how each config made from the data (not from the source files) was made."""
+    `derived` says how each config made from the data (not from the source files) was made. The load lines name
+    `repo_id`, else the folder `load_as` (a build with `--out`), else a placeholder."""
     facts = facts_for(path)
     family_yaml, body = read_template(facts.family)
     sections = {
         "path": path,
         "pretty_name": facts.pretty_name,
-        "summary": facts.summary,
+        "summary": f"{facts.summary} {configs_sentence(outputs)}",
         "homepage": facts.homepage or "—",
-        "load": load_section(repo_id or REPO_PLACEHOLDER, outputs),
+        "load": load_section(repo_id or load_as or REPO_PLACEHOLDER, outputs, folder=not repo_id and bool(load_as)),
         "fields": fields_section(outputs, facts.field_notes),
         "splits": splits_section(outputs),
         "integrity": integrity_section(integrity),

@@ -36,6 +36,7 @@ from ...core.readers import (
     map_ahead,
     tables_from_rows,
 )
+from ...core.repository import hub_offline, probe_hub
 from ...core.sources import SourceFiles, download_cause
 from .catalogue import (
     ALL_FILES,
@@ -361,6 +362,8 @@ def download_from_hub(filename: str, cache_dir: str | None) -> str:
     """One file of the hub dataset, downloaded (or found in the cache) with huggingface_hub; its local path."""
     from huggingface_hub import hf_hub_download, hf_hub_url
 
+    if not hub_offline():
+        probe_hub(HUB_REPO_ID)  # an unreachable hub: one line within seconds, before hf_hub_download's retries
     try:
         return hf_hub_download(
             repo_id=HUB_REPO_ID, repo_type="dataset", filename=filename, revision=HUB_REVISION, cache_dir=cache_dir

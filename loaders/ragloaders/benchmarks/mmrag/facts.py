@@ -49,7 +49,7 @@ def card_facts(path: str) -> CardFacts:
         family="mmrag",
         pretty_name="mmRAG",
         summary=(
-            "mmRAG as four configs: `records` (the full query records), `queries` and `qrels` (splits `train`, `dev`, "
+            "mmRAG as configs `records` (the full query records), `queries` and `qrels` (splits `train`, `dev`, "
             "`test`) and `corpus` (split `corpus`: every chunk of processed_documents.json). mmRAG publishes "
             + " / ".join(f"{count:,}" for count in PUBLISHED_QUERIES.values())
             + " queries (train / dev / test) and about 3.2M chunks."
