@@ -46,7 +46,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     from .publish.cards import DEFAULT_CONFIG
     from .publish.listing import path_size, supplied_by_user
 
+    from .api import group_members
+
+    groups_shown = set()
     for path in registry():
+        group = path.rsplit("/", 1)[0]
+        if group not in groups_shown and (members := group_members(group)):
+            groups_shown.add(group)
+            print(f"{group}\ta group of {len(members)} paths (validate, bm25 and eval take it; load and build take "
+                  "one of them)")
         mark = "\tbring your own: " + supplied_by_user(path) if supplied_by_user(path) else ""
         configs = " ".join(f"{c} (default)" if c == DEFAULT_CONFIG else c for c in configs_of(path))
         print(f"{path}\t{configs}\t{path_size(path)}{mark}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..benchmarks import benchmark_of
+from ..benchmarks import BENCHMARKS, benchmark_of
 
 UNITS = ((1 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "kB"))
 
@@ -31,11 +31,28 @@ def path_size(path: str) -> str:
     docs = benchmark.published_counts(path).get(("corpus", "corpus"))
     if docs:
         parts.append(f"{docs:,} docs")
-    releases = benchmark.releases(path)
-    files = list(releases[0].files) if releases else benchmark.card_facts(path).source_files
+    files = official_files(path)
     sizes = [f.get("bytes") for f in files]
     if any(sizes):
         known = human_bytes(sum(size for size in sizes if size))
+        releases = benchmark.releases(path)
         of = f" ({releases[0].name})" if releases else ""
-        parts.append(f"{known}{'+' if None in sizes else ''} download{of}")
+        sharing = sorted({other for f in files for other in paths_sharing(f)} - {path})
+        shared = f", one {files[0]['name']} shared with {len(sharing)} other paths" if sharing else ""
+        parts.append(f"{known}{'+' if None in sizes else ''} download{of}{shared}")
     return "; ".join(parts) or "size not published"
+
+
+def official_files(path: str) -> list[dict]:
+    """The official files of a path (its newest release's, for a benchmark with several)."""
+    benchmark = benchmark_of(path)
+    releases = benchmark.releases(path)
+    return list(releases[0].files) if releases else list(benchmark.card_facts(path).source_files)
+
+
+def paths_sharing(file: dict) -> list[str]:
+    """Every path whose official files include `file` (same url): the 12 cqadupstack forums share one zip."""
+    if not file.get("url"):
+        return []
+    return [path for benchmark in BENCHMARKS for path in benchmark.builders
+            if any(f.get("url") == file["url"] for f in official_files(path))]
