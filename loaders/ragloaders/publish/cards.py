@@ -18,6 +18,7 @@ from datasets.info import DatasetInfosDict
 from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCardData
 
+from ..api import configs_of
 from ..benchmarks import benchmark_of
 from ..core.facts import CardFacts
 from ..core.repository import BUILT_FROM, BUILT_FROM_PATTERN  # noqa: F401 (validate reads the pattern here)
@@ -104,6 +105,8 @@ def load_section(repo_id: str, outputs: list[ConfigOutput], *, folder: bool = Fa
 def configs_sentence(outputs: list[ConfigOutput]) -> str:
     """How many configs this build has, named (it may hold more than the benchmark's own, e.g. `build --with`)."""
     names = [f"`{o.name}`" for o in outputs]
+    if len(names) > LIST_PREVIEW:
+        return f"This build has {len(outputs)} configs (each is listed under Splits)."
     listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
     return f"This build has {len(outputs)} config{'s' if len(outputs) != 1 else ''}: {listed}."
 
@@ -265,13 +268,17 @@ def _built_count(integrity: dict, config: str, split: str | None) -> int | None:
     return sum(f.get(measure, 0) for f in facts)
 
 
-def build_section(outputs: list[ConfigOutput], integrity: dict | None) -> str:
-    """What this build holds: the release read, the splits written (and declared ones left empty), and the
-    published figures beside the built ones with a word on each difference."""
+def build_section(outputs: list[ConfigOutput], integrity: dict | None, declared: list[str] | None = None) -> str:
+    """What this build holds: the release read, the configs and splits written (and the `declared` configs and
+    splits left out, with why), and the published figures beside the built ones with a word on each difference."""
     source = (integrity or {}).get("source")
     parts = [_release_sentence(source, outputs)]
     written = "; ".join(f"`{o.name}`: {', '.join(f'`{s}`' for s in o.splits)}" for o in outputs)
-    parts.append(f"Splits written: {written}.")
+    parts.append(f"{len(outputs)} config{'s' if len(outputs) != 1 else ''} written, with their splits: {written}.")
+    left_out = [config for config in declared or [] if config not in {o.name for o in outputs}]
+    if left_out:
+        parts.append(f"Left out: {', '.join(f'`{c}`' for c in left_out)}: no rows in the files read, and `datasets` "
+                     "cannot load a config with no rows.")
     empty = {}
     for output in outputs:
         declared = list(output.info.splits or [])
@@ -386,7 +393,7 @@ def render_card(
         "splits": splits_section(outputs),
         "integrity": integrity_section(integrity),
         "sources": sources_section(facts, data_dir, (integrity or {}).get("source")),
-        "build": build_section(outputs, integrity),
+        "build": build_section(outputs, integrity, configs_of(path)),
         "defects": defects_section(path.strip("/"), facts),
         "license": license_section(facts),
         "citation": citation_section(facts),
