@@ -45,7 +45,10 @@ def is_benchmark_path(path: str) -> bool:
     """Whether `path` names a benchmark path, a group path, or a misspelt one of a benchmark family (`beir/scifcat`):
     anything else is a built folder or a hub repository (`ragloaders.core.repository`)."""
     normalized = path.strip("/")
-    return normalized in registry() or normalized.split("/")[0] in {b.name for b in BENCHMARKS}
+    if normalized in registry() or normalized.split("/")[0] in {b.name for b in BENCHMARKS}:
+        return True
+    # a misspelt one-word path (`mmrg`) that is no folder here: "did you mean", not a hub lookup
+    return "/" not in normalized and not os.path.exists(path) and bool(did_you_mean(normalized, list(registry())))
 
 
 def _builder_class(path: str) -> type[RagBuilder]:

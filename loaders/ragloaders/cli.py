@@ -43,10 +43,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     `(default)`), size, and `bring your own` for the datasets whose files a user must obtain. Returns 0.
 
     Example: `ragloaders list` prints `beir/nfcorpus  corpus queries qrels  3,633 docs; 2.4 MB download`."""
+    from .api import group_members
     from .publish.cards import DEFAULT_CONFIG
     from .publish.listing import path_size, supplied_by_user
-
-    from .api import group_members
 
     groups_shown = set()
     for path in registry():

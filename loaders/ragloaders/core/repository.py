@@ -164,7 +164,8 @@ def open_repository(name: str) -> Repository:
                                  "Parquet), a hub repository id, or a benchmark path (`ragloaders list`)")
     here = f"no folder {name} in {os.getcwd()}"
     if not looks_like_repo_id(name.strip("/")):
-        raise MissingSourceError(f"{name}: {here} (nor is it a benchmark path: `ragloaders list` shows them)")
+        raise ValueError(f"unknown path {name!r}: {here}, nor is it a benchmark path (`ragloaders list` shows them) "
+                         "or a hub repository id (org/name)")
     repo_id = name.strip("/")
     if hub_offline():
         try:
