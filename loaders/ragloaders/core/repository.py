@@ -68,11 +68,12 @@ def probe_hub(repo_id: str, *, what: str = "dataset repository") -> int:
     """Ask the hub for the dataset repository `repo_id` once (PROBE_TIMEOUT_SECONDS, no retry); return the HTTP
     status (200 it exists; 401 / 404 it does not, or it is private and no token allows it). Raises HubError in one
     line when the hub cannot be reached."""
-    from huggingface_hub.utils import get_session
+    from huggingface_hub.utils import build_hf_headers, get_session
 
     url = f"{hub_endpoint()}/api/datasets/{repo_id}"
-    try:
-        response = get_session().get(url, timeout=PROBE_TIMEOUT_SECONDS, follow_redirects=True)
+    try:  # with the token, if any: a private repository answers only to it
+        response = get_session().get(url, headers=build_hf_headers(), timeout=PROBE_TIMEOUT_SECONDS,
+                                     follow_redirects=True)
     except Exception as e:  # refused, DNS, timeout, TLS, proxy: each its own httpx type
         cause = innermost_cause(e)
         raise HubError(f"{repo_id}: cannot reach the hub at {hub_endpoint()} for this {what} ({cause}); {REMEDIES}",
