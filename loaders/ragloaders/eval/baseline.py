@@ -12,7 +12,7 @@ import pyarrow as pa
 from ..api import load
 from ..core.facts import EvalConventions
 from .bm25 import DEFAULT_SETTINGS, Bm25Settings, rank
-from .data import conventions_of, corpus_tables, load_qrels, load_queries, open_source
+from .data import conventions_of, corpus_tables, display_name, load_qrels, load_queries, open_source
 from .metrics import Qrels, require_extra
 from .report import member_prefix
 from .runs import write_run
@@ -72,7 +72,7 @@ def bm25(
     (TREC, or a table for `.parquet` / `.jsonl`). A group path (beir/cqadupstack) ranks each member's corpus for its
     own queries and writes one run whose ids are `<member>/<id>`. `path` may also be a built folder or a hub
     repository (see data.open_source; `benchmark` names its path when its card does not)."""
-    shown, out = path.strip("/"), os.fspath(out)
+    shown, out = display_name(path), os.fspath(out)
     path, conventions = open_source(path, benchmark)
     require_extra("Stemmer")
     where = {"data_dir": data_dir, "cache_dir": cache_dir}

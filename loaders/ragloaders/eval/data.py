@@ -39,6 +39,11 @@ ROLE_CONFIGS = {"qrels": ("default", "qrels"), "queries": ("query", "queries"), 
 """role -> the config names a folder or repository may give it, the one mteb prefers first."""
 
 
+def display_name(source: str) -> str:
+    """How a report names a source: a benchmark path without stray slashes, a folder or repository as given."""
+    return source.strip("/") if is_benchmark_path(source) else source
+
+
 def open_source(source: str, benchmark: str | None = None) -> tuple[str, EvalConventions]:
     """(what the loaders below read, the conventions runs on it are scored by) for a SOURCE: a benchmark path as it
     is; a built folder or hub repository as a local folder (the hub cache's copy of a repository), scored by the

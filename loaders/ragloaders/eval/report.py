@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.facts import EvalConventions
-from .data import all_query_ids, corpus_tables, load_qrels, missing_doc_ids, open_source, require_labels
+from .data import all_query_ids, corpus_tables, display_name, load_qrels, missing_doc_ids, open_source, require_labels
 from .metrics import Metric, parse_metrics, require_extra, score
 from .runs import Run, checked_run, read_run
 
@@ -109,7 +109,7 @@ def evaluate(
     the benchmark's authors do (see EvalConventions); `relevance_level` overrides the benchmark's. `path` may also
     be a built folder or a hub repository (see data.open_source; `benchmark` names its path when its card does
     not)."""
-    shown = path.strip("/")
+    shown = display_name(path)
     path, conventions = open_source(path, benchmark)
     require_labels(shown, conventions)
     require_extra("pytrec_eval")
