@@ -5,6 +5,8 @@ HF_ENDPOINT on a closed 127.0.0.1 port."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -12,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -83,6 +86,35 @@ def offline(hub_cache: Path) -> dict[str, str]:
     return {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub_cache)}
 
 
+def run(*args: str) -> tuple[int, str, str]:
+    """The command in this process: (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def offline_hub(hub_cache, monkeypatch) -> Path:
+    """HF_HUB_OFFLINE=1 with `hub_cache` as the hub cache, in this process (huggingface_hub read the environment
+    when it was imported, so its constants are set)."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub_cache))
+    return hub_cache
+
+
+@pytest.fixture
+def unreachable_hub(closed_endpoint, monkeypatch) -> str:
+    """HF_ENDPOINT on a closed port, in this process."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", closed_endpoint)
+    return closed_endpoint
+
+
 def metric_lines(stdout: str) -> list[str]:
     """The lines of an eval report that hold a score (`nDCG@10     0.32...`)."""
     return [line for line in stdout.splitlines() if "@" in line.split(" ")[0]]
@@ -91,32 +123,32 @@ def metric_lines(stdout: str) -> list[str]:
 @pytest.fixture(scope="module")
 def reference(built, work) -> dict[str, object]:
     """bm25 and eval on the benchmark path itself: what every other kind of source must give."""
-    run = work / "path.trec"
-    done, _ = ragloaders_cli("bm25", PATH, "--data-dir", str(DATA / "beir"), "--out", str(run),
-                             "--cache-dir", str(work / "cache"))
-    assert done.returncode == 0, done.stderr[-2000:]
-    scored, _ = ragloaders_cli("eval", PATH, "--data-dir", str(DATA / "beir"), "--run", str(run),
+    run_file = work / "path.trec"
+    code, out, err = run("bm25", PATH, "--data-dir", str(DATA / "beir"), "--out", str(run_file),
+                         "--cache-dir", str(work / "cache"))
+    assert code == 0, err[-2000:]
+    scored, metrics, err = run("eval", PATH, "--data-dir", str(DATA / "beir"), "--run", str(run_file),
                                "--cache-dir", str(work / "cache"))
-    assert scored.returncode == 0, scored.stderr[-2000:]
-    assert len(metric_lines(scored.stdout)) >= 5
-    return {"run": run.read_bytes(), "bm25": done.stdout, "metrics": metric_lines(scored.stdout)}
+    assert scored == 0, err[-2000:]
+    assert len(metric_lines(metrics)) >= 5
+    return {"run": run_file.read_bytes(), "bm25": out, "metrics": metric_lines(metrics)}
 
 
 # --- a built folder and a hub repository in ragloaders' layout ------------------------------------------------
 
 
 @pytest.mark.parametrize("kind", ["folder", "repository"])
-def test_bm25_and_eval_on_a_built_folder_or_repository_equal_the_path(kind, built, hub_cache, reference, work):
-    source, env = (str(built), None) if kind == "folder" else (REPO, offline(hub_cache))
-    run = work / f"{kind}.trec"
-    done, _ = ragloaders_cli("bm25", source, "--out", str(run), "--cache-dir", str(work / "cache"), env=env)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert run.read_bytes() == reference["run"]
-    assert done.stdout.split(":", 1)[1] == reference["bm25"].split(":", 1)[1]  # same counts, same settings
-    scored, _ = ragloaders_cli("eval", source, "--run", str(run), "--cache-dir", str(work / "cache"), env=env)
-    assert scored.returncode == 0, scored.stderr[-2000:]
-    assert metric_lines(scored.stdout) == reference["metrics"]
-    assert scored.stdout.startswith(f"{source} test:")
+def test_bm25_and_eval_on_a_built_folder_or_repository_equal_the_path(kind, built, offline_hub, reference, work):
+    source = str(built) if kind == "folder" else REPO
+    run_file = work / f"{kind}.trec"
+    code, out, err = run("bm25", source, "--out", str(run_file), "--cache-dir", str(work / "cache"))
+    assert code == 0, err[-2000:]
+    assert run_file.read_bytes() == reference["run"]
+    assert out.split(":", 1)[1] == reference["bm25"].split(":", 1)[1]  # same counts, same settings
+    code, out, err = run("eval", source, "--run", str(run_file), "--cache-dir", str(work / "cache"))
+    assert code == 0, err[-2000:]
+    assert metric_lines(out) == reference["metrics"]
+    assert out.startswith(f"{source} test:")
 
 
 def test_bm25_says_how_many_queries_got_no_document(reference):
@@ -128,12 +160,12 @@ def test_bm25_says_how_many_queries_got_no_document(reference):
 
 
 @pytest.mark.parametrize("kind", ["folder", "repository"])
-def test_validate_a_built_folder_or_repository(kind, built, hub_cache):
-    source, env = (str(built), None) if kind == "folder" else (REPO, offline(hub_cache))
-    done, _ = ragloaders_cli("validate", source, env=env)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.splitlines()[0] == source and done.stdout.rstrip().endswith("OK")
-    assert f"built by ragloaders from {PATH}" in done.stdout
+def test_validate_a_built_folder_or_repository(kind, built, offline_hub):
+    source = str(built) if kind == "folder" else REPO
+    code, out, err = run("validate", source)
+    assert code == 0, err[-2000:]
+    assert out.splitlines()[0] == source and out.rstrip().endswith("OK")
+    assert f"built by ragloaders from {PATH}" in out
 
 
 def test_load_a_built_folder_gives_the_rows_of_the_path(built, work):
@@ -151,10 +183,14 @@ def test_load_a_built_folder_gives_the_rows_of_the_path(built, work):
         ragloaders.load(str(built), "qrel")
 
 
+def official_test_qrels() -> list[str]:
+    """The lines of nfcorpus/qrels/test.tsv in the official zip the path is built from (header first)."""
+    with zipfile.ZipFile(DATA / "beir" / "nfcorpus.zip") as archive:
+        return archive.read("nfcorpus/qrels/test.tsv").decode("utf-8").splitlines()
+
+
 def from_path_first_qrel() -> dict:
-    with open(DATA / "beir" / "nfcorpus-cut" / "qrels" / "test.tsv", encoding="utf-8") as f:
-        next(f)
-        query_id, doc_id, score = next(f).rstrip("\r\n").split("\t")
+    query_id, doc_id, score = official_test_qrels()[1].split("\t")
     return {"query-id": query_id, "corpus-id": doc_id, "score": int(score)}
 
 
@@ -165,37 +201,36 @@ def test_load_a_hub_repository_from_the_hub_cache_offline(hub_cache):
     environment.update(PYTHONPATH=str(ROOT / "loaders"), **offline(hub_cache))
     done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout) == [12334, from_path_first_qrel()]
+    assert json.loads(done.stdout) == [len(official_test_qrels()) - 1, from_path_first_qrel()]
 
 
 # --- mteb's layout: a repository ragloaders did not build --------------------------------------------------------
 
 
-def test_a_foreign_repository_needs_as_and_then_scores_like_the_path(hub_cache, reference, work):
+def test_a_foreign_repository_needs_as_and_then_scores_like_the_path(offline_hub, reference, work):
     (work / "mteb.trec").write_bytes(reference["run"])
-    refused, _ = ragloaders_cli("eval", MTEB_REPO, "--run", str(work / "mteb.trec"), env=offline(hub_cache))
-    assert refused.returncode == 2
-    assert refused.stderr.count("\n") == 1 and "--as PATH" in refused.stderr and MTEB_REPO in refused.stderr
-    scored, _ = ragloaders_cli("eval", MTEB_REPO, "--as", PATH, "--run", str(work / "mteb.trec"),
-                               "--cache-dir", str(work / "cache"), env=offline(hub_cache))
-    assert scored.returncode == 0, scored.stderr[-2000:]
-    assert metric_lines(scored.stdout) == reference["metrics"]  # qrels from `default`, queries keyed by `id`
-    run = work / "mteb-bm25.trec"
-    done, _ = ragloaders_cli("bm25", MTEB_REPO, "--as", PATH, "--out", str(run), "--cache-dir", str(work / "cache"),
-                             env=offline(hub_cache))
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert run.read_bytes() == reference["run"]
-    checked, _ = ragloaders_cli("validate", MTEB_REPO, env=offline(hub_cache))
-    assert checked.returncode == 0 and "no source files read" in checked.stdout
-    bad, _ = ragloaders_cli("eval", MTEB_REPO, "--as", "beir/nfcorpuss", "--run", str(run), env=offline(hub_cache))
-    assert bad.returncode == 2 and "'beir/nfcorpuss' is not a benchmark path" in bad.stderr
+    code, _, err = run("eval", MTEB_REPO, "--run", str(work / "mteb.trec"))
+    assert code == 2
+    assert err.count("\n") == 1 and "--as PATH" in err and MTEB_REPO in err
+    code, out, err = run("eval", MTEB_REPO, "--as", PATH, "--run", str(work / "mteb.trec"),
+                         "--cache-dir", str(work / "cache"))
+    assert code == 0, err[-2000:]
+    assert metric_lines(out) == reference["metrics"]  # qrels from `default`, queries keyed by `id`
+    run_file = work / "mteb-bm25.trec"
+    code, _, err = run("bm25", MTEB_REPO, "--as", PATH, "--out", str(run_file), "--cache-dir", str(work / "cache"))
+    assert code == 0, err[-2000:]
+    assert run_file.read_bytes() == reference["run"]
+    code, out, _ = run("validate", MTEB_REPO)
+    assert code == 0 and "no source files read" in out
+    code, _, err = run("eval", MTEB_REPO, "--as", "beir/nfcorpuss", "--run", str(run_file))
+    assert code == 2 and "'beir/nfcorpuss' is not a benchmark path" in err
 
 
 def test_as_is_refused_for_a_benchmark_path(work, reference):
     (work / "as.trec").write_bytes(reference["run"])
-    done, _ = ragloaders_cli("eval", PATH, "--as", "beir/scifact", "--data-dir", str(DATA / "beir"),
-                             "--run", str(work / "as.trec"))
-    assert done.returncode == 2 and "--as is for a built folder or a hub repository" in done.stderr
+    code, _, err = run("eval", PATH, "--as", "beir/scifact", "--data-dir", str(DATA / "beir"),
+                       "--run", str(work / "as.trec"))
+    assert code == 2 and "--as is for a built folder or a hub repository" in err
 
 
 # --- push of a built folder ---------------------------------------------------------------------------------------
@@ -205,22 +240,22 @@ def test_push_of_a_built_folder_plans_exactly_its_manifest_files(built, work):
     copy = work / "nf-push"
     shutil.copytree(built, copy)
     (copy / "notes.txt").write_text("mine, not ragloaders'")  # the user's: never uploaded
-    done, _ = ragloaders_cli("push", str(copy), "--repo-id", "org/nf", "--dry-run")
-    assert done.returncode == 0, done.stderr[-2000:]
-    planned = sorted(line.split(": ", 1)[1].split(" (")[0] for line in done.stdout.splitlines()
+    code, out, err = run("push", str(copy), "--repo-id", "org/nf", "--dry-run")
+    assert code == 0, err[-2000:]
+    planned = sorted(line.split(": ", 1)[1].split(" (")[0] for line in out.splitlines()
                      if line.startswith("  commit "))
     expected = sorted(str(p.relative_to(copy)) for p in copy.rglob("*")
                       if p.is_file() and p.name != "notes.txt" and not p.name.startswith(".ragloaders"))
     assert planned == expected and "README.md" in planned
     parquet = next(copy.glob("qrels/test-*.parquet"))
     parquet.write_bytes(parquet.read_bytes()[:-1] + b"\0")  # one byte changed
-    refused, _ = ragloaders_cli("push", str(copy), "--repo-id", "org/nf", "--dry-run")
-    assert refused.returncode == 2 and "does not verify against its manifest (1 changed" in refused.stderr
+    code, _, err = run("push", str(copy), "--repo-id", "org/nf", "--dry-run")
+    assert code == 2 and "does not verify against its manifest (1 changed" in err
     bare = work / "not-built"
     bare.mkdir()
     (bare / "README.md").write_text("---\n---\n")
-    refused, _ = ragloaders_cli("push", str(bare), "--repo-id", "org/nf", "--dry-run")
-    assert refused.returncode == 2 and "no ragloaders manifest" in refused.stderr
+    code, _, err = run("push", str(bare), "--repo-id", "org/nf", "--dry-run")
+    assert code == 2 and "no ragloaders manifest" in err
 
 
 # --- an unreachable hub: fast, one line, what to do ------------------------------------------------------------------
@@ -248,12 +283,19 @@ def assert_one_line_fast(done: subprocess.CompletedProcess, seconds: float, *nee
 REMEDIES = ("HF_ENDPOINT", "HF_HUB_OFFLINE=1", "--data-dir")
 
 
-@pytest.mark.parametrize("command", [["validate"], ["eval", "--run", "x.trec"], ["bm25", "--out", "x.trec"]])
-def test_a_missing_folder_and_an_unreachable_hub_are_said_in_one_line(command, closed_endpoint, tmp_path):
-    done, seconds = ragloaders_cli(command[0], "build/scifact", *command[1:], env={"HF_ENDPOINT": closed_endpoint},
-                                   cwd=tmp_path)
+def test_a_missing_folder_and_an_unreachable_hub_are_said_in_one_line(closed_endpoint, tmp_path):
+    done, seconds = ragloaders_cli("validate", "build/scifact", env={"HF_ENDPOINT": closed_endpoint}, cwd=tmp_path)
     assert_one_line_fast(done, seconds, "no folder build/scifact in", "cannot be reached", closed_endpoint,
                          "Connection refused", *REMEDIES)
+
+
+@pytest.mark.parametrize("command", [["eval", "--run", "x.trec"], ["bm25", "--out", "x.trec"], ["validate"]])
+def test_every_command_says_the_same_of_a_missing_folder(command, unreachable_hub, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(command[0], "org/scifact", *command[1:])
+    assert code == 2 and err.count("\n") == 1 and not out
+    for needle in ("no folder org/scifact in", "cannot be reached", unreachable_hub, *REMEDIES):
+        assert needle in err, needle
 
 
 def test_the_mmrag_download_fails_fast_naming_its_repository(closed_endpoint, tmp_path):
@@ -262,33 +304,39 @@ def test_the_mmrag_download_fails_fast_naming_its_repository(closed_endpoint, tm
     assert_one_line_fast(done, seconds, "Askio/mmrag_benchmark", closed_endpoint, *REMEDIES)
 
 
-def test_push_checks_token_and_hub_before_building(built, closed_endpoint, tmp_path):
+def test_push_checks_token_and_hub_before_building(built, closed_endpoint, unreachable_hub, tmp_path, monkeypatch):
     env = {"HF_ENDPOINT": closed_endpoint, "HF_TOKEN": "hf_notARealToken_0000"}
     done, seconds = ragloaders_cli("push", PATH, "--repo-id", "org/nf", "--data-dir", str(DATA / "beir"),
                                    "--staging-dir", str(tmp_path / "staged"), env=env, cwd=tmp_path)
     assert_one_line_fast(done, seconds, "org/nf", "cannot reach the hub", *REMEDIES)
     assert not (tmp_path / "staged").exists()  # nothing was built
-    done, seconds = ragloaders_cli("push", str(built), "--repo-id", "org/nf", env=env, cwd=tmp_path)
-    assert_one_line_fast(done, seconds, "org/nf", "cannot reach the hub", *REMEDIES)
-    no_token, seconds = ragloaders_cli("push", PATH, "--repo-id", "org/nf", "--data-dir", str(DATA / "beir"),
-                                       "--staging-dir", str(tmp_path / "staged"),
-                                       env={"HF_ENDPOINT": closed_endpoint, "HF_HOME": str(tmp_path / "no-login")})
-    assert_one_line_fast(no_token, seconds, "no Hugging Face token")
+    monkeypatch.setenv("HF_TOKEN", "hf_notARealToken_0000")
+    code, _, err = run("push", str(built), "--repo-id", "org/nf")
+    assert code == 2 and err.count("\n") == 1 and "org/nf: cannot reach the hub" in err
+    monkeypatch.delenv("HF_TOKEN")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "no-login"))
+    monkeypatch.setattr("huggingface_hub.constants.HF_TOKEN_PATH", str(tmp_path / "no-login" / "token"))
+    code, _, err = run("push", PATH, "--repo-id", "org/nf", "--data-dir", str(DATA / "beir"),
+                       "--staging-dir", str(tmp_path / "staged"))
+    assert code == 2 and "no Hugging Face token" in err and "nothing was built" in err
     assert not (tmp_path / "staged").exists()
 
 
-def test_hf_hub_offline_without_a_cached_copy_is_one_clear_line(tmp_path):
-    done, seconds = ragloaders_cli("validate", "org/never-downloaded",
-                                   env={"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "empty")}, cwd=tmp_path)
-    assert_one_line_fast(done, seconds, "no folder org/never-downloaded", "HF_HUB_OFFLINE is set",
-                         "holds no copy of this dataset repository")
+def test_hf_hub_offline_without_a_cached_copy_is_one_clear_line(offline_hub, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run("validate", "org/never-downloaded")
+    assert code == 2 and err.count("\n") == 1
+    for needle in ("no folder org/never-downloaded", "HF_HUB_OFFLINE is set", "holds no copy of this dataset "
+                   "repository"):
+        assert needle in err, needle
 
 
-def test_a_name_that_can_only_be_a_folder_is_never_looked_up_on_the_hub(closed_endpoint, tmp_path):
+def test_a_name_that_can_only_be_a_folder_is_never_looked_up_on_the_hub(unreachable_hub, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     for name in ("./build/scifact", "a/b/c", "~/nothing-here"):
-        done, seconds = ragloaders_cli("validate", name, env={"HF_ENDPOINT": closed_endpoint}, cwd=tmp_path)
-        line = assert_one_line_fast(done, seconds, f"unknown path {name!r}", "no folder")
-        assert closed_endpoint not in line
+        code, _, err = run("validate", name)
+        assert code == 2 and f"unknown path {name!r}" in err and "no folder" in err
+        assert unreachable_hub not in err
 
 
 # --- one rule for a group path -------------------------------------------------------------------------------------
@@ -314,21 +362,21 @@ def test_a_group_path_is_its_members_in_every_command(tmp_path):
         with pytest.raises(ValueError, match=r"beir/cqadupstack is a group of 12 paths.*beir/cqadupstack/android"):
             call()
     data = cqadupstack_tree(tmp_path / "data")
-    done, _ = ragloaders_cli("validate", "beir/cqadupstack", "--data-dir", str(data), "--json",
-                             "--cache-dir", str(tmp_path / "c"))
-    reports = json.loads(done.stdout)
+    code, out, _ = run("validate", "beir/cqadupstack", "--data-dir", str(data), "--json",
+                       "--cache-dir", str(tmp_path / "c"))
+    reports = json.loads(out)
     assert [report["path"] for report in reports] == list(members)
-    assert done.returncode == 1  # a 2-document forum is not the published one: its counts differ, per member
+    assert code == 1  # a 2-document forum is not the published one: its counts differ, per member
     assert all(any(f["check"] == "count" for f in report["errors"]) for report in reports)
-    run = tmp_path / "group.trec"
-    done, _ = ragloaders_cli("bm25", "beir/cqadupstack", "--data-dir", str(data), "--out", str(run),
-                             "--cache-dir", str(tmp_path / "c"))
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert sorted(line.split(" ")[0] for line in run.read_text().splitlines()) == sorted(
+    run_file = tmp_path / "group.trec"
+    code, _, err = run("bm25", "beir/cqadupstack", "--data-dir", str(data), "--out", str(run_file),
+                       "--cache-dir", str(tmp_path / "c"))
+    assert code == 0, err[-2000:]
+    assert sorted(line.split(" ")[0] for line in run_file.read_text().splitlines()) == sorted(
         f"{member.rsplit('/', 1)[1]}/q1" for member in members)
-    scored, _ = ragloaders_cli("eval", "beir/cqadupstack", "--data-dir", str(data), "--run", str(run),
-                               "--metrics", "ndcg@10", "--cache-dir", str(tmp_path / "c"))
-    assert scored.returncode == 0 and metric_lines(scored.stdout) == ["NDCG@10     1.00000"], scored.stdout
+    code, out, _ = run("eval", "beir/cqadupstack", "--data-dir", str(data), "--run", str(run_file),
+                       "--metrics", "ndcg@10", "--cache-dir", str(tmp_path / "c"))
+    assert code == 0 and metric_lines(out) == ["NDCG@10     1.00000"], out
 
 
 # --- a clone in the current directory ---------------------------------------------------------------------------
@@ -346,9 +394,8 @@ def test_import_works_from_a_folder_holding_an_empty_ragloaders_folder(tmp_path)
 
 
 def test_help_lists_every_command():
-    done, _ = ragloaders_cli("--help")
     commands = list(cli.parser()._subparsers._group_actions[0].choices)
     assert {"list", "build", "validate", "push", "eval", "bm25"} <= set(commands)
-    description = done.stdout.split("positional arguments")[0]
+    description = cli.parser().format_help().split("positional arguments")[0]
     for command in commands:
         assert command in description, command
