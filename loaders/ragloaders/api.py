@@ -127,8 +127,8 @@ def load(
         config: one of the path's configs: BEIR `corpus` / `queries` / `qrels`; CRAG `records` (every field of
             every record), `queries`, `corpus`, `search_results`, `top_ranked`; mmRAG `records`, `queries`,
             `qrels`, `corpus`; `crag/mock_kg` one config per table of CRAG's mock knowledge graphs,
-            `<domain>_<table>` (e.g. `finance_company_name`; `ragloaders list` names them), built from the files of
-            CRAG's `mock_api/cragkg/` (`data_dir`, or downloaded).
+            `<domain>_<table>` (e.g. `finance_company`, `sports_nba_game`; `ragloaders list` names them), built
+            from the files of CRAG's `mock_api/cragkg/` (`data_dir`, or downloaded).
         split: one split (a `Dataset`) instead of all (a `DatasetDict`).
         data_dir: a folder holding the files as the benchmark distributes them (the archive or its extracted files);
             required for datasets that cannot be downloaded (bioasq, signal1m, trec-news, robust04).
