@@ -118,3 +118,15 @@ def test_help_of_load_names_the_mock_kg_and_built_folders():
     doc = ragloaders.load.__doc__
     assert "crag/mock_kg" in doc and "<domain>_<table>" in doc
     assert "ragloaders build" in doc and "hub dataset repository id" in doc
+
+
+def test_rows_too_large_for_the_viewer_are_noted():
+    from ragloaders.publish.cards import splits_section
+    from ragloaders.publish.parquet import LARGE_ROW_BYTES, ConfigOutput, SplitOutput
+
+    output = ConfigOutput("records", None)
+    output.splits["test"] = SplitOutput("test", 10, 10 * 3 * LARGE_ROW_BYTES // 2, ["records/t.parquet"])
+    output.splits["validation"] = SplitOutput("validation", 10, 10 * LARGE_ROW_BYTES, ["records/v.parquet"])
+    text = splits_section([output])
+    assert "Rows average more than 2 MiB in `records/test` (3.0 MiB): the dataset viewer may not show them" in text
+    assert "records/validation" not in text.split("Rows average")[1]  # exactly 2 MiB is not over

@@ -16,6 +16,8 @@ import pytest
 import yaml
 from conftest import DATA
 from datasets.distributed import split_dataset_by_node
+from hypothesis import given
+from hypothesis import strategies as st
 from mock_kg_generated import write_cragkg
 from ragloaders.cli import main as cli_main
 from ragloaders.publish import parquet
@@ -161,3 +163,11 @@ def test_spark_reads_every_config_and_split_as_datasets_does(built, spark):
         frame = spark.read.parquet(f"{folder}/{config}/{split}-*.parquet")  # the README's line
         rows = [{k: spark_value(v) for k, v in row.asDict().items()} for row in frame.collect()]
         assert rows == expected, (path, config, split)
+
+
+@given(num_rows=st.integers(1, 10**7), nbytes=st.integers(0, 100 * parquet.MAX_SHARD_BYTES))
+def test_shard_rows_always_cover_every_row_in_files_of_equal_counts(num_rows, nbytes):
+    rows = parquet.shard_rows(num_rows, nbytes)
+    assert sum(rows) == num_rows and min(rows) >= 1 and max(rows) - min(rows) <= 1
+    assert len(rows) == 1 or len(rows) % parquet.SHARD_COUNT_MULTIPLE == 0 or len(rows) == num_rows
+    assert (len(rows) > 1) == (nbytes > parquet.MAX_SHARD_BYTES and num_rows > 1)
