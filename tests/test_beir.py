@@ -446,8 +446,9 @@ def test_build_then_load_dataset_round_trip(tmp_path, nfcorpus_build, nfcorpus_l
 def test_cli_list_and_build(tmp_path, capsys):
     assert cli_main(["list"]) == 0
     listed = dict(line.split("\t")[:2] for line in capsys.readouterr().out.splitlines())  # path, configs, sizes
-    # msmarco and the 17 BEIR test sets other than cqadupstack, plus cqadupstack's 12 forums
-    assert len([p for p in listed if p.startswith("beir/")]) == 18 + 12
+    # msmarco and the 17 BEIR test sets other than cqadupstack, cqadupstack's 12 forums, and its group line
+    assert len([p for p in listed if p.startswith("beir/")]) == 18 + 12 + 1
+    assert listed["beir/cqadupstack"].startswith("a group of 12 paths")
     assert listed["beir/scifact"] == "corpus queries qrels"
     out = tmp_path / "out"
     assert cli_main(["build", "beir/scifact", "--data-dir", str(DATA / "beir" / "scifact"), "--out", str(out),

@@ -52,6 +52,8 @@ def test_data_dir_help_says_folder_or_archive():
 def test_list_marks_bring_your_own_and_shows_sizes(capsys):
     assert cli.main(["list"]) == 0
     lines = {line.split("\t")[0]: line.split("\t") for line in capsys.readouterr().out.splitlines()}
+    group = lines.pop("beir/cqadupstack")  # the group path, on its own line before its first member
+    assert group[1].startswith("a group of 12 paths")
     assert list(lines) == list(registry())
     assert {path for path, cells in lines.items() if cells[-1].startswith("bring your own: ")} == BRING_YOUR_OWN
     for path, cells in lines.items():
@@ -61,7 +63,10 @@ def test_list_marks_bring_your_own_and_shows_sizes(capsys):
         dataset = beir.DATASETS[path]
         size = lines[path][2]
         assert size.startswith(f"{dataset.corpus_docs:,} docs"), path
-        if path not in BRING_YOUR_OWN:
+        if path.startswith("beir/cqadupstack/"):  # one zip for the 12 forums, said once per forum
+            assert size.endswith(f"; {human_bytes(dataset.zip_bytes)} download, one cqadupstack.zip shared with 11 "
+                                 "other paths"), path
+        elif path not in BRING_YOUR_OWN:
             assert size.endswith(f"; {human_bytes(dataset.zip_bytes)} download"), path
     assert lines["crag/task_1_and_2"][2] == "705.1 MB download (v5)"  # 739,310,088 bytes
     assert lines["mmrag"][2].endswith("+ download")  # the corpus file's size is not published

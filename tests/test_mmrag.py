@@ -416,7 +416,8 @@ def test_download_from_hub_served_locally(tmp_path):
         server.server_close()
     assert counts["queries"] == {split: len(records(SAMPLE, split)) for split in SPLITS}
     assert counts["corpus"] == {"corpus": len(judged_chunk_ids(SAMPLE))}
-    fetched = {path.rsplit("/", 1)[-1] for method, path in handler.requests if method == "GET"}
+    fetched = {path.rsplit("/", 1)[-1] for method, path in handler.requests
+               if method == "GET" and "/resolve/" in path}  # not the one look at the repository before them
     assert fetched == {"mmrag_train.json", "mmrag_dev.json", "mmrag_test.json", "processed_documents.json"}
 
 
@@ -441,6 +442,7 @@ def test_a_failed_hub_download_is_one_download_error_naming_the_url_and_what_to_
     message = run.stdout.strip()
     assert f"http://127.0.0.1:{port}/datasets/{HUB_REPO_ID}/resolve/" in message and "mmrag_" in message
     assert "download failed" in message and "HF_ENDPOINT" in message and "--data-dir" in message
+    assert "HF_HUB_OFFLINE=1" in message and "Connection refused" in message and message.count("\n") == 0
 
 
 # --- registry and the hub folder ---------------------------------------------------------------------------

@@ -308,28 +308,20 @@ def test_what_validate_reads_as_a_repository(tmp_path, monkeypatch):
 
 
 def test_a_hub_repo_id_is_loaded_by_its_id(tmp_path, monkeypatch):
-    """No network in tests: datasets' two entry points are redirected from the repo id to a local folder, which
-    shows the id reaches them unchanged."""
+    """No network in tests: the hub's answer and its download are redirected from the repo id to a local folder,
+    which shows the id reaches them unchanged (tests/test_sources.py covers the hub cache and an unreachable hub)."""
     from mteb_layout import beir_tables, write_repository
+    from ragloaders.core import repository
 
     folder = write_repository(str(tmp_path / "repo"), beir_tables([("d1", "x")], [("q1", "y")],
                                                                    {"test": [("q1", "d1", 1)]}))
     seen = []
-    real_names, real_load = validate.datasets.get_dataset_config_names, validate.datasets.load_dataset
-
-    def names(repo, *args, **kwargs):
-        seen.append(repo)
-        return real_names(folder if repo == "some-org/beir-copy" else repo, *args, **kwargs)
-
-    def load(repo, *args, **kwargs):
-        seen.append(repo)
-        return real_load(folder if repo == "some-org/beir-copy" else repo, *args, **kwargs)
-
-    monkeypatch.setattr(validate.datasets, "get_dataset_config_names", names)
-    monkeypatch.setattr(validate.datasets, "load_dataset", load)
-    monkeypatch.setattr(validate, "card_text", lambda repo: seen.append(repo))
+    monkeypatch.setattr(repository, "hub_offline", lambda: False)
+    monkeypatch.setattr(repository, "probe_hub", lambda repo, **kwargs: seen.append(repo) or 200)
+    monkeypatch.setattr(repository, "cached_snapshot", lambda repo, **kwargs: seen.append(repo) or folder)
+    monkeypatch.chdir(tmp_path)
     assert cli.main(["validate", "some-org/beir-copy", "--json", "--cache-dir", str(tmp_path / "c")]) == 0
-    assert set(seen) == {"some-org/beir-copy"} and len(seen) == 5
+    assert seen == ["some-org/beir-copy", "some-org/beir-copy"]
 
 
 def hostile_repository(tmp_path, config, split, table):

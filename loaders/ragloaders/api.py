@@ -11,6 +11,7 @@ import datasets
 from .benchmarks import BENCHMARKS
 from .core.builder import RagBuilder
 from .core.errors import MissingSourceError
+from .core.repository import open_repository
 
 
 def registry() -> dict[str, type[RagBuilder]]:
@@ -42,8 +43,32 @@ def did_you_mean(name: str, known: list[str]) -> str:
     return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
 
 
+def group_members(path: str) -> tuple[str, ...]:
+    """The member paths of a group path (`beir/cqadupstack` -> its 12 forums); () for any other name.
+
+    One rule for a group path, in every command: it stands for its members. `list` shows it with them; `validate`,
+    `bm25` and `eval` run on each member (`eval` averages their means, as BEIR does); `load`, `build` and `push`,
+    which make one dataset, refuse it and name the members (their ids repeat across members)."""
+    path = normalized(path)
+    return next((b.eval_conventions(path).mean_over for b in BENCHMARKS
+                 if path.split("/")[0] == b.name and path not in b.builders), ())
+
+
+def is_benchmark_path(path: str) -> bool:
+    """Whether `path` names a benchmark path, a group path, or a misspelt one of a benchmark family (`beir/scifcat`):
+    anything else is a built folder or a hub repository (`ragloaders.core.repository`)."""
+    name = normalized(path)
+    if name in registry() or name.split("/")[0] in {b.name for b in BENCHMARKS}:
+        return True
+    # a misspelt one-word path (`mmrg`) that is no folder here: "did you mean", not a hub lookup
+    return "/" not in name and not os.path.exists(path) and bool(did_you_mean(name, list(registry())))
+
+
 def _builder_class(path: str) -> type[RagBuilder]:
     paths = registry()
+    if members := group_members(path):
+        raise ValueError(f"{path} is a group of {len(members)} paths whose ids repeat across them; load, build "
+                         f"or push one of them: {', '.join(members)} (validate, bm25 and eval take the group)")
     if path not in paths:
         raise ValueError(f"unknown path {path!r}{did_you_mean(path, list(paths))}; `ragloaders list` shows the "
                          f"{len(paths)} known paths")
@@ -132,10 +157,15 @@ def load(
     """Load a benchmark config as `datasets.load_dataset` would load its published hub repository.
 
     Args:
-        path: a benchmark path, e.g. `beir/scifact`, `crag/task_1_and_2`, `mmrag` (`ragloaders list` shows all).
+        path: a benchmark path, e.g. `beir/scifact`, `crag/task_1_and_2`, `crag/mock_kg`, `mmrag` (`ragloaders list`
+            shows all); or a folder `ragloaders build` wrote (`./scifact`), or a hub dataset repository id
+            (`org/name`, ragloaders' or mteb's layout; with HF_HUB_OFFLINE=1 its copy in the hub cache), which
+            `datasets.load_dataset` reads.
         config: one of the path's configs: BEIR `corpus` / `queries` / `qrels`; CRAG `records` (every field of
             every record), `queries`, `corpus`, `search_results`, `top_ranked`; mmRAG `records`, `queries`,
-            `qrels`, `corpus`.
+            `qrels`, `corpus`; `crag/mock_kg` one config per table of CRAG's mock knowledge graphs,
+            `<domain>_<table>` (e.g. `finance_company`, `sports_nba_game`; `ragloaders list` names them), built
+            from the files of CRAG's `mock_api/cragkg/` (`data_dir`, or downloaded).
         split: one split (a `Dataset`) instead of all (a `DatasetDict`).
         data_dir: a folder holding the files as the benchmark distributes them (the archive or its extracted files);
             required for datasets that cannot be downloaded (bioasq, signal1m, trec-news, robust04).
@@ -152,8 +182,12 @@ def load(
         Ids are strings exactly as in the source.
 
     Raises:
-        ValueError: unknown path, config, split or keyword (with "did you mean ...?" for a close name).
-        MissingSourceError: no source files where they are expected (`data_dir`, or not downloadable).
+        ValueError: unknown path, config, split or keyword (with "did you mean ...?" for a close name), or a group
+            path (`beir/cqadupstack`: load one of its members).
+        MissingSourceError: no source files where they are expected (`data_dir`, or not downloadable), or no folder
+            of that name.
+        ConnectionError (`core.repository.HubError`): a repository id, and the hub cannot be reached (one line:
+            the repository, the cause, the remedies) or has no such repository.
         SourceError: a source file is damaged or not as the benchmark specifies; names the file and record.
 
     Example:
@@ -162,6 +196,12 @@ def load(
         >>> qrels[0]  # doctest: +SKIP
         {'query-id': '1', 'corpus-id': '31715818', 'score': 1}
     """
+    if not is_benchmark_path(path):
+        if data_dir:
+            raise ValueError(f"{path}: data_dir is for a benchmark path, not for a built folder or repository")
+        refuse_unknown_keywords("load", config_kwargs, [])
+        return open_repository(path).load(config, split=split, streaming=streaming, cache_dir=cache_dir,
+                                          num_proc=num_proc)
     path = normalized(path)
     parameters = list(_builder_class(path).BUILDER_PARAMETERS)
     refuse_unknown_keywords("load", config_kwargs, [*LOAD_KEYWORDS, *parameters])

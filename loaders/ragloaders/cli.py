@@ -1,4 +1,4 @@
-"""The `ragloaders` command: list, build, validate, push."""
+"""The `ragloaders` command line."""
 
 from __future__ import annotations
 
@@ -8,9 +8,14 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
-from .api import catalogue_path, configs_of
+from .api import catalogue_path, configs_of, registry
 from .core.errors import MissingSourceError, SourceError
 
+SOURCE_HELP = ("a benchmark path (beir/scifact; with --data-dir or a download), a folder `ragloaders build` wrote "
+               "(./scifact), or a hub dataset repository id in ragloaders' or mteb's layout (org/name; with "
+               "HF_HUB_OFFLINE=1 its copy in the hub cache)")
+AS_HELP = ("the benchmark path whose conventions score a folder or repository whose card does not name one (any "
+           "repository ragloaders did not build), e.g. --as beir/scifact for mteb/scifact")
 DATA_DIR_HELP = ("a folder holding the benchmark's files as it distributes them: the archive (e.g. nfcorpus.zip) or "
                  "its extracted files; default: download them")
 EXAMPLES = {
@@ -19,15 +24,20 @@ EXAMPLES = {
               "ragloaders build crag/task_1_and_2 --data-dir ~/crag --out crag12",
               "ragloaders build beir-format --data-dir my_corpus/ --out my_corpus_hub --license cc-by-4.0"],
     "validate": ["ragloaders validate beir/arguana",
+                 "ragloaders validate beir/cqadupstack      # a group: each of its 12 forums",
                  "ragloaders validate mmrag --data-dir ~/mmrag --json",
                  "ragloaders validate ./scifact            # a built folder",
                  "ragloaders validate mteb/scifact          # a hub repository (network)"],
-    "push": ["ragloaders push beir/scifact --repo-id my-org/scifact --dry-run"],
+    "push": ["ragloaders push beir/scifact --repo-id my-org/scifact --dry-run",
+             "ragloaders push ./scifact --repo-id my-org/scifact    # a built folder, as it is"],
     "eval": ["ragloaders eval beir/scifact --run bm25.trec --metrics ndcg@10",
+             "ragloaders eval ./scifact --run bm25.trec             # a built folder",
+             "ragloaders eval mteb/scifact --as beir/scifact --run bm25.trec",
              "ragloaders eval mmrag --run bm25.trec               # the paper's ranx measures, then BEIR's",
              "ragloaders eval mmrag --routing routing.jsonl",
              "ragloaders eval crag/task_1_and_2 --predictions pred.jsonl --tokenizer tokenizer.json"],
-    "bm25": ["ragloaders bm25 beir/scifact --out bm25.trec"],
+    "bm25": ["ragloaders bm25 beir/scifact --out bm25.trec",
+             "ragloaders bm25 ./scifact --out bm25.trec"],
 }
 """One or more command lines per subcommand, shown at the end of its --help."""
 
@@ -37,12 +47,19 @@ def cmd_list(args: argparse.Namespace) -> int:
     `(default)`), size, and `bring your own` for the datasets whose files a user must obtain. Returns 0.
 
     Example: `ragloaders list` prints `beir/nfcorpus  corpus queries qrels  3,633 docs; 2.4 MB download`."""
+    from .api import group_members
     from .benchmarks import BENCHMARKS
     from .publish.cards import DEFAULT_CONFIG
     from .publish.listing import path_size, supplied_by_user
 
+    groups_shown = set()
     for benchmark in BENCHMARKS:
         for path in benchmark.builders:
+            group = path.rsplit("/", 1)[0]
+            if group not in groups_shown and (members := group_members(group)):
+                groups_shown.add(group)
+                print(f"{group}\ta group of {len(members)} paths (validate, bm25 and eval take it; load and build "
+                      "take one of them)")
             obtain = supplied_by_user(benchmark, path)
             mark = "\tbring your own: " + obtain if obtain else ""
             configs = " ".join(f"{c} (default)" if c == DEFAULT_CONFIG else c for c in configs_of(path))
@@ -60,7 +77,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     outputs = build_folder(args.path, args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
                            num_proc=args.num_proc, into_existing=args.into_existing, card=card_options(args),
-                           **derived_configs(args))
+                           load_as=args.out, config_kwargs=config_kwargs(args), **derived_configs(args))
     for output in outputs:
         for split in output.splits.values():
             print(f"{output.name}\t{split.name}\t{split.num_examples} rows")
@@ -75,30 +92,41 @@ def cmd_validate(args: argparse.Namespace) -> int:
     (unknown path with "did you mean", missing files) and returns 2.
 
     Example: `ragloaders validate crag/task_1_and_2 --data-dir ~/crag`; `ragloaders validate ./scifact`."""
-    from .publish.validate import run
+    from .publish.source import validate_source
 
-    return run(args.path, data_dir=args.data_dir, cache_dir=args.cache_dir, as_json=args.json)
+    return validate_source(args.path, data_dir=args.data_dir, cache_dir=args.cache_dir, as_json=args.json)
 
 
 def cmd_push(args: argparse.Namespace) -> int:
-    """`ragloaders push PATH --repo-id ORG/NAME`: build into a staging folder and upload what changed
-    (`publish.push.push`); `--dry-run` stops after staging. The repository keeps `.ragloaders-manifest.json`, the
-    files ragloaders published there: only those are replaced or deleted as stale; a push that would overwrite any
-    other file stops before sending anything unless `--overwrite-foreign`. Returns 0; errors are raised and printed
-    by `main`.
+    """`ragloaders push SOURCE --repo-id ORG/NAME`: a benchmark path is built into a staging folder and what changed
+    uploaded (`publish.push.push`); a folder ragloaders built is uploaded as it is once it verifies against its
+    manifest (`publish.source.push_folder`). The token and the hub are checked before any build. `--dry-run` stops
+    before any request. The repository keeps `.ragloaders-manifest.json`, the files ragloaders published there: only
+    those are replaced or deleted as stale; a push that would overwrite any other file stops before sending anything
+    unless `--overwrite-foreign`. Returns 0; errors are raised and printed by `main`.
 
-    Example: `ragloaders push beir/scifact --repo-id my-org/scifact --private`."""
+    Example: `ragloaders push beir/scifact --repo-id my-org/scifact --private`; `ragloaders push ./scifact ...`."""
     from .publish.cards import check_options, stated
     from .publish.push import push
+    from .publish.source import is_folder_source, push_folder, require_token_and_hub
 
-    options = card_options(args)
-    check_options(args.path, options)
-    with stated(options):
-        result = push(args.path, args.repo_id, data_dir=args.data_dir, cache_dir=args.cache_dir,
-                      num_proc=args.num_proc, private=args.private, revision=args.revision,
-                      commit_message=args.commit_message, staging_dir=args.staging_dir, dry_run=args.dry_run,
-                      into_existing=args.into_existing,
-                      overwrite_foreign=args.overwrite_foreign)
+    if is_folder_source(args.path):
+        if args.data_dir or args.staging_dir or args.into_existing or args.license or args.pretty_name:
+            raise ValueError(f"{args.path}: --data-dir, --staging-dir, --into-existing, --license and --pretty-name "
+                             "are for a benchmark path; a built folder is pushed as it is")
+        result = push_folder(args.path, args.repo_id, private=args.private, revision=args.revision,
+                             commit_message=args.commit_message, dry_run=args.dry_run,
+                             overwrite_foreign=args.overwrite_foreign)
+    else:
+        options = card_options(args)
+        check_options(args.path, options)
+        if not args.dry_run:
+            require_token_and_hub(args.repo_id)
+        with stated(options):
+            result = push(args.path, args.repo_id, data_dir=args.data_dir, cache_dir=args.cache_dir,
+                          num_proc=args.num_proc, private=args.private, revision=args.revision,
+                          commit_message=args.commit_message, staging_dir=args.staging_dir, dry_run=args.dry_run,
+                          into_existing=args.into_existing, overwrite_foreign=args.overwrite_foreign)
     if not args.dry_run:
         print(f"{args.repo_id}: {len(result.uploaded)} files uploaded, {len(result.unchanged)} already there, "
               f"{len(result.deleted)} stale files deleted, {len(result.commits)} commits")
@@ -133,11 +161,12 @@ def cmd_bm25(args: argparse.Namespace) -> int:
 
     try:
         result = bm25(args.path, out=args.out, split=args.split, top_k=args.top_k, data_dir=args.data_dir,
-                      cache_dir=args.cache_dir)
+                      cache_dir=args.cache_dir, benchmark=args.benchmark)
     except (ImportError, OSError) as e:  # the extra is missing; the run file or --out folder is not there
         print(f"ragloaders: error: {e}", file=sys.stderr)
         return 2
-    print(f"wrote {result.out}: {result.lines} lines for {result.queries} {result.split} queries "
+    print(f"wrote {result.out}: {result.lines} lines for {result.queries} {result.split} queries, "
+          f"{result.unranked} of which got no document (no word in common with any) "
           f"({result.settings.describe()}, top {args.top_k})")
     return 0
 
@@ -147,6 +176,20 @@ def card_options(args: argparse.Namespace):
     from .publish.cards import CardOptions
 
     return CardOptions(license=args.license, pretty_name=args.pretty_name)
+
+
+def builder_parameters() -> dict[str, list[str]]:
+    """Every config parameter a path's builder takes (`load(path, config, release="v4")`) -> the paths taking it."""
+    found: dict[str, list[str]] = {}
+    for path, cls in registry().items():
+        for name in cls.BUILDER_PARAMETERS:
+            found.setdefault(name, []).append(path)
+    return found
+
+
+def config_kwargs(args: argparse.Namespace) -> dict:
+    """The config parameters given on the command line (`--release v4`), for the builders."""
+    return {name: getattr(args, name) for name in builder_parameters() if getattr(args, name, None) is not None}
 
 
 def derived_configs(args: argparse.Namespace) -> dict:
@@ -172,8 +215,7 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:
     """`ragloaders eval` and `ragloaders bm25`."""
     evaluate = commands.add_parser("eval", help="score a run against a path's qrels (mmRAG: also a routing run; "
                                                 "CRAG: answer predictions)")
-    evaluate.add_argument("path", help="e.g. beir/scifact, beir/cqadupstack (mean of its 12 forums), mmrag, "
-                                       "crag/task_1_and_2")
+    evaluate.add_argument("path", metavar="SOURCE", help=SOURCE_HELP + "; beir/cqadupstack: the mean of its 12 forums")
     scored = evaluate.add_mutually_exclusive_group(required=True)
     scored.add_argument("--run", dest="run_file", metavar="RUN",
                         help="TREC run (qid Q0 docid rank score tag), or a .parquet / .jsonl table of query-id, "
@@ -206,13 +248,15 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:
                               "unknown ids (default: both are errors)")
     evaluate.set_defaults(run=cmd_eval)
     baseline = commands.add_parser("bm25", help="write the BM25 baseline run (title + text) of a path")
-    baseline.add_argument("path", help="e.g. beir/nfcorpus, beir/cqadupstack, mmrag, crag/task_1_and_2")
+    baseline.add_argument("path", metavar="SOURCE", help=SOURCE_HELP + "; beir/cqadupstack: each forum, ids "
+                          "prefixed `<forum>/`")
     baseline.add_argument("--out", required=True, help="run file: TREC, or a table if it ends in .parquet / .jsonl")
     baseline.add_argument("--top-k", type=int, default=1000, help="documents per query (default 1000)")
     baseline.set_defaults(run=cmd_bm25)
     evaluate.add_argument("--split", help="split to score (default test; CRAG answers: every split)")
     baseline.add_argument("--split", default="test", help="queries split (default test)")
     for command in (evaluate, baseline):
+        command.add_argument("--as", dest="benchmark", metavar="PATH", help=AS_HELP)
         command.add_argument("--data-dir", help=DATA_DIR_HELP)
         command.add_argument("--cache-dir", help="datasets cache folder")
 
@@ -231,18 +275,22 @@ def parser() -> argparse.ArgumentParser:
                        "it wrote are replaced; see --into-existing)")
     build.add_argument("--with", dest="with_configs", metavar="CONFIGS",
                        help="also build top_ranked,hard_negatives (BM25 top 100; needs the eval extra)")
+    for name, paths in builder_parameters().items():
+        build.add_argument(f"--{name.replace('_', '-')}", dest=name,
+                           help=f"config parameter of {', '.join(paths)} (as `ragloaders.load(..., {name}=...)`)")
     build.set_defaults(run=cmd_build)
 
     validate = commands.add_parser(
         "validate", help="counts, dangling and shared ids, duplicates, score histogram; exit 1 on structural errors"
     )
-    validate.add_argument("path", help="a benchmark path (beir/arguana), a built folder (README.md + Parquet), or a "
-                                       "hub repo id org/name (network): any repository in BEIR / mteb layout")
+    validate.add_argument("path", metavar="SOURCE", help=SOURCE_HELP + "; beir/cqadupstack: each of its forums")
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
     validate.set_defaults(run=cmd_validate)
 
-    push = commands.add_parser("push", help="build into a staging folder and upload it to a hub dataset repo")
-    push.add_argument("path", help="e.g. beir/scifact")
+    push = commands.add_parser("push", help="upload a built folder as it is, or build a path into a staging folder "
+                                            "and upload that, to a hub dataset repo")
+    push.add_argument("path", metavar="SOURCE", help="a benchmark path (beir/scifact), or a folder `ragloaders build` "
+                                                     "wrote (uploaded as it is, after checking its manifest)")
     push.add_argument("--repo-id", required=True, help="ORG/NAME of the dataset repository")
     push.add_argument("--private", action="store_true", help="create the repository as private")
     push.add_argument("--revision", help="branch to commit to (created if missing); default main")
@@ -275,6 +323,7 @@ def parser() -> argparse.ArgumentParser:
     root.epilog = "examples:\n" + "\n".join(f"  {lines[0]}" for lines in EXAMPLES.values()) + (
         "\n\n`ragloaders COMMAND --help` shows each command's options and examples.")
     root.formatter_class = argparse.RawDescriptionHelpFormatter
+    root.description = f"{__doc__.rstrip('.')}: {', '.join(commands.choices)}."
     for command in commands.choices.values():  # --debug after the command too
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return root

@@ -92,6 +92,17 @@ class CardFacts:
 
 
 @dataclass(frozen=True)
+class AuthorsMeasures:
+    """Measures a benchmark's authors report beside (or instead of) BEIR's trec_eval set, computed with ranx's
+    definitions and tie order (`ragloaders.eval.ranx_metrics`)."""
+
+    title: str
+    short: str
+    """How the report's conventions name this set."""
+    metrics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class EvalConventions:
     """How a benchmark's authors score a run against one path's qrels (`ragloaders eval` follows them)."""
 
@@ -107,6 +118,10 @@ class EvalConventions:
     whose ids are `<member path relative to the group>/<id>`."""
     notes: tuple[str, ...] = ()
     """What an evaluation report of this path says about these conventions."""
+    authors_retrieval: AuthorsMeasures | None = None
+    """The retrieval measures the authors report, printed first (mmRAG's paper: ranx's NDCG/MAP/Hits@k)."""
+    authors_routing: AuthorsMeasures | None = None
+    """The measures of a routing task (`eval --routing`) scored against the `routing` config; None: no such task."""
 
 
 def _standard_conventions(path: str) -> EvalConventions:

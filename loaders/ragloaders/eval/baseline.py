@@ -13,7 +13,7 @@ from ..api import load, normalized
 from ..core.facts import EvalConventions
 from ..core.output_target import check_output
 from .bm25 import DEFAULT_SETTINGS, Bm25Settings, rank
-from .data import conventions_of, corpus_tables, load_qrels, load_queries
+from .data import conventions_of, corpus_tables, display_name, load_qrels, load_queries, open_source
 from .metrics import Qrels, require_extra
 from .report import member_prefix
 from .runs import write_run
@@ -36,6 +36,8 @@ class Bm25Run:
     queries: int
     lines: int
     settings: Bm25Settings
+    unranked: int = 0
+    """Queries that got no document (no word shared with any document): they have no line in the run."""
 
 
 def _judged_queries(
@@ -65,27 +67,31 @@ def bm25(
     settings: Bm25Settings = DEFAULT_SETTINGS,
     data_dir: str | None = None,
     cache_dir: str | None = None,
+    benchmark: str | None = None,
 ) -> Bm25Run:
     """Rank the corpus of `path` for each query of `split` with BM25 and write the top `top_k` as a run to `out`
     (TREC, or a table for `.parquet` / `.jsonl`). A group path (beir/cqadupstack) ranks each member's corpus for its
-    own queries and writes one run whose ids are `<member>/<id>`."""
-    path = normalized(path)
+    own queries and writes one run whose ids are `<member>/<id>`. `path` may also be a built folder or a hub
+    repository (see data.open_source; `benchmark` names its path when its card does not)."""
+    shown = display_name(path)
     out = check_output(out, kind="file", data_dir=data_dir, cache_dir=cache_dir)  # the rules every writer follows
-    conventions = conventions_of(path)
+    path, conventions = open_source(path, benchmark)
     require_extra("Stemmer")
     where = {"data_dir": data_dir, "cache_dir": cache_dir}
-    counted = {"queries": 0}
+    counted = {"queries": 0, "unranked": 0}
 
     def rankings() -> Iterator[tuple[str, list[str], list[float]]]:
         for member in conventions.mean_over or (path,):
             prefix = member_prefix(path, member) if conventions.mean_over else ""
-            queries, _ = _judged_queries(member, split, conventions_of(member), where)
+            queries, _ = _judged_queries(member, split, conventions if member == path else conventions_of(member),
+                                         where)
             counted["queries"] += len(queries)
             for query_id, doc_ids, scores in _path_rankings(member, queries, top_k, settings, where):
+                counted["unranked"] += not doc_ids
                 yield prefix + query_id, [prefix + doc_id for doc_id in doc_ids], scores
 
     lines = write_run(out, rankings(), tag=RUN_TAG)
-    return Bm25Run(path, split, out, counted["queries"], lines, settings)
+    return Bm25Run(shown, split, out, counted["queries"], lines, settings, counted["unranked"])
 
 
 def reranking_tables(

@@ -54,4 +54,5 @@ def run_eval(args: argparse.Namespace) -> EvalReport | AnswerReport:
             report.write_verdicts(args.verdicts)
         return report
     return evaluate(args.path, args.run_file, split=args.split or "test", metrics=args.metrics,
-                    relevance_level=args.relevance_level, per_query=args.per_query, **where)
+                    relevance_level=args.relevance_level, per_query=args.per_query, benchmark=args.benchmark,
+                    **where)

@@ -1,5 +1,10 @@
-"""What a run is scored against, loaded through `ragloaders.api.load`: a path's evaluation conventions,
-its qrels, its queries and its corpus."""
+"""What a run is scored against, loaded through `ragloaders.api.load`: a source's evaluation conventions,
+its qrels, its queries and its corpus.
+
+A source is a benchmark path, a folder ragloaders built, or a hub dataset repository in ragloaders' or mteb's layout
+(`open_source` makes a repository a local folder once). A folder or repository is read by config role, as mteb reads
+it: queries from `query` when it exists else `queries`, qrels from `default` when it exists else `qrels`, and the
+requested split of a config or else its only split."""
 
 from __future__ import annotations
 
@@ -8,9 +13,10 @@ from collections.abc import Iterable, Iterator, Sequence
 import datasets
 import pyarrow as pa
 
-from ..api import configs_of, load
+from ..api import configs_of, is_benchmark_path, load, normalized
 from ..benchmarks import BENCHMARKS, benchmark_of
 from ..core.facts import EvalConventions
+from ..core.repository import open_repository
 from .metrics import Qrels
 
 CORPUS_BATCH_ROWS = 20_000
@@ -28,6 +34,51 @@ def conventions_of(path: str) -> EvalConventions:
     raise ValueError(f"unknown path {path!r}; `ragloaders list` shows the known paths")
 
 
+ROLE_CONFIGS = {"qrels": ("default", "qrels"), "queries": ("query", "queries"), "corpus": ("corpus",)}
+"""role -> the config names a folder or repository may give it, the one mteb prefers first."""
+
+
+def display_name(source: str) -> str:
+    """How a report names a source: a benchmark path without stray slashes, a folder or repository as given."""
+    return normalized(source) if is_benchmark_path(source) else source
+
+
+def open_source(source: str, benchmark: str | None = None) -> tuple[str, EvalConventions]:
+    """(what the loaders below read, the conventions runs on it are scored by) for a SOURCE: a benchmark path as it
+    is; a built folder or hub repository as a local folder (the hub cache's copy of a repository), scored by the
+    conventions of `benchmark` (`--as`) or else of the path its card says ragloaders built it from."""
+    if is_benchmark_path(source):
+        if benchmark is not None:
+            raise ValueError(f"{source} is a benchmark path: --as is for a built folder or a hub repository")
+        return normalized(source), conventions_of(source)
+    repository = open_repository(source).local()
+    named = benchmark or repository.built_from()
+    if named is None:
+        raise ValueError(f"{source}: its card does not say which benchmark it holds (it was not built by ragloaders), "
+                         "so the conventions to score it by are not known; pass --as PATH, e.g. --as beir/scifact")
+    try:
+        conventions = conventions_of(named)
+    except ValueError:
+        raise ValueError(f"{source}: {named!r} is not a benchmark path (`ragloaders list` shows them)") from None
+    if conventions.mean_over:
+        raise ValueError(f"{source}: a folder or repository holds one path, not the group {named}; pass a member")
+    return repository.folder, conventions
+
+
+def config_for(path: str, role: str) -> str:
+    """The config that plays `role` (qrels, queries, corpus) in a benchmark path, folder or repository."""
+    if is_benchmark_path(path):
+        if role not in configs_of(path):
+            raise ValueError(f"{path} has no {role} config")
+        return role
+    configs = open_repository(path).configs()
+    found = next((name for name in ROLE_CONFIGS[role] if name in configs), None)
+    if found is None:
+        raise ValueError(f"{path} has no {' or '.join(ROLE_CONFIGS[role])} config; its configs are "
+                         f"{', '.join(configs)}")
+    return found
+
+
 def require_labels(path: str, conventions: EvalConventions) -> None:
     """Refuse to score a path whose benchmark has no relevance labels."""
     if conventions.unlabelled:
@@ -35,16 +86,23 @@ def require_labels(path: str, conventions: EvalConventions) -> None:
 
 
 def _split(path: str, config: str, split: str, **kwargs) -> datasets.Dataset:
+    """The split of a config; in a folder or repository a config's only split stands for any (mteb's rule)."""
     splits = load(path, config, **kwargs)
-    if split not in splits:
+    if split not in splits and not (len(splits) == 1 and not is_benchmark_path(path)):
         raise ValueError(f"{path} {config} has no split {split!r}; its splits are {', '.join(splits)}")
-    return splits[split]
+    return with_ids(splits[split] if split in splits else next(iter(splits.values())))
+
+
+def with_ids(dataset: datasets.Dataset) -> datasets.Dataset:
+    """The dataset with its id column named `_id` (mteb also accepts `id`)."""
+    names = dataset.column_names
+    return dataset.rename_column("id", "_id") if "_id" not in names and "id" in names else dataset
 
 
 def load_qrels(path: str, split: str, *, data_dir: str | None = None, cache_dir: str | None = None) -> Qrels:
     """The split's qrels as {query id: {document id: grade}}, in file order (a repeated pair keeps its last grade,
     as BEIR's loader and pytrec_eval do)."""
-    return load_grades(path, "qrels", "corpus-id", split, data_dir=data_dir, cache_dir=cache_dir)
+    return load_grades(path, config_for(path, "qrels"), "corpus-id", split, data_dir=data_dir, cache_dir=cache_dir)
 
 
 def load_grades(
@@ -53,7 +111,7 @@ def load_grades(
 ) -> Qrels:
     """A config of (`query-id`, `item_column`, `score`) rows as {query id: {item: grade}}, in file order (a
     repeated pair keeps its last grade): the qrels, or mmRAG's `routing` labels (item column `dataset`)."""
-    if config not in configs_of(path):
+    if is_benchmark_path(path) and config not in configs_of(path):
         raise ValueError(f"{path} has no {config} config")
     table = _split(path, config, split, data_dir=data_dir, cache_dir=cache_dir).data.table
     grades: Qrels = {}
@@ -68,14 +126,14 @@ def load_queries(
 ) -> list[tuple[str, str]]:
     """(query id, text) of the split's queries, in file order; `only` keeps those ids. A benchmark whose
     `queries` config has one split for every query (BEIR's `queries`) gives that split, filtered by `only`."""
-    splits = load(path, "queries", data_dir=data_dir, cache_dir=cache_dir)
+    splits = load(path, config_for(path, "queries"), data_dir=data_dir, cache_dir=cache_dir)
     if split in splits:
         dataset = splits[split]
     elif len(splits) == 1 and only is not None:
         dataset = next(iter(splits.values()))
     else:
         raise ValueError(f"{path} queries has no split {split!r}; its splits are {', '.join(splits)}")
-    table = dataset.data.table
+    table = with_ids(dataset).data.table
     pairs = zip(table.column("_id").to_pylist(), table.column("text").to_pylist())
     if only is None:
         return list(pairs)
@@ -85,17 +143,17 @@ def load_queries(
 
 def all_query_ids(path: str, *, data_dir: str | None = None, cache_dir: str | None = None) -> set[str]:
     """Every query id of the path, in any split."""
-    splits = load(path, "queries", data_dir=data_dir, cache_dir=cache_dir)
-    return {query_id for dataset in splits.values() for query_id in dataset.data.table.column("_id").to_pylist()}
+    splits = load(path, config_for(path, "queries"), data_dir=data_dir, cache_dir=cache_dir)
+    return {query_id for dataset in splits.values()
+            for query_id in with_ids(dataset).data.table.column("_id").to_pylist()}
 
 
 def corpus_tables(
     path: str, columns: Sequence[str], *, data_dir: str | None = None, cache_dir: str | None = None
 ) -> Iterator[pa.Table]:
     """The corpus in tables of CORPUS_BATCH_ROWS rows holding `columns` (slices of the memory-mapped Arrow file)."""
-    if "corpus" not in configs_of(path):
-        raise ValueError(f"{path} has no corpus config")
-    table = _split(path, "corpus", "corpus", data_dir=data_dir, cache_dir=cache_dir).data.table.select(list(columns))
+    table = _split(path, config_for(path, "corpus"), "corpus", data_dir=data_dir, cache_dir=cache_dir).data.table
+    table = table.select(list(columns))
     for start in range(0, table.num_rows, CORPUS_BATCH_ROWS):
         yield table.slice(start, CORPUS_BATCH_ROWS)
 

@@ -13,16 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import normalized
-from ..benchmarks.mmrag.catalogue import DATASET_SCORE_KEYS
-from ..benchmarks.mmrag.facts import PAPER_METRICS, ROUTING_METRICS
-from ..core.facts import EvalConventions
+from ..core.facts import AuthorsMeasures, EvalConventions
 from .data import (
     all_query_ids,
     conventions_of,
     corpus_tables,
+    display_name,
     load_grades,
     load_qrels,
     missing_doc_ids,
+    open_source,
     require_labels,
 )
 from .metrics import Metric, parse_metrics, require_extra, score
@@ -34,26 +34,6 @@ EXAMPLES = 5
 """How many ids a report shows for each kind of mismatch."""
 BEIR_SET = "BEIR's measures (trec_eval via pytrec_eval)"
 BEIR_SHORT = "BEIR's measures"
-
-
-@dataclass(frozen=True)
-class AuthorsMeasures:
-    """The measures a benchmark's authors report, when they are not BEIR's trec_eval set."""
-
-    title: str
-    short: str
-    """How the report's conventions name this set."""
-    metrics: tuple[str, ...]
-
-
-AUTHORS_RETRIEVAL = {
-    "mmrag": AuthorsMeasures("mmRAG paper's measures (ranx, as nju-websoft/mmRAG mmrag_experiments/eval.py)",
-                             "mmRAG paper's measures", PAPER_METRICS),
-}
-"""Benchmark name -> the retrieval measures its authors report (computed with ranx's definitions and tie order)."""
-AUTHORS_ROUTING = AuthorsMeasures(
-    "mmRAG routing measures (ranx, as nju-websoft/mmRAG mmrag_experiments/exp/routing/eval.py)",
-    "mmRAG routing measures", ROUTING_METRICS)
 
 
 @dataclass
@@ -118,8 +98,8 @@ class EvalReport:
         for ids, what in (
             (self.unranked_queries, "judged queries are not in the run (each scored 0)"),
             (self.unknown_queries, f"queries of the run are not in {self.path} (not scored)"),
-            (self.unknown_documents, f"datasets of the run are not among {', '.join(DATASET_SCORE_KEYS)} (scored "
-                                     "not relevant)" if self.task == "routing" else
+            (self.unknown_documents, "datasets of the run are not among the routing labels' (scored not relevant)"
+                                     if self.task == "routing" else
                                      f"documents of the run are not in the {self.path} corpus (scored not relevant)"),
         ):
             if ids:
@@ -169,12 +149,15 @@ def evaluate(
     per_query: bool = False,
     data_dir: str | None = None,
     cache_dir: str | None = None,
+    benchmark: str | None = None,
 ) -> EvalReport:
     """Score `run` (a run file, or {query id: {document id: score}}) against the `split` qrels of `path`, the way
-    the benchmark's authors do (see EvalConventions); `relevance_level` overrides the benchmark's."""
-    path = normalized(path)
-    conventions = conventions_of(path)
-    require_labels(path, conventions)
+    the benchmark's authors do (see EvalConventions); `relevance_level` overrides the benchmark's. `path` may also
+    be a built folder or a hub repository (see data.open_source; `benchmark` names its path when its card does
+    not)."""
+    shown = display_name(path)
+    path, conventions = open_source(path, benchmark)
+    require_labels(shown, conventions)
     require_extra("pytrec_eval")
     run = checked_run(run) if isinstance(run, dict) else read_run(os.fspath(run))
     chosen = parse_metrics(metrics)
@@ -187,7 +170,7 @@ def evaluate(
     scores = score(qrels, run, chosen, relevance_level=level, ignore_identical_ids=conventions.ignore_identical_ids)
     doc_ids = (doc_id for docs in run.values() for doc_id in docs)
     report = EvalReport(
-        path, split, level, scores.mean, len(qrels), scores.per_query if per_query else None,
+        shown, split, level, scores.mean, len(qrels), scores.per_query if per_query else None,
         unranked_queries=scores.unranked_queries,
         unknown_queries=[query_id for query_id in run if query_id not in known],
         unjudged_queries=sum(1 for query_id in run if query_id in known and query_id not in qrels),
@@ -196,9 +179,8 @@ def evaluate(
         notes=list(conventions.notes),
         conventions=[f"{BEIR_SHORT}: {TREC_EVAL_TIES}"],
     )
-    authors = AUTHORS_RETRIEVAL.get(path.split("/")[0])
-    if authors:
-        _add_authors_measures(report, authors, qrels, run, per_query)
+    if conventions.authors_retrieval:
+        _add_authors_measures(report, conventions.authors_retrieval, qrels, run, per_query)
     return report
 
 
@@ -224,22 +206,24 @@ def evaluate_routing(
     """Score a routing run (a routing run file, or {query id: {dataset: score}}) of mmRAG against the `split` of its
     `routing` config with the authors' routing measures (ranx: NDCG@5, Hits@1 ... Hits@5)."""
     path = normalized(path)
-    if path != "mmrag":
+    authors = conventions_of(path).authors_routing
+    if authors is None:
         raise ValueError(f"{path} has no routing task; routing runs are scored on mmrag")
     run = checked_run(run) if isinstance(run, dict) else read_routing_run(run)
     where = {"data_dir": data_dir, "cache_dir": cache_dir}
     labels = load_grades(path, "routing", "dataset", split, **where)
     known = all_query_ids(path, **where)
     datasets = (dataset for ranked in run.values() for dataset in ranked)
+    labelled = {dataset for grades in labels.values() for dataset in grades}
     report = EvalReport(
         path, split, 1, {}, len(labels), task="routing",
         unknown_queries=[query_id for query_id in run if query_id not in known],
         unjudged_queries=sum(1 for query_id in run if query_id in known and query_id not in labels),
-        unknown_documents=list(dict.fromkeys(d for d in datasets if d not in DATASET_SCORE_KEYS)),
+        unknown_documents=list(dict.fromkeys(d for d in datasets if d not in labelled)),
         notes=["routing labels are each query's `dataset_score` (the `routing` config): NDCG uses them as gains, "
                "Hits counts the datasets with a score >= 1"],
     )
-    _add_authors_measures(report, AUTHORS_ROUTING, labels, run, per_query)
+    _add_authors_measures(report, authors, labels, run, per_query)
     report.unranked_queries = [query_id for query_id in labels if not run.get(query_id)]
     return report
 

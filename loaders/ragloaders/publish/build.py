@@ -23,10 +23,12 @@ logger = logging.getLogger(__name__)
 
 
 def build_identity(path: str, data_dir: str | None, cache_dir: str | None, repo_id: str | None,
-                   card: CardOptions | None = None) -> dict:
-    """What a built folder was built from (kept in its manifest): the builders' cache hashes cover the code and
-    the source files; what the builder stated on the card (`card`, default: the options `stated`), if anything."""
-    hashes = {config: builder(path, config, data_dir=data_dir, cache_dir=cache_dir).hash for config in configs_of(path)}
+                   card: CardOptions | None = None, config_kwargs: dict[str, Any] | None = None) -> dict:
+    """What a built folder was built from (kept in its manifest): the builders' cache hashes cover the code, the
+    config parameters (`config_kwargs`, e.g. CRAG's release) and the source files; what the builder stated on the
+    card (`card`, default: the options `stated`), if anything."""
+    hashes = {config: builder(path, config, data_dir=data_dir, cache_dir=cache_dir, **(config_kwargs or {})).hash
+              for config in configs_of(path)}
     stated_on_card = (card or stated_options()).given()
     return {"path": path, "repo_id": repo_id, "builders": hashes,
             **({"card": stated_on_card} if stated_on_card else {})}
@@ -49,7 +51,7 @@ def build_folder(path: str, out: str, *, data_dir: str | None = None, cache_dir:
     check_options(path, card)
     with OutputFolder(out, data_dir=data_dir, cache_dir=cache_dir, into_existing=into_existing, altered=altered,
                       option=option) as folder:
-        identity = build_identity(path, data_dir, cache_dir, options.get("repo_id"), card)
+        identity = build_identity(path, data_dir, cache_dir, options.get("repo_id"), card, options.get("config_kwargs"))
         outputs = write_folder(path, folder.work, data_dir=data_dir, cache_dir=cache_dir, card=card, **options)
         folder.commit(identity)
     return outputs
@@ -66,17 +68,20 @@ def write_folder(
     extra_tables: dict[str, dict[str, pa.Table]] | None = None,
     extra_notes: dict[str, str] | None = None,
     card: CardOptions | None = None,
+    config_kwargs: dict[str, Any] | None = None,
+    load_as: str | None = None,
 ) -> list[ConfigOutput]:
     """Prepare every config of `path` once and write `staging/<config>/<split>-*.parquet` plus `staging/README.md`
     (into a new folder: `build_folder` swaps it into place). `repo_id` goes into the card's
     `load_dataset` lines; the card shows the integrity report of the prepared configs. `extra_tables`
     ({config: {split: table}}, e.g. BM25's `top_ranked`) are written beside the built configs, and
     `extra_notes` ({config: how it was made}) go into the card, and so do `card`, what the builder of their own data
-    states (beir-format).
+    states (beir-format). `config_kwargs` are the builders' config parameters (CRAG's `release`); `load_as` is what
+    the card's load lines name when there is no `repo_id` (the folder).
     """
     outputs, prepared, builders = [], {}, {}
     for config in tqdm(configs_of(path), desc=f"Building {path}", unit="config"):
-        dataset_builder = builder(path, config, data_dir=data_dir, cache_dir=cache_dir)
+        dataset_builder = builder(path, config, data_dir=data_dir, cache_dir=cache_dir, **(config_kwargs or {}))
         dataset_builder.download_and_prepare(num_proc=num_proc)
         builders[config] = dataset_builder
         written = write_config(dataset_builder, staging)
@@ -92,7 +97,7 @@ def write_folder(
     with open(os.path.join(staging, "README.md"), "w", encoding="utf-8") as f:
         integrity = integrity_of(path, prepared, source=source_of(path, builders, sha256=True))
         f.write(render_card(path, outputs, data_dir=data_dir, integrity=integrity, repo_id=repo_id,
-                            derived=extra_notes, options=card))
+                            derived=extra_notes, options=card, load_as=load_as))
     return outputs
 
 

@@ -23,10 +23,12 @@ from datasets.info import DatasetInfosDict
 from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCardData
 
+from ..api import configs_of
 from ..benchmarks import benchmark_of
 from ..core.facts import Benchmark, CardFacts
+from ..core.repository import BUILT_FROM, BUILT_FROM_PATTERN  # noqa: F401 (validate reads the pattern here)
 from .card_yaml import load_yaml
-from .parquet import ConfigOutput
+from .parquet import CUTTING_RULE, LARGE_ROW_BYTES, ConfigOutput
 
 TEMPLATES_ENV = "RAGLOADERS_CARD_TEMPLATES"
 """Folder holding `<family>.md`; by default the package's `ragloaders.dataset_cards` (the top-level
@@ -37,10 +39,6 @@ DEFAULT_CONFIG = "records"
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
                    (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"))
 LIST_PREVIEW = 10
-BUILT_FROM = "<!-- built by ragloaders from {path} -->"
-"""The last line of every card (invisible when rendered): `validate` of a built folder or repository reads it to
-apply the path's declared upstream defects."""
-BUILT_FROM_PATTERN = re.compile(r"^<!-- built by ragloaders from (\S+) -->$", re.MULTILINE)
 LICENSE_ID = re.compile(r"[a-z0-9][a-z0-9.+-]*")
 """The form of a hub licence id (`cc-by-4.0`, `apache-2.0`, `gpl-3.0`)."""
 
@@ -158,14 +156,29 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
-def load_section(repo_id: str, outputs: list[ConfigOutput]) -> str:
+def load_section(repo_id: str, outputs: list[ConfigOutput], *, folder: bool = False) -> str:
+    """The `load_dataset` line of every config of the repository `repo_id` (or, `folder`, of the local folder of
+    that name), and a DuckDB query over the first config's files."""
     lines = ["```python", "from datasets import load_dataset", ""]
     lines += [f'{o.name} = load_dataset("{repo_id}", "{o.name}")' for o in outputs]
+    where = f"{repo_id.rstrip('/')}/" if folder else f"hf://datasets/{repo_id}/"
     lines += ["```", "", "Streaming works the same way: add `streaming=True`. The files are plain Parquet, so other "
               "engines read them too, e.g. DuckDB:", "", "```sql"]
-    lines += [f"SELECT count(*) FROM 'hf://datasets/{repo_id}/{o.data_files[0]['path']}';" for o in outputs[:1]]
+    lines += [f"SELECT count(*) FROM '{where}{o.data_files[0]['path']}';" for o in outputs[:1]]
     lines += ["```"]
+    if folder:
+        lines += ["", f"This card was written for the folder `{repo_id}`; once it is pushed to the hub (`ragloaders "
+                  f"push {repo_id} --repo-id ORG/NAME`), load it by the repository's id in its place."]
     return "\n".join(lines)
+
+
+def configs_sentence(outputs: list[ConfigOutput]) -> str:
+    """How many configs this build has, named (it may hold more than the benchmark's own, e.g. `build --with`)."""
+    names = [f"`{o.name}`" for o in outputs]
+    if len(names) > LIST_PREVIEW:
+        return f"This build has {len(outputs)} configs (each is listed under Splits)."
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"This build has {len(outputs)} config{'s' if len(outputs) != 1 else ''}: {listed}."
 
 
 def fields_section(outputs: list[ConfigOutput], notes: dict[str, str]) -> str:
@@ -184,7 +197,14 @@ def splits_section(outputs: list[ConfigOutput]) -> str:
             file_bytes = getattr(split, "file_bytes", 0)
             rows.append([output.name, split.name, f"{split.num_examples:,}", f"{split.num_bytes:,}",
                          len(split.files), f"{file_bytes:,}" if file_bytes else "—"])
-    return _table(["config", "split", "rows", "bytes (Arrow)", "Parquet files", "bytes (Parquet)"], rows)
+    parts = [_table(["config", "split", "rows", "bytes (Arrow)", "Parquet files", "bytes (Parquet)"], rows),
+             CUTTING_RULE]
+    large = [f"`{o.name}/{s.name}` ({s.num_bytes / s.num_examples / (1 << 20):.1f} MiB)" for o in outputs
+             for s in o.splits.values() if s.num_examples and s.num_bytes / s.num_examples > LARGE_ROW_BYTES]
+    if large:
+        parts.append(f"Rows average more than {LARGE_ROW_BYTES >> 20} MiB in {', '.join(large)}: the dataset viewer "
+                     "may not show them; `datasets` and the other engines read them.")
+    return "\n\n".join(parts)
 
 
 def _official_files(facts: CardFacts, source: dict | None) -> list[dict]:
@@ -322,17 +342,21 @@ def _built_count(integrity: dict, config: str, split: str | None) -> int | None:
     return sum(f.get(measure, 0) for f in facts)
 
 
-def build_section(outputs: list[ConfigOutput], integrity: dict | None, own_data: bool = False) -> str:
-    """What this build holds: the release read, the splits written (and declared ones left empty), and the
-    published figures beside the built ones with a word on each difference."""
+def build_section(outputs: list[ConfigOutput], integrity: dict | None, declared: list[str] | None = None,
+                  own_data: bool = False) -> str:
+    """What this build holds: the release read, the configs and splits written (and the `declared` configs and
+    splits left out, with why), and the published figures beside the built ones with a word on each difference."""
     source = (integrity or {}).get("source")
     parts = [_release_sentence(source, outputs, own_data)]
     written = "; ".join(f"`{o.name}`: {', '.join(f'`{s}`' for s in o.splits)}" for o in outputs)
-    parts.append(f"Splits written: {written}.")
+    parts.append(f"{len(outputs)} config{'s' if len(outputs) != 1 else ''} written, with their splits: {written}.")
+    left_out = [config for config in declared or [] if config not in {o.name for o in outputs}]
+    if left_out:
+        parts.append(f"Left out: {', '.join(f'`{c}`' for c in left_out)}: no rows in the files read, and `datasets` "
+                     "cannot load a config with no rows.")
     empty = {}
     for output in outputs:
-        declared = list(output.info.splits or [])
-        for split in declared:
+        for split in output.info.splits or []:
             if split not in output.splits:
                 empty.setdefault(split, []).append(output.name)
     for split, configs in empty.items():
@@ -427,10 +451,12 @@ def render_card(
     repo_id: str | None = None,
     derived: dict[str, str] | None = None,
     options: CardOptions | None = None,
+    load_as: str | None = None,
 ) -> str:
     """README.md for a folder built from `path`: YAML front matter, then the family template's sections;
     `derived` says how each config made from the data (not from the source files) was made; `options` are what
-    the builder of their own data states (default: those `stated`)."""
+    the builder of their own data states (default: those `stated`). The load lines name `repo_id`, else the folder
+    `load_as` (a build with `--out`), else a placeholder."""
     benchmark = benchmark_of(path)
     facts = facts_for(benchmark, path, data_dir, options)
     family_yaml, body = read_template(facts.family)
@@ -438,14 +464,14 @@ def render_card(
         "path": path,
         "data_name": folder_name(data_dir) or "—",
         "pretty_name": facts.pretty_name,
-        "summary": facts.summary,
+        "summary": f"{facts.summary} {configs_sentence(outputs)}",
         "homepage": facts.homepage or "—",
-        "load": load_section(repo_id or REPO_PLACEHOLDER, outputs),
+        "load": load_section(repo_id or load_as or REPO_PLACEHOLDER, outputs, folder=not repo_id and bool(load_as)),
         "fields": fields_section(outputs, facts.field_notes),
         "splits": splits_section(outputs),
         "integrity": integrity_section(integrity),
         "sources": sources_section(facts, data_dir, (integrity or {}).get("source")),
-        "build": build_section(outputs, integrity, facts.own_data),
+        "build": build_section(outputs, integrity, configs_of(path), facts.own_data),
         "defects": defects_section(benchmark, path, facts),
         "license": license_section(facts),
         "citation": citation_section(facts),

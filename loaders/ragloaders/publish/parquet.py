@@ -15,9 +15,24 @@ from .sink import DeferredErrorFile
 
 MAX_SHARD_BYTES = 500 << 20
 """Uncompressed bytes per Parquet file: the compressed file is smaller, so always under ~500 MB."""
+SHARD_COUNT_MULTIPLE = 8
+"""A split written as more than one file has a multiple of this many, of equal row counts (within one row): datasets
+streams whole files per worker (`split_dataset_by_node`, a DataLoader's workers), so 2, 4 or 8 workers get equal
+shares."""
 ROW_GROUP_BYTES = 64 << 20
-"""Uncompressed bytes per row group: small enough for the hub's dataset viewer to page through."""
+"""Uncompressed bytes per row group: small enough for the hub's dataset viewer to page through (its limit is
+286 MiB per row group)."""
 MAX_ROW_GROUP_ROWS = 100_000
+LARGE_ROW_BYTES = 2 << 20
+"""Rows larger than this (on average in a split) are too large for the dataset viewer to show: the card says so."""
+CUTTING_RULE = (
+    f"Each split is one Parquet file (zstd) while it holds under {MAX_SHARD_BYTES >> 20} MiB of Arrow data; a larger "
+    f"one is cut into a multiple of {SHARD_COUNT_MULTIPLE} files of equal row counts, in row order, so that 2, 4 or "
+    f"8 workers reading whole files (`datasets.distributed.split_dataset_by_node`, DataLoader workers) get equal "
+    f"shares. Row groups hold about {ROW_GROUP_BYTES >> 20} MiB of Arrow data (at most "
+    f"{MAX_ROW_GROUP_ROWS:,} rows), well under the dataset viewer's 286 MiB."
+)
+"""How files are cut, as the card says it (from the constants above)."""
 
 
 @dataclass
@@ -48,15 +63,26 @@ def _row_group_rows(table: pa.Table) -> int:
     return max(1, min(MAX_ROW_GROUP_ROWS, ROW_GROUP_BYTES // per_row))
 
 
+def shard_rows(num_rows: int, nbytes: int) -> list[int]:
+    """The row count of each file of a split of `num_rows` rows and `nbytes` Arrow bytes: one file up to
+    MAX_SHARD_BYTES, else a multiple of SHARD_COUNT_MULTIPLE files (fewer only when there are fewer rows) whose counts
+    differ by one row at most."""
+    if num_rows == 0:
+        return [0]
+    needed = -(-nbytes // MAX_SHARD_BYTES)
+    if needed <= 1:
+        return [num_rows]
+    count = min(num_rows, -(-needed // SHARD_COUNT_MULTIPLE) * SHARD_COUNT_MULTIPLE)
+    base, extra = divmod(num_rows, count)
+    return [base + (index < extra) for index in range(count)]
+
+
 def _shards(table: pa.Table) -> Iterator[pa.Table]:
-    """Contiguous slices of about MAX_SHARD_BYTES (uncompressed); at least one, even when empty."""
-    if table.num_rows == 0:
-        yield table
-        return
-    per_row = max(1, table.nbytes // table.num_rows)
-    rows = max(1, MAX_SHARD_BYTES // per_row)
-    for start in range(0, table.num_rows, rows):
+    """Contiguous slices of the table as `shard_rows` cuts it; at least one, even when empty."""
+    start = 0
+    for rows in shard_rows(table.num_rows, table.nbytes):
         yield table.slice(start, rows)
+        start += rows
 
 
 class _RowsInOrder:

@@ -74,6 +74,14 @@ def _identify(name: str, size: int, entries: list[tuple[Release, dict]], sums: d
             "note": f"not the published file ({difference}): a sample, a cut or another release"}
 
 
+def _names(location: str, official_name: str | None) -> bool:
+    """Whether the file at `location` has the official file's name: its base name, or its path ending in the official
+    relative path (crag/mock_kg's `finance/company_name.dict`)."""
+    if not official_name:
+        return False
+    return os.path.basename(location) == official_name or location.replace(os.sep, "/").endswith("/" + official_name)
+
+
 def _of(release: str) -> str:
     return "" if release == OFFICIAL else f" of release `{release}`"
 
@@ -96,7 +104,7 @@ def source_report(path: str, read: dict[str, list[str]], release: str | None, de
     for location, configs in read.items():
         name = os.path.basename(location)
         size = os.path.getsize(location)
-        entries = [(r, entry) for r in candidates for entry in r.files if entry.get("name") == name]
+        entries = [(r, entry) for r in candidates for entry in r.files if _names(location, entry.get("name"))]
         wanted = sorted({key for _, entry in entries for key in ("md5", "sha256") if entry.get(key)}
                         | ({"sha256"} if sha256 else set()))
         sums = file_digests(location, wanted)

@@ -67,7 +67,7 @@ def card_facts(path: str) -> CardFacts:
                  ((dataset.test_queries, f"{PUBLISHED_QUERY_SPLIT.get(path, 'test')} queries"),
                   (dataset.corpus_docs, "corpus documents")) if count is not None]
     summary = (
-        f"BEIR's `{dataset.name}` retrieval dataset as three configs: `corpus` (split `corpus`), `queries` (split "
+        f"BEIR's `{dataset.name}` retrieval dataset as configs `corpus` (split `corpus`), `queries` (split "
         f"`queries`, every line of queries.jsonl) and `qrels` (splits {', '.join(f'`{s}`' for s in dataset.splits)}). "
         f"Metadata fields are columns of their own. BEIR publishes {' and '.join(published) or 'no counts'}."
     )

@@ -7,6 +7,15 @@ from .catalogue import HOMEPAGE, LICENSE, RELEASES
 from .citations import CITATION
 
 FIELD_NOTES = {
+    "interaction_id": "the question's unique id",
+    "query_time": "when the question was asked (its answer may depend on it), as in the source",
+    "domain": "finance, sports, music, movie or open",
+    "question_type": "simple, simple_w_condition, comparison, aggregation, set, multi-hop, post-processing or "
+                     "false_premise",
+    "static_or_dynamic": "how fast the answer changes: static, slow-changing, fast-changing or real-time",
+    "query": "the question",
+    "answer": "the ground-truth answer, as in the source",
+    "page_snippet": "the search engine's snippet of the page",
     "records.split": "the source's `split`: 0 = validation, 1 = public test",
     "alt_ans": "other valid answers (the example file's `alternative_answers` string, parsed)",
     "popularity": "head / torso / tail (v5 only; null in v4 and the example file)",
@@ -19,6 +28,7 @@ FIELD_NOTES = {
                   "every build",
     "corpus.title": "page_name",
     "corpus.text": "text extracted from the HTML (Resiliparse, whitespace-normalised)",
+    "corpus.url": "page_url, as in the source",
     "corpus.html": "page_result, the full HTML as in the source (may be empty)",
     "last_modified": "page_last_modified as in the source (may be empty or start with a space)",
     "query-id": "interaction_id of the question",
@@ -71,8 +81,8 @@ def card_facts(path: str) -> CardFacts:
         f"CRAG {task.replace('_', ' ')}: questions with {pages} each, as configs `records` (every field of every "
         "record), `queries`, `corpus` (distinct pages), `search_results` and `top_ranked` (each question's pages as "
         "corpus ids, in rank order), split into `validation` and `test` by "
-        "each record's `split` (`corpus`: one split, `corpus`); This build says which release was read and which "
-        "splits it has."
+        "each record's `split` (`corpus`: one split, `corpus`). The section \"This build\" says which release was "
+        "read and which splits it has."
         + (f" Records published per release: {', '.join(published)}." if published else "")
     )
     source_files = [

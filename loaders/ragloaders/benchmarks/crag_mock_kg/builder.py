@@ -142,6 +142,9 @@ class MockKgBuilder(RagBuilder):
         manager = self.download_manager(dl_manager)
         return [download_verified(manager, download) for download in self.downloads(table)]
 
+    def source_files_read(self) -> list[str]:
+        return self.source_paths(None)
+
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         paths = self.source_paths(dl_manager)
         schema, json_columns = PLANS[self.table.reader].prepare(paths, self.table)

@@ -30,6 +30,7 @@ from ...core.readers.arrow_batches import tables_from_rows
 from ...core.readers.json_array import array_elements_before, iter_json_array, iter_json_array_batches
 from ...core.readers.jsonl import Shard
 from ...core.readers.values import fits_int32, literal_string_list
+from ...core.repository import HubError, hub_offline, probe_hub
 from ...core.sources import SourceFiles, download_cause
 from .catalogue import (
     ALL_FILES,
@@ -327,6 +328,13 @@ def download_from_hub(filename: str, cache_dir: str | None) -> str:
     """One file of the hub dataset, downloaded (or found in the cache) with huggingface_hub; its local path."""
     from huggingface_hub import hf_hub_download, hf_hub_url
 
+    url = hf_hub_url(HUB_REPO_ID, filename, repo_type="dataset", revision=HUB_REVISION)
+    if not hub_offline():
+        try:  # an unreachable hub: one line within seconds, before hf_hub_download's retries
+            probe_hub(HUB_REPO_ID)
+        except HubError as e:
+            raise DownloadError(url, f"the hub cannot be reached: {e.unreachable}; with HF_HUB_OFFLINE=1 the copy "
+                                "in the hub cache is used", mirror_env="HF_ENDPOINT") from None
     try:
         return hf_hub_download(
             repo_id=HUB_REPO_ID, repo_type="dataset", filename=filename, revision=HUB_REVISION, cache_dir=cache_dir
@@ -334,7 +342,6 @@ def download_from_hub(filename: str, cache_dir: str | None) -> str:
     except Exception as e:  # no network, DNS, refused, HTTP errors, each its own huggingface_hub / httpx type
         if is_no_space(e):
             raise
-        url = hf_hub_url(HUB_REPO_ID, filename, repo_type="dataset", revision=HUB_REVISION)
         raise DownloadError(url, download_cause(e), mirror_env="HF_ENDPOINT") from e
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...core.facts import CardFacts, EvalConventions, PublishedCounts
+from ...core.facts import AuthorsMeasures, CardFacts, EvalConventions, PublishedCounts
 from .catalogue import CORPUS_FILE, HUB_REPO_ID, HUB_REVISION, PUBLISHED_QUERIES, QUERY_FILE_BYTES, QUERY_FILES
 from .citations import MMRAG_CITATION
 
@@ -52,7 +52,7 @@ def card_facts(path: str) -> CardFacts:
         family="mmrag",
         pretty_name="mmRAG",
         summary=(
-            "mmRAG as five configs: `records` (the full query records), `queries`, `qrels` and `routing` (the "
+            "mmRAG as configs `records` (the full query records), `queries`, `qrels` and `routing` (the "
             "`dataset_score` labels as query-id, dataset, score; splits `train`, `dev`, `test`) and `corpus` (split "
             "`corpus`: every chunk of processed_documents.json). mmRAG publishes "
             + " / ".join(f"{count:,}" for count in PUBLISHED_QUERIES.values())
@@ -103,10 +103,15 @@ BASELINE_NOTE = (
     "ragloaders eval mmrag --routing routing.jsonl\n```"
 )
 
-EVAL_CONVENTIONS = EvalConventions(notes=(
-    "mmRAG's qrels are graded 0/1/2: nDCG uses the grades as gains; the other measures count grade >= 1 as "
-    "relevant (`--relevance-level 2` counts grade 2 only)",
-))
+EVAL_CONVENTIONS = EvalConventions(
+    notes=("mmRAG's qrels are graded 0/1/2: nDCG uses the grades as gains; the other measures count grade >= 1 as "
+           "relevant (`--relevance-level 2` counts grade 2 only)",),
+    authors_retrieval=AuthorsMeasures("mmRAG paper's measures (ranx, as nju-websoft/mmRAG mmrag_experiments/eval.py)",
+                                      "mmRAG paper's measures", PAPER_METRICS),
+    authors_routing=AuthorsMeasures(
+        "mmRAG routing measures (ranx, as nju-websoft/mmRAG mmrag_experiments/exp/routing/eval.py)",
+        "mmRAG routing measures", ROUTING_METRICS),
+)
 
 
 def eval_conventions(path: str) -> EvalConventions:

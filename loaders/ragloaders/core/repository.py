@@ -1,0 +1,184 @@
+"""A SOURCE that is not a benchmark path: a folder in the hub's layout (one ragloaders built, or any other) or a hub
+dataset repository, in ragloaders' or mteb's layout.
+
+Where it is, how its configs load, which benchmark its card names (the last line ragloaders writes into every card),
+and every failure to reach the hub said in one line that names the repository, the cause and the remedies. The hub
+is asked once, with a short timeout and no retries, before any call that would retry: an unreachable hub costs
+seconds, not a minute of `Retrying in 8s`. `HF_HUB_OFFLINE=1` is honoured: the hub cache's copy is used, or the
+error says there is none.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import MissingSourceError
+
+BUILT_FROM = "<!-- built by ragloaders from {path} -->"
+"""The last line of every card ragloaders writes (invisible when rendered): the benchmark path it was built from,
+whose conventions (declared defects, keys, how runs are scored) apply to the folder or repository."""
+BUILT_FROM_PATTERN = re.compile(r"^<!-- built by ragloaders from (\S+) -->$", re.MULTILINE)
+CARD = "README.md"
+PROBE_TIMEOUT_SECONDS = 3.0
+"""How long the one request that checks the hub may take (connect and read)."""
+REMEDIES = ("set HF_ENDPOINT to a hub or mirror you can reach, set HF_HUB_OFFLINE=1 to use the copy in the hub cache, "
+            "or work from local files (a built folder, or --data-dir with a benchmark path)")
+_REPO_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)?")
+"""The shape of a hub repo id (`name` or `owner/name`); anything else can only be a local folder."""
+
+
+class HubError(ConnectionError):
+    """The hub could not be reached, or has no such repository: one line with the repository, the cause and what
+    to do. `unreachable`: why the hub could not be reached ("" when it answered)."""
+
+    def __init__(self, message: str, unreachable: str = ""):
+        super().__init__(message)
+        self.unreachable = unreachable
+
+
+def hub_endpoint() -> str:
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT
+
+
+def hub_offline() -> bool:
+    """Whether HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) asks for no network."""
+    from huggingface_hub import constants
+
+    return constants.is_offline_mode()
+
+
+def innermost_cause(error: BaseException) -> str:
+    """`Type: message` of the exception at the bottom of `error`'s chain (the socket's own words), on one line."""
+    while (error.__cause__ or error.__context__) is not None:
+        error = error.__cause__ or error.__context__
+    return f"{type(error).__name__}: {' '.join(str(error).split())}"[:300]
+
+
+def looks_like_repo_id(name: str) -> bool:
+    """`owner/name` or `name` of the characters a repo id may hold (so `./x`, `/x`, `a/b/c`, `~/x` are not)."""
+    return bool(_REPO_ID.fullmatch(name)) and ".." not in name and "--" not in name
+
+
+def probe_hub(repo_id: str, *, what: str = "dataset repository") -> int:
+    """Ask the hub for the dataset repository `repo_id` once (PROBE_TIMEOUT_SECONDS, no retry); return the HTTP
+    status (200 it exists; 401 / 404 it does not, or it is private and no token allows it). Raises HubError in one
+    line when the hub cannot be reached."""
+    from huggingface_hub.utils import build_hf_headers, get_session
+
+    url = f"{hub_endpoint()}/api/datasets/{repo_id}"
+    try:  # with the token, if any: a private repository answers only to it
+        response = get_session().get(url, headers=build_hf_headers(), timeout=PROBE_TIMEOUT_SECONDS,
+                                     follow_redirects=True)
+    except Exception as e:  # refused, DNS, timeout, TLS, proxy: each its own httpx type
+        cause = innermost_cause(e)
+        raise HubError(f"{repo_id}: cannot reach the hub at {hub_endpoint()} for this {what} ({cause}); {REMEDIES}",
+                       unreachable=cause) from None
+    return response.status_code
+
+
+@dataclass(frozen=True)
+class Repository:
+    """A built folder or a hub dataset repository, by the name the user gave."""
+
+    name: str
+    folder: str | None = None
+    """A local folder holding its files (a built folder, or the hub cache's copy of a repository)."""
+    repo_id: str | None = None
+    """The hub repository id, when it is one."""
+
+    @property
+    def location(self) -> str:
+        """What `datasets.load_dataset` reads: the local folder when there is one, else the repo id."""
+        return self.folder or self.repo_id or self.name
+
+    def local(self) -> Repository:
+        """This repository with every file in a local folder (a hub repository is downloaded into the hub cache,
+        or found there when offline)."""
+        if self.folder is not None:
+            return self
+        return Repository(self.name, cached_snapshot(self.repo_id or self.name, offline=False), self.repo_id)
+
+    def configs(self) -> list[str]:
+        import datasets
+
+        return list(datasets.get_dataset_config_names(self.location))
+
+    def load(self, config: str, *, split: str | None = None, streaming: bool = False, cache_dir: str | None = None,
+             **kwargs: Any) -> Any:
+        """`datasets.load_dataset` of one config; a missing config names the ones there are."""
+        import datasets
+
+        configs = self.configs()
+        if config not in configs:
+            raise ValueError(f"{self.name} has no config {config!r}; its configs are {', '.join(configs)}")
+        return datasets.load_dataset(self.location, config, split=split, streaming=streaming, cache_dir=cache_dir,
+                                     **kwargs)
+
+    def card_text(self) -> str | None:
+        """Its README.md, or None when it has none."""
+        if self.folder is None:
+            return self.local().card_text()
+        card = os.path.join(self.folder, CARD)
+        if not os.path.isfile(card):
+            return None
+        with open(card, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def built_from(self) -> str | None:
+        """The benchmark path its card says ragloaders built it from (the card's last BUILT_FROM line), if any."""
+        found = BUILT_FROM_PATTERN.findall(self.card_text() or "")
+        return found[-1] if found else None
+
+
+def cached_snapshot(repo_id: str, *, offline: bool) -> str:
+    """The local folder of the dataset repository `repo_id` in the hub cache: downloaded (the hub was probed
+    first), or, `offline`, the copy already there (HubError when there is none)."""
+    from huggingface_hub import constants, snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    if offline:
+        try:
+            return snapshot_download(repo_id, repo_type="dataset", local_files_only=True)
+        except LocalEntryNotFoundError:
+            raise HubError(f"{repo_id}: HF_HUB_OFFLINE is set and the hub cache ({constants.HF_HUB_CACHE}) holds no "
+                           "copy of this dataset repository; unset HF_HUB_OFFLINE to download it, or pass a built "
+                           "folder") from None
+    probe_hub(repo_id)
+    return snapshot_download(repo_id, repo_type="dataset")
+
+
+def open_repository(name: str) -> Repository:
+    """The SOURCE `name` that is not a benchmark path: an existing folder, else a hub dataset repository (its copy
+    in the hub cache with HF_HUB_OFFLINE). Raises MissingSourceError for a name that can only be a folder and is
+    not one, HubError (one line) when the hub cannot be reached or has no such repository -- saying also that no
+    local folder of that name exists."""
+    location = os.path.expanduser(name)
+    if os.path.isdir(location):
+        return Repository(name, folder=location)
+    if os.path.exists(location):
+        raise MissingSourceError(f"{name}: a file, not a folder: pass a folder ragloaders built (README.md + "
+                                 "Parquet), a hub repository id, or a benchmark path (`ragloaders list`)")
+    here = f"no folder {name} in {os.getcwd()}"
+    if not looks_like_repo_id(name.strip("/")):
+        raise ValueError(f"unknown path {name!r}: {here}, nor is it a benchmark path (`ragloaders list` shows them) "
+                         "or a hub repository id (org/name)")
+    repo_id = name.strip("/")
+    if hub_offline():
+        try:
+            return Repository(name, folder=cached_snapshot(repo_id, offline=True), repo_id=repo_id)
+        except HubError as e:
+            raise HubError(f"{name}: {here}; {str(e).split(': ', 1)[1]}") from None
+    try:
+        status = probe_hub(repo_id)
+    except HubError as e:
+        raise HubError(f"{name}: {here}, and the hub at {hub_endpoint()} cannot be reached to look for a dataset "
+                       f"repository of that name ({e.unreachable}); {REMEDIES}", e.unreachable) from None
+    if status in (401, 403, 404):
+        raise HubError(f"{name}: {here}, and the hub at {hub_endpoint()} has no dataset repository {repo_id} "
+                       f"(HTTP {status}; a private one needs HF_TOKEN)")
+    return Repository(name, repo_id=repo_id)

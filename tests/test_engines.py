@@ -1,0 +1,173 @@
+"""A built folder is plain Parquet: DuckDB, polars and (where Java and pyspark are there) Spark read every config and
+split of every built sample with the same rows as `datasets`; a split cut into several files spreads evenly over
+2, 4 and 8 workers (`datasets.distributed.split_dataset_by_node`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import datasets
+import duckdb
+import polars
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from conftest import DATA
+from datasets.distributed import split_dataset_by_node
+from hypothesis import given
+from hypothesis import strategies as st
+from mock_kg_generated import write_cragkg
+from ragloaders.cli import main as cli_main
+from ragloaders.publish import parquet
+
+SAMPLES = {
+    "beir/nfcorpus": ["--data-dir", str(DATA / "beir")],
+    "crag/task_1_and_2": ["--data-dir", str(DATA / "crag"), "--release", "example"],
+    "mmrag": ["--data-dir", str(DATA / "mmrag")],
+    "crag/mock_kg": [],  # its data_dir is generated below
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> dict[str, Path]:
+    """Every bundled sample (and a generated mock KG) built as a user would, with `ragloaders build --out`."""
+    base = tmp_path_factory.mktemp("engines")
+    kg = base / "cragkg"
+    write_cragkg(kg, count=8)
+    folders = {}
+    for path, options in SAMPLES.items():
+        out = base / path.replace("/", "--")
+        options = options or ["--data-dir", str(kg)]
+        assert cli_main(["build", path, *options, "--out", str(out), "--cache-dir", str(base / "cache")]) == 0
+        folders[path] = out
+    return folders
+
+
+def card_configs(folder: Path) -> dict[str, dict[str, list[str]]]:
+    """{config: {split: its Parquet files}} as the card's `configs:` YAML declares them (globs expanded)."""
+    front = (folder / "README.md").read_text(encoding="utf-8").split("---\n")[1]
+    return {c["config_name"]: {f["split"]: sorted(map(str, folder.glob(f["path"]))) for f in c["data_files"]}
+            for c in yaml.safe_load(front)["configs"]}
+
+
+def splits_of(built: dict[str, Path]):
+    for path, folder in built.items():
+        for config, splits in card_configs(folder).items():
+            for split, files in splits.items():
+                yield path, folder, config, split, files
+
+
+def rows_of_datasets(folder: Path, config: str, split: str) -> list[dict]:
+    return datasets.load_dataset(str(folder), config, split=split).to_list()
+
+
+def test_the_release_option_reached_the_builder(built):
+    card = (built["crag/task_1_and_2"] / "README.md").read_text(encoding="utf-8")
+    assert "release `example`" in card  # `build --release example`: the card says which release was read
+
+
+def test_every_sample_split_is_one_file_so_its_bytes_did_not_change(built):
+    """The cutting rule only changes splits larger than MAX_SHARD_BYTES: a sample's splits stay one file each."""
+    for path, _, config, split, files in splits_of(built):
+        assert len(files) == 1 and files[0].endswith(f"{split}-00000-of-00001.parquet"), (path, config, split)
+
+
+def test_duckdb_reads_every_config_and_split_as_datasets_does(built):
+    for path, folder, config, split, files in splits_of(built):
+        expected = rows_of_datasets(folder, config, split)
+        read = duckdb.sql(f"SELECT * FROM read_parquet({files!r})").fetch_arrow_table().to_pylist()
+        assert read == expected, (path, config, split)
+        assert duckdb.sql(f"SELECT count(*) FROM '{folder}/{config}/{split}-*.parquet'").fetchall()[0][0] == len(
+            expected)  # the glob the README shows
+
+
+def test_polars_reads_every_config_and_split_as_datasets_does(built):
+    for path, folder, config, split, files in splits_of(built):
+        expected = rows_of_datasets(folder, config, split)
+        frame = polars.read_parquet(files)
+        assert frame.columns == list(expected[0]), (path, config, split)
+        assert frame.to_dicts() == expected, (path, config, split)
+        assert polars.scan_parquet(f"{folder}/{config}/{split}-*.parquet").select(polars.len()).collect().item() == \
+            len(expected)
+
+
+def test_a_large_split_is_cut_into_a_multiple_of_8_files_that_spread_evenly_over_workers(built, tmp_path,
+                                                                                       monkeypatch):
+    corpus = datasets.load_dataset(str(built["beir/nfcorpus"]), "corpus", split="corpus")
+    monkeypatch.setattr(parquet, "MAX_SHARD_BYTES", corpus.data.nbytes // 9)  # needs 10 files: cut into 16
+    files = parquet.write_parquet(corpus, str(tmp_path), "corpus")
+    assert len(files) == 16 and [os.path.basename(f) for f in files][-1] == "corpus-00015-of-00016.parquet"
+    sizes = [pq.ParquetFile(f).metadata.num_rows for f in files]
+    assert sum(sizes) == corpus.num_rows and max(sizes) - min(sizes) <= 1
+    streamed = datasets.load_dataset("parquet", data_files=files, split="train", streaming=True)
+    assert streamed.num_shards == 16
+    every_id = corpus["_id"]
+    for world_size in (2, 4, 8):
+        parts = [[row["_id"] for row in split_dataset_by_node(streamed, rank=rank, world_size=world_size)]
+                 for rank in range(world_size)]
+        assert sorted(i for part in parts for i in part) == sorted(every_id), world_size
+        assert max(map(len, parts)) - min(map(len, parts)) <= 16 // world_size, world_size  # whole files each
+
+
+@pytest.mark.parametrize("num_rows, nbytes, expected", [
+    (0, 0, [0]),
+    (10, parquet.MAX_SHARD_BYTES, [10]),
+    (10, parquet.MAX_SHARD_BYTES + 1, [2, 2, 1, 1, 1, 1, 1, 1]),  # two files' worth: 8 files, rows spread
+    (100, 9 * parquet.MAX_SHARD_BYTES, [7] * 4 + [6] * 12),
+    (5, 3 * parquet.MAX_SHARD_BYTES, [1] * 5),  # fewer rows than files: one row each
+])
+def test_shard_rows(num_rows, nbytes, expected):
+    assert parquet.shard_rows(num_rows, nbytes) == expected
+
+
+def test_split_dataset_by_node_on_a_built_corpus(built):
+    """The README's example: each node reads its share of a built corpus, together every row once."""
+    folder = built["beir/nfcorpus"]
+    streamed = datasets.load_dataset(str(folder), "corpus", split="corpus", streaming=True)
+    ids = [row["_id"] for row in streamed]
+    parts = [[row["_id"] for row in split_dataset_by_node(streamed, rank=rank, world_size=2)] for rank in range(2)]
+    assert sorted(parts[0] + parts[1]) == sorted(ids) and not set(parts[0]) & set(parts[1])
+
+
+@pytest.fixture(scope="module")
+def spark():
+    if shutil.which("java") is None:
+        pytest.skip("no Java runtime: Spark cannot start")
+    pyspark_sql = pytest.importorskip("pyspark.sql", reason="pyspark is not installed (not in the test extra: "
+                                                            "a 400 MB wheel; `pip install pyspark` to run this)")
+    session = (pyspark_sql.SparkSession.builder.master("local[1]").appName("ragloaders-tests")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def spark_value(value):
+    """A Spark Row's value as Python data (structs as dicts)."""
+    if hasattr(value, "asDict"):
+        return {k: spark_value(v) for k, v in value.asDict().items()}
+    if isinstance(value, list):
+        return [spark_value(v) for v in value]
+    return value
+
+
+SPARK_SAMPLES = ("beir/nfcorpus", "crag/task_1_and_2", "mmrag")
+"""Spark runs a job per split (seconds each): the mock KG's 32 tables are left to DuckDB and polars."""
+
+
+def test_spark_reads_every_config_and_split_as_datasets_does(built, spark):
+    for path, folder, config, split, _ in splits_of({path: built[path] for path in SPARK_SAMPLES}):
+        expected = rows_of_datasets(folder, config, split)
+        frame = spark.read.parquet(f"{folder}/{config}/{split}-*.parquet")  # the README's line
+        rows = [{k: spark_value(v) for k, v in row.asDict().items()} for row in frame.collect()]
+        assert rows == expected, (path, config, split)
+
+
+@given(num_rows=st.integers(1, 10**7), nbytes=st.integers(0, 100 * parquet.MAX_SHARD_BYTES))
+def test_shard_rows_always_cover_every_row_in_files_of_equal_counts(num_rows, nbytes):
+    rows = parquet.shard_rows(num_rows, nbytes)
+    assert sum(rows) == num_rows and min(rows) >= 1 and max(rows) - min(rows) <= 1
+    assert len(rows) == 1 or len(rows) % parquet.SHARD_COUNT_MULTIPLE == 0 or len(rows) == num_rows
+    assert (len(rows) > 1) == (nbytes > parquet.MAX_SHARD_BYTES and num_rows > 1)
