@@ -1,4 +1,4 @@
-"""The `ragloaders` command: list, build, validate, push."""
+"""The `ragloaders` command: list, build, validate, push, eval, bm25, serve."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from . import __version__
 from .api import configs_of, registry
 from .core.errors import MissingSourceError, SourceError
+from .mock_api import command as mock_api_command
 
 DATA_DIR_HELP = ("a folder holding the benchmark's files as it distributes them: the archive (e.g. nfcorpus.zip) or "
                  "its extracted files; default: download them")
@@ -24,6 +25,7 @@ EXAMPLES = {
     "push": ["ragloaders push beir/scifact --repo-id my-org/scifact --dry-run"],
     "eval": ["ragloaders eval beir/scifact --run bm25.trec --metrics ndcg@10"],
     "bm25": ["ragloaders bm25 beir/scifact --out bm25.trec"],
+    "serve": mock_api_command.EXAMPLES,
 }
 """One or more command lines per subcommand, shown at the end of its --help."""
 
@@ -204,6 +206,7 @@ def parser() -> argparse.ArgumentParser:
     push.set_defaults(run=cmd_push)
 
     add_eval_commands(commands)
+    mock_api_command.add_serve_command(commands)
 
     for command in (build, validate, push):
         command.add_argument("--data-dir", help=DATA_DIR_HELP)
