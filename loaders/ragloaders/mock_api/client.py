@@ -31,7 +31,8 @@ def resolve_source(source: str | None, data_dir: str | None, cache_dir: str | No
 
 
 def build_into_cache(data_dir: str, cache_dir: str | None) -> str:
-    """`ragloaders build crag/mock_kg --data-dir DATA_DIR` into the cache, unless built there from these files."""
+    """`ragloaders build crag/mock_kg --data-dir DATA_DIR` into `<cache>/mock_api/builds/<identity>` (the datasets
+    cache beside it, in `<cache>/datasets`), unless already built there from the same files and code."""
     import hashlib
     import json
 
@@ -39,11 +40,14 @@ def build_into_cache(data_dir: str, cache_dir: str | None) -> str:
 
     if not os.path.isdir(data_dir):
         raise SourceError(data_dir, "no such folder (expected CRAG's `cragkg` folder of mock KG files)")
-    identity = build_identity("crag/mock_kg", os.path.abspath(data_dir), cache_dir, None)
+    base = cache_dir or default_cache_dir()
+    datasets_cache = os.path.join(base, "datasets")
+    data_dir = os.path.abspath(data_dir)
+    identity = build_identity("crag/mock_kg", data_dir, datasets_cache, None)
     name = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
-    out = os.path.join(cache_dir or default_cache_dir(), "mock_api", "builds", name)
+    out = os.path.join(base, "mock_api", "builds", name)
     if not os.path.isfile(os.path.join(out, "README.md")):
-        build_folder("crag/mock_kg", out, data_dir=os.path.abspath(data_dir), cache_dir=cache_dir)
+        build_folder("crag/mock_kg", out, data_dir=data_dir, cache_dir=datasets_cache)
     return out
 
 

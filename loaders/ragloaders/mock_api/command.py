@@ -24,7 +24,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .client import CragMockAPI
 
     api = CragMockAPI(args.source, data_dir=args.data_dir, cache_dir=args.cache_dir)
-    serve(api.kg, args.host, args.port)
+    try:
+        serve(api.kg, args.host, args.port)
+    except KeyboardInterrupt:  # uvicorn shuts down on Ctrl-C, then raises it again
+        pass
     print("ragloaders serve: stopped", file=sys.stderr)
     return 0
 
