@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
 from mock_kg_generated import write_cragkg
 from ragloaders import CragMockAPI, SourceError
 from ragloaders.cli import main as cli_main
@@ -187,8 +186,8 @@ HUB_SCRIPT = textwrap.dedent('''
             if entry is None:
                 return http.Response(404, headers={"X-Error-Code": "EntryNotFound"})
             data = hub.read("org/kg", parts[1])
-            headers = {"X-Repo-Commit": "0" * 40, "ETag": '"' + (entry["sha256"] if entry["lfs"] else entry["oid"]) + '"',
-                       "Content-Length": str(len(data))}
+            etag = entry["sha256"] if entry["lfs"] else entry["oid"]
+            headers = {"X-Repo-Commit": "0" * 40, "ETag": f'"{etag}"', "Content-Length": str(len(data))}
             return http.Response(200, content=b"" if request.method == "HEAD" else data, headers=headers)
         return hub.handle(request)
 
