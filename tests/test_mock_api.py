@@ -93,11 +93,6 @@ def test_every_config_the_api_reads_is_built(built):
     assert all((built / config).is_dir() for config in REQUIRED_COLUMNS)
 
 
-def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ragloaders", *args], capture_output=True, text=True,
-                          timeout=timeout)
-
-
 def test_cli_errors_are_one_line(built, tmp_path, capsys):
     for args, expected in ((["--from", str(tmp_path)], "not a crag/mock_kg build"),
                            (["--from", str(tmp_path / "absent")], "not a hub repository id"),
@@ -109,15 +104,14 @@ def test_cli_errors_are_one_line(built, tmp_path, capsys):
     assert "path crag/mock_kg" in capsys.readouterr().err
 
 
-def test_a_port_in_use_is_one_line(built, tmp_path):
+def test_a_port_in_use_is_one_line(built, tmp_path, capsys):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = run_cli("serve", "crag/mock_kg", "--from", str(built), "--port", str(port), "--cache-dir",
-                       str(tmp_path))
-    assert done.returncode == 2 and f"127.0.0.1:{port} is already in use" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+        assert cli_main(["serve", "crag/mock_kg", "--from", str(built), "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert f"127.0.0.1:{port} is already in use" in err and len(err.strip().splitlines()) == 1
 
 
 def _wait_for(port: int, process: subprocess.Popen) -> None:

@@ -182,3 +182,54 @@ def test_the_official_client_unchanged_against_ragloaders_serve(parity, tmp_path
         process.terminate()
         out, err = process.communicate(timeout=20)
     assert "listening on http://127.0.0.1:" in err and "Traceback" not in err
+
+
+def test_a_body_that_is_not_json_gets_the_official_servers_422(parity):
+    for path in ("/open/get_entity", "/sports/nba/get_games_on_date", "/music/grammy_get_all_awarded_artists"):
+        for data in ("{not json", "", "[1, 2]", "null", '{"query": "x"'):
+            theirs = parity["official"].post(path, content=data, headers={"content-type": "application/json"})
+            ours = parity["ours"].post(path, content=data, headers={"content-type": "application/json"})
+            assert (ours.status_code, ours.text) == (theirs.status_code, theirs.text), (path, data)
+
+
+def _reference_module(name: str):
+    spec = importlib.util.spec_from_file_location(f"crag_reference_{name}", REFERENCE / "cragapi" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bm25_scores_and_ranks_are_bit_identical_to_the_official_ones(seed):
+    """Random corpora of few distinct words (so scores tie often): rank_bm25's scores bit for bit and numpy's
+    argsort order; the music BM25 (fast_bm25, idf > 4) ranking with its ties."""
+    import random
+
+    import numpy as np
+    from ragloaders.mock_api.search import CutoffIndex, OkapiIndex
+    from rank_bm25 import BM25Okapi
+
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(rng.choice((3, 8, 40)))] + ["rare"]
+    corpus = [[rng.choice(words) for _ in range(rng.randint(0, 5))] for _ in range(rng.choice((1, 7, 300)))]
+    corpus = [doc for doc in corpus if doc] or [["w0"]]
+    official, ours = BM25Okapi(corpus), OkapiIndex(corpus)
+    fast_bm25 = _reference_module("fast_bm25")
+    for _ in range(30):
+        query = [rng.choice(words + ["absent"]) for _ in range(rng.randint(0, 4))]
+        expected = official.get_scores(query)
+        assert ours.scores(query).tobytes() == expected.tobytes()
+        top = [int(i) for i in np.argsort(expected)[::-1][:10] if expected[i] != 0]
+        assert ours.top(" ".join(query)) == top
+    music_corpus = [[f"n{i}", rng.choice(("band", "the", f"x{i % 50}"))] for i in range(rng.choice((60, 200)))]
+    try:
+        music = fast_bm25.BM25(music_corpus)
+    except ZeroDivisionError:  # no term passes idf > 4: the official server does not start
+        assert all(CutoffIndex(music_corpus).top(f"n{i}") == [] for i in range(5))
+        return
+    ours_music = CutoffIndex(music_corpus)
+    for _ in range(30):
+        terms = [f"n{rng.randrange(250)}", f"x{rng.randrange(60)}", rng.choice(("band", "n1", "x1"))]
+        query = terms[:rng.randint(1, 3)]
+        documents = list(range(len(music_corpus)))
+        assert ours_music.top(" ".join(query)) == music.get_top_n(query, documents, n=10)
