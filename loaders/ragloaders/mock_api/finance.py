@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .rows import cell, key_rows
+from .rows import cell, keyed
 from .search import OkapiIndex, normalise
 from .tables import Tables
 
@@ -27,13 +27,13 @@ class FinanceDomain:
         for name, normalised in zip(self.ticker_of, self.normalised):
             self.names_of.setdefault(normalised, []).append(name)
         self.index = OkapiIndex([name.split() for name in self.normalised])
-        self.tables = {config: (tables[config], key_rows(tables[config], "ticker"))
+        self.tables = {config: keyed(tables, config, "ticker")
                        for config in ("finance_price", "finance_detailed_price", "finance_dividend",
                                       "finance_marketcap", "finance_info")}
 
     def _value(self, config: str, column: str, ticker: str) -> Any:
-        table, rows = self.tables[config]
-        index = rows.get(ticker)
+        table, keys = self.tables[config]
+        index = keys.last(ticker)
         return None if index is None else cell(table, column, index)
 
     def get_company_name(self, query: str) -> list[str]:

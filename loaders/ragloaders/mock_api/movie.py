@@ -2,7 +2,8 @@
 
 As the official server: the search ranks the keys themselves, split on whitespace and not normalised (so it is
 case-sensitive; the query is normalised), with BM25Okapi, and returns at most 10 records; by-id lookups take the
-last record holding that id; `get_year_info` takes years 1990-2021 (Python's `int()` of the text) and looks up the
+last record holding that id (of records under a repeated key, the server sees only the key's last; here any
+record); `get_year_info` takes years 1990-2021 (Python's `int()` of the text) and looks up the
 text as given.
 """
 
@@ -10,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
-from .rows import key_rows, record, row
-from .search import OkapiIndex
+from .rows import keyed, record, row
+from .search import OkapiIndex, okapi_arrays
 from .tables import Tables
 
 FIRST_YEAR, LAST_YEAR = 1990, 2021
@@ -29,47 +31,49 @@ keys not listed follow in the table's order."""
 
 
 class _Records:
-    """One JSON object of the source (a table keyed by `key`): its records by key, by id, and its search index."""
+    """One JSON object of the source (a table keyed by `key`): its records by key, by id, and its search."""
 
-    def __init__(self, table: pa.Table, key: str, order: dict[str, tuple[str, ...]], *, searchable: bool = True):
-        self.table, self.key, self.order = table, key, order
-        self.rows = key_rows(table, key)
-        self.keys = list(self.rows)
-        self.index = OkapiIndex([name.split() for name in self.keys]) if searchable else None
-        self.by_id: dict[int, int] = {}
-        if "id" in table.column_names:
-            identifiers = table.column("id")
-            for index in self.rows.values():  # each key's last record, keys in order of first occurrence
-                identifier = identifiers[index].as_py()
-                if identifier is not None:
-                    self.by_id[identifier] = index
+    def __init__(self, tables: Tables, config: str, key: str, order: dict[str, tuple[str, ...]], *,
+                 searchable: bool = True):
+        self.table, self.keys = keyed(tables, config, key)
+        self.key, self.order = key, order
+        self.ids = keyed(tables, config, "id")[1] if "id" in self.table.column_names else None
+        self.index = None
+        if searchable:
+            arrays = tables.store.get(f"{config}.search", lambda: self._search_arrays(self.table.column(key)))
+            self.doc_rows = arrays["doc_rows"]
+            self.index = OkapiIndex(arrays)
+
+    def _search_arrays(self, column: pa.ChunkedArray) -> dict[str, Any]:
+        """One document per distinct key (the server's order: the JSON object's), split on whitespace as it is;
+        each document's record: the one under the key's words joined by one space (as the server looks it up),
+        else the key's own (where the server fails)."""
+        last = {key: index for index, key in enumerate(column.to_pylist()) if key is not None}
+        keys = list(last)
+        doc_rows = [last.get(" ".join(key.split()), last[key]) for key in keys]
+        return {**okapi_arrays([key.split() for key in keys]), "doc_rows": np.asarray(doc_rows, dtype=np.int64)}
 
     def record(self, index: int) -> dict[str, Any]:
         return record(row(self.table, index), (self.key,), order=self.order)
 
     def search(self, query: str) -> list[dict[str, Any]]:
         assert self.index is not None
-        found = []
-        for doc in self.index.top(query):
-            key = self.keys[doc]
-            # the server looks the record up by the key's words joined by one space (it fails when none is so)
-            found.append(self.record(self.rows.get(" ".join(key.split()), self.rows[key])))
-        return found
+        return [self.record(int(self.doc_rows[doc])) for doc in self.index.top(query)]
 
     def get(self, key: Any) -> dict[str, Any] | None:
-        index = self.rows.get(key)
+        index = self.keys.last(key)
         return None if index is None else self.record(index)
 
     def by_identifier(self, identifier: int) -> dict[str, Any] | None:
-        index = self.by_id.get(identifier)
+        index = None if self.ids is None else self.ids.last(identifier)
         return None if index is None else self.record(index)
 
 
 class MovieDomain:
     def __init__(self, tables: Tables):
-        self.movies = _Records(tables["movie_movies"], "key", KEY_ORDER["movie_movies"])
-        self.persons = _Records(tables["movie_persons"], "key", KEY_ORDER["movie_persons"])
-        self.years = _Records(tables["movie_years"], "year", KEY_ORDER["movie_years"], searchable=False)
+        self.movies = _Records(tables, "movie_movies", "key", KEY_ORDER["movie_movies"])
+        self.persons = _Records(tables, "movie_persons", "key", KEY_ORDER["movie_persons"])
+        self.years = _Records(tables, "movie_years", "year", KEY_ORDER["movie_years"], searchable=False)
 
     def get_person_info(self, person_name: str) -> list[dict[str, Any]]:
         return self.persons.search(person_name)

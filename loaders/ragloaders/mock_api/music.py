@@ -12,8 +12,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .rows import cell, key_rows
-from .search import CutoffIndex, normalise
+import pyarrow as pa
+
+from .indexes import first_occurrences
+from .rows import cell, grouped_keys, keyed
+from .search import CutoffIndex, cutoff_arrays, normalise
 from .tables import Tables, looks_like_json
 
 FIRST_GRAMMY_YEAR, LAST_GRAMMY_YEAR = 1957, 2019
@@ -24,17 +27,20 @@ MISSING = "nan"
 class _Names:
     """A search over the keys of one table: distinct normalised names, sorted, each with its keys."""
 
-    def __init__(self, keys: list[str]):
-        self.keys_of: dict[str, list[str]] = {}
-        for key in keys:
-            self.keys_of.setdefault(normalise(key), []).append(key)
-        self.names = sorted(self.keys_of)
-        self.index = CutoffIndex([name.split() for name in self.names])
+    def __init__(self, tables: Tables, config: str, column: pa.ChunkedArray):
+        def build() -> dict[str, Any]:
+            names, keys = grouped_keys(first_occurrences(column), normalise)
+            return {**cutoff_arrays([name.split() for name in names]),
+                    "keys": pa.array(keys, type=pa.list_(pa.string()))}
+
+        arrays = tables.store.get(f"{config}.search", build)
+        self.keys = arrays["keys"]
+        self.index = CutoffIndex(arrays)
 
     def search(self, query: str) -> list[str]:
         found: list[str] = []
         for doc in self.index.top(query):
-            found += self.keys_of[self.names[doc]]
+            found += self.keys[doc].as_py()
         return found[:10]
 
 
@@ -48,18 +54,13 @@ def _grammy_column(table: Any, name: str) -> list:
 
 class MusicDomain:
     def __init__(self, tables: Tables):
-        self.artists = tables["music_artists"]
-        self.artist_rows = key_rows(self.artists, "artist")
-        self.songs = tables["music_songs"]
-        self.song_rows = key_rows(self.songs, "song")
-        self.artist_names = _Names(list(self.artist_rows))
-        self.song_names = _Names(list(self.song_rows))
-        self.works = tables["music_artist_works"]
-        self.work_rows = key_rows(self.works, "artist")
-        self.ranks = tables["music_billboard_ranks"]
-        self.rank_rows = key_rows(self.ranks, "rank")
-        self.charts = tables["music_billboard_songs"]
-        self.chart_rows = key_rows(self.charts, "song")
+        self.artists, self.artist_rows = keyed(tables, "music_artists", "artist")
+        self.songs, self.song_rows = keyed(tables, "music_songs", "song")
+        self.artist_names = _Names(tables, "music_artists", self.artists.column("artist"))
+        self.song_names = _Names(tables, "music_songs", self.songs.column("song"))
+        self.works, self.work_rows = keyed(tables, "music_artist_works", "artist")
+        self.ranks, self.rank_rows = keyed(tables, "music_billboard_ranks", "rank")
+        self.charts, self.chart_rows = keyed(tables, "music_billboard_songs", "song")
         grammy = tables["music_grammy"]
         self.grammy = {name: _grammy_column(grammy, name) for name in ("year", "category", "nominee", "artist",
                                                                           "workers")}
@@ -73,7 +74,7 @@ class MusicDomain:
         return self.song_names.search(query)
 
     def get_billboard_rank_date(self, rank: int, date: str | None = None) -> list:
-        index = self.rank_rows.get(str(rank))
+        index = self.rank_rows.last(str(rank))
         if index is None:
             return [None, None]
         entries = cell(self.ranks, "entries", index) or []
@@ -85,7 +86,7 @@ class MusicDomain:
         return [[entry["Song"] for entry in entries], [entry["Artist"] for entry in entries]]
 
     def get_billboard_attributes(self, date: str, attribute: str, song_name: str) -> str | None:
-        index = self.chart_rows.get(song_name)
+        index = self.chart_rows.last(song_name)
         if index is None:
             return None
         for entry in cell(self.charts, "charts", index) or []:
@@ -136,7 +137,7 @@ class MusicDomain:
         return list(dict.fromkeys(nominees))
 
     def _artist_field(self, artist_name: str, field: str) -> Any:
-        index = self.artist_rows.get(artist_name)
+        index = self.artist_rows.last(artist_name)
         return None if index is None else cell(self.artists, field, index)
 
     def get_artist_birth_place(self, artist_name: str) -> str | None:
@@ -150,13 +151,13 @@ class MusicDomain:
         return None if members is None else list(set(members))
 
     def get_lifespan(self, artist_name: str) -> list:
-        index = self.artist_rows.get(artist_name)
+        index = self.artist_rows.last(artist_name)
         if index is None:
             return [None, None]
         return [cell(self.artists, "birth_date", index), cell(self.artists, "end_date", index)]
 
     def _song_field(self, song_name: str, field: str) -> Any:
-        index = self.song_rows.get(song_name)
+        index = self.song_rows.last(song_name)
         return None if index is None else cell(self.songs, field, index) or None
 
     def get_song_author(self, song_name: str) -> str | None:
@@ -169,5 +170,5 @@ class MusicDomain:
         return self._song_field(song_name, "date")
 
     def get_artist_all_works(self, artist_name: str) -> list[str] | None:
-        index = self.work_rows.get(artist_name)
+        index = self.work_rows.last(artist_name)
         return None if index is None else cell(self.works, "works", index)

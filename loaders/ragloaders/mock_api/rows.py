@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
+
+from .indexes import KeyIndex, key_index
+from .tables import Tables
 
 OTHER = "other"
 
@@ -54,6 +58,16 @@ def _without_nulls(value: Any, order: tuple[str, ...] = ()) -> Any:
     return value
 
 
-def key_rows(table: pa.Table, column: str) -> dict[Any, int]:
-    """key -> the row of its last occurrence (a Python dict built from the file keeps the last value)."""
-    return {key: index for index, key in enumerate(table.column(column).to_pylist())}
+def keyed(tables: Tables, config: str, column: str) -> tuple[pa.Table, KeyIndex]:
+    """A table and the index of its key column (its sorted order kept in the tables' store)."""
+    table = tables[config]
+    return table, key_index(tables.store, f"{config}.{column}", table.column(column))
+
+
+def grouped_keys(keys: list[str], name_of: Callable[[str], str]) -> tuple[list[str], list[list[str]]]:
+    """The distinct names of `keys` (name_of each), sorted, and each one's keys in the order given."""
+    groups: dict[str, list[str]] = {}
+    for key in keys:
+        groups.setdefault(name_of(key), []).append(key)
+    names = sorted(groups)
+    return names, [groups[name] for name in names]

@@ -35,8 +35,11 @@ DATE_FORMS = {3: "%Y-%m-%d", 2: "%Y-%m", 1: "%Y"}
 """Number of `-`-separated parts of the date asked for -> how the game's date is written to compare with it."""
 
 
-def _decoded(table: pa.Table) -> dict[str, bool]:
-    return {name: looks_like_json(table.column(name)) for name in table.column_names}
+def _decoded(tables: Tables, config: str, table: pa.Table) -> dict[str, bool]:
+    """Which columns hold JSON text (decided once, kept in the store: it reads every value)."""
+    found = tables.store.get(f"{config}.json_columns", lambda: {
+        "columns": [name for name in table.column_names if looks_like_json(table.column(name))]})["columns"]
+    return {name: name in found for name in table.column_names}
 
 
 def _python_rows(table: pa.Table, json_columns: dict[str, bool]) -> list[tuple]:
@@ -69,19 +72,20 @@ def _as_read_sql(table: pa.Table, json_columns: dict[str, bool]) -> Any:
 class SportsDomain:
     def __init__(self, tables: Tables):
         soccer = tables["sports_soccer_team_matches"]
+        json_columns = _decoded(tables, "sports_soccer_team_matches", soccer)
         soccer = soccer.filter(pc.is_valid(soccer.column("league")))
         frame = soccer.to_pandas()
-        for name, is_json in _decoded(soccer).items():
+        for name, is_json in json_columns.items():
             if is_json:
                 frame[name] = pd.Series([None if v is None else json.loads(v) for v in frame[name]], dtype=object,
                                         index=frame.index)
         self.soccer = frame.set_index(SOCCER_INDEX)
         self.soccer_dates = {parts: self.soccer["date"].dt.strftime(form) for parts, form in DATE_FORMS.items()}
         self.games = tables["sports_nba_game"]
-        self.game_json = _decoded(self.games)
+        self.game_json = _decoded(tables, "sports_nba_game", self.games)
         self.game_dates = self._game_dates(self.games.column("game_date"))
         self.plays = tables["sports_nba_play_by_play"]
-        self.play_json = _decoded(self.plays)
+        self.play_json = _decoded(tables, "sports_nba_play_by_play", self.plays)
         self.play_game_ids = self.plays.column("game_id")
 
     @staticmethod

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from ..core.errors import SourceError
 from ..publish.validate import built_from
+from .indexes import Store
 
 PATH = "crag/mock_kg"
 SPLIT = "train"
@@ -47,7 +48,7 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "sports_nba_play_by_play": ("game_id",),
 }
 """The configs the mock API answers from, with the columns it reads by name."""
-CONVERTED_FORMAT = 1
+CONVERTED_FORMAT = 2
 """Bumped when the cached IPC files change form."""
 
 
@@ -134,6 +135,8 @@ class Tables:
 
     folder: str
     tables: dict[str, pa.Table]
+    store: Store
+    """Where the indexes over these tables are kept (built on the first start)."""
 
     def __getitem__(self, config: str) -> pa.Table:
         return self.tables[config]
@@ -155,7 +158,7 @@ def open_tables(folder: str, cache_dir: str | None = None) -> Tables:
             raise SourceError(os.path.join(folder, config), f"config {config} has no column {absent[0]!r} "
                               f"(its columns: {', '.join(table.column_names)}); expected {', '.join(columns)}")
         tables[config] = table
-    return Tables(folder, tables)
+    return Tables(folder, tables, Store(os.path.join(converted, "indexes")))
 
 
 def column_values(table: pa.Table, name: str) -> list:
