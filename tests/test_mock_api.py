@@ -215,3 +215,42 @@ def test_a_hub_id_with_no_folder_of_that_name_is_taken_as_a_repository(monkeypat
     with pytest.raises(SourceError, match="not a crag/mock_kg build"):
         CragMockAPI("org/name", cache_dir=str(tmp_path))
     assert asked == ["org/name"]
+
+
+def test_key_index_finds_what_a_dict_of_the_rows_finds():
+    """Random keys with repeats, nulls, odd characters and prefixes of each other, split over chunks: the last row
+    of each key, as `{key: row}` built in row order gives, and None for absent keys or keys of another type."""
+    import random
+
+    import pyarrow as pa
+    from ragloaders.mock_api.indexes import KeyIndex, sort_order
+
+    rng = random.Random(7)
+    alphabet = ["a", "b", "ab", "", "é", "🙂", " ", "\t", "A", "00123", "0", "\u2028"]
+    for _ in range(30):
+        keys = [None if rng.random() < 0.1 else "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 3)))
+                for _ in range(rng.randint(0, 60))]
+        cut = rng.randint(0, len(keys))
+        column = pa.chunked_array([pa.array(keys[:cut], pa.string()), pa.array(keys[cut:], pa.string())])
+        index = KeyIndex(column, sort_order(column))
+        expected = {key: row for row, key in enumerate(keys) if key is not None}
+        for probe in {*expected, "zz", "a\u0301", "", 5}:
+            assert index.last(probe) == expected.get(probe), (keys, probe)
+            assert list(index.rows(probe)) == [row for row, key in enumerate(keys) if key == probe]
+
+
+@pytest.mark.parametrize("values, is_json", [
+    (['"0"', "1", "2.0"], True),             # a DataFrame column mixing strings and numbers
+    (["1", "true"], True),
+    (['[1, 2]', '{"a": 1}'], True),
+    (["1", "2", "30"], False),                # numbers only: a text column of digits, kept as text
+    (['"quoted"', '"also"'], False),
+    (["Everton", "1"], False),
+    (["[not json", "1"], False),
+    ([None, None], False),
+])
+def test_json_text_columns_are_told_from_text(values, is_json):
+    import pyarrow as pa
+    from ragloaders.mock_api.tables import looks_like_json
+
+    assert looks_like_json(pa.chunked_array([pa.array(values, pa.string())])) is is_json
