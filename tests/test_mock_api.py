@@ -254,3 +254,12 @@ def test_json_text_columns_are_told_from_text(values, is_json):
     from ragloaders.mock_api.tables import looks_like_json
 
     assert looks_like_json(pa.chunked_array([pa.array(values, pa.string())])) is is_json
+
+
+def test_a_missing_folder_that_looks_like_a_repo_id_says_both(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # no network: the download fails at once
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SourceError, match="no such folder, and the hub dataset repository build/kg could not be"):
+        CragMockAPI("build/kg", cache_dir=str(tmp_path / "cache"))

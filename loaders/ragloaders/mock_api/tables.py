@@ -67,8 +67,13 @@ def download_repository(repo_id: str, cache_dir: str | None) -> str:
     from huggingface_hub import snapshot_download
 
     patterns = ["README.md", *(f"{config}/*.parquet" for config in REQUIRED_COLUMNS)]
-    return snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns,
-                             cache_dir=os.path.join(cache_dir, "hub") if cache_dir else None)
+    try:
+        return snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns,
+                                 cache_dir=os.path.join(cache_dir, "hub") if cache_dir else None)
+    except Exception as e:  # hub, network and auth errors alike: the user passed a folder that is not there, or this
+        reason = " ".join(str(e).split())[:300]
+        raise SourceError(repo_id, f"no such folder, and the hub dataset repository {repo_id} could not be "
+                          f"downloaded ({type(e).__name__}: {reason})") from e
 
 
 def parquet_files(folder: str, config: str) -> list[str]:
