@@ -11,7 +11,8 @@ text, NBA rows by 0, 1, ...), which pandas writes here too:
 - NBA games: the rows of table `game` whose `game_date`, as SQLite's strftime reads it, written `YYYY-MM-DD`,
   `YYYY-MM` or `YYYY` (by the number of parts of the date given) equals the date, and (optionally) whose home or
   away team is the team, in table order; a date of 4 parts or more matches every game; no rows: null.
-- NBA plays: the rows of `play_by_play` whose `game_id` is one of those given, in table order; none: null.
+- NBA plays: the rows of `play_by_play` whose `game_id` is one of those given (found by binary search over the
+  column's sorted order, kept in the cache), in table order, each once; none: null.
 
 The official server pastes the date, team and game ids into SQL: a `'` in any of them breaks the query and it
 answers null (or, in a crafted value, runs other SQL). Here a `'` in any of them answers null, and nothing is run.
@@ -28,6 +29,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .rows import keyed
 from .tables import Tables, looks_like_json
 
 SOCCER_INDEX = ["league", "season", "team", "game"]
@@ -86,7 +88,7 @@ class SportsDomain:
         self.game_dates = self._game_dates(self.games.column("game_date"))
         self.plays = tables["sports_nba_play_by_play"]
         self.play_json = _decoded(tables, "sports_nba_play_by_play", self.plays)
-        self.play_game_ids = self.plays.column("game_id")
+        self.play_games = keyed(tables, "sports_nba_play_by_play", "game_id")[1]
 
     @staticmethod
     def _game_dates(dates: pa.ChunkedArray) -> dict[int, pa.Array]:
@@ -127,5 +129,6 @@ class SportsDomain:
     def nba_get_play_by_play_data_by_game_ids(self, game_ids: list[str]) -> Any:
         if any("'" in game_id for game_id in game_ids):
             return None
-        mask = pc.is_in(self.play_game_ids, value_set=pa.array(game_ids, type=self.play_game_ids.type))
-        return _as_read_sql(self.plays.filter(mask), self.play_json)
+        found = [self.play_games.rows(game_id) for game_id in game_ids]
+        rows = np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)  # table order, once each
+        return _as_read_sql(self.plays.take(pa.array(rows, type=pa.int64())), self.play_json)
