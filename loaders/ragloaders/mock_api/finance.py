@@ -20,8 +20,8 @@ from .tables import Tables
 class FinanceDomain:
     def __init__(self, tables: Tables):
         companies = tables["finance_company"]
-        self.ticker_of: dict[str, Any] = dict(zip(companies.column("Name").to_pylist(),
-                                                  companies.column("Symbol").to_pylist()))
+        self.ticker_of: dict[str, Any] = {name: ticker for name, ticker in zip(
+            companies.column("Name").to_pylist(), companies.column("Symbol").to_pylist()) if name is not None}
         self.normalised = [normalise(name) for name in self.ticker_of]
         self.names_of: dict[str, list[str]] = {}
         for name, normalised in zip(self.ticker_of, self.normalised):

@@ -166,11 +166,6 @@ def open_tables(folder: str, cache_dir: str | None = None) -> Tables:
     return Tables(folder, tables, Store(os.path.join(converted, "indexes")))
 
 
-def column_values(table: pa.Table, name: str) -> list:
-    """One column as Python values (for the small columns indexes are built from)."""
-    return table.column(name).to_pylist()
-
-
 def looks_like_json(column: pa.ChunkedArray) -> bool:
     """Whether a string column holds JSON text (mock_kg writes a DataFrame or SQLite column whose values mix
     types as JSON): every value parses as JSON and they are of two kinds or more, or containers. A text column of
