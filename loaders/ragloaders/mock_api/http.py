@@ -3,6 +3,8 @@ official stack; the `[serve]` extra), answered by MockKg.
 
 Same paths, request bodies (the same pydantic models: field names, types, defaults), status codes (422 with
 FastAPI's body for a malformed body) and JSON as the official server; `GET /` answers its "running" message.
+Handlers are coroutines answering in the event loop, as the official server's are (no thread hop per call; a long
+call delays the next, as there).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def _route(kg: MockKg, endpoint: Endpoint) -> Any:
     from pydantic import create_model
 
     if not endpoint.body:
-        def answer_empty() -> dict[str, Any]:
+        async def answer_empty() -> dict[str, Any]:
             return kg.answer(endpoint, [])
 
         return answer_empty
@@ -39,7 +41,7 @@ def _route(kg: MockKg, endpoint: Endpoint) -> Any:
               for field in endpoint.body}
     model = create_model(f"Body_{endpoint.client_method}", **fields)  # type: ignore[call-overload]
 
-    def answer(body: Any) -> dict[str, Any]:
+    async def answer(body: Any) -> dict[str, Any]:
         return kg.answer(endpoint, [getattr(body, field.name) for field in endpoint.body])
 
     answer.__annotations__ = {"body": model, "return": dict}  # FastAPI reads the body model from the annotation
@@ -53,7 +55,7 @@ def create_app(kg: MockKg) -> Any:
     app = FastAPI(title="CRAG mock API (ragloaders)", description="CRAG's mock API answered from a crag/mock_kg build")
 
     @app.get("/")
-    def root() -> dict[str, str]:
+    async def root() -> dict[str, str]:
         return ROOT_MESSAGE
 
     for endpoint in ENDPOINTS:

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from .indexes import KeyIndex, key_index
@@ -17,6 +18,19 @@ OTHER = "other"
 def row(table: pa.Table, index: int) -> dict[str, Any]:
     """Row `index` of `table` as a dict of Python values."""
     return table.slice(index, 1).to_pylist()[0]
+
+
+def take_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """The rows (ascending row numbers) of `table`, read batch by batch: Arrow's `take` on a table of many
+    record batches first concatenates every batch, which would read the whole memory-mapped table."""
+    parts, start = [], 0
+    for batch in table.to_batches():
+        end = start + batch.num_rows
+        low, high = np.searchsorted(rows, [start, end])
+        if high > low:
+            parts.append(batch.take(pa.array(rows[low:high] - start, type=pa.int64())))
+        start = end
+    return pa.Table.from_batches(parts, schema=table.schema)
 
 
 def cell(table: pa.Table, column: str, index: int) -> Any:

@@ -29,7 +29,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .rows import keyed
+from .rows import keyed, take_rows
 from .tables import Tables, looks_like_json
 
 SOCCER_INDEX = ["league", "season", "team", "game"]
@@ -131,4 +131,4 @@ class SportsDomain:
             return None
         found = [self.play_games.rows(game_id) for game_id in game_ids]
         rows = np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)  # table order, once each
-        return _as_read_sql(self.plays.take(pa.array(rows, type=pa.int64())), self.play_json)
+        return _as_read_sql(take_rows(self.plays, rows), self.play_json)
