@@ -233,3 +233,19 @@ def test_bm25_scores_and_ranks_are_bit_identical_to_the_official_ones(seed):
         query = terms[:rng.randint(1, 3)]
         documents = list(range(len(music_corpus)))
         assert ours_music.top(" ".join(query)) == music.get_top_n(query, documents, n=10)
+
+
+def test_every_method_of_the_official_client_with_the_same_parameters_and_defaults():
+    import inspect
+
+    spec = importlib.util.spec_from_file_location("crag_reference_client_signatures",
+                                                  REFERENCE / "apiwrapper" / "pycragapi.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    theirs = {name: inspect.signature(method) for name, method in vars(module.CRAG).items()
+              if callable(method) and not name.startswith("_")}
+    ours = {name: inspect.signature(getattr(CragMockAPI, name)) for name in theirs if hasattr(CragMockAPI, name)}
+    assert len(theirs) == 38 and set(ours) == set(theirs)
+    for name, signature in theirs.items():
+        assert [(p.name, p.default, p.kind) for p in ours[name].parameters.values()] == \
+               [(p.name, p.default, p.kind) for p in signature.parameters.values()], name
