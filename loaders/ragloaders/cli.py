@@ -1,4 +1,4 @@
-"""The `ragloaders` command line."""
+"""The `ragloaders` command: list, build, validate, push, eval, bm25, serve."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from . import __version__
 from .api import catalogue_path, configs_of, registry
 from .core.errors import MissingSourceError, SourceError
+from .mock_api import command as mock_api_command
 
 SOURCE_HELP = ("a benchmark path (beir/scifact; with --data-dir or a download), a folder `ragloaders build` wrote "
                "(./scifact), or a hub dataset repository id in ragloaders' or mteb's layout (org/name; with "
@@ -38,6 +39,7 @@ EXAMPLES = {
              "ragloaders eval crag/task_1_and_2 --predictions pred.jsonl --tokenizer tokenizer.json"],
     "bm25": ["ragloaders bm25 beir/scifact --out bm25.trec",
              "ragloaders bm25 ./scifact --out bm25.trec"],
+    "serve": mock_api_command.EXAMPLES,
 }
 """One or more command lines per subcommand, shown at the end of its --help."""
 
@@ -303,6 +305,7 @@ def parser() -> argparse.ArgumentParser:
     push.set_defaults(run=cmd_push)
 
     add_eval_commands(commands)
+    mock_api_command.add_serve_command(commands)
 
     for command in (build, validate, push):
         command.add_argument("--data-dir", help=DATA_DIR_HELP)

@@ -1,0 +1,42 @@
+"""CRAG's mock API (tasks 2 and 3) answered from a `crag/mock_kg` build: in process (`CragMockAPI`) or over HTTP
+(`ragloaders serve crag/mock_kg`, module http), with no pickles and none of the official server's code.
+
+The official server (`mock_api/server.py` of facebookresearch/CRAG, commit ad15188) is the specification; the tests
+run it on generated files and compare every endpoint's JSON with ours (tests/test_mock_api_parity.py). Ours gives
+the same answer to every call the official server answers, except where the build's tables do not keep what the
+answer shows:
+
+- a movie, person or year record (`movie_get_*`): the tables keep neither the order of a record's keys nor whether
+  a null field was absent or null, nor an integer in a float field (`rating` 6 comes back as 6.0); ours leaves null
+  fields out and orders keys as CRAG's example outputs do (movie.KEY_ORDER). Open-KG entities likewise drop null
+  fields. `finance_get_market_capitalization` of a whole number stored as an integer comes back as a float.
+- `music_get_members` is `list(set(members))` in both, an order set by the string hash seed; the build keeps a set
+  of members sorted, so the order can differ from the official server's even with the same PYTHONHASHSEED.
+- Grammy counts by artist (`music_grammy_get_*_by_artist`) match the name in each value written as text; a missing
+  value is written "nan" (pandas' NaN), where the official server writes a None as "None".
+- Where a string column of a DataFrame or of nba.sqlite mixed types, the build wrote it as JSON text; it is read
+  back as JSON when every value parses as JSON of two kinds or more (a text column of only numbers and
+  true/false would be misread so).
+- Name searches rank equal BM25 scores as numpy's argsort does, which differs between CPUs (AVX-512 or not): ours
+  and the official server agree on one machine.
+
+Where the official server fails (HTTP 500, or it does not start), ours answers:
+
+- a NaN anywhere in a response (market cap, `finance_get_info`, a Grammy nominee, an artist's end date) is a 500
+  there; here NaN is null (the build stores it so);
+- `movie_get_person_info` / `movie_get_movie_info` fail there when a key in the top 10 holds a tab, a line
+  separator or a double space (the key re-joined by single spaces is not found); here the key's own record;
+- `movie_get_year_info` outside 1990-2021 or not a number: a 500 there, `{"result": null}` here;
+- a chart row too short for `get_billboard_attributes`: null here; a billboard entry without `Song` / `Artist`:
+  null in its place;
+- music searches need some name term with idf > 4 (about 80 distinct names) or the server does not start; here
+  such a search answers [];
+- a company name or ticker pandas would read as NaN (`NA`, `null`, ...) breaks the server (startup or a 500);
+  here the CSV's text is used as it is;
+- a `'` in an NBA date, team or game id breaks the server's SQL (null), and a crafted one runs other SQL there; here
+  any `'` answers null and nothing is run.
+"""
+
+from .client import CragMockAPI
+
+__all__ = ["CragMockAPI"]

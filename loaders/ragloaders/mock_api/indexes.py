@@ -1,0 +1,114 @@
+"""Indexes over the memory-mapped tables, built on the first start and kept in the cache beside the tables.
+
+A `Store` is a folder of named entries, each a set of arrays saved as numpy (`.npy`, memory-mapped when loaded),
+Arrow (`.arrow`, memory-mapped) or JSON: a later start maps them instead of rebuilding, and resident memory
+follows the pages a call touches. `KeyIndex` finds a key's rows by binary search over a sorted order of a column
+(no Python dict of every key).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+class Store:
+    """Named entries of arrays in `folder`: `get(name, build)` loads an entry, building and saving it first if new."""
+
+    def __init__(self, folder: str):
+        self.folder = folder
+        os.makedirs(folder, exist_ok=True)
+
+    def get(self, name: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        target = os.path.join(self.folder, name)
+        if not os.path.isdir(target):
+            partial = f"{target}.{os.getpid()}.partial"
+            shutil.rmtree(partial, ignore_errors=True)
+            os.makedirs(partial)
+            for key, value in build().items():
+                _save(os.path.join(partial, key), value)
+            try:
+                os.rename(partial, target)
+            except OSError:  # another process saved it first: theirs is the same
+                shutil.rmtree(partial, ignore_errors=True)
+        return {entry.rsplit(".", 1)[0]: _load(os.path.join(target, entry)) for entry in os.listdir(target)}
+
+
+def _save(path: str, value: Any) -> None:
+    if isinstance(value, np.ndarray):
+        np.save(path + ".npy", value, allow_pickle=False)
+    elif isinstance(value, (pa.Array, pa.ChunkedArray)):
+        table = pa.table({"v": value})
+        with pa.ipc.new_file(path + ".arrow", table.schema) as writer:
+            writer.write_table(table)
+    else:
+        with open(path + ".json", "w", encoding="utf-8") as f:
+            json.dump(value, f)
+
+
+def _load(path: str) -> Any:
+    if path.endswith(".npy"):
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    if path.endswith(".arrow"):
+        return pa.ipc.open_file(pa.memory_map(path)).read_all().column("v")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def sort_order(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Row numbers in order of value (stable: equal values in row order), nulls last."""
+    return np.asarray(pc.array_sort_indices(values, null_placement="at_end"), dtype=np.int64)
+
+
+class KeyIndex:
+    """The rows holding a value of one column, by binary search over `order` (sort_order of the column)."""
+
+    def __init__(self, values: pa.ChunkedArray | pa.Array, order: np.ndarray):
+        self.values, self.order = values, order
+        self.count = len(values) - values.null_count
+        self.kind = str if pa.types.is_string(values.type) or pa.types.is_large_string(values.type) else int
+
+    def _at(self, position: int) -> Any:
+        return self.values[int(self.order[position])].as_py()
+
+    def rows(self, key: Any) -> np.ndarray:
+        """The rows holding `key`, in row order (none for a key of another type)."""
+        if type(key) is not self.kind:
+            return self.order[:0]
+        low, high = 0, self.count
+        while low < high:
+            middle = (low + high) // 2
+            if self._at(middle) < key:
+                low = middle + 1
+            else:
+                high = middle
+        first, high = low, self.count
+        while low < high:
+            middle = (low + high) // 2
+            if self._at(middle) <= key:
+                low = middle + 1
+            else:
+                high = middle
+        return self.order[first:low]
+
+    def last(self, key: Any) -> int | None:
+        """The last row holding `key` (a dict read from the source keeps the last value), or None."""
+        found = self.rows(key)
+        return int(found[-1]) if len(found) else None
+
+
+def key_index(store: Store, name: str, values: pa.ChunkedArray) -> KeyIndex:
+    """A KeyIndex of `values`, its order kept in `store` under `name`."""
+    return KeyIndex(values, store.get(name, lambda: {"order": sort_order(values)})["order"])
+
+
+def first_occurrences(values: pa.ChunkedArray) -> list:
+    """The distinct values in order of first occurrence, nulls left out (a dict's keys, in the source's order)."""
+    return [value for value in dict.fromkeys(values.to_pylist()) if value is not None]

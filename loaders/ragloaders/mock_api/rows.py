@@ -1,0 +1,87 @@
+"""Reading rows of the memory-mapped tables back into the values the official server returns."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .indexes import KeyIndex, key_index
+from .tables import Tables
+
+OTHER = "other"
+
+
+def row(table: pa.Table, index: int) -> dict[str, Any]:
+    """Row `index` of `table` as a dict of Python values."""
+    return table.slice(index, 1).to_pylist()[0]
+
+
+def take_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """The rows (ascending row numbers) of `table`, read batch by batch: Arrow's `take` on a table of many
+    record batches first concatenates every batch, which would read the whole memory-mapped table."""
+    parts, start = [], 0
+    for batch in table.to_batches():
+        end = start + batch.num_rows
+        low, high = np.searchsorted(rows, [start, end])
+        if high > low:
+            parts.append(batch.take(pa.array(rows[low:high] - start, type=pa.int64())))
+        start = end
+    return pa.Table.from_batches(parts, schema=table.schema)
+
+
+def cell(table: pa.Table, column: str, index: int) -> Any:
+    return table.column(column)[index].as_py()
+
+
+def record(values: dict[str, Any], key_columns: tuple[str, ...], *, json_fields: tuple[str, ...] = (),
+           order: dict[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
+    """A row of a record table (mock_kg's `Record` with `other`) as the source's dict: the declared fields that are
+    not null (`json_fields` parsed from their JSON text), then the undeclared ones kept in `other` (JSON text).
+
+    The table keeps neither the order of a record's keys nor whether a null field was absent or null: keys come in
+    `order[""]` (then the table's order), nested records' keys in `order[field]`, and null fields are left out."""
+    order = order or {}
+    found = {}
+    for name, value in values.items():
+        if name in key_columns or name == OTHER or value is None:
+            continue
+        found[name] = json.loads(value) if name in json_fields else _without_nulls(value, order.get(name, ()))
+    other = values.get(OTHER)
+    if other is not None:
+        found.update(json.loads(other))
+    return _ordered(found, order.get("", ()))
+
+
+def _ordered(mapping: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    if not order:
+        return mapping
+    first = {name: mapping[name] for name in order if name in mapping}
+    return {**first, **{name: value for name, value in mapping.items() if name not in first}}
+
+
+def _without_nulls(value: Any, order: tuple[str, ...] = ()) -> Any:
+    """Nested records (structs) with their null fields left out, keys in `order` first."""
+    if isinstance(value, dict):
+        return _ordered({name: item for name, item in value.items() if item is not None}, order)
+    if isinstance(value, list):
+        return [_without_nulls(item, order) for item in value]
+    return value
+
+
+def keyed(tables: Tables, config: str, column: str) -> tuple[pa.Table, KeyIndex]:
+    """A table and the index of its key column (its sorted order kept in the tables' store)."""
+    table = tables[config]
+    return table, key_index(tables.store, f"{config}.{column}", table.column(column))
+
+
+def grouped_keys(keys: list[str], name_of: Callable[[str], str]) -> tuple[list[str], list[list[str]]]:
+    """The distinct names of `keys` (name_of each), sorted, and each one's keys in the order given."""
+    groups: dict[str, list[str]] = {}
+    for key in keys:
+        groups.setdefault(name_of(key), []).append(key)
+    names = sorted(groups)
+    return names, [groups[name] for name in names]

@@ -1,0 +1,200 @@
+"""A `crag/mock_kg` build (a folder, or a hub repository holding one) opened as memory-mapped Arrow tables.
+
+Each config the mock API reads is converted once from its Parquet files into an uncompressed Arrow IPC file in the
+cache (`<cache_dir>/mock_api/<fingerprint of the Parquet files>/<config>.arrow`, written row group by row group)
+and then memory-mapped: a lookup touches only the pages of the rows it reads, so resident memory follows what is
+asked for, not the size of the knowledge graph. A folder that is not a `crag/mock_kg` build, or lacks a config or a
+column the API reads, is a SourceError naming the folder, the config and what was expected.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..core.errors import SourceError
+from ..publish.repository import built_from
+from .indexes import Store
+
+PATH = "crag/mock_kg"
+SPLIT = "train"
+REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "finance_company": ("Name", "Symbol"),
+    "finance_price": ("ticker", "prices"),
+    "finance_detailed_price": ("ticker", "prices"),
+    "finance_dividend": ("ticker", "dividends"),
+    "finance_marketcap": ("ticker", "market_cap"),
+    "finance_info": ("ticker", "info"),
+    "movie_movies": ("key", "id", "other"),
+    "movie_persons": ("key", "id", "other"),
+    "movie_years": ("year", "other"),
+    "music_artists": ("artist", "country", "birth_date", "end_date", "members"),
+    "music_songs": ("song", "author", "country", "date"),
+    "music_artist_works": ("artist", "works"),
+    "music_billboard_ranks": ("rank", "entries"),
+    "music_billboard_songs": ("song", "charts"),
+    "music_grammy": ("year", "category", "nominee", "artist", "workers"),
+    "open_entities": ("entity", "summary_text", "summary_structured", "raw_mediawiki", "other"),
+    "sports_soccer_team_matches": ("league", "season", "team", "game", "date"),
+    "sports_nba_game": ("game_date", "team_name_home", "team_name_away"),
+    "sports_nba_play_by_play": ("game_id",),
+}
+"""The configs the mock API answers from, with the columns it reads by name."""
+CONVERTED_FORMAT = 2
+"""Bumped when the cached IPC files change form."""
+
+
+def default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "ragloaders")
+
+
+def is_repo_id(source: str) -> bool:
+    """`org/name` (the hub's repository id form) that is not an existing folder."""
+    return not os.path.exists(source) and re.fullmatch(r"[\w.-]+/[\w.-]+", source) is not None
+
+
+def download_repository(repo_id: str, cache_dir: str | None) -> str:
+    """The local snapshot of hub dataset `repo_id`: its README and the Parquet of the configs the API reads."""
+    from huggingface_hub import snapshot_download
+
+    patterns = ["README.md", *(f"{config}/*.parquet" for config in REQUIRED_COLUMNS)]
+    try:
+        return snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns,
+                                 cache_dir=os.path.join(cache_dir, "hub") if cache_dir else None)
+    except Exception as e:  # hub, network and auth errors alike: the user passed a folder that is not there, or this
+        reason = " ".join(str(e).split())[:300]
+        raise SourceError(repo_id, f"no such folder, and the hub dataset repository {repo_id} could not be "
+                          f"downloaded ({type(e).__name__}: {reason})") from e
+
+
+def parquet_files(folder: str, config: str) -> list[str]:
+    return sorted(glob.glob(os.path.join(glob.escape(folder), config, f"{SPLIT}-*.parquet")))
+
+
+def check_build(folder: str) -> None:
+    """SourceError unless `folder` is a `crag/mock_kg` build holding every config the API reads."""
+    if not os.path.isdir(folder):
+        raise SourceError(folder, "no such folder (expected a folder built by `ragloaders build crag/mock_kg`)")
+    made_by = built_from(folder)
+    if made_by != PATH:
+        what = f"a build of {made_by}" if made_by else "no ragloaders dataset card (README.md) naming crag/mock_kg"
+        raise SourceError(folder, f"not a crag/mock_kg build: {what}; build one with "
+                          "`ragloaders build crag/mock_kg --data-dir CRAGKG --out FOLDER`")
+    missing = [config for config in REQUIRED_COLUMNS if not parquet_files(folder, config)]
+    if missing:
+        raise SourceError(folder, f"the crag/mock_kg build lacks the config(s) {', '.join(missing)} "
+                          f"(no {missing[0]}/{SPLIT}-*.parquet); the mock API needs all of {len(REQUIRED_COLUMNS)}")
+
+
+def fingerprint(folder: str) -> str:
+    """Identity of the Parquet files the API reads (path, size, mtime), for the converted cache."""
+    digest = hashlib.sha256(f"{CONVERTED_FORMAT}".encode())
+    for config in REQUIRED_COLUMNS:
+        for path in parquet_files(folder, config):
+            stat = os.stat(path)
+            digest.update(f"{os.path.abspath(path)}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    return digest.hexdigest()[:20]
+
+
+def _convert(paths: list[str], target: str, config: str) -> None:
+    """The Parquet files of one config, row group by row group, into one uncompressed IPC file (atomically)."""
+    schema = None
+    partial = f"{target}.{os.getpid()}.partial"
+    writer = None
+    try:
+        for path in paths:
+            try:
+                parquet = pq.ParquetFile(path)
+            except (pa.ArrowInvalid, OSError) as e:
+                raise SourceError(path, f"not a readable Parquet file ({e})") from None
+            file_schema = parquet.schema_arrow.remove_metadata()
+            if schema is None:
+                schema = file_schema
+                writer = pa.ipc.new_file(partial, schema)
+            elif file_schema != schema:
+                raise SourceError(path, f"config {config}: its columns differ from those of {paths[0]}")
+            for group in range(parquet.num_row_groups):
+                writer.write_table(parquet.read_row_group(group).replace_schema_metadata(None))
+        writer.close()
+        writer = None
+        os.replace(partial, target)
+    finally:
+        if writer is not None:
+            writer.close()
+        if os.path.exists(partial):
+            os.unlink(partial)
+
+
+@dataclass
+class Tables:
+    """The configs of one build, memory-mapped; `folder` is where they were read from."""
+
+    folder: str
+    tables: dict[str, pa.Table]
+    store: Store
+    """Where the indexes over these tables are kept (built on the first start)."""
+
+    def __getitem__(self, config: str) -> pa.Table:
+        return self.tables[config]
+
+
+def open_tables(folder: str, cache_dir: str | None = None) -> Tables:
+    """Check `folder` (see check_build), convert its configs to IPC in the cache if not done yet, map them."""
+    check_build(folder)
+    converted = os.path.join(cache_dir or default_cache_dir(), "mock_api", fingerprint(folder))
+    os.makedirs(converted, exist_ok=True)
+    tables = {}
+    for config, columns in REQUIRED_COLUMNS.items():
+        target = os.path.join(converted, f"{config}.arrow")
+        if not os.path.exists(target):
+            _convert(parquet_files(folder, config), target, config)
+        table = pa.ipc.open_file(pa.memory_map(target)).read_all()
+        absent = [column for column in columns if column not in table.column_names]
+        if absent:
+            raise SourceError(os.path.join(folder, config), f"config {config} has no column {absent[0]!r} "
+                              f"(its columns: {', '.join(table.column_names)}); expected {', '.join(columns)}")
+        tables[config] = table
+    return Tables(folder, tables, Store(os.path.join(converted, "indexes")))
+
+
+def looks_like_json(column: pa.ChunkedArray) -> bool:
+    """Whether a string column holds JSON text (mock_kg writes a DataFrame or SQLite column whose values mix
+    types as JSON): every value parses as JSON and they are of two kinds or more, or containers. A text column of
+    plain words never parses; see the package docstring for the one ambiguity."""
+    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+        return False
+    present = pc.drop_null(column)
+    if len(present) == 0:
+        return False
+    number = pc.match_substring_regex(present, r"^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$")
+    integer = pc.match_substring_regex(present, r"^-?(?:0|[1-9]\d*)$")
+    matched = {
+        "string": pc.match_substring_regex(present, r'^"(?:[^"\\]|\\.)*"$'),
+        "int": integer,
+        "float": pc.and_(number, pc.invert(integer)),
+        "bool": pc.match_substring_regex(present, r"^(?:true|false)$"),
+        "container": pc.match_substring_regex(present, r"^[\[{]"),
+    }
+    every = matched["string"]
+    for hits in list(matched.values())[1:]:
+        every = pc.or_(every, hits)
+    if not pc.all(every).as_py():
+        return False
+    seen = {kind for kind, hits in matched.items() if pc.any(hits).as_py()}
+    if "container" in seen:
+        try:
+            for value in present.to_pylist():
+                json.loads(value)
+        except ValueError:
+            return False
+        return True
+    return len(seen) >= 2

@@ -1,0 +1,265 @@
+"""The mock API's sources and bad input: a built folder, a hub repository (a fake hub, no network), a cragkg
+folder built into the cache; a folder that is not a build, a missing config or column, a port in use, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from mock_kg_generated import write_cragkg
+from ragloaders import CragMockAPI, SourceError
+from ragloaders.cli import main as cli_main
+from ragloaders.mock_api import client as client_module
+from ragloaders.mock_api.tables import REQUIRED_COLUMNS
+from ragloaders.publish.build import build_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def kg(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("mock_api_kg") / "cragkg"
+    write_cragkg(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def built(kg, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("mock_api_built") / "kg"
+    build_folder("crag/mock_kg", str(out), data_dir=str(kg), cache_dir=str(out.parent / "cache"))
+    return out
+
+
+def copy_of(built: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "copy"
+    shutil.copytree(built, target)
+    return target
+
+
+def test_a_built_folder_answers(built, tmp_path):
+    api = CragMockAPI(str(built), cache_dir=str(tmp_path))
+    assert api.finance_get_ticker_by_name("Apple Inc. Common Stock") == {"result": "AAPL"}
+    assert api.open_get_entity("nothing")["result"] is None
+    assert api.music_get_billboard_rank_date(1, "2024-02-28") == {"result": [["Song 1"], ["Beyonce"]]}
+    assert api.movie_get_movie_info_by_id("x")["detail"][0]["loc"] == ["body", "query"]
+
+
+def test_a_cragkg_folder_is_built_into_the_cache_once(kg, tmp_path, monkeypatch):
+    first = CragMockAPI(data_dir=str(kg), cache_dir=str(tmp_path))
+    assert first.finance_get_price_history("META")["result"]
+    import ragloaders.publish.build as build
+
+    def no_second_build(*args, **kwargs):
+        raise AssertionError("built again from unchanged files")
+
+    monkeypatch.setattr(build, "build_folder", no_second_build)
+    second = CragMockAPI(data_dir=str(kg), cache_dir=str(tmp_path))
+    assert second.finance_get_price_history("META") == first.finance_get_price_history("META")
+
+
+def test_source_and_data_dir_are_exclusive(kg, built):
+    with pytest.raises(ValueError, match="not both"):
+        CragMockAPI(str(built), data_dir=str(kg))
+    with pytest.raises(ValueError, match="not neither"):
+        CragMockAPI()
+
+
+@pytest.mark.parametrize("make, expected", [
+    (lambda folder: (folder / "README.md").write_text("# my notes\n"), "not a crag/mock_kg build"),
+    (lambda folder: shutil.rmtree(folder / "music_grammy"), r"lacks the config\(s\) music_grammy"),
+    (lambda folder: pq.write_table(pq.read_table(folder / "finance_info").drop_columns(["info"]),
+                                   next((folder / "finance_info").glob("*.parquet"))), "has no column 'info'"),
+    (lambda folder: next((folder / "movie_years").glob("*.parquet")).write_bytes(b"PAR1 not parquet"),
+     "not a readable Parquet file"),
+])
+def test_a_folder_that_is_not_a_whole_build_is_one_clear_error(built, tmp_path, make, expected):
+    folder = copy_of(built, tmp_path)
+    make(folder)
+    with pytest.raises(SourceError, match=expected):
+        CragMockAPI(str(folder), cache_dir=str(tmp_path / "cache"))
+
+
+def test_every_config_the_api_reads_is_built(built):
+    assert all((built / config).is_dir() for config in REQUIRED_COLUMNS)
+
+
+def test_cli_errors_are_one_line(built, tmp_path, capsys):
+    for args, expected in ((["--from", str(tmp_path)], "not a crag/mock_kg build"),
+                           (["--from", str(tmp_path / "absent")], "not a hub repository id"),
+                           (["--data-dir", str(tmp_path / "absent")], "no such folder")):
+        assert cli_main(["serve", "crag/mock_kg", *args, "--cache-dir", str(tmp_path / "c")]) == 2
+        err = capsys.readouterr().err
+        assert expected in err and len(err.strip().splitlines()) == 1, err
+    assert cli_main(["serve", "beir/scifact", "--from", str(built)]) == 2
+    assert "path crag/mock_kg" in capsys.readouterr().err
+
+
+def test_a_port_in_use_is_one_line(built, tmp_path, capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert cli_main(["serve", "crag/mock_kg", "--from", str(built), "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert f"127.0.0.1:{port} is already in use" in err and len(err.strip().splitlines()) == 1
+
+
+def _wait_for(port: int, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+
+def test_serve_answers_malformed_bodies_as_fastapi_and_stops_cleanly_on_ctrl_c(built, tmp_path):
+    import requests
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-m", "ragloaders", "serve", "crag/mock_kg", "--from", str(built),
+                                "--port", str(port), "--cache-dir", str(tmp_path)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(port, process)
+        base = f"http://127.0.0.1:{port}"
+        assert requests.get(base + "/").json() == {"message": "The CRAG API service is running"}
+        bad = requests.post(base + "/open/get_entity", data="{not json", headers={"content-type": "application/json"})
+        assert bad.status_code == 422 and bad.json()["detail"][0]["type"] == "json_invalid"
+        assert requests.post(base + "/open/get_entity", json={"query": ["x"]}).status_code == 422
+        assert requests.post(base + "/nowhere", json={}).status_code == 404
+        assert requests.post(base + "/open/get_entity", json={"query": "Florida City, Florida"}).json()["result"]
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert f"listening on http://127.0.0.1:{port}" in err and "stopped" in err and "Traceback" not in err
+
+
+HUB_SCRIPT = textwrap.dedent('''
+    import json, os, sys
+    sys.path.insert(0, sys.argv[1])
+    import fake_hub
+    from fake_hub import FakeHub, http
+
+    hub = FakeHub(sys.argv[2])
+    state = hub.load()
+    state["repos"]["org/kg"] = {"private": False, "type": "dataset", "branches": {"main": {"files": {}, "commits": []}}}
+    hub.save(state)
+    for root, _, names in os.walk(sys.argv[3]):
+        for name in names:
+            path = os.path.join(root, name)
+            with open(path, "rb") as f:
+                hub.seed_file("org/kg", os.path.relpath(path, sys.argv[3]).replace(os.sep, "/"), f.read())
+
+    def handle(request):
+        # the hub's file download route, which the fake hub (made for uploads) does not serve
+        # (and the tree listing at the commit the revision info names, which it knows only as main)
+        path = request.url.path
+        if "/tree/" + "0" * 40 in path:
+            request.read()
+            return http.Response(200, json=hub.tree(request, "org/kg", "main")[1])
+        parts = path.split("/resolve/", 1)
+        if len(parts) == 2:
+            parts[1] = parts[1].split("/", 1)[1]
+            entry = hub.files("org/kg").get(parts[1])
+            if entry is None:
+                return http.Response(404, headers={"X-Error-Code": "EntryNotFound"})
+            data = hub.read("org/kg", parts[1])
+            etag = entry["sha256"] if entry["lfs"] else entry["oid"]
+            headers = {"X-Repo-Commit": "0" * 40, "ETag": f'"{etag}"', "Content-Length": str(len(data))}
+            return http.Response(200, content=b"" if request.method == "HEAD" else data, headers=headers)
+        return hub.handle(request)
+
+    from huggingface_hub import set_client_factory
+    set_client_factory(lambda: http.Client(transport=http.MockTransport(handle), follow_redirects=True))
+    from ragloaders import CragMockAPI
+    api = CragMockAPI("org/kg", cache_dir=sys.argv[4])
+    print(json.dumps(api.finance_get_ticker_by_name("Apple Inc. Common Stock")))
+    print(json.dumps(api.sports_nba_get_play_by_play_data_by_game_ids(["0012200049"])["result"]["eventnum"]))
+''')
+
+
+def test_a_hub_repository_is_downloaded_and_answers(built, tmp_path):
+    script = tmp_path / "hub.py"
+    script.write_text(HUB_SCRIPT)
+    env = {**os.environ, "HF_ENDPOINT": "http://hub.test", "HF_HUB_DISABLE_XET": "1",
+           "HF_HOME": str(tmp_path / "hf-home"), "HF_HUB_OFFLINE": "0"}
+    done = subprocess.run([sys.executable, str(script), str(ROOT / "tests"), str(tmp_path / "hub"), str(built),
+                           str(tmp_path / "cache")], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()
+    assert json.loads(lines[0]) == {"result": "AAPL"}
+    assert list(json.loads(lines[1]).values()) == list(range(7))
+    downloaded = {p.parent.name for p in (tmp_path / "cache" / "hub").rglob("*.parquet")}
+    assert downloaded == set(REQUIRED_COLUMNS)  # only the configs the API reads
+
+
+def test_a_hub_id_with_no_folder_of_that_name_is_taken_as_a_repository(monkeypatch, tmp_path):
+    asked = []
+    monkeypatch.setattr(client_module, "download_repository", lambda repo, cache: asked.append(repo) or str(tmp_path))
+    with pytest.raises(SourceError, match="not a crag/mock_kg build"):
+        CragMockAPI("org/name", cache_dir=str(tmp_path))
+    assert asked == ["org/name"]
+
+
+def test_key_index_finds_what_a_dict_of_the_rows_finds():
+    """Random keys with repeats, nulls, odd characters and prefixes of each other, split over chunks: the last row
+    of each key, as `{key: row}` built in row order gives, and None for absent keys or keys of another type."""
+    import random
+
+    import pyarrow as pa
+    from ragloaders.mock_api.indexes import KeyIndex, sort_order
+
+    rng = random.Random(7)
+    alphabet = ["a", "b", "ab", "", "é", "🙂", " ", "\t", "A", "00123", "0", "\u2028"]
+    for _ in range(30):
+        keys = [None if rng.random() < 0.1 else "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 3)))
+                for _ in range(rng.randint(0, 60))]
+        cut = rng.randint(0, len(keys))
+        column = pa.chunked_array([pa.array(keys[:cut], pa.string()), pa.array(keys[cut:], pa.string())])
+        index = KeyIndex(column, sort_order(column))
+        expected = {key: row for row, key in enumerate(keys) if key is not None}
+        for probe in {*expected, "zz", "a\u0301", "", 5}:
+            assert index.last(probe) == expected.get(probe), (keys, probe)
+            assert list(index.rows(probe)) == [row for row, key in enumerate(keys) if key == probe]
+
+
+@pytest.mark.parametrize("values, is_json", [
+    (['"0"', "1", "2.0"], True),             # a DataFrame column mixing strings and numbers
+    (["1", "true"], True),
+    (['[1, 2]', '{"a": 1}'], True),
+    (["1", "2", "30"], False),                # numbers only: a text column of digits, kept as text
+    (['"quoted"', '"also"'], False),
+    (["Everton", "1"], False),
+    (["[not json", "1"], False),
+    ([None, None], False),
+])
+def test_json_text_columns_are_told_from_text(values, is_json):
+    import pyarrow as pa
+    from ragloaders.mock_api.tables import looks_like_json
+
+    assert looks_like_json(pa.chunked_array([pa.array(values, pa.string())])) is is_json
+
+
+def test_a_missing_folder_that_looks_like_a_repo_id_says_both(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # no network: the download fails at once
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SourceError, match="no such folder, and the hub dataset repository build/kg could not be"):
+        CragMockAPI("build/kg", cache_dir=str(tmp_path / "cache"))
