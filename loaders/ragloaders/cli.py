@@ -106,7 +106,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     unless `--overwrite-foreign`. Returns 0; errors are raised and printed by `main`.
 
     Example: `ragloaders push beir/scifact --repo-id my-org/scifact --private`; `ragloaders push ./scifact ...`."""
-    from .publish.cards import check_options, stated
+    from .publish.cards import check_options
     from .publish.push import push
     from .publish.source import is_folder_source, push_folder, require_token_and_hub
 
@@ -122,11 +122,10 @@ def cmd_push(args: argparse.Namespace) -> int:
         check_options(args.path, options)
         if not args.dry_run:
             require_token_and_hub(args.repo_id)
-        with stated(options):
-            result = push(args.path, args.repo_id, data_dir=args.data_dir, cache_dir=args.cache_dir,
-                          num_proc=args.num_proc, private=args.private, revision=args.revision,
-                          commit_message=args.commit_message, staging_dir=args.staging_dir, dry_run=args.dry_run,
-                          into_existing=args.into_existing, overwrite_foreign=args.overwrite_foreign)
+        result = push(args.path, args.repo_id, data_dir=args.data_dir, cache_dir=args.cache_dir,
+                      num_proc=args.num_proc, private=args.private, revision=args.revision,
+                      commit_message=args.commit_message, staging_dir=args.staging_dir, dry_run=args.dry_run,
+                      into_existing=args.into_existing, overwrite_foreign=args.overwrite_foreign, card=options)
     if not args.dry_run:
         print(f"{args.repo_id}: {len(result.uploaded)} files uploaded, {len(result.unchanged)} already there, "
               f"{len(result.deleted)} stale files deleted, {len(result.commits)} commits")

@@ -11,9 +11,6 @@ import dataclasses
 import os
 import re
 import string
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -63,24 +60,6 @@ class CardOptions:
         return {name: value for name, value in dataclasses.asdict(self).items() if value is not None}
 
 
-_STATED: ContextVar[CardOptions | None] = ContextVar("ragloaders_card_options", default=None)
-
-
-def stated_options() -> CardOptions:
-    """The card options in force where none are passed (`ragloaders push` builds its card several calls away)."""
-    return _STATED.get() or CardOptions()
-
-
-@contextmanager
-def stated(options: CardOptions) -> Iterator[None]:
-    """Render every card inside with `options` (unless a call passes its own)."""
-    token = _STATED.set(options)
-    try:
-        yield
-    finally:
-        _STATED.reset(token)
-
-
 def check_options(path: str, options: CardOptions) -> None:
     """Refuse card options for a path whose card states its publisher's facts (before anything is built)."""
     if options.given() and not facts_for(benchmark_of(path), path).own_data:
@@ -97,7 +76,7 @@ def facts_for(benchmark: Benchmark, path: str, data_dir: str | None = None, opti
               ) -> CardFacts:
     """The `CardFacts` the benchmark declares for `path`; for the user's own data, with what `options` state."""
     facts = benchmark.card_facts(path)
-    options = options or stated_options()
+    options = options or CardOptions()
     if not facts.own_data:
         return facts
     return dataclasses.replace(
@@ -455,7 +434,7 @@ def render_card(
 ) -> str:
     """README.md for a folder built from `path`: YAML front matter, then the family template's sections;
     `derived` says how each config made from the data (not from the source files) was made; `options` are what
-    the builder of their own data states (default: those `stated`). The load lines name `repo_id`, else the folder
+    the builder of their own data states (default: none). The load lines name `repo_id`, else the folder
     `load_as` (a build with `--out`), else a placeholder."""
     benchmark = benchmark_of(path)
     facts = facts_for(benchmark, path, data_dir, options)
