@@ -23,15 +23,17 @@ logger = logging.getLogger(__name__)
 
 
 def build_identity(path: str, data_dir: str | None, cache_dir: str | None, repo_id: str | None,
-                   card: CardOptions | None = None, config_kwargs: dict[str, Any] | None = None) -> dict:
+                   card: CardOptions | None = None, config_kwargs: dict[str, Any] | None = None,
+                   derived: list[str] | None = None) -> dict:
     """What a built folder was built from (kept in its manifest): the builders' cache hashes cover the code, the
     config parameters (`config_kwargs`, e.g. CRAG's release) and the source files; what the builder stated on the
-    card (`card`), if anything."""
+    card (`card`), if anything; the configs made from the data beside them (`derived`: `--with`), if any."""
     hashes = {config: builder(path, config, data_dir=data_dir, cache_dir=cache_dir, **(config_kwargs or {})).hash
               for config in configs_of(path)}
     stated_on_card = (card or CardOptions()).given()
     return {"path": path, "repo_id": repo_id, "builders": hashes,
-            **({"card": stated_on_card} if stated_on_card else {})}
+            **({"card": stated_on_card} if stated_on_card else {}),
+            **({"with": sorted(derived)} if derived else {})}
 
 
 def build_folder(path: str, out: str, *, data_dir: str | None = None, cache_dir: str | None = None,
@@ -51,7 +53,8 @@ def build_folder(path: str, out: str, *, data_dir: str | None = None, cache_dir:
     check_options(path, card)
     with OutputFolder(out, data_dir=data_dir, cache_dir=cache_dir, into_existing=into_existing, altered=altered,
                       option=option) as folder:
-        identity = build_identity(path, data_dir, cache_dir, options.get("repo_id"), card, options.get("config_kwargs"))
+        identity = build_identity(path, data_dir, cache_dir, options.get("repo_id"), card, options.get("config_kwargs"),
+                                  list(options.get("extra_tables") or {}))
         outputs = write_folder(path, folder.work, data_dir=data_dir, cache_dir=cache_dir, card=card, **options)
         folder.commit(identity)
     return outputs
