@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
-from .api import catalogue_path, configs_of, registry
+from .api import catalogue_path, configs_of, normalized, registry
 from .core.errors import MissingSourceError, SourceError
 
 SOURCE_HELP = ("a benchmark path (beir/scifact; with --data-dir or a download), a folder `ragloaders build` wrote "
@@ -27,7 +27,8 @@ EXAMPLES = {
                  "ragloaders validate beir/cqadupstack      # a group: each of its 12 forums",
                  "ragloaders validate mmrag --data-dir ~/mmrag --json",
                  "ragloaders validate ./scifact            # a built folder",
-                 "ragloaders validate mteb/scifact          # a hub repository (network)"],
+                 "ragloaders validate mteb/scifact          # a hub repository (network)",
+                 "ragloaders validate mteb/scifact --as beir/scifact   # scifact's declared defects apply"],
     "push": ["ragloaders push beir/scifact --repo-id my-org/scifact --dry-run",
              "ragloaders push ./scifact --repo-id my-org/scifact    # a built folder, as it is"],
     "eval": ["ragloaders eval beir/scifact --run bm25.trec --metrics ndcg@10",
@@ -94,7 +95,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     Example: `ragloaders validate crag/task_1_and_2 --data-dir ~/crag`; `ragloaders validate ./scifact`."""
     from .publish.source import validate_source
 
-    return validate_source(args.path, data_dir=args.data_dir, cache_dir=args.cache_dir, as_json=args.json)
+    as_path = normalized(args.benchmark) if args.benchmark is not None else None
+    return validate_source(args.path, data_dir=args.data_dir, cache_dir=args.cache_dir, as_json=args.json,
+                           as_path=as_path)
 
 
 def cmd_push(args: argparse.Namespace) -> int:
@@ -295,6 +298,9 @@ def parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("path", metavar="SOURCE", help=SOURCE_HELP + "; beir/cqadupstack: each of its forums")
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
+    validate.add_argument("--as", dest="benchmark", metavar="PATH",
+                          help="the benchmark path whose declared defects and keys apply to a folder or repository "
+                               "whose card does not name one, e.g. --as beir/scifact for mteb/scifact")
     validate.set_defaults(run=cmd_validate)
 
     push = commands.add_parser("push", help="upload a built folder as it is, or build a path into a staging folder "

@@ -320,24 +320,29 @@ def integrity_of(path: str, loaded: Loaded, source: dict | None = None) -> Repor
     return inspect(plan_for_path(path, loaded, source), loaded)
 
 
-def integrity_of_repository(repository: str, *, cache_dir: str | None = None) -> Report:
+def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as_path: str | None = None) -> Report:
     """The same report for any repository in BEIR / mteb layout, ours or not, from its Parquet alone: a folder
     with a README.md (or data files) as `datasets.load_dataset` reads it, or a hub repo id (network).
 
     Configs are found with `datasets.get_dataset_config_names` (`plan_for_repository` gives their roles). No counts
     are published and no defects declared for a repository: every finding is an error, unless the card says
     ragloaders built it from a benchmark path (`built_from`): then that path's declared upstream defects are
-    warnings and its declared keys are checked, as for the path. A checked column of the wrong type is a
+    warnings and its declared keys are checked, as for the path. `as_path` (`--as`, a normalised benchmark path)
+    names that path for any repository, whatever its card says. A checked column of the wrong type is a
     `column_type` finding naming the file. Raises ValueError when the repository has no config at all, SourceError
     when its card's YAML is over budget (`card_yaml`)."""
     card = card_text(repository)
     if card is not None:  # before `datasets` parses it: an alias bomb would exhaust memory there
         check_card(card, os.path.join(repository, README))
+    if as_path is not None and as_path not in registry():
+        raise ValueError(f"--as {as_path!r}: not a benchmark path (a group names each member; `ragloaders list` "
+                         "shows them)")
     configs = datasets.get_dataset_config_names(repository)
     if not configs:
         raise ValueError(f"{repository}: no configs (not a dataset folder or repository)")
     loaded = {config: datasets.load_dataset(repository, config, cache_dir=cache_dir) for config in configs}
-    plan = plan_for_repository(repository, loaded, built_from_card(card), declared_files(repository, card))
+    plan = plan_for_repository(repository, loaded, built_from_card(card), declared_files(repository, card),
+                               as_path=as_path)
     return inspect(plan, loaded)
 
 
@@ -366,6 +371,8 @@ class Plan:
     repository: bool = False
     built_from: str | None = None
     """For a repository: the benchmark path its ragloaders card names."""
+    validated_as: str | None = None
+    """For a repository: the benchmark path given with `--as`, whose keys and declared defects apply instead."""
 
 
 def plan_for_path(path: str, loaded: Loaded, source: dict | None) -> Plan:
@@ -383,12 +390,13 @@ def plan_for_path(path: str, loaded: Loaded, source: dict | None) -> Plan:
 
 
 def plan_for_repository(repository: str, loaded: Loaded, built_from_path: str | None,
-                        files: dict[tuple[str, str], str]) -> Plan:
+                        files: dict[tuple[str, str], str], as_path: str | None = None) -> Plan:
     """A repository, ours or not: roles by config name (`corpus`, `queries` or mteb's `query`), relations by their
-    columns, every other config counted; no published counts. A card naming the path it was built from brings that
-    path's keys and declared defects."""
-    plan = Plan(repository, defects=known_defects_of(built_from_path) if built_from_path else [], files=files,
-                repository=True, built_from=built_from_path)
+    columns, every other config counted; no published counts. `as_path` (`--as`), else a card naming the path it
+    was built from, brings that path's keys and declared defects."""
+    declaring = as_path or built_from_path
+    plan = Plan(repository, defects=known_defects_of(declaring) if declaring else [], files=files,
+                repository=True, built_from=built_from_path, validated_as=as_path)
     plan.entities = [(config, role) for config, role in (("corpus", "corpus"), ("queries", "queries"),
                                                           ("query", "queries"))
                      if config in loaded and not (config == "query" and "queries" in loaded)]
@@ -396,7 +404,7 @@ def plan_for_repository(repository: str, loaded: Loaded, built_from_path: str | 
     plan.relations = [config for config in loaded if config not in planned
                       and set(RELATION_COLUMNS) <= set(loaded[config].column_names[next(iter(loaded[config]))])]
     planned |= set(plan.relations)
-    keys = keys_of(built_from_path) if built_from_path else {}
+    keys = keys_of(declaring) if declaring else {}
     plan.keyed = {config: key for config, key in keys.items() if config in loaded and config not in planned}
     plan.counted = [config for config in loaded if config not in planned and config not in plan.keyed]
     return plan
@@ -437,6 +445,7 @@ def inspect(plan: Plan, loaded: Loaded) -> Report:
     }
     if plan.repository:
         report["built_from"] = plan.built_from
+        report["validated_as"] = plan.validated_as
     return report
 
 
