@@ -315,6 +315,17 @@ def test_a_hand_made_mteb_repository_with_a_dangling_qrel(tmp_path, capsys):
     assert cli.main(["validate", folder, "--data-dir", folder]) == 2  # --data-dir is for benchmark paths
 
 
+def test_a_path_with_stray_slashes_is_normalised_once_by_the_command_line(tmp_path, capsys):
+    where = ["--data-dir", DATA, "--cache-dir", str(tmp_path)]
+    assert cli.main(["validate", "/beir/nfcorpus/", *where]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("beir/nfcorpus\n") and "source: nfcorpus.zip" in text and "published 3,633" in text
+    assert cli.main(["validate", "beir/nfcorpus//", "--json", *where]) == 0
+    assert json.loads(capsys.readouterr().out)["path"] == "beir/nfcorpus"
+    assert cli.main(["validate", "/beir/nfcorpuss/", *where]) == 2  # misspelt: the suggestion names the real path
+    assert "did you mean 'beir/nfcorpus'" in capsys.readouterr().err
+
+
 def test_what_validate_reads_as_a_repository(tmp_path, monkeypatch):
     from ragloaders.publish.validate import is_repository
 

@@ -102,7 +102,7 @@ def default_staging_dir(path: str, repo_id: str) -> str:
     """`<staging root>/<owner>--<name>/<path with '/' as '--'>`: both parts are checked, so the folder lies
     inside the root (and distinct repo ids or paths never share one: neither may contain '--')."""
     check_repo_id(repo_id)
-    parts = path.strip("/").split("/")
+    parts = path.split("/")
     if not all(_NAME_PART.fullmatch(part) for part in parts) or "--" in path or ".." in path:
         raise ValueError(f"{path!r}: not a benchmark path; `ragloaders list` shows them")
     root = os.path.realpath(staging_root())

@@ -12,7 +12,8 @@ What each benchmark publishes and which upstream defects it declares come from i
 finding is a structural error (exit 1). Published counts belong to a release: they are compared only as
 `publish.provenance` rules (the files read are that release's official files, or cannot be told apart from
 them); a sample or another release is reported as such, its counts shown but not compared. A repository is
-checked without source files: no published counts, no declared defects.
+checked without source files: no published counts, and no declared defects unless its card (`built_from`) or
+`--as` names the benchmark path. Paths arrive normalised (`api.normalized`, at the public entry points).
 
 One `Plan` says what to check in a target, a benchmark path (`plan_for_path`) or a built folder or hub repository
 (`plan_for_repository`); `inspect` carries it out. The report's types and its rendering are in `validate_report`,
@@ -79,17 +80,17 @@ def column_problems(schema: pa.Schema, expected: Mapping[str, tuple[Any, str]]) 
 
 def published_counts_of(path: str) -> PublishedCounts:
     """What the benchmark publishes for `path` (see core.facts.PublishedCounts)."""
-    return dict(benchmark_of(path).published_counts(path.strip("/")))
+    return dict(benchmark_of(path).published_counts(path))
 
 
 def keys_of(path: str) -> dict[str, tuple[str, ...]]:
     """config -> the column(s) whose values should identify a row, as the benchmark declares them."""
-    return dict(benchmark_of(path).keys(path.strip("/")))
+    return dict(benchmark_of(path).keys(path))
 
 
 def known_defects_of(path: str) -> list[KnownDefect]:
     """The upstream defects declared for `path`, reported as warnings."""
-    return list(benchmark_of(path).known_defects(path.strip("/")))
+    return list(benchmark_of(path).known_defects(path))
 
 
 def _sample(ids: pa.Array | pa.ChunkedArray) -> list[str]:
@@ -293,7 +294,6 @@ def integrity(path: str, *, data_dir: str | None = None, cache_dir: str | None =
                    "ids": first 20 offending ids (pairs as "query -> doc"), "message", ["note"]}
     (typed as validate_report.Report, SplitFacts, Finding)
     """
-    path = path.strip("/")
     if path not in registry():
         builder(path, "")  # raises the unknown-path error (with its suggestion)
     builders, loaded = {}, {}
@@ -308,7 +308,7 @@ def source_of(path: str, builders: dict[str, Any], *, sha256: bool) -> dict:
     """The `provenance.source_report` of prepared builders ({config: builder}): the files they read, the release
     those are, and which configs' counts are compared with the published ones."""
     read, release = files_read(builders)
-    return source_report(path.strip("/"), read, release, published_counts_of(path), sha256=sha256)
+    return source_report(path, read, release, published_counts_of(path), sha256=sha256)
 
 
 def integrity_of(path: str, loaded: Loaded, source: dict | None = None) -> Report:
@@ -316,7 +316,6 @@ def integrity_of(path: str, loaded: Loaded, source: dict | None = None) -> Repor
     CachedSplit}}. `source` (`source_of`) says which published counts apply; without it, the path's published
     counts are compared as they are. The rows are read from the Arrow cache files with plain reads, only the
     columns checked (see cached_split)."""
-    path = path.strip("/")
     return inspect(plan_for_path(path, loaded, source), loaded)
 
 
