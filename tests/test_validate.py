@@ -326,16 +326,6 @@ def test_a_path_with_stray_slashes_is_normalised_once_by_the_command_line(tmp_pa
     assert "did you mean 'beir/nfcorpus'" in capsys.readouterr().err
 
 
-def test_what_validate_reads_as_a_repository(tmp_path, monkeypatch):
-    from ragloaders.publish.validate import is_repository
-
-    assert is_repository("some-org/some-dataset") and is_repository(str(tmp_path))
-    assert not is_repository("beir/scifact") and not is_repository("mmrag") and not is_repository("beir/scifactt")
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "mmrag").mkdir()  # a folder named like a path: the path wins
-    assert not is_repository("mmrag")
-
-
 def test_a_hub_repo_id_is_loaded_by_its_id(tmp_path, monkeypatch):
     """No network in tests: the hub's answer and its download are redirected from the repo id to a local folder,
     which shows the id reaches them unchanged (tests/test_sources.py covers the hub cache and an unreachable hub)."""

@@ -88,9 +88,10 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """`ragloaders validate TARGET`: the integrity report of a benchmark path (from its source files), or of a
-    built folder or hub repository in BEIR / mteb layout (from its Parquet); `--json` for JSON
-    (`publish.validate.run`). Returns 0 when there is no structural error, 1 otherwise; `main` prints raised errors
-    (unknown path with "did you mean", missing files) and returns 2.
+    built folder or hub repository in BEIR / mteb layout (from its Parquet); `--json` for JSON; `--as PATH` names
+    the benchmark of a folder or repository whose card does not (`publish.source.validate_source`). Returns 0 when
+    there is no structural error, 1 otherwise; `main` prints raised errors (unknown path with "did you mean",
+    missing files) and returns 2.
 
     Example: `ragloaders validate crag/task_1_and_2 --data-dir ~/crag`; `ragloaders validate ./scifact`."""
     from .publish.source import validate_source

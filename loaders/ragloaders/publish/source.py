@@ -10,7 +10,8 @@ from ..api import group_members, is_benchmark_path
 from ..core.repository import REMEDIES, HubError, hub_offline, open_repository, probe_hub
 from .output_folder import verify
 from .push import PushResult, check_repo_id, describe, plan, upload
-from .validate import integrity, integrity_of_repository, render_text
+from .validate import integrity, integrity_of_repository
+from .validate_report import render_text
 
 
 def validate_source(source: str, *, data_dir: str | None = None, cache_dir: str | None = None,

@@ -22,7 +22,6 @@ reading a repository's card in `repository` and `card_yaml`.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -38,8 +37,8 @@ from ..core.facts import KnownDefect, PublishedCounts
 from .cached_split import CachedSplit
 from .card_yaml import check_card
 from .provenance import files_read, published_of, source_report
-from .repository import README, built_from_card, card_text, declared_files, is_repository
-from .validate_report import Finding, Report, SplitFacts, finding, render_text
+from .repository import README, built_from_card, card_text, declared_files
+from .validate_report import Finding, Report, SplitFacts, finding
 
 RELATION_CONFIGS = ("qrels", "search_results")
 RELATION_COLUMNS = ("query-id", "corpus-id")
@@ -447,18 +446,3 @@ def inspect(plan: Plan, loaded: Loaded) -> Report:
         report["validated_as"] = plan.validated_as
     return report
 
-
-def run(path: str, *, data_dir: str | None, cache_dir: str | None, as_json: bool) -> int:
-    """The `validate` command: prints the report of a benchmark path, or of a repository (a built folder or a hub
-    repo id, see `is_repository`); 0 when there is no structural error, else 1."""
-    if is_repository(path):
-        if data_dir:
-            raise ValueError(f"{path}: --data-dir is for a benchmark path, not for a built folder or repository")
-        report = integrity_of_repository(path, cache_dir=cache_dir)
-    else:
-        report = integrity(path, data_dir=data_dir, cache_dir=cache_dir)
-    if as_json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
-    else:
-        print("\n".join(render_text(report)))
-    return 0 if report["ok"] else 1
