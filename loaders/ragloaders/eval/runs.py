@@ -227,14 +227,25 @@ def _jsonl_rows(path: str, schema: pa.Schema) -> Iterator[Row]:
         yield number, query_id, item, None if score is None else float(score)
 
 
-_WHITESPACE = re.compile(r"\s")
+_TREC_UNWRITABLE = re.compile(r"[ \t\n\r\x0b\x0c]")
+"""What `trec_fields` splits on (space, tab), ends a line at (LF) or refuses (CR, VT, FF). Any other character,
+NBSP or U+001C included, is read back inside its field."""
 
 
-def check_trec_id(value: str, what: str) -> None:
-    """A TREC run separates fields by whitespace: an id that is empty or holds whitespace cannot be written in one."""
-    if not value or _WHITESPACE.search(value):
-        raise ValueError(f"{what} {value!r} is empty or contains whitespace, which a TREC run cannot hold; "
-                         "write the run as .parquet or .jsonl instead")
+def check_trec_id(value: str, what: str, *, starts_file: bool = False) -> None:
+    """Refuse exactly the ids a TREC run could not give back as written: empty, holding a character of
+    _TREC_UNWRITABLE or a lone surrogate (not UTF-8), or, `starts_file`, beginning with U+FEFF (read as the BOM)."""
+    if not value or _TREC_UNWRITABLE.search(value):
+        raise ValueError(f"{what} {value!r} is empty or holds a space, tab, line end, vertical tab or form feed, "
+                         "which a TREC run cannot hold; write the run as .parquet or .jsonl instead")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{what} {value!r} holds a lone surrogate, which UTF-8 cannot encode") from None
+        if starts_file and value.startswith("\ufeff"):
+            raise ValueError(f"{what} {value!r} starts with U+FEFF, which a reader takes for the byte order mark "
+                             "at the start of a TREC run; write the run as .parquet or .jsonl instead")
 
 
 def write_run(
@@ -281,7 +292,7 @@ def _write_trec(path: str, rankings: Iterable[tuple[str, Sequence[str], Sequence
     count = 0
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         for query_id, doc_ids, scores in rankings:
-            check_trec_id(query_id, "query id")
+            check_trec_id(query_id, "query id", starts_file=count == 0 and bool(doc_ids))
             for doc_id in doc_ids:
                 check_trec_id(doc_id, "document id")
             # %.9g: distinct float32 scores stay distinct and equal ones equal (ties survive the round trip)
