@@ -200,7 +200,7 @@ def sources_section(facts: CardFacts, data_dir: str | None, source: dict | None 
     parts = []
     if source and source["files"]:
         rows = [[f"`{f['name']}`", f"{f['bytes']:,}", f"`{f['sha256']}`" if f.get("sha256") else "—",
-                 ", ".join(f["configs"]), OWN_FILE if facts.own_data else f["note"]] for f in source["files"]]
+                 ", ".join(f["configs"]), f["note"]] for f in source["files"]]
         parts.append("Files this build read (hashed when it was built):\n\n"
                      + _table(["file", "bytes", "sha256", "read by", "what it is"], rows))
     elif source is not None:
@@ -280,7 +280,6 @@ def integrity_section(integrity: dict | None) -> str:
     return "\n\n".join(parts)
 
 
-OWN_FILE = "a file of the builder's own data"
 RELATION_MEASURE = "distinct query ids"
 """What a published figure of qrels / search_results counts (core.facts.PublishedCounts)."""
 
