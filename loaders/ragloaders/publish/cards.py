@@ -160,6 +160,13 @@ def configs_sentence(outputs: list[ConfigOutput]) -> str:
     return f"This build has {len(outputs)} config{'s' if len(outputs) != 1 else ''}: {listed}."
 
 
+def paragraph_end(text: str) -> str:
+    """What goes after `text` before another sentence: a space, or a blank line after a Markdown table (a sentence
+    on a table's last line would become a cell of its last row)."""
+    lines = text.rstrip().splitlines()
+    return "\n\n" if lines and lines[-1].startswith("|") else " "
+
+
 def fields_section(outputs: list[ConfigOutput], notes: dict[str, str]) -> str:
     rows = []
     for output in outputs:
@@ -442,7 +449,7 @@ def render_card(
         "path": path,
         "data_name": folder_name(data_dir) or "—",
         "pretty_name": facts.pretty_name,
-        "summary": f"{facts.summary} {configs_sentence(outputs)}",
+        "summary": f"{facts.summary}{paragraph_end(facts.summary)}{configs_sentence(outputs)}",
         "homepage": facts.homepage or "—",
         "load": load_section(repo_id or load_as or REPO_PLACEHOLDER, outputs, folder=not repo_id and bool(load_as)),
         "fields": fields_section(outputs, facts.field_notes),
