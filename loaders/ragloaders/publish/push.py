@@ -124,7 +124,7 @@ def stage(path: str, staged_dir: str, *, repo_id: str, data_dir: str | None = No
     identity = build_identity(path, data_dir, cache_dir, repo_id, card, derived=derived.names if derived else None)
     if os.path.isdir(staged_dir):
         verdict = verify(staged_dir)
-        legacy = staged_dir.rstrip("/") + ".build.json"  # what ragloaders 0.2 and older wrote beside the folder
+        legacy = staged_dir.rstrip("/") + ".build.json"  # written beside it before manifests (0.2.0 dev builds)
         if verdict.manifest is None and os.path.isfile(legacy) and not into_existing:
             raise OutputFolderError(f"--staging-dir {staged_dir} was staged by an older ragloaders without a "
                                     f"manifest, so its files cannot be verified; delete it and {legacy}, then push "
