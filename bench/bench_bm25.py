@@ -19,8 +19,10 @@ import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import numpy as np
@@ -154,9 +156,11 @@ def bench_size(workdir: str, docs: int, names: list[str]) -> None:
     floor = None
     for name in names:
         imports, body = CONTENDERS[name]
-        out = os.path.join(workdir, "out")
-        os.makedirs(out, exist_ok=True)
-        result = run(imports, body, PATH, data_dir, cache, out)
+        out = tempfile.mkdtemp(prefix="out-", dir=workdir)  # `bm25 --out` never replaces a run: a new folder each
+        try:
+            result = run(imports, body, PATH, data_dir, cache, out)
+        finally:
+            shutil.rmtree(out)  # the folder this run made, with the run file it wrote
         if isinstance(result, str):
             print(f"| {name} | failed: {result[:100]} | | | | |", flush=True)
             continue

@@ -166,6 +166,21 @@ def test_build_card_names_the_folder_with_no_published_figures_and_the_files_has
                            cache_dir=str(tmp_path / "c")).num_rows == 1
 
 
+def test_validate_names_every_file_read_as_the_users_own_with_no_release(folder, tmp_path, capsys):
+    where = ["--data-dir", str(folder), "--cache-dir", str(tmp_path / "c")]
+    assert cli_main(["validate", PATH, *where]) == 0
+    text = capsys.readouterr().out
+    sources = [line for line in text.splitlines() if line.startswith("source: ")]
+    assert sorted(line.split(" ", 2)[1] for line in sources) == ["corpus.jsonl", "held_out.tsv", "queries.jsonl",
+                                                                  "test.tsv"]
+    assert all(line.endswith("): a file of the builder's own data (no publisher, so no release)") for line in sources)
+    assert "release is unknown" not in text and "official" not in text and "release:" not in text
+    assert cli_main(["validate", PATH, "--json", *where]) == 0
+    source = json.loads(capsys.readouterr().out)["source"]
+    assert {(f["status"], f["release"]) for f in source["files"]} == {("own", None)}
+    assert (source["published"], source["compared"], source["not_compared"]) == ({}, [], {})
+
+
 def test_license_and_pretty_name_are_stated_on_build_and_push_and_only_for_own_data(folder, tmp_path, monkeypatch,
                                                                                     capsys):
     out = tmp_path / "built"

@@ -260,3 +260,34 @@ def test_build_with_refuses_unknown_configs_and_crag(tmp_path, capsys):
                  "--data-dir", str(DATA / "crag")]) == 2
     assert "relevance labels" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_push_with_stages_the_reranking_configs_as_build_does(nfcorpus, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RAGLOADERS_STAGING", str(tmp_path / "staging"))
+    where = ["--data-dir", nfcorpus["data_dir"], "--cache-dir", nfcorpus["cache_dir"]]
+    assert main(["push", "beir/nfcorpus", "--repo-id", "me/nf", "--dry-run", "--with", "top_ranked,hard_negatives",
+                 *where]) == 0
+    listed = capsys.readouterr().out
+    for config in ("top_ranked", "hard_negatives"):
+        assert [line for line in listed.splitlines() if f": {config}/test-" in line], listed
+    staged = tmp_path / "staging" / "me--nf" / "beir--nfcorpus"
+    card = (staged / "README.md").read_text(encoding="utf-8")
+    assert "- `hard_negatives`: `top_ranked` without the documents judged relevant" in card
+    loaded = datasets.load_dataset(str(staged), "top_ranked", split="test", cache_dir=str(tmp_path / "hf"))
+    assert loaded.to_list() == reranking_tables("beir/nfcorpus", **nfcorpus)["top_ranked"]["test"].to_pylist()
+    # the configs asked for are part of the staged build's identity: without --with it is built again, not reused
+    assert main(["push", "beir/nfcorpus", "--repo-id", "me/nf", "--dry-run", *where]) == 0
+    listed = capsys.readouterr().out
+    assert "reusing the staged build" not in listed and "top_ranked/" not in listed
+    assert not (staged / "top_ranked").exists() and "hard_negatives" not in (staged / "README.md").read_text()
+
+
+def test_push_with_refuses_unknown_configs_and_a_built_folder_before_staging(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RAGLOADERS_STAGING", str(tmp_path / "staging"))
+    assert main(["push", "beir/nfcorpus", "--repo-id", "me/nf", "--dry-run", "--with", "negatives"]) == 2
+    assert "unknown config(s) negatives" in capsys.readouterr().err and not (tmp_path / "staging").exists()
+    folder = tmp_path / "built"
+    folder.mkdir()
+    (folder / "README.md").write_text("---\n---\n")
+    assert main(["push", str(folder), "--repo-id", "me/nf", "--dry-run", "--with", "top_ranked"]) == 2
+    assert "pushed as it is" in capsys.readouterr().err

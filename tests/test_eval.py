@@ -354,6 +354,36 @@ def test_trec_refuses_ids_it_cannot_hold_and_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+ODD_BUT_READABLE = ["q\u00a0nbsp", "g\x1cs", "l\u2028s", "n\x85l", "i\u3000s", "z\u200bw", "\x00", "a\ufeff"]
+"""Unicode whitespace and separators a TREC run reads back inside a field (it splits on ASCII space and tab)."""
+
+
+def test_trec_writes_every_id_it_reads_back(tmp_path):
+    rankings = [(query_id, [f"d{query_id}", query_id], [2.0, 1.0]) for query_id in ODD_BUT_READABLE]
+    rankings.insert(1, ("\ufeffsecond", ["\ufeffdoc"], [1.0]))  # U+FEFF is a BOM only at the very start
+    path = tmp_path / "run.trec"
+    assert write_run(str(path), rankings) == 2 * len(ODD_BUT_READABLE) + 1
+    assert read_run(str(path)) == {query_id: dict(zip(docs, scores)) for query_id, docs, scores in rankings}
+
+
+@pytest.mark.parametrize("bad", ["", "a b", "a\tb", "a\nb", "a\rb", "a\x0bb", "a\x0cb", "\ud800"])
+@pytest.mark.parametrize("where", ["query", "doc", "tag"])
+def test_trec_refuses_exactly_what_it_could_not_read_back(tmp_path, bad, where):
+    path = tmp_path / "run.trec"
+    query_id, doc_id, tag = ("q" if where != "query" else bad), ("d" if where != "doc" else bad), (
+        "t" if where != "tag" else bad)
+    with pytest.raises(ValueError, match="TREC run cannot hold|lone surrogate"):
+        write_run(str(path), [("q0", ["d0"], [1.0]), (query_id, [doc_id], [1.0])], tag=tag)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_first_query_id_starting_with_a_bom_is_refused(tmp_path):
+    path = tmp_path / "run.trec"
+    with pytest.raises(ValueError, match="byte order mark"):
+        write_run(str(path), [("empty", [], []), ("\ufeffq", ["d"], [1.0])])
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_interrupted_write_keeps_the_old_file(tmp_path):
     path = tmp_path / "run.parquet"
     write_run(str(path), [("q", ["d"], [1.0])])

@@ -289,3 +289,23 @@ def test_routing_run_problems_are_named(where, tmp_path, capsys):
     assert main(["eval", "mmrag", "--routing", str(path), "--metrics", "ndcg@10", *args]) == 2
     assert main(["eval", "mmrag", "--routing", str(path), "--tokenizer", "t.json", *args]) == 2
     assert "apply to CRAG answers" in capsys.readouterr().err
+
+
+def test_a_routing_table_names_its_own_columns_in_errors(tmp_path):
+    """Routing tables share the retrieval run's table reader: a null or wrong column is named as the routing run
+    has it (`dataset`), never as a retrieval run's `corpus-id`."""
+    path = tmp_path / "r.parquet"
+    pq.write_table(pa.table({"query-id": ["a", "a"], "dataset": ["nq", None], "score": [1.0, 2.0]}), path)
+    with pytest.raises(SourceError, match="`dataset` is missing") as error:
+        read_routing_run(path)
+    assert error.value.record == 2
+    pq.write_table(pa.table({"query-id": ["a"], "dataset": [3], "score": [1.0]}), path)
+    with pytest.raises(SourceError, match="column `dataset` must hold strings"):
+        read_routing_run(path)
+    lines = tmp_path / "r.jsonl"
+    lines.write_text('{"query-id": "a", "dataset": "nq", "score": 1}\n{"query-id": "a", "score": 2}\n')
+    with pytest.raises(SourceError, match="`dataset` is missing") as error:
+        read_routing_run(lines)
+    assert error.value.line == 2
+    lines.write_text('{"query-id": "a", "dataset": "nq\\u00a0x", "score": 1}\n')
+    assert read_routing_run(lines) == {"a": {"nq\u00a0x": 1.0}}

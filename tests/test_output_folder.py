@@ -123,6 +123,9 @@ def test_a_folder_ragloaders_did_not_write_is_refused_in_one_line_and_left_alone
     status, err = cli(capsys, *build_args(out, cache_dir=cache_dir))
     assert status == 2
     assert "not written by ragloaders" in one_error_line(err) and "--into-existing" in err
+    # ragloaders has been 0.2.0 since its first commit and wrote manifests from 2026-11-30 on: the message must not
+    # blame every 0.2 build (0.2.0 writes a manifest), only a development build from before that day
+    assert "0.2 or older" not in err and "before ragloaders wrote manifests" in err and "before 2026-11-30" in err
     assert snapshot(tmp_path) == before
 
 

@@ -259,7 +259,8 @@ def test_a_built_folder_gets_the_same_report_without_its_sources(tmp_path, capsy
            "files read: published counts not compared" in capsys.readouterr().out
 
 
-def test_a_built_crag_folder_keeps_its_known_defects_as_warnings(tmp_path):
+def test_a_built_crag_folder_keeps_its_known_defects_as_warnings_and_so_does_one_validated_as_it(tmp_path,
+                                                                                             capsys):
     from ragloaders.publish.build import build_folder
     from ragloaders.publish.validate import integrity_of_repository
 
@@ -273,6 +274,23 @@ def test_a_built_crag_folder_keeps_its_known_defects_as_warnings(tmp_path):
     readme.write_text(readme.read_text().replace("<!-- built by ragloaders from crag/task_1_and_2 -->", ""))
     foreign = integrity_of_repository(str(out), cache_dir=str(tmp_path / "c3"))
     assert foreign["built_from"] is None and [e["check"] for e in foreign["errors"]] == ["duplicate_pairs"]
+    # --as names the path for a folder whose card does not: its declared defects are warnings again
+    named = integrity_of_repository(str(out), cache_dir=str(tmp_path / "c3"), as_path="crag/task_1_and_2")
+    assert named["ok"] and (named["built_from"], named["validated_as"]) == (None, "crag/task_1_and_2")
+    assert [(w["check"], w["config"], w["count"]) for w in named["warnings"]] == [
+        ("duplicate_pairs", "search_results", 11)]
+    assert integrity_of_repository(str(out), cache_dir=str(tmp_path / "c3"), as_path="beir/nfcorpus")["errors"]
+    where = ["--cache-dir", str(tmp_path / "c4")]
+    assert cli.main(["validate", str(out), *where]) == 1
+    assert "ERROR duplicate_pairs in search_results" in capsys.readouterr().out
+    assert cli.main(["validate", str(out), "--as", "/crag/task_1_and_2/", *where]) == 0  # normalised like a path
+    text = capsys.readouterr().out
+    assert "validated as crag/task_1_and_2 (--as: its declared upstream defects apply)" in text
+    assert "WARNING duplicate_pairs in search_results" in text and "ERROR" not in text
+    assert cli.main(["validate", str(out), "--as", "beir/cqadupstack", *where]) == 2
+    assert "--as 'beir/cqadupstack': not a benchmark path" in capsys.readouterr().err
+    assert cli.main(["validate", "crag/task_1_and_2", "--data-dir", CRAG_DATA, "--as", "crag/task_1_and_2"]) == 2
+    assert "--as is for a built folder" in capsys.readouterr().err
 
 
 def test_a_hand_made_mteb_repository_with_a_dangling_qrel(tmp_path, capsys):
@@ -297,14 +315,15 @@ def test_a_hand_made_mteb_repository_with_a_dangling_qrel(tmp_path, capsys):
     assert cli.main(["validate", folder, "--data-dir", folder]) == 2  # --data-dir is for benchmark paths
 
 
-def test_what_validate_reads_as_a_repository(tmp_path, monkeypatch):
-    from ragloaders.publish.validate import is_repository
-
-    assert is_repository("some-org/some-dataset") and is_repository(str(tmp_path))
-    assert not is_repository("beir/scifact") and not is_repository("mmrag") and not is_repository("beir/scifactt")
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "mmrag").mkdir()  # a folder named like a path: the path wins
-    assert not is_repository("mmrag")
+def test_a_path_with_stray_slashes_is_normalised_once_by_the_command_line(tmp_path, capsys):
+    where = ["--data-dir", DATA, "--cache-dir", str(tmp_path)]
+    assert cli.main(["validate", "/beir/nfcorpus/", *where]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("beir/nfcorpus\n") and "source: nfcorpus.zip" in text and "published 3,633" in text
+    assert cli.main(["validate", "beir/nfcorpus//", "--json", *where]) == 0
+    assert json.loads(capsys.readouterr().out)["path"] == "beir/nfcorpus"
+    assert cli.main(["validate", "/beir/nfcorpuss/", *where]) == 2  # misspelt: the suggestion names the real path
+    assert "did you mean 'beir/nfcorpus'" in capsys.readouterr().err
 
 
 def test_a_hub_repo_id_is_loaded_by_its_id(tmp_path, monkeypatch):

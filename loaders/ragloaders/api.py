@@ -27,9 +27,9 @@ def normalized(path: str) -> str:
 
 
 def catalogue_path(target: str) -> str:
-    """`target` normalised when it names a registered path; anything else (a built folder, a hub repository id) as
-    it was given."""
-    return normalized(target) if normalized(target) in registry() else target
+    """`target` normalised when it names a benchmark path (a registered, group or misspelt one: `is_benchmark_path`);
+    anything else (a built folder, a hub repository id) as it was given."""
+    return normalized(target) if is_benchmark_path(target) else target
 
 
 def configs_of(path: str) -> list[str]:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
-from .api import catalogue_path, configs_of, registry
+from .api import catalogue_path, configs_of, normalized, registry
 from .core.errors import MissingSourceError, SourceError
 from .mock_api import command as mock_api_command
 
@@ -28,7 +28,8 @@ EXAMPLES = {
                  "ragloaders validate beir/cqadupstack      # a group: each of its 12 forums",
                  "ragloaders validate mmrag --data-dir ~/mmrag --json",
                  "ragloaders validate ./scifact            # a built folder",
-                 "ragloaders validate mteb/scifact          # a hub repository (network)"],
+                 "ragloaders validate mteb/scifact          # a hub repository (network)",
+                 "ragloaders validate mteb/scifact --as beir/scifact   # scifact's declared defects apply"],
     "push": ["ragloaders push beir/scifact --repo-id my-org/scifact --dry-run",
              "ragloaders push ./scifact --repo-id my-org/scifact    # a built folder, as it is"],
     "eval": ["ragloaders eval beir/scifact --run bm25.trec --metrics ndcg@10",
@@ -89,14 +90,17 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """`ragloaders validate TARGET`: the integrity report of a benchmark path (from its source files), or of a
-    built folder or hub repository in BEIR / mteb layout (from its Parquet); `--json` for JSON
-    (`publish.validate.run`). Returns 0 when there is no structural error, 1 otherwise; `main` prints raised errors
-    (unknown path with "did you mean", missing files) and returns 2.
+    built folder or hub repository in BEIR / mteb layout (from its Parquet); `--json` for JSON; `--as PATH` names
+    the benchmark of a folder or repository whose card does not (`publish.source.validate_source`). Returns 0 when
+    there is no structural error, 1 otherwise; `main` prints raised errors (unknown path with "did you mean",
+    missing files) and returns 2.
 
     Example: `ragloaders validate crag/task_1_and_2 --data-dir ~/crag`; `ragloaders validate ./scifact`."""
     from .publish.source import validate_source
 
-    return validate_source(args.path, data_dir=args.data_dir, cache_dir=args.cache_dir, as_json=args.json)
+    as_path = normalized(args.benchmark) if args.benchmark is not None else None
+    return validate_source(args.path, data_dir=args.data_dir, cache_dir=args.cache_dir, as_json=args.json,
+                           as_path=as_path)
 
 
 def cmd_push(args: argparse.Namespace) -> int:
@@ -108,27 +112,29 @@ def cmd_push(args: argparse.Namespace) -> int:
     unless `--overwrite-foreign`. Returns 0; errors are raised and printed by `main`.
 
     Example: `ragloaders push beir/scifact --repo-id my-org/scifact --private`; `ragloaders push ./scifact ...`."""
-    from .publish.cards import check_options, stated
-    from .publish.push import push
+    from .publish.cards import check_options
+    from .publish.push import Derived, push
     from .publish.source import is_folder_source, push_folder, require_token_and_hub
 
     if is_folder_source(args.path):
-        if args.data_dir or args.staging_dir or args.into_existing or args.license or args.pretty_name:
-            raise ValueError(f"{args.path}: --data-dir, --staging-dir, --into-existing, --license and --pretty-name "
-                             "are for a benchmark path; a built folder is pushed as it is")
+        if (args.data_dir or args.staging_dir or args.into_existing or args.license or args.pretty_name
+                or args.with_configs):
+            raise ValueError(f"{args.path}: --data-dir, --staging-dir, --into-existing, --license, --pretty-name and "
+                             "--with are for a benchmark path; a built folder is pushed as it is")
         result = push_folder(args.path, args.repo_id, private=args.private, revision=args.revision,
                              commit_message=args.commit_message, dry_run=args.dry_run,
                              overwrite_foreign=args.overwrite_foreign)
     else:
         options = card_options(args)
         check_options(args.path, options)
+        wanted = derived_names(args)
         if not args.dry_run:
             require_token_and_hub(args.repo_id)
-        with stated(options):
-            result = push(args.path, args.repo_id, data_dir=args.data_dir, cache_dir=args.cache_dir,
-                          num_proc=args.num_proc, private=args.private, revision=args.revision,
-                          commit_message=args.commit_message, staging_dir=args.staging_dir, dry_run=args.dry_run,
-                          into_existing=args.into_existing, overwrite_foreign=args.overwrite_foreign)
+        result = push(args.path, args.repo_id, data_dir=args.data_dir, cache_dir=args.cache_dir,
+                      num_proc=args.num_proc, private=args.private, revision=args.revision,
+                      commit_message=args.commit_message, staging_dir=args.staging_dir, dry_run=args.dry_run,
+                      into_existing=args.into_existing, overwrite_foreign=args.overwrite_foreign, card=options,
+                      derived=Derived(wanted, lambda: derived_configs(args)) if wanted else None)
     if not args.dry_run:
         print(f"{args.repo_id}: {len(result.uploaded)} files uploaded, {len(result.unchanged)} already there, "
               f"{len(result.deleted)} stale files deleted, {len(result.commits)} commits")
@@ -194,16 +200,26 @@ def config_kwargs(args: argparse.Namespace) -> dict:
     return {name: getattr(args, name) for name in builder_parameters() if getattr(args, name, None) is not None}
 
 
-def derived_configs(args: argparse.Namespace) -> dict:
-    """`build_folder`'s extra_tables and extra_notes for `build --with top_ranked,hard_negatives`."""
+def derived_names(args: argparse.Namespace) -> list[str]:
+    """The configs `--with top_ranked,hard_negatives` asks for; an unknown one is a ValueError."""
     wanted = [name.strip() for name in (args.with_configs or "").split(",") if name.strip()]
     if not wanted:
-        return {}
-    from .eval import RERANKING_CONFIGS, reranking_description, reranking_tables
+        return []
+    from .eval import RERANKING_CONFIGS
 
     unknown = [name for name in wanted if name not in RERANKING_CONFIGS]
     if unknown:
         raise ValueError(f"--with: unknown config(s) {', '.join(unknown)}; choose from {', '.join(RERANKING_CONFIGS)}")
+    return wanted
+
+
+def derived_configs(args: argparse.Namespace) -> dict:
+    """`build_folder`'s extra_tables and extra_notes for `build --with top_ranked,hard_negatives`."""
+    wanted = derived_names(args)
+    if not wanted:
+        return {}
+    from .eval import reranking_description, reranking_tables
+
     try:
         tables = reranking_tables(args.path, data_dir=args.data_dir, cache_dir=args.cache_dir)
     except ImportError as e:
@@ -275,8 +291,6 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("path", help="e.g. beir/scifact, crag/task_1_and_2, mmrag")
     build.add_argument("--out", required=True, help="output folder: a new one, or one ragloaders built (only the files "
                        "it wrote are replaced; see --into-existing)")
-    build.add_argument("--with", dest="with_configs", metavar="CONFIGS",
-                       help="also build top_ranked,hard_negatives (BM25 top 100; needs the eval extra)")
     for name, paths in builder_parameters().items():
         build.add_argument(f"--{name.replace('_', '-')}", dest=name,
                            help=f"config parameter of {', '.join(paths)} (as `ragloaders.load(..., {name}=...)`)")
@@ -287,6 +301,9 @@ def parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("path", metavar="SOURCE", help=SOURCE_HELP + "; beir/cqadupstack: each of its forums")
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
+    validate.add_argument("--as", dest="benchmark", metavar="PATH",
+                          help="the benchmark path whose declared defects and keys apply to a folder or repository "
+                               "whose card does not name one, e.g. --as beir/scifact for mteb/scifact")
     validate.set_defaults(run=cmd_validate)
 
     push = commands.add_parser("push", help="upload a built folder as it is, or build a path into a staging folder "
@@ -311,6 +328,8 @@ def parser() -> argparse.ArgumentParser:
         command.add_argument("--data-dir", help=DATA_DIR_HELP)
         command.add_argument("--cache-dir", help="datasets cache folder")
     for command in (build, push):
+        command.add_argument("--with", dest="with_configs", metavar="CONFIGS",
+                             help="also build top_ranked,hard_negatives (BM25 top 100; needs the eval extra)")
         command.add_argument("--num-proc", type=int, help="processes for large files")
         command.add_argument("--into-existing", action="store_true",
                              help="let the folder be an existing one that ragloaders did not write: the build is "

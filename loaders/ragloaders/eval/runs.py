@@ -42,7 +42,16 @@ from ..core.sources import SourceFiles
 Run = dict[str, dict[str, float]]
 """query id -> {document id: score}: the shape pytrec_eval evaluates."""
 
-RUN_SCHEMA = pa.schema([("query-id", pa.string()), ("corpus-id", pa.string()), ("score", pa.float64())])
+RUN_ITEM = "corpus-id"
+"""The column a retrieval run table ranks: documents (a routing run ranks `dataset`s)."""
+
+
+def run_table_schema(item: str = RUN_ITEM) -> pa.Schema:
+    """The columns of a run table that ranks `item`s: `query-id`, `item`, `score`."""
+    return pa.schema([("query-id", pa.string()), (item, pa.string()), ("score", pa.float64())])
+
+
+RUN_SCHEMA = run_table_schema()
 TABLE_FORMATS = {".parquet": "parquet", ".jsonl": "jsonl"}
 """File suffix -> table format; any other suffix is a TREC run (`qid Q0 docid rank score tag`)."""
 TREC_FIELDS = "query-id Q0 doc-id rank score tag"
@@ -62,9 +71,16 @@ def read_run(path: str) -> Run:
     fmt = run_format(path)
     if fmt == "trec":
         return _read_trec(path)
-    if fmt == "parquet":
-        return _read_rows(path, _parquet_rows(path), unit="record")
-    return _read_rows(path, _jsonl_rows(path), unit="line")
+    return read_run_table(path)
+
+
+def read_run_table(path: str, *, item: str = RUN_ITEM, what: str = "run") -> Run:
+    """A `.parquet` or `.jsonl` table of `query-id`, `item`, `score` as `{query id: {item: score}}`; `what` names
+    the table in errors (`run`, `routing run`)."""
+    schema = run_table_schema(item)
+    if run_format(path) == "parquet":
+        return run_of_rows(path, _parquet_rows(path, schema, what), unit="record", item=item)
+    return run_of_rows(path, _jsonl_rows(path, schema), unit="line", item=item)
 
 
 def checked_run(run: dict) -> Run:
@@ -142,11 +158,17 @@ def _add(run: Run, query_id: str, doc_id: str, score: float, path: str, **where:
     docs[doc_id] = score
 
 
-def _read_rows(path: str, rows: Iterator[tuple[int, str | None, str | None, float | None]], unit: str) -> Run:
+Row = tuple[int, str | None, str | None, float | None]
+"""(record or line number, query id, ranked item, score) of a run table, None where the table holds null."""
+
+
+def run_of_rows(path: str, rows: Iterable[Row], *, unit: str, item: str = RUN_ITEM) -> Run:
+    """The run of a table's rows: every value present (`item` names the ranked column in errors), scores finite,
+    no item twice for a query; a SourceError naming the file and the `unit` (`record`, `line`) otherwise."""
     run: Run = {}
     for index, query_id, doc_id, score in rows:
         where = {unit: index}
-        for name, value in (("query-id", query_id), ("corpus-id", doc_id), ("score", score)):
+        for name, value in (("query-id", query_id), (item, doc_id), ("score", score)):
             if value is None:
                 raise SourceError(path, f"`{name}` is missing (null)", **where)
         if not math.isfinite(score):
@@ -155,14 +177,14 @@ def _read_rows(path: str, rows: Iterator[tuple[int, str | None, str | None, floa
     return run
 
 
-def _check_columns(path: str, schema: pa.Schema) -> None:
+def _check_columns(path: str, schema: pa.Schema, expected: pa.Schema, what: str) -> None:
     names = schema.names
-    unexpected = [name for name in names if name not in RUN_SCHEMA.names]
-    missing = [name for name in RUN_SCHEMA.names if name not in names]
+    unexpected = [name for name in names if name not in expected.names]
+    missing = [name for name in expected.names if name not in names]
     if missing or unexpected:
-        raise SourceError(path, f"a run table has the columns query-id, corpus-id, score; "
+        raise SourceError(path, f"a {what} table has the columns {', '.join(expected.names)}; "
                                 f"missing {missing}, unexpected {unexpected}")
-    for name in ("query-id", "corpus-id"):
+    for name in expected.names[:2]:
         kind = schema.field(name).type
         if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
             raise SourceError(path, f"column `{name}` must hold strings (ids are strings byte for byte), got {kind}")
@@ -171,43 +193,59 @@ def _check_columns(path: str, schema: pa.Schema) -> None:
         raise SourceError(path, f"column `score` must be numeric, got {kind}")
 
 
-def _table_rows(tables: Iterable[pa.Table]) -> Iterator[tuple[int, str | None, str | None, float | None]]:
+def _table_rows(tables: Iterable[pa.Table], schema: pa.Schema) -> Iterator[Row]:
     index = 0
     for table in tables:
-        columns = [table.column(name).to_pylist() for name in RUN_SCHEMA.names]
+        columns = [table.column(name).to_pylist() for name in schema.names]
         for query_id, doc_id, score in zip(*columns):
             index += 1
             yield index, query_id, doc_id, None if score is None else float(score)
 
 
-def _parquet_rows(path: str) -> Iterator[tuple[int, str | None, str | None, float | None]]:
+def _parquet_rows(path: str, schema: pa.Schema, what: str) -> Iterator[Row]:
     try:
         parquet = pq.ParquetFile(path)
     except (pa.ArrowInvalid, OSError) as e:
         raise SourceError(path, f"not a readable Parquet file ({e})") from None
-    _check_columns(path, parquet.schema_arrow)
-    batches = (pa.Table.from_batches([b]) for b in parquet.iter_batches(batch_size=65_536, columns=RUN_SCHEMA.names))
-    return _table_rows(batches)
+    _check_columns(path, parquet.schema_arrow, schema, what)
+    batches = (pa.Table.from_batches([b]) for b in parquet.iter_batches(batch_size=65_536, columns=schema.names))
+    return _table_rows(batches, schema)
 
 
-def _jsonl_rows(path: str) -> Iterator[tuple[int, str | None, str | None, float | None]]:
+def _jsonl_rows(path: str, schema: pa.Schema) -> Iterator[Row]:
     folder, name = os.path.split(os.path.abspath(path))
     for number, _, record in iter_json_records(Shard(SourceFiles(folder), name)):
+        unknown = [key for key in record if key not in schema.names] if isinstance(record, dict) else []
+        if unknown:
+            raise SourceError(path, f"expected an object with exactly the keys {', '.join(schema.names)}; "
+                                    f"unexpected key {unknown[0]!r}", line=number)
         try:
-            row = conform(record, RUN_SCHEMA)
+            row = conform(record, schema)
         except ValueError as e:
             raise SourceError(path, str(e), line=number) from None
-        yield number, row["query-id"], row["corpus-id"], row["score"]
+        query_id, item, score = (row[name] for name in schema.names)
+        yield number, query_id, item, None if score is None else float(score)
 
 
-_WHITESPACE = re.compile(r"\s")
+_TREC_UNWRITABLE = re.compile(r"[ \t\n\r\x0b\x0c]")
+"""What `trec_fields` splits on (space, tab), ends a line at (LF) or refuses (CR, VT, FF). Any other character,
+NBSP or U+001C included, is read back inside its field."""
 
 
-def check_trec_id(value: str, what: str) -> None:
-    """A TREC run separates fields by whitespace: an id that is empty or holds whitespace cannot be written in one."""
-    if not value or _WHITESPACE.search(value):
-        raise ValueError(f"{what} {value!r} is empty or contains whitespace, which a TREC run cannot hold; "
-                         "write the run as .parquet or .jsonl instead")
+def check_trec_id(value: str, what: str, *, starts_file: bool = False) -> None:
+    """Refuse exactly the ids a TREC run could not give back as written: empty, holding a character of
+    _TREC_UNWRITABLE or a lone surrogate (not UTF-8), or, `starts_file`, beginning with U+FEFF (read as the BOM)."""
+    if not value or _TREC_UNWRITABLE.search(value):
+        raise ValueError(f"{what} {value!r} is empty or holds a space, tab, line end, vertical tab or form feed, "
+                         "which a TREC run cannot hold; write the run as .parquet or .jsonl instead")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{what} {value!r} holds a lone surrogate, which UTF-8 cannot encode") from None
+        if starts_file and value.startswith("\ufeff"):
+            raise ValueError(f"{what} {value!r} starts with U+FEFF, which a reader takes for the byte order mark "
+                             "at the start of a TREC run; write the run as .parquet or .jsonl instead")
 
 
 def write_run(
@@ -254,7 +292,7 @@ def _write_trec(path: str, rankings: Iterable[tuple[str, Sequence[str], Sequence
     count = 0
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         for query_id, doc_ids, scores in rankings:
-            check_trec_id(query_id, "query id")
+            check_trec_id(query_id, "query id", starts_file=count == 0 and bool(doc_ids))
             for doc_id in doc_ids:
                 check_trec_id(doc_id, "document id")
             # %.9g: distinct float32 scores stay distinct and equal ones equal (ties survive the round trip)

@@ -14,7 +14,7 @@ from huggingface_hub.utils import tqdm
 from ..api import builder, configs_of
 from ..core.memory import release_freed_memory
 from .cached_split import CachedSplit
-from .cards import CardOptions, check_options, render_card, stated_options
+from .cards import CardOptions, check_options, render_card
 from .output_folder import Altered, OutputFolder
 from .parquet import ConfigOutput, SplitOutput, plan_parquet, write_parquet
 from .validate import integrity_of, source_of
@@ -23,15 +23,17 @@ logger = logging.getLogger(__name__)
 
 
 def build_identity(path: str, data_dir: str | None, cache_dir: str | None, repo_id: str | None,
-                   card: CardOptions | None = None, config_kwargs: dict[str, Any] | None = None) -> dict:
+                   card: CardOptions | None = None, config_kwargs: dict[str, Any] | None = None,
+                   derived: list[str] | None = None) -> dict:
     """What a built folder was built from (kept in its manifest): the builders' cache hashes cover the code, the
     config parameters (`config_kwargs`, e.g. CRAG's release) and the source files; what the builder stated on the
-    card (`card`, default: the options `stated`), if anything."""
+    card (`card`), if anything; the configs made from the data beside them (`derived`: `--with`), if any."""
     hashes = {config: builder(path, config, data_dir=data_dir, cache_dir=cache_dir, **(config_kwargs or {})).hash
               for config in configs_of(path)}
-    stated_on_card = (card or stated_options()).given()
+    stated_on_card = (card or CardOptions()).given()
     return {"path": path, "repo_id": repo_id, "builders": hashes,
-            **({"card": stated_on_card} if stated_on_card else {})}
+            **({"card": stated_on_card} if stated_on_card else {}),
+            **({"with": sorted(derived)} if derived else {})}
 
 
 def build_folder(path: str, out: str, *, data_dir: str | None = None, cache_dir: str | None = None,
@@ -45,13 +47,14 @@ def build_folder(path: str, out: str, *, data_dir: str | None = None, cache_dir:
     `into_existing`; its entries that are not ragloaders' are kept either way. `altered` says what happens to
     files ragloaders wrote that were changed since: "refuse" the build, or "set_aside" into a kept folder.
     `option` names the folder in errors (`--out`, `--staging-dir`). `card`: what the builder of their own data
-    (beir-format) states on its card (default: the options `stated`).
+    (beir-format) states on its card (default: nothing stated).
     """
-    card = card or stated_options()
+    card = card or CardOptions()
     check_options(path, card)
     with OutputFolder(out, data_dir=data_dir, cache_dir=cache_dir, into_existing=into_existing, altered=altered,
                       option=option) as folder:
-        identity = build_identity(path, data_dir, cache_dir, options.get("repo_id"), card, options.get("config_kwargs"))
+        identity = build_identity(path, data_dir, cache_dir, options.get("repo_id"), card, options.get("config_kwargs"),
+                                  list(options.get("extra_tables") or {}))
         outputs = write_folder(path, folder.work, data_dir=data_dir, cache_dir=cache_dir, card=card, **options)
         folder.commit(identity)
     return outputs

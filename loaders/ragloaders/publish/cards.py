@@ -11,9 +11,6 @@ import dataclasses
 import os
 import re
 import string
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -63,24 +60,6 @@ class CardOptions:
         return {name: value for name, value in dataclasses.asdict(self).items() if value is not None}
 
 
-_STATED: ContextVar[CardOptions | None] = ContextVar("ragloaders_card_options", default=None)
-
-
-def stated_options() -> CardOptions:
-    """The card options in force where none are passed (`ragloaders push` builds its card several calls away)."""
-    return _STATED.get() or CardOptions()
-
-
-@contextmanager
-def stated(options: CardOptions) -> Iterator[None]:
-    """Render every card inside with `options` (unless a call passes its own)."""
-    token = _STATED.set(options)
-    try:
-        yield
-    finally:
-        _STATED.reset(token)
-
-
 def check_options(path: str, options: CardOptions) -> None:
     """Refuse card options for a path whose card states its publisher's facts (before anything is built)."""
     if options.given() and not facts_for(benchmark_of(path), path).own_data:
@@ -97,7 +76,7 @@ def facts_for(benchmark: Benchmark, path: str, data_dir: str | None = None, opti
               ) -> CardFacts:
     """The `CardFacts` the benchmark declares for `path`; for the user's own data, with what `options` state."""
     facts = benchmark.card_facts(path)
-    options = options or stated_options()
+    options = options or CardOptions()
     if not facts.own_data:
         return facts
     return dataclasses.replace(
@@ -181,6 +160,13 @@ def configs_sentence(outputs: list[ConfigOutput]) -> str:
     return f"This build has {len(outputs)} config{'s' if len(outputs) != 1 else ''}: {listed}."
 
 
+def paragraph_end(text: str) -> str:
+    """What goes after `text` before another sentence: a space, or a blank line after a Markdown table (a sentence
+    on a table's last line would become a cell of its last row)."""
+    lines = text.rstrip().splitlines()
+    return "\n\n" if lines and lines[-1].startswith("|") else " "
+
+
 def fields_section(outputs: list[ConfigOutput], notes: dict[str, str]) -> str:
     rows = []
     for output in outputs:
@@ -221,7 +207,7 @@ def sources_section(facts: CardFacts, data_dir: str | None, source: dict | None 
     parts = []
     if source and source["files"]:
         rows = [[f"`{f['name']}`", f"{f['bytes']:,}", f"`{f['sha256']}`" if f.get("sha256") else "—",
-                 ", ".join(f["configs"]), OWN_FILE if facts.own_data else f["note"]] for f in source["files"]]
+                 ", ".join(f["configs"]), f["note"]] for f in source["files"]]
         parts.append("Files this build read (hashed when it was built):\n\n"
                      + _table(["file", "bytes", "sha256", "read by", "what it is"], rows))
     elif source is not None:
@@ -301,7 +287,6 @@ def integrity_section(integrity: dict | None) -> str:
     return "\n\n".join(parts)
 
 
-OWN_FILE = "a file of the builder's own data"
 RELATION_MEASURE = "distinct query ids"
 """What a published figure of qrels / search_results counts (core.facts.PublishedCounts)."""
 
@@ -455,7 +440,7 @@ def render_card(
 ) -> str:
     """README.md for a folder built from `path`: YAML front matter, then the family template's sections;
     `derived` says how each config made from the data (not from the source files) was made; `options` are what
-    the builder of their own data states (default: those `stated`). The load lines name `repo_id`, else the folder
+    the builder of their own data states (default: none). The load lines name `repo_id`, else the folder
     `load_as` (a build with `--out`), else a placeholder."""
     benchmark = benchmark_of(path)
     facts = facts_for(benchmark, path, data_dir, options)
@@ -464,7 +449,7 @@ def render_card(
         "path": path,
         "data_name": folder_name(data_dir) or "—",
         "pretty_name": facts.pretty_name,
-        "summary": f"{facts.summary} {configs_sentence(outputs)}",
+        "summary": f"{facts.summary}{paragraph_end(facts.summary)}{configs_sentence(outputs)}",
         "homepage": facts.homepage or "—",
         "load": load_section(repo_id or load_as or REPO_PLACEHOLDER, outputs, folder=not repo_id and bool(load_as)),
         "fields": fields_section(outputs, facts.field_notes),

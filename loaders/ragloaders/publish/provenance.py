@@ -10,6 +10,8 @@ of official files. Each file read is looked up among the official files by its n
 - **unlisted** (no official file of that name, e.g. the files of an extracted zip) or **unverified** (the official
   file has no published size or checksum): nothing tells which release it is, so the counts are compared, as for
   an official file (a mismatch is then an error: a damaged or partial source must not pass as complete).
+- **own**: the path reads the user's own files (`CardFacts.own_data`, beir-format): no publisher, so no official
+  file, no release and no published count.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from ..core.sources import file_digests
 
 OFFICIAL = "official"
 """The name of the one release of a benchmark that declares no releases (its card's official files)."""
+OWN_FILE = "a file of the builder's own data (no publisher, so no release)"
+"""The note on each file a path of the user's own data read (`validate`'s source lines, the card's table)."""
 
 
 def files_read(builders: Mapping[str, Any]) -> tuple[dict[str, list[str]], str | None]:
@@ -91,13 +95,18 @@ def source_report(path: str, read: dict[str, list[str]], release: str | None, de
     """What was read and what it is, as a JSON-able dict:
 
         {"files": [{"name", "path", "bytes", "configs", "status", "release", "note", ["sha256"], ["md5"],
-                    ["official"], ["difference"]}],  # status: official | differs | unlisted | unverified
+                    ["official"], ["difference"]}],  # status: official | differs | unlisted | unverified | own
          "release": str | None,            # the release identified (or that the builder picked)
          "published": {"config|split": n}, # the figures of that release ("split" empty: all splits)
          "compared": [config, ...],        # configs whose counts are compared with `published`
          "not_compared": {config: why}}    # configs whose counts are shown but not compared
     `sha256`: hash every file (a card records it); otherwise only where a checksum must be compared.
     """
+    if benchmark_of(path).card_facts(path).own_data:
+        files = [{"name": os.path.basename(location), "path": location, "bytes": os.path.getsize(location),
+                  **file_digests(location, ["sha256"] if sha256 else []), "configs": configs, "status": "own",
+                  "release": None, "note": OWN_FILE} for location, configs in read.items()]
+        return {"files": files, "release": None, "published": {}, "compared": [], "not_compared": {}}
     releases = releases_of(path, default_counts)
     candidates = [r for r in releases if release in (None, r.name)] or list(releases)
     files = []

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from ..api import configs_of
 from ..core.sources import file_digest
 from .build import build_identity
+from .cards import CardOptions
 from .output_folder import MANIFEST, Manifest, OutputFolderError, Verdict, safe_relative, verify
 
 MAX_COMMIT_FILES = 50
@@ -101,7 +102,7 @@ def default_staging_dir(path: str, repo_id: str) -> str:
     """`<staging root>/<owner>--<name>/<path with '/' as '--'>`: both parts are checked, so the folder lies
     inside the root (and distinct repo ids or paths never share one: neither may contain '--')."""
     check_repo_id(repo_id)
-    parts = path.strip("/").split("/")
+    parts = path.split("/")
     if not all(_NAME_PART.fullmatch(part) for part in parts) or "--" in path or ".." in path:
         raise ValueError(f"{path!r}: not a benchmark path; `ragloaders list` shows them")
     root = os.path.realpath(staging_root())
@@ -112,15 +113,18 @@ def default_staging_dir(path: str, repo_id: str) -> str:
 
 
 def stage(path: str, staged_dir: str, *, repo_id: str, data_dir: str | None = None, cache_dir: str | None = None,
-          num_proc: int | None = None, into_existing: bool = False, log: Callable[[str], None] = print) -> Verdict:
+          num_proc: int | None = None, into_existing: bool = False, card: CardOptions | None = None,
+          derived: Derived | None = None, log: Callable[[str], None] = print) -> Verdict:
     """Build `path` into `staged_dir`, unless it holds a complete build with the same identity whose files all
-    verify against its manifest; return the verification of the folder made in this run."""
+    verify against its manifest; return the verification of the folder made in this run. `card`: what the builder
+    of their own data (beir-format) states on its card; `derived`: the configs `--with` makes from the data, called
+    only when the folder is built (so a reused staged build does not rank again)."""
     from .build import build_folder
 
-    identity = build_identity(path, data_dir, cache_dir, repo_id)
+    identity = build_identity(path, data_dir, cache_dir, repo_id, card, derived=derived.names if derived else None)
     if os.path.isdir(staged_dir):
         verdict = verify(staged_dir)
-        legacy = staged_dir.rstrip("/") + ".build.json"  # what ragloaders 0.2 and older wrote beside the folder
+        legacy = staged_dir.rstrip("/") + ".build.json"  # written beside it before manifests (0.2.0 dev builds)
         if verdict.manifest is None and os.path.isfile(legacy) and not into_existing:
             raise OutputFolderError(f"--staging-dir {staged_dir} was staged by an older ragloaders without a "
                                     f"manifest, so its files cannot be verified; delete it and {legacy}, then push "
@@ -132,12 +136,22 @@ def stage(path: str, staged_dir: str, *, repo_id: str, data_dir: str | None = No
             log(f"the staged build in {staged_dir} does not match its manifest "
                 f"({len(verdict.altered)} changed, {len(verdict.missing)} missing files): building it again")
     build_folder(path, staged_dir, data_dir=data_dir, cache_dir=cache_dir, num_proc=num_proc, repo_id=repo_id,
-                 into_existing=into_existing, altered="set_aside", option="--staging-dir")
+                 into_existing=into_existing, altered="set_aside", option="--staging-dir", card=card,
+                 **(derived.make() if derived else {}))
     verdict = verify(staged_dir)
     if not _trusted(verdict, identity):
         raise OutputFolderError(f"--staging-dir {staged_dir}: the folder just built does not verify against its "
                                 "manifest (was it changed during the build?)")
     return verdict
+
+
+@dataclass(frozen=True)
+class Derived:
+    """Configs made from the data beside the built ones (`--with top_ranked,hard_negatives`)."""
+
+    names: list[str]
+    make: Callable[[], dict]
+    """Returns `build_folder`'s `extra_tables` and `extra_notes` for `names` (slow: it ranks the corpus)."""
 
 
 def _trusted(verdict: Verdict, identity: dict) -> bool:
@@ -384,15 +398,17 @@ def push(path: str, repo_id: str, *, data_dir: str | None = None, cache_dir: str
          num_proc: int | None = None, private: bool = False, revision: str | None = None,
          commit_message: str | None = None, staging_dir: str | None = None, dry_run: bool = False,
          max_files: int | None = None, max_bytes: int | None = None, into_existing: bool = False,
-         overwrite_foreign: bool = False, log: Callable[[str], None] = print) -> PushResult:
+         overwrite_foreign: bool = False, card: CardOptions | None = None, derived: Derived | None = None,
+         log: Callable[[str], None] = print) -> PushResult:
     """Stage `path` and upload it to the dataset repo `repo_id`; `dry_run` stops after staging and tells the plan.
     `overwrite_foreign` lets the push replace files of the repository that ragloaders did not publish (see
-    `upload`)."""
+    `upload`); `card` is what the builder of their own data (beir-format: `--license`, `--pretty-name`) states on
+    its card; `derived` the configs `--with` adds (see `stage`)."""
     check_repo_id(repo_id)
     configs_of(path)  # an unknown path is refused before any folder is made
     staged_dir = staging_dir or default_staging_dir(path, repo_id)
     verdict = stage(path, staged_dir, repo_id=repo_id, data_dir=data_dir, cache_dir=cache_dir, num_proc=num_proc,
-                    into_existing=into_existing, log=log)
+                    into_existing=into_existing, card=card, derived=derived, log=log)
     push_plan = plan(staged_dir, max_files=max_files or MAX_COMMIT_FILES, max_bytes=max_bytes or MAX_COMMIT_BYTES,
                      verdict=verdict)
     if dry_run:

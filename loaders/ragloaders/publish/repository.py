@@ -60,18 +60,3 @@ def declared_files(repository: str, card: str | None) -> dict[tuple[str, str], s
                 files[(str(config.get("config_name")), entry["split"])] = ", ".join(
                     os.path.join(repository, p) for p in paths)
     return files
-
-
-
-def is_repository(target: str) -> bool:
-    """Whether `validate` reads `target` as a repository: a known benchmark path never is; an existing folder is
-    (a built one: README.md + Parquet); so is `org/name` whose `org` is no benchmark family (a hub repo id)."""
-    if target.strip("/") in registry():
-        return False
-    if os.path.isdir(target):
-        return True
-    families = {path.split("/")[0] for path in registry()}
-    parts = target.split("/")
-    return len(parts) == 2 and all(parts) and parts[0] not in families
-
-

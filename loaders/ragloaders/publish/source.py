@@ -10,21 +10,25 @@ from ..api import group_members, is_benchmark_path
 from ..core.repository import REMEDIES, HubError, hub_offline, open_repository, probe_hub
 from .output_folder import verify
 from .push import PushResult, check_repo_id, describe, plan, upload
-from .validate import integrity, integrity_of_repository, render_text
+from .validate import integrity, integrity_of_repository
+from .validate_report import render_text
 
 
 def validate_source(source: str, *, data_dir: str | None = None, cache_dir: str | None = None,
-                    as_json: bool = False, out: Callable[[str], None] = print) -> int:
+                    as_json: bool = False, as_path: str | None = None, out: Callable[[str], None] = print) -> int:
     """Print the integrity report of a SOURCE (every member's, one after the other, for a group path; a JSON list
-    with `as_json`); return 0 when no report has a structural error, else 1."""
+    with `as_json`); return 0 when no report has a structural error, else 1. `as_path` (`--as`, normalised): the
+    benchmark path whose declared defects and keys apply to a built folder or repository."""
     if is_benchmark_path(source):
+        if as_path is not None:
+            raise ValueError(f"{source} is a benchmark path: --as is for a built folder or a hub repository")
         paths = group_members(source) or (source,)
         reports = [integrity(path, data_dir=data_dir, cache_dir=cache_dir) for path in paths]
     else:
         if data_dir:
             raise ValueError(f"{source}: --data-dir is for a benchmark path, not for a built folder or repository")
         repository = open_repository(source).local()
-        report = integrity_of_repository(repository.folder, cache_dir=cache_dir)
+        report = integrity_of_repository(repository.folder, cache_dir=cache_dir, as_path=as_path)
         reports = [{**report, "path": source}]
     if as_json:
         out(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2, ensure_ascii=False))

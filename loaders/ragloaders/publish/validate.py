@@ -12,7 +12,8 @@ What each benchmark publishes and which upstream defects it declares come from i
 finding is a structural error (exit 1). Published counts belong to a release: they are compared only as
 `publish.provenance` rules (the files read are that release's official files, or cannot be told apart from
 them); a sample or another release is reported as such, its counts shown but not compared. A repository is
-checked without source files: no published counts, no declared defects.
+checked without source files: no published counts, and no declared defects unless its card (`built_from`) or
+`--as` names the benchmark path. Paths arrive normalised (`api.normalized`, at the public entry points).
 
 One `Plan` says what to check in a target, a benchmark path (`plan_for_path`) or a built folder or hub repository
 (`plan_for_repository`); `inspect` carries it out. The report's types and its rendering are in `validate_report`,
@@ -21,7 +22,6 @@ reading a repository's card in `repository` and `card_yaml`.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -37,8 +37,8 @@ from ..core.facts import KnownDefect, PublishedCounts
 from .cached_split import CachedSplit
 from .card_yaml import check_card
 from .provenance import files_read, published_of, source_report
-from .repository import README, built_from_card, card_text, declared_files, is_repository
-from .validate_report import Finding, Report, SplitFacts, finding, render_text
+from .repository import README, built_from_card, card_text, declared_files
+from .validate_report import Finding, Report, SplitFacts, finding
 
 RELATION_CONFIGS = ("qrels", "search_results")
 RELATION_COLUMNS = ("query-id", "corpus-id")
@@ -79,17 +79,17 @@ def column_problems(schema: pa.Schema, expected: Mapping[str, tuple[Any, str]]) 
 
 def published_counts_of(path: str) -> PublishedCounts:
     """What the benchmark publishes for `path` (see core.facts.PublishedCounts)."""
-    return dict(benchmark_of(path).published_counts(path.strip("/")))
+    return dict(benchmark_of(path).published_counts(path))
 
 
 def keys_of(path: str) -> dict[str, tuple[str, ...]]:
     """config -> the column(s) whose values should identify a row, as the benchmark declares them."""
-    return dict(benchmark_of(path).keys(path.strip("/")))
+    return dict(benchmark_of(path).keys(path))
 
 
 def known_defects_of(path: str) -> list[KnownDefect]:
     """The upstream defects declared for `path`, reported as warnings."""
-    return list(benchmark_of(path).known_defects(path.strip("/")))
+    return list(benchmark_of(path).known_defects(path))
 
 
 def _sample(ids: pa.Array | pa.ChunkedArray) -> list[str]:
@@ -293,7 +293,6 @@ def integrity(path: str, *, data_dir: str | None = None, cache_dir: str | None =
                    "ids": first 20 offending ids (pairs as "query -> doc"), "message", ["note"]}
     (typed as validate_report.Report, SplitFacts, Finding)
     """
-    path = path.strip("/")
     if path not in registry():
         builder(path, "")  # raises the unknown-path error (with its suggestion)
     builders, loaded = {}, {}
@@ -308,7 +307,7 @@ def source_of(path: str, builders: dict[str, Any], *, sha256: bool) -> dict:
     """The `provenance.source_report` of prepared builders ({config: builder}): the files they read, the release
     those are, and which configs' counts are compared with the published ones."""
     read, release = files_read(builders)
-    return source_report(path.strip("/"), read, release, published_counts_of(path), sha256=sha256)
+    return source_report(path, read, release, published_counts_of(path), sha256=sha256)
 
 
 def integrity_of(path: str, loaded: Loaded, source: dict | None = None) -> Report:
@@ -316,28 +315,32 @@ def integrity_of(path: str, loaded: Loaded, source: dict | None = None) -> Repor
     CachedSplit}}. `source` (`source_of`) says which published counts apply; without it, the path's published
     counts are compared as they are. The rows are read from the Arrow cache files with plain reads, only the
     columns checked (see cached_split)."""
-    path = path.strip("/")
     return inspect(plan_for_path(path, loaded, source), loaded)
 
 
-def integrity_of_repository(repository: str, *, cache_dir: str | None = None) -> Report:
+def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as_path: str | None = None) -> Report:
     """The same report for any repository in BEIR / mteb layout, ours or not, from its Parquet alone: a folder
     with a README.md (or data files) as `datasets.load_dataset` reads it, or a hub repo id (network).
 
     Configs are found with `datasets.get_dataset_config_names` (`plan_for_repository` gives their roles). No counts
     are published and no defects declared for a repository: every finding is an error, unless the card says
     ragloaders built it from a benchmark path (`built_from`): then that path's declared upstream defects are
-    warnings and its declared keys are checked, as for the path. A checked column of the wrong type is a
+    warnings and its declared keys are checked, as for the path. `as_path` (`--as`, a normalised benchmark path)
+    names that path for any repository, whatever its card says. A checked column of the wrong type is a
     `column_type` finding naming the file. Raises ValueError when the repository has no config at all, SourceError
     when its card's YAML is over budget (`card_yaml`)."""
     card = card_text(repository)
     if card is not None:  # before `datasets` parses it: an alias bomb would exhaust memory there
         check_card(card, os.path.join(repository, README))
+    if as_path is not None and as_path not in registry():
+        raise ValueError(f"--as {as_path!r}: not a benchmark path (a group names each member; `ragloaders list` "
+                         "shows them)")
     configs = datasets.get_dataset_config_names(repository)
     if not configs:
         raise ValueError(f"{repository}: no configs (not a dataset folder or repository)")
     loaded = {config: datasets.load_dataset(repository, config, cache_dir=cache_dir) for config in configs}
-    plan = plan_for_repository(repository, loaded, built_from_card(card), declared_files(repository, card))
+    plan = plan_for_repository(repository, loaded, built_from_card(card), declared_files(repository, card),
+                               as_path=as_path)
     return inspect(plan, loaded)
 
 
@@ -366,6 +369,8 @@ class Plan:
     repository: bool = False
     built_from: str | None = None
     """For a repository: the benchmark path its ragloaders card names."""
+    validated_as: str | None = None
+    """For a repository: the benchmark path given with `--as`, whose keys and declared defects apply instead."""
 
 
 def plan_for_path(path: str, loaded: Loaded, source: dict | None) -> Plan:
@@ -383,12 +388,13 @@ def plan_for_path(path: str, loaded: Loaded, source: dict | None) -> Plan:
 
 
 def plan_for_repository(repository: str, loaded: Loaded, built_from_path: str | None,
-                        files: dict[tuple[str, str], str]) -> Plan:
+                        files: dict[tuple[str, str], str], as_path: str | None = None) -> Plan:
     """A repository, ours or not: roles by config name (`corpus`, `queries` or mteb's `query`), relations by their
-    columns, every other config counted; no published counts. A card naming the path it was built from brings that
-    path's keys and declared defects."""
-    plan = Plan(repository, defects=known_defects_of(built_from_path) if built_from_path else [], files=files,
-                repository=True, built_from=built_from_path)
+    columns, every other config counted; no published counts. `as_path` (`--as`), else a card naming the path it
+    was built from, brings that path's keys and declared defects."""
+    declaring = as_path or built_from_path
+    plan = Plan(repository, defects=known_defects_of(declaring) if declaring else [], files=files,
+                repository=True, built_from=built_from_path, validated_as=as_path)
     plan.entities = [(config, role) for config, role in (("corpus", "corpus"), ("queries", "queries"),
                                                           ("query", "queries"))
                      if config in loaded and not (config == "query" and "queries" in loaded)]
@@ -396,7 +402,7 @@ def plan_for_repository(repository: str, loaded: Loaded, built_from_path: str | 
     plan.relations = [config for config in loaded if config not in planned
                       and set(RELATION_COLUMNS) <= set(loaded[config].column_names[next(iter(loaded[config]))])]
     planned |= set(plan.relations)
-    keys = keys_of(built_from_path) if built_from_path else {}
+    keys = keys_of(declaring) if declaring else {}
     plan.keyed = {config: key for config, key in keys.items() if config in loaded and config not in planned}
     plan.counted = [config for config in loaded if config not in planned and config not in plan.keyed]
     return plan
@@ -437,20 +443,6 @@ def inspect(plan: Plan, loaded: Loaded) -> Report:
     }
     if plan.repository:
         report["built_from"] = plan.built_from
+        report["validated_as"] = plan.validated_as
     return report
 
-
-def run(path: str, *, data_dir: str | None, cache_dir: str | None, as_json: bool) -> int:
-    """The `validate` command: prints the report of a benchmark path, or of a repository (a built folder or a hub
-    repo id, see `is_repository`); 0 when there is no structural error, else 1."""
-    if is_repository(path):
-        if data_dir:
-            raise ValueError(f"{path}: --data-dir is for a benchmark path, not for a built folder or repository")
-        report = integrity_of_repository(path, cache_dir=cache_dir)
-    else:
-        report = integrity(path, data_dir=data_dir, cache_dir=cache_dir)
-    if as_json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
-    else:
-        print("\n".join(render_text(report)))
-    return 0 if report["ok"] else 1

@@ -70,6 +70,8 @@ class Report(_ReportKeys, total=False):
 
     built_from: str | None
     """Only in a repository's report: the benchmark path its ragloaders card names, if any."""
+    validated_as: str | None
+    """Only in a repository's report: the benchmark path `--as` named, whose declared defects and keys applied."""
 
 
 def finding(check: str, config: str, split: str | None, ids: list[Any], count: int, message: str) -> Finding:
@@ -102,7 +104,7 @@ def render_text(report: Report) -> Iterable[str]:
         yield line
     if report["shared_ids"] is not None:
         yield f"  query ids that are also corpus ids: {report['shared_ids']:,}"
-    yield from source_lines(report.get("source"), report.get("built_from"))
+    yield from source_lines(report.get("source"), report.get("built_from"), report.get("validated_as"))
     for found in report["errors"]:
         yield f"ERROR {describe(found)}"
     for found in report["warnings"]:
@@ -112,11 +114,14 @@ def render_text(report: Report) -> Iterable[str]:
     yield "OK" if report["ok"] else f"FAILED: {len(report['errors'])} structural error(s)"
 
 
-def source_lines(source: dict[str, Any] | None, built_from_path: str | None = None) -> Iterable[str]:
+def source_lines(source: dict[str, Any] | None, built_from_path: str | None = None,
+                 validated_as: str | None = None) -> Iterable[str]:
     """What was read and whether the published counts were compared, as terminal lines."""
     if source is None:
-        by = (f" built by ragloaders from {built_from_path} (its declared upstream defects apply)"
-              if built_from_path else "")
+        by = (f" built by ragloaders from {built_from_path}" if built_from_path else "") + (
+            f"{',' if built_from_path else ''} validated as {validated_as} (--as: its declared upstream defects "
+            "apply)" if validated_as
+            else " (its declared upstream defects apply)" if built_from_path else "")
         yield f"source: a repository{by}; no source files read: published counts not compared"
         return
     for f in source["files"]:
