@@ -308,6 +308,7 @@ print(len(stream.readline()))
 """
 
 
+@pytest.mark.slow  # six interpreters decoding 150 bz2 blocks each; CI runs it
 def test_a_bz2_reader_left_open_does_not_abort_the_interpreter_at_exit(tmp_path, two_streams):
     import subprocess
     import sys

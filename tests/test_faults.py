@@ -275,6 +275,7 @@ MEMORY_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # a 100 MB line; CI runs it
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="peak memory read from /proc (Linux)")
 def test_a_100_mb_line_loads_exactly_with_bounded_memory(tmp_path):
     size = 100 << 20
