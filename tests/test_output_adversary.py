@@ -76,3 +76,67 @@ def test_a_rebuild_of_a_folder_the_user_made_read_only_inside_stands_and_leaves_
     finally:
         for folder, _, _ in os.walk(tmp_path):
             os.chmod(folder, 0o755)
+
+
+# --- what pytrec_eval cannot be given --------------------------------------------------------------------------------
+
+SCORE_IN_A_CHILD = r"""
+import json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))  # a grade that exhausts memory fails, not the machine
+from ragloaders.eval.metrics import parse_metrics, score
+for qrels, run in json.loads(sys.argv[1]):
+    try:
+        print(json.dumps(score(qrels, run, parse_metrics("NDCG@10,P@1")).mean), flush=True)
+    except ValueError as e:
+        print("refused:", e, flush=True)
+"""
+
+UNHOLDABLE = [
+    # two query ids equal up to a NUL: pytrec_eval's C++ asserts they differ and aborts (SIGABRT, exit 134)
+    ({"q\0a": {"d1": 1}, "q\0b": {"d2": 1}}, {"q\0a": {"d1": 1.0}, "q\0b": {"d1": 1.0}}, "NUL byte"),
+    # 'd\0y' was read as 'd', the judged document: P@1 1.0 for a document the qrels never judged
+    ({"q": {"d\0x": 1}}, {"q": {"d\0y": 1.0}}, "NUL byte"),
+    # trec_eval sizes an array by the largest grade: 10^9 took the memory limit (a hang without one)
+    ({"q": {"d1": 10**9, "d2": 1}}, {"q": {"d1": 1.0, "d2": 0.5}}, "grade 1000000000 is above"),
+    # 2^63 - 1 wrapped: nDCG@10 0.0 for a run that ranks the best document first
+    ({"q": {"d1": 2**63 - 1, "d2": 1}}, {"q": {"d1": 1.0, "d2": 0.5}}, "grade 9223372036854775807 is above"),
+]
+
+
+def test_ids_and_grades_trec_eval_cannot_hold_are_refused_not_crashed_on():
+    """Each case in one child (a crash there fails the test): the score is refused in words, never computed."""
+    import json
+
+    cases = [[qrels, run] for qrels, run, _ in UNHOLDABLE]
+    done = subprocess.run([sys.executable, "-c", SCORE_IN_A_CHILD, json.dumps(cases)], env=ENVIRONMENT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr[-2000:])
+    lines = done.stdout.splitlines()
+    assert len(lines) == len(UNHOLDABLE), done.stdout
+    for line, (_, _, refused) in zip(lines, UNHOLDABLE):
+        assert line.startswith("refused:") and refused in line, line
+
+
+def test_a_trec_run_with_a_nul_in_an_id_is_one_line_naming_file_and_line(tmp_path):
+    from ragloaders.core.errors import SourceError
+    from ragloaders.eval.runs import read_run
+
+    for suffix, text in ((".trec", b"q1 Q0 d1 1 2.0 t\nq1 Q0 d\x002 2 1.0 t\n"),
+                         (".jsonl", b'{"query-id": "q1", "corpus-id": "d1", "score": 2}\n'
+                                    b'{"query-id": "q\\u0000", "corpus-id": "d2", "score": 1}\n')):
+        path = tmp_path / f"run{suffix}"
+        path.write_bytes(text)
+        with pytest.raises(SourceError) as caught:
+            read_run(str(path))
+        message = str(caught.value)
+        assert str(path) in message and "line 2" in message and "NUL" in message and "\n" not in message
+
+
+def test_grades_up_to_the_bound_still_score_as_pytrec_eval_does():
+    import pytrec_eval
+    from ragloaders.eval.metrics import MAX_GRADE, parse_metrics, score
+
+    qrels, run = {"q": {"d1": MAX_GRADE, "d2": 1}}, {"q": {"d1": 0.5, "d2": 1.0}}
+    expected = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)["q"]["ndcg_cut_10"]
+    assert score(qrels, run, parse_metrics("NDCG@10")).mean["NDCG@10"] == pytest.approx(expected)
+    assert 0 < expected < 1

@@ -5,6 +5,8 @@ strings of the file. Anything malformed (a short line, a score that is not a fin
 document listed twice for one query, bytes that are not UTF-8) is a SourceError naming the file and
 the line or record (and the field); nothing is skipped.
 
+An id holding a NUL byte is refused in every format (trec_eval's C code would end the id there).
+
 A TREC run is read by trec_eval's rule, byte by byte (no Unicode notion of space or digit):
 - a line ends at LF; CRs just before the LF are part of the line end. Any other CR, and a vertical
   tab or form feed (whitespace to trec_eval's `isspace`), is refused: tools split on them differently;
@@ -136,6 +138,9 @@ def _read_trec(path: str) -> Run:
 
 
 def _add(run: Run, query_id: str, doc_id: str, score: float, path: str, **where: int) -> None:
+    for what, value in (("query id", query_id), ("document id", doc_id)):
+        if "\0" in value:
+            raise SourceError(path, f"{what} {value!r} holds a NUL byte, which trec_eval cannot hold", **where)
     docs = run.setdefault(query_id, {})
     if doc_id in docs:
         raise SourceError(path, f"document {doc_id!r} is listed twice for query {query_id!r}", **where)
