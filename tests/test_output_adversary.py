@@ -140,3 +140,29 @@ def test_grades_up_to_the_bound_still_score_as_pytrec_eval_does():
     expected = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)["q"]["ndcg_cut_10"]
     assert score(qrels, run, parse_metrics("NDCG@10")).mean["NDCG@10"] == pytest.approx(expected)
     assert 0 < expected < 1
+
+
+# --- eval --verdicts follows the target rules ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["in the data dir", "through a symlink into the data dir", "in the cache dir"])
+def test_eval_verdicts_may_not_write_into_the_data_or_cache_dir(where, tmp_path, capsys, cache_dir):
+    """Before: `--verdicts DATA_DIR/verdicts.jsonl` (a new name) was written into the data dir; only an existing
+    file was refused. Now the rules of every writer apply, before anything is scored."""
+    from ragloaders.cli import main
+
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(DATA / "crag" / "dev_data.jsonl.bz2", data)
+    (tmp_path / "link").symlink_to(data)
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text('{"interaction_id": "3dbed55e-66a3-4dcd-907d-096f49387e41", "prediction": "yes"}\n')
+    target = {"in the data dir": data / "verdicts.jsonl", "in the cache dir": Path(cache_dir) / "verdicts.jsonl",
+              "through a symlink into the data dir": tmp_path / "link" / "verdicts.jsonl"}[where]
+    before = {folder: sorted(os.listdir(folder)) for folder in (data, cache_dir)}
+    code = main(["eval", OLD, "--predictions", str(predictions), "--verdicts", str(target), "--missing-as-idk",
+                 "--data-dir", str(data), "--cache-dir", cache_dir])
+    err = capsys.readouterr().err
+    assert code == 2 and "--verdicts" in err and "lies inside the" in err, err[-2000:]
+    assert len([line for line in err.splitlines() if line.startswith("ragloaders: error:")]) == 1
+    assert {folder: sorted(os.listdir(folder)) for folder in (data, cache_dir)} == before
