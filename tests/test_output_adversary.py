@@ -166,3 +166,36 @@ def test_eval_verdicts_may_not_write_into_the_data_or_cache_dir(where, tmp_path,
     assert code == 2 and "--verdicts" in err and "lies inside the" in err, err[-2000:]
     assert len([line for line in err.splitlines() if line.startswith("ragloaders: error:")]) == 1
     assert {folder: sorted(os.listdir(folder)) for folder in (data, cache_dir)} == before
+
+
+# --- a hostile card in a folder given to load() -----------------------------------------------------------------------
+
+LOAD_IN_A_CHILD = r"""
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+import ragloaders
+from ragloaders.core.errors import SourceError
+try:
+    ragloaders.load(sys.argv[1], "corpus", cache_dir=sys.argv[2])
+    print("loaded")
+except SourceError as e:
+    print("refused:", e)
+"""
+
+
+def test_load_of_a_folder_whose_card_configs_are_an_alias_bomb_is_refused_before_datasets_expands_it(
+        tmp_path, cache_dir):
+    """A folder's README.md whose `configs:` path is an alias of 9^8 glob strings (1 KB of YAML). Before:
+    `load(folder, "corpus")` handed the card to datasets, which expanded it: MemoryError at a 3 GiB limit after
+    20 s (the whole memory without one). Only `validate` checked the card's budget."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    aliases = ['x0: &a0 [' + ",".join(['"corpus/*.parquet"'] * 9) + ']']
+    aliases += [f"x{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 8)]
+    (folder / "README.md").write_text("---\n" + "\n".join(aliases) + "\nconfigs:\n- config_name: corpus\n"
+                                      "  data_files:\n  - split: corpus\n    path: *a7\n---\n\n# a folder\n")
+    done = subprocess.run([sys.executable, "-c", LOAD_IN_A_CHILD, str(folder), cache_dir], env=ENVIRONMENT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("refused:") and str(folder / "README.md") in done.stdout, done.stdout
+    assert "alias" in done.stdout

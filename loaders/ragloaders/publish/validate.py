@@ -16,7 +16,7 @@ checked without source files: no published counts, no declared defects.
 
 One `Plan` says what to check in a target, a benchmark path (`plan_for_path`) or a built folder or hub repository
 (`plan_for_repository`); `inspect` carries it out. The report's types and its rendering are in `validate_report`,
-reading a repository's card in `repository` and `card_yaml`.
+reading a repository's card in `repository` and `core/card_yaml`.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ import pyarrow.compute as pc
 
 from ..api import builder, configs_of, registry
 from ..benchmarks import benchmark_of
+from ..core.card_yaml import check_card
 from ..core.facts import KnownDefect, PublishedCounts
 from .cached_split import CachedSplit
-from .card_yaml import check_card
 from .provenance import files_read, published_of, source_report
 from .repository import README, built_from_card, card_text, declared_files, is_repository
 from .validate_report import Finding, Report, SplitFacts, finding, render_text
@@ -329,7 +329,7 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None) ->
     ragloaders built it from a benchmark path (`built_from`): then that path's declared upstream defects are
     warnings and its declared keys are checked, as for the path. A checked column of the wrong type is a
     `column_type` finding naming the file. Raises ValueError when the repository has no config at all, SourceError
-    when its card's YAML is over budget (`card_yaml`)."""
+    when its card's YAML is over budget (`core/card_yaml`)."""
     card = card_text(repository)
     if card is not None:  # before `datasets` parses it: an alias bomb would exhaust memory there
         check_card(card, os.path.join(repository, README))
