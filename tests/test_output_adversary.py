@@ -96,6 +96,8 @@ UNHOLDABLE = [
     ({"q\0a": {"d1": 1}, "q\0b": {"d2": 1}}, {"q\0a": {"d1": 1.0}, "q\0b": {"d1": 1.0}}, "NUL byte"),
     # 'd\0y' was read as 'd', the judged document: P@1 1.0 for a document the qrels never judged
     ({"q": {"d\0x": 1}}, {"q": {"d\0y": 1.0}}, "NUL byte"),
+    # a run given in Python whose query id is a lone surrogate (no file format can hold one): segfault (exit 139)
+    ({"q\ud800": {"d": 1}}, {"q\ud800": {"d": 1.0}}, "lone surrogate"),
     # trec_eval sizes an array by the largest grade: 10^9 took the memory limit (a hang without one)
     ({"q": {"d1": 10**9, "d2": 1}}, {"q": {"d1": 1.0, "d2": 0.5}}, "grade 1000000000 is above"),
     # 2^63 - 1 wrapped: nDCG@10 0.0 for a run that ranks the best document first

@@ -20,7 +20,8 @@ of -2 and below, so those pairs are left out of what pytrec_eval is given: for e
 and the query itself stays judged (scored, in the mean) even when every grade it has is negative.
 
 What pytrec_eval cannot be given is refused (ValueError naming the id or grade), never passed on: an id holding a NUL
-byte (its C code ends the id there, so two ids become one: it aborts the process, or scores the wrong document),
+byte (its C code ends the id there, so two ids become one: it aborts the process, or scores the wrong document)
+or a lone surrogate (a Python run's id that is no UTF-8: it segfaults),
 and a grade above MAX_GRADE (trec_eval allocates and walks an array as long as the largest grade: a grade of 10^9
 exhausts memory, and 2^63 - 1 wraps to a wrong score).
 """
@@ -154,18 +155,29 @@ MAX_GRADE = 1 << 16
 
 
 def refuse_what_trec_eval_cannot_hold(qrels: Mapping[str, Mapping[str, int]], run: Run) -> None:
-    """ValueError for an id holding a NUL byte (qrels or run) or a grade above MAX_GRADE (module docstring)."""
+    """ValueError for an id holding a NUL byte or a lone surrogate (qrels or run) or a grade above MAX_GRADE (module
+    docstring)."""
     for source, pairs in (("qrels", qrels), ("run", run)):
         for query_id, docs in pairs.items():
             for what, value in (("query id", query_id), *(("document id", doc_id) for doc_id in docs)):
-                if "\0" in value:
-                    raise ValueError(f"{source}: {what} {value!r} holds a NUL byte, which trec_eval cannot hold (it "
-                                     "ends the id there)")
+                if problem := _unholdable(value):
+                    raise ValueError(f"{source}: {what} {value!r} {problem}")
             if source == "qrels":
                 for doc_id, grade in docs.items():
                     if grade > MAX_GRADE:
                         raise ValueError(f"qrels: query {query_id!r}, document {doc_id!r}: grade {grade} is above "
                                          f"{MAX_GRADE}, the largest trec_eval is given (its memory grows with it)")
+
+
+def _unholdable(value: str) -> str | None:
+    if "\0" in value:
+        return "holds a NUL byte, which trec_eval cannot hold (it ends the id there)"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "holds a lone surrogate, which UTF-8 cannot hold (pytrec_eval crashes on it)"
+    return None
 
 
 def cut(run: Run, k: int) -> Run:
