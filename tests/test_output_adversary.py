@@ -201,3 +201,13 @@ def test_load_of_a_folder_whose_card_configs_are_an_alias_bomb_is_refused_before
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("refused:") and str(folder / "README.md") in done.stdout, done.stdout
     assert "alias" in done.stdout
+
+
+@pytest.mark.parametrize("level", [2**31, 2**63])
+def test_a_relevance_level_pytrec_eval_cannot_take_is_refused_in_words(level):
+    """Before: `--relevance-level 2147483648` ended in pytrec_eval's 'TypeError: Expected object_relevance_per_qid
+    dictionary and measures set.', which names neither the option nor the value."""
+    from ragloaders.eval.metrics import parse_metrics, score
+
+    with pytest.raises(ValueError, match=f"relevance level .* at most .*got {level}"):
+        score({"q": {"a": 1}}, {"q": {"a": 1.0}}, parse_metrics("P@1"), relevance_level=level)

@@ -198,8 +198,9 @@ def score(
     require_extra("pytrec_eval")
     import pytrec_eval
 
-    if relevance_level < 1:
-        raise ValueError(f"relevance level must be 1 or more (trec_eval's -l), got {relevance_level}")
+    if not 1 <= relevance_level <= MAX_GRADE:  # pytrec_eval takes a C int: 2^31 was a misleading TypeError
+        raise ValueError(f"relevance level must be 1 or more (trec_eval's -l) and at most {MAX_GRADE} (MAX_GRADE), "
+                         f"got {relevance_level}")
     metrics = list(metrics)
     judged = list(qrels)
     qrels = without_negative_grades(qrels)
