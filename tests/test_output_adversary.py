@@ -147,10 +147,13 @@ def test_grades_up_to_the_bound_still_score_as_pytrec_eval_does():
 # --- eval --verdicts follows the target rules ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("where", ["in the data dir", "through a symlink into the data dir", "in the cache dir"])
-def test_eval_verdicts_may_not_write_into_the_data_or_cache_dir(where, tmp_path, capsys, cache_dir):
+@pytest.mark.parametrize("option, where", [("--verdicts", "in the data dir"),
+                                           ("--verdicts", "through a symlink into the data dir"),
+                                           ("--verdicts", "in the cache dir"), ("--judge-cache", "in the data dir")])
+def test_eval_verdicts_may_not_write_into_the_data_or_cache_dir(option, where, tmp_path, capsys, cache_dir):
     """Before: `--verdicts DATA_DIR/verdicts.jsonl` (a new name) was written into the data dir; only an existing
-    file was refused. Now the rules of every writer apply, before anything is scored."""
+    file was refused. `--judge-cache DATA_DIR` (where each judge reply is stored) was taken too. Now the rules of
+    every writer apply, before anything is scored."""
     from ragloaders.cli import main
 
     data = tmp_path / "data"
@@ -158,14 +161,16 @@ def test_eval_verdicts_may_not_write_into_the_data_or_cache_dir(where, tmp_path,
     shutil.copy(DATA / "crag" / "dev_data.jsonl.bz2", data)
     (tmp_path / "link").symlink_to(data)
     predictions = tmp_path / "p.jsonl"
-    predictions.write_text('{"interaction_id": "3dbed55e-66a3-4dcd-907d-096f49387e41", "prediction": "yes"}\n')
+    predictions.write_text('{"interaction_id": "3dbed55e-66a3-4dcd-907d-096f49387e41", "prediction": "a guess"}\n')
     target = {"in the data dir": data / "verdicts.jsonl", "in the cache dir": Path(cache_dir) / "verdicts.jsonl",
               "through a symlink into the data dir": tmp_path / "link" / "verdicts.jsonl"}[where]
+    target = data if option == "--judge-cache" else target
     before = {folder: sorted(os.listdir(folder)) for folder in (data, cache_dir)}
-    code = main(["eval", OLD, "--predictions", str(predictions), "--verdicts", str(target), "--missing-as-idk",
+    judge = ["--judge-url", "http://127.0.0.1:9/v1", "--judge-model", "m"] if option == "--judge-cache" else []
+    code = main(["eval", OLD, "--predictions", str(predictions), option, str(target), *judge, "--missing-as-idk",
                  "--data-dir", str(data), "--cache-dir", cache_dir])
     err = capsys.readouterr().err
-    assert code == 2 and "--verdicts" in err and "lies inside the" in err, err[-2000:]
+    assert code == 2 and option in err and "lies inside the" in err, err[-2000:]
     assert len([line for line in err.splitlines() if line.startswith("ragloaders: error:")]) == 1
     assert {folder: sorted(os.listdir(folder)) for folder in (data, cache_dir)} == before
 

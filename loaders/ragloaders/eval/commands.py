@@ -25,6 +25,9 @@ def judge_from(args: argparse.Namespace) -> Judge | None:
         if args.judge_prompt:
             raise ValueError("--judge-prompt needs --judge-url and --judge-model")
         return None
+    if args.judge_cache:  # a folder the user names follows the rules of every writer (never the data or cache dir)
+        check_output(args.judge_cache, kind="folder", data_dir=args.data_dir, cache_dir=args.cache_dir,
+                     option="--judge-cache")
     cache = os.path.expanduser(args.judge_cache or DEFAULT_JUDGE_CACHE)
     prompt = {"prompt": read_prompt(args.judge_prompt)} if args.judge_prompt else {}
     return Judge(args.judge_url, args.judge_model, cache, **prompt)
