@@ -216,3 +216,44 @@ def test_a_relevance_level_pytrec_eval_cannot_take_is_refused_in_words(level):
 
     with pytest.raises(ValueError, match=f"relevance level .* at most .*got {level}"):
         score({"q": {"a": 1}}, {"q": {"a": 1.0}}, parse_metrics("P@1"), relevance_level=level)
+
+
+# --- validate: a file that does not load as its card declares ---------------------------------------------------------
+
+DECLARED = {"corpus": [("_id", "string"), ("title", "string"), ("text", "string")],
+            "qrels": [("query-id", "string"), ("corpus-id", "string"), ("score", "int32")]}
+
+
+@pytest.mark.parametrize("config, column, values, found", [
+    ("corpus", "text", "struct", "column `text` is struct<a: int64>, the card declares string"),
+    ("qrels", "score", "int64 2^62", "column `score` is int64, the card declares int32"),
+])
+def test_validate_of_a_folder_whose_file_does_not_load_as_its_card_declares_is_a_finding(
+        config, column, values, found, tmp_path, capsys):
+    """A card that declares the columns' types (as every card ragloaders writes does: `dataset_info.features`) and a
+    Parquet file whose column cannot be cast to them. Before: `validate` exited 2 with 'DatasetGenerationError: An
+    error occurred while generating the dataset', naming neither file nor column."""
+    import json
+
+    import pyarrow as pa
+    import yaml
+    from mteb_layout import beir_tables, write_repository
+    from ragloaders.cli import main
+
+    tables = beir_tables([("d1", "one")], [("q1", "first")], {"test": [("q1", "d1", 1)]})
+    split = "corpus" if config == "corpus" else "test"
+    table = tables[config][split]
+    bad = pa.array([{"a": 1}]) if values == "struct" else pa.array([2**62], pa.int64())
+    tables[config][split] = table.set_column(table.schema.get_field_index(column), column, bad)
+    folder = write_repository(str(tmp_path / "repo"), tables)
+    card = (Path(folder) / "README.md").read_text()
+    front = yaml.safe_load(card.split("---\n")[1])
+    front["dataset_info"] = [{"config_name": name, "features": [{"name": n, "dtype": t} for n, t in columns]}
+                             for name, columns in DECLARED.items()]
+    (Path(folder) / "README.md").write_text("---\n" + yaml.safe_dump(front, sort_keys=False) + "---\n\nA card.\n")
+    code = main(["validate", folder, "--json", "--cache-dir", str(tmp_path / "c")])
+    captured = capsys.readouterr()
+    assert code == 1, captured.err[-2000:]
+    [finding] = [f for f in json.loads(captured.out)["errors"] if f["check"] == "column_type"]
+    parquet = os.path.join(folder, config, f"{split}-00000-of-00001.parquet")
+    assert finding["config"] == config and f"{parquet}: {found}" in finding["message"], finding
