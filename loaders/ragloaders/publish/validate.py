@@ -331,8 +331,8 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None) ->
     ragloaders built it from a benchmark path (`built_from`): then that path's declared upstream defects are
     warnings and its declared keys are checked, as for the path. A checked column of the wrong type, or a config
     whose files cannot be cast to the types its card declares (then not checked further), is a `column_type`
-    finding naming the file (and the column, for a local folder). Raises ValueError when the repository has no config at all, SourceError
-    when its card's YAML is over budget (`core/card_yaml`)."""
+    finding naming the file (and the column, for a local folder). Raises ValueError when the repository has no
+    config at all, SourceError when its card's YAML is over budget (`core/card_yaml`)."""
     card = card_text(repository)
     if card is not None:  # before `datasets` parses it: an alias bomb would exhaust memory there
         check_card(card, os.path.join(repository, README))
