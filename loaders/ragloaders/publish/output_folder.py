@@ -41,7 +41,8 @@ The rules, in the order a build meets them:
   is put back; a work folder whose manifest says incomplete is removed whole; any other (a replaced folder, a
   sealed build, or one without a manifest, which a kill right after the swap leaves of a user's folder) is
   cleared as `clear_old` does: only verified own files and entries that are the same inode as the target's are
-  removed, then empty folders; anything else is moved to a visible kept folder, never deleted.
+  removed, then empty folders; anything else (and what cannot be removed: a folder the user made read-only) is
+  moved to a visible kept folder, never deleted, and the new build stands.
 """
 
 from __future__ import annotations
