@@ -257,3 +257,43 @@ def test_validate_of_a_folder_whose_file_does_not_load_as_its_card_declares_is_a
     [finding] = [f for f in json.loads(captured.out)["errors"] if f["check"] == "column_type"]
     parquet = os.path.join(folder, config, f"{split}-00000-of-00001.parquet")
     assert finding["config"] == config and f"{parquet}: {found}" in finding["message"], finding
+
+
+# --- push: the repository's own manifest is hostile ------------------------------------------------------------------
+
+
+def test_a_hostile_repository_manifest_makes_no_file_ragloaders_own(monkeypatch):
+    """What a push may delete or overwrite is what the repository's manifest records AND the repository still holds
+    byte for byte (sha256 or blob id): a false claim, a path outside the repository, invalid JSON or a huge
+    manifest records nothing (the last three make the manifest foreign: the push stops unless told)."""
+    import hashlib
+    import json
+    from types import SimpleNamespace
+
+    from fake_hub import git_sha1
+    from ragloaders.publish import push
+
+    theirs = b"PAR1 the repository's own data"
+    remote = {"data/train.parquet": SimpleNamespace(lfs=SimpleNamespace(sha256=hashlib.sha256(theirs).hexdigest()),
+                                                    blob_id="0" * 40, size=len(theirs)),
+              "notes.txt": SimpleNamespace(lfs=None, blob_id=git_sha1(b"mine"), size=4),
+              push.HUB_MANIFEST: SimpleNamespace(lfs=None, blob_id="1" * 40, size=100)}
+
+    def manifest(files: dict) -> bytes:
+        return json.dumps({"format": push.HUB_FORMAT, "version": push.HUB_VERSION, "files": files}).encode()
+
+    claim = {"sha256": "a" * 64, "git_sha1": "b" * 40, "size": 1}  # the claimed content is not what is there
+    cases = {
+        "false claims": (manifest({"data/train.parquet": claim, "notes.txt": claim}), False),
+        "path outside": (manifest({"../x": claim, "notes.txt": claim}), True),
+        "invalid JSON": (b'{"format": "ragloaders-hub-manifest", ', True),
+    }
+    for name, (data, foreign) in cases.items():
+        monkeypatch.setattr(push, "read_hub_manifest", lambda *args, data=data: push.parse_hub_manifest(data))
+        view = push.view_repository("org/name", None, remote)
+        assert view.recorded == {} and view.foreign_manifest is foreign, name
+        staged = push.StagedFile("data/train.parquet", "/nonexistent", 3, verified_sha256="c" * 64)
+        assert "data/train.parquet" in view.overlaps([staged]), name  # overwriting it needs --overwrite-foreign
+    huge = dict(remote, **{push.HUB_MANIFEST: SimpleNamespace(lfs=None, blob_id="1" * 40,
+                                                              size=push.MAX_HUB_MANIFEST_BYTES + 1)})
+    assert push.read_hub_manifest("org/name", None, huge) is None  # refused before any byte is fetched
