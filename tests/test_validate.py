@@ -410,8 +410,8 @@ def test_a_readme_yaml_alias_bomb_is_refused_before_it_is_parsed(tmp_path):
     ("a: &a {k: [1, 2, 3]}\nb: [*a, *a]\n", False), ("a: &a [*a]\n", False),
 ])
 def test_the_yaml_budget(yaml_text, refused):
+    from ragloaders.core.card_yaml import check_card
     from ragloaders.core.errors import SourceError
-    from ragloaders.publish.card_yaml import check_card
 
     card = "---\r\n" + yaml_text.replace("\n", "\r\n") + "---\r\nbody\n"
     if refused:

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .card_yaml import check_card
 from .errors import MissingSourceError
 
 BUILT_FROM = "<!-- built by ragloaders from {path} -->"
@@ -106,7 +107,15 @@ class Repository:
     def configs(self) -> list[str]:
         import datasets
 
+        self.check_card()
         return list(datasets.get_dataset_config_names(self.location))
+
+    def check_card(self) -> None:
+        """A local folder's card YAML within core/card_yaml's budget before `datasets` parses it (an alias bomb in
+        its `configs:` would expand in memory); a SourceError naming the card if not. A hub repository's card is
+        read by `datasets` itself."""
+        if self.folder is not None and (card := self.card_text()) is not None:
+            check_card(card, os.path.join(self.folder, CARD))
 
     def load(self, config: str, *, split: str | None = None, streaming: bool = False, cache_dir: str | None = None,
              **kwargs: Any) -> Any:

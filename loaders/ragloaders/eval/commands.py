@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from ..core.output_target import check_output
 from .crag_answers import AnswerReport, score_answers
 from .judge import Judge, read_prompt
 from .report import EvalReport, evaluate, evaluate_routing
@@ -24,6 +25,9 @@ def judge_from(args: argparse.Namespace) -> Judge | None:
         if args.judge_prompt:
             raise ValueError("--judge-prompt needs --judge-url and --judge-model")
         return None
+    if args.judge_cache:  # a folder the user names follows the rules of every writer (never the data or cache dir)
+        check_output(args.judge_cache, kind="folder", data_dir=args.data_dir, cache_dir=args.cache_dir,
+                     option="--judge-cache")
     cache = os.path.expanduser(args.judge_cache or DEFAULT_JUDGE_CACHE)
     prompt = {"prompt": read_prompt(args.judge_prompt)} if args.judge_prompt else {}
     return Judge(args.judge_url, args.judge_model, cache, **prompt)
@@ -48,6 +52,9 @@ def run_eval(args: argparse.Namespace) -> EvalReport | AnswerReport:
         if args.verdicts and os.path.lexists(args.verdicts):
             raise FileExistsError(f"{args.verdicts}: already exists; --verdicts writes a new file and replaces "
                                   "nothing")
+        if args.verdicts:  # the rules every writer follows: never into the data or cache dir
+            check_output(args.verdicts, kind="file", data_dir=args.data_dir, cache_dir=args.cache_dir,
+                         option="--verdicts")
         report = score_answers(args.path, args.predictions_file, split=args.split, tokenizer=args.tokenizer,
                                judge=judge_from(args), missing_as_idk=args.missing_as_idk, **where)
         if args.verdicts:

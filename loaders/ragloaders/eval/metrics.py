@@ -18,6 +18,12 @@ pytrec_eval's copy of trec_eval indexes an array by the grade and crashes the pr
 of -2 and below, so those pairs are left out of what pytrec_eval is given: for every measure here
 (nDCG, recall, MAP, P, recip_rank) a judged non-relevant document and an unjudged one count the same,
 and the query itself stays judged (scored, in the mean) even when every grade it has is negative.
+
+What pytrec_eval cannot be given is refused (ValueError naming the id or grade), never passed on: an id holding a NUL
+byte (its C code ends the id there, so two ids become one: it aborts the process, or scores the wrong document)
+or a lone surrogate (a Python run's id that is no UTF-8: it segfaults),
+and a grade above MAX_GRADE (trec_eval allocates and walks an array as long as the largest grade: a grade of 10^9
+exhausts memory, and 2^63 - 1 wraps to a wrong score).
 """
 
 from __future__ import annotations
@@ -144,6 +150,36 @@ def without_negative_grades(qrels: Mapping[str, Mapping[str, int]]) -> Qrels:
     return {query_id: docs for query_id, docs in kept if docs}
 
 
+MAX_GRADE = 1 << 16
+"""The largest qrels grade scored: far above any benchmark's (0 to 4), far below what trec_eval's memory allows."""
+
+
+def refuse_what_trec_eval_cannot_hold(qrels: Mapping[str, Mapping[str, int]], run: Run) -> None:
+    """ValueError for an id holding a NUL byte or a lone surrogate (qrels or run) or a grade above MAX_GRADE (module
+    docstring)."""
+    for source, pairs in (("qrels", qrels), ("run", run)):
+        for query_id, docs in pairs.items():
+            for what, value in (("query id", query_id), *(("document id", doc_id) for doc_id in docs)):
+                if problem := _unholdable(value):
+                    raise ValueError(f"{source}: {what} {value!r} {problem}")
+            if source == "qrels":
+                for doc_id, grade in docs.items():
+                    if grade > MAX_GRADE:
+                        raise ValueError(f"qrels: query {query_id!r}, document {doc_id!r}: grade {grade} is above "
+                                         f"{MAX_GRADE}, the largest trec_eval is given (its memory grows with it)")
+
+
+def _unholdable(value: str) -> str | None:
+    if "\0" in value:
+        return "holds a NUL byte, which trec_eval cannot hold (it ends the id there)"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "holds a lone surrogate, which UTF-8 cannot hold (pytrec_eval crashes on it)"
+    return None
+
+
 def cut(run: Run, k: int) -> Run:
     """Each query's first k documents in trec_eval's order: score descending, then document id descending."""
     return {query_id: dict(sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)[:k])
@@ -162,8 +198,9 @@ def score(
     require_extra("pytrec_eval")
     import pytrec_eval
 
-    if relevance_level < 1:
-        raise ValueError(f"relevance level must be 1 or more (trec_eval's -l), got {relevance_level}")
+    if not 1 <= relevance_level <= MAX_GRADE:  # pytrec_eval takes a C int: 2^31 was a misleading TypeError
+        raise ValueError(f"relevance level must be 1 or more (trec_eval's -l) and at most {MAX_GRADE} (MAX_GRADE), "
+                         f"got {relevance_level}")
     metrics = list(metrics)
     judged = list(qrels)
     qrels = without_negative_grades(qrels)
@@ -171,6 +208,7 @@ def score(
     if ignore_identical_ids:
         run, dropped = without_identical_ids(run)
     judged_run = {query_id: run[query_id] for query_id in qrels if query_id in run}
+    refuse_what_trec_eval_cannot_hold(qrels, judged_run)
     values: dict[str, dict[str, float]] = {query_id: {} for query_id in judged_run}
     native = [m for m in metrics if m.family.native_cutoff]
     if native:

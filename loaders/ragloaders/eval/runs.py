@@ -5,6 +5,8 @@ strings of the file. Anything malformed (a short line, a score that is not a fin
 document listed twice for one query, bytes that are not UTF-8) is a SourceError naming the file and
 the line or record (and the field); nothing is skipped.
 
+An id holding a NUL byte is refused in every format (trec_eval's C code would end the id there).
+
 A TREC run is read by trec_eval's rule, byte by byte (no Unicode notion of space or digit):
 - a line ends at LF; CRs just before the LF are part of the line end. Any other CR, and a vertical
   tab or form feed (whitespace to trec_eval's `isspace`), is refused: tools split on them differently;
@@ -152,6 +154,9 @@ def _read_trec(path: str) -> Run:
 
 
 def _add(run: Run, query_id: str, doc_id: str, score: float, path: str, **where: int) -> None:
+    for what, value in (("query id", query_id), ("document id", doc_id)):
+        if "\0" in value:
+            raise SourceError(path, f"{what} {value!r} holds a NUL byte, which trec_eval cannot hold", **where)
     docs = run.setdefault(query_id, {})
     if doc_id in docs:
         raise SourceError(path, f"document {doc_id!r} is listed twice for query {query_id!r}", **where)
@@ -227,16 +232,16 @@ def _jsonl_rows(path: str, schema: pa.Schema) -> Iterator[Row]:
         yield number, query_id, item, None if score is None else float(score)
 
 
-_TREC_UNWRITABLE = re.compile(r"[ \t\n\r\x0b\x0c]")
-"""What `trec_fields` splits on (space, tab), ends a line at (LF) or refuses (CR, VT, FF). Any other character,
-NBSP or U+001C included, is read back inside its field."""
+_TREC_UNWRITABLE = re.compile(r"[ \t\n\r\x0b\x0c\x00]")
+"""What `trec_fields` splits on (space, tab), ends a line at (LF) or refuses (CR, VT, FF, and NUL, which trec_eval
+cannot hold). Any other character, NBSP or U+001C included, is read back inside its field."""
 
 
 def check_trec_id(value: str, what: str, *, starts_file: bool = False) -> None:
     """Refuse exactly the ids a TREC run could not give back as written: empty, holding a character of
     _TREC_UNWRITABLE or a lone surrogate (not UTF-8), or, `starts_file`, beginning with U+FEFF (read as the BOM)."""
     if not value or _TREC_UNWRITABLE.search(value):
-        raise ValueError(f"{what} {value!r} is empty or holds a space, tab, line end, vertical tab or form feed, "
+        raise ValueError(f"{what} {value!r} is empty or holds a space, tab, line end, vertical tab, form feed or NUL, "
                          "which a TREC run cannot hold; write the run as .parquet or .jsonl instead")
     if not value.isascii():
         try:

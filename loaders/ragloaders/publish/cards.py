@@ -22,9 +22,9 @@ from huggingface_hub import DatasetCardData
 
 from ..api import configs_of
 from ..benchmarks import benchmark_of
+from ..core.card_yaml import load_yaml
 from ..core.facts import Benchmark, CardFacts
 from ..core.repository import BUILT_FROM, BUILT_FROM_PATTERN  # noqa: F401 (validate reads the pattern here)
-from .card_yaml import load_yaml
 from .parquet import CUTTING_RULE, LARGE_ROW_BYTES, ConfigOutput
 
 TEMPLATES_ENV = "RAGLOADERS_CARD_TEMPLATES"

@@ -41,7 +41,8 @@ The rules, in the order a build meets them:
   is put back; a work folder whose manifest says incomplete is removed whole; any other (a replaced folder, a
   sealed build, or one without a manifest, which a kill right after the swap leaves of a user's folder) is
   cleared as `clear_old` does: only verified own files and entries that are the same inode as the target's are
-  removed, then empty folders; anything else is moved to a visible kept folder, never deleted.
+  removed, then empty folders; anything else (and what cannot be removed: a folder the user made read-only) is
+  moved to a visible kept folder, never deleted, and the new build stands.
 """
 
 from __future__ import annotations
@@ -688,7 +689,7 @@ class OutputFolder:
                 self.old = old
             self.work, self.committed = "", True
             if read_manifest(self.old) is None:  # the user's folder or an empty one: mark it as this target's old one
-                Manifest(self.target, {}, complete=True).write(self.old)
+                _mark_old(self.old, self.target)
         clear_old(self.old, self.target, self.before.own if self.before else None, self.log, self.name)
         self.old = ""
 
@@ -723,10 +724,19 @@ class OutputFolder:
                 shutil.rmtree(path)
             else:
                 if manifest is None:  # swapped out by a build killed before it marked the folder
-                    Manifest(self.target, {}, complete=True).write(path)
+                    _mark_old(path, self.target)
                 self.log(f"clearing {path}, the folder a killed build of {self.target} replaced (what is not "
                          "ragloaders' nor in the target is kept)")
                 clear_old(path, self.target, None, self.log, self.name)
+
+
+def _mark_old(folder: str, target: str) -> None:
+    """Mark a replaced folder as this target's old one; a folder the user made read-only stays unmarked (clear_old
+    and the next run's recovery treat an unmarked leftover the same way)."""
+    try:
+        Manifest(target, {}, complete=True).write(folder)
+    except OSError:
+        pass
 
 
 def _folders_of(name: str) -> list[str]:
@@ -762,18 +772,20 @@ def clear_old(old: str, target: str, own: dict[str, tuple] | None, log: Callable
     """Remove a replaced folder: its own files (whose stat signature is still the one hashed, or, with `own`
     None, that verify now), entries that are the same inode as the target's, then the folders this emptied (and
     empty ones the target has too) and its manifest. What is left is
-    not provably ragloaders' nor kept elsewhere: the folder is renamed to a visible kept folder, never deleted."""
+    not provably ragloaders' nor kept elsewhere, or could not be removed (a folder the user made read-only): the
+    folder is renamed to a visible kept folder, never deleted, and the build still stands."""
     if own is None:
         own = verify(old).own
+    failed: list[str] = []
     empty = {folder for folder, folders, files in os.walk(old) if not folders and not files and folder != old}
     for entry, signature in own.items():
         info = _regular_file_inside(old, entry)
         if info is not None and _signature(info) == signature:
-            os.unlink(os.path.join(old, entry))
+            _remove(os.unlink, os.path.join(old, entry), failed)
     for entry in _entries(old):
         if entry != MANIFEST and not entry.endswith("/") and _same_entry(os.path.join(old, entry),
                                                                            os.path.join(target, entry)):
-            os.unlink(os.path.join(old, entry))
+            _remove(os.unlink, os.path.join(old, entry), failed)
     for folder, _, _ in os.walk(old, topdown=False):  # the deepest first
         kept_as_is = folder in empty and not os.path.isdir(os.path.join(target, os.path.relpath(folder, old)))
         if folder != old and not kept_as_is:  # an empty folder of the user's goes only if the target has it too
@@ -785,13 +797,26 @@ def clear_old(old: str, target: str, own: dict[str, tuple] | None, log: Callable
     if not [e for e in os.listdir(old) if e not in ours]:
         for leftover in ours:
             if os.path.lexists(os.path.join(old, leftover)):
-                os.unlink(os.path.join(old, leftover))
-        os.rmdir(old)
-        return
+                _remove(os.unlink, os.path.join(old, leftover), failed)
+        if _remove(os.rmdir, old, failed):
+            return
     kept = os.path.join(os.path.dirname(target), name + KEPT_TAG + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     while os.path.lexists(kept):
         kept += "-1"
-    os.rename(old, kept)
+    os.rename(old, kept)  # in the same folder: needs no write permission on `old` itself
     if os.path.lexists(os.path.join(kept, MANIFEST)):  # after the rename: a kill before it leaves a leftover
-        os.unlink(os.path.join(kept, MANIFEST))
-    log(f"files of {target} that ragloaders did not write unchanged were kept in {kept}")
+        _remove(os.unlink, os.path.join(kept, MANIFEST), failed)
+    reason = f" (could not remove {failed[0]}{' ...' if len(failed) > 1 else ''})" if failed else ""
+    log(f"files of {target} that ragloaders did not write unchanged, or could not remove, were kept in "
+        f"{kept}{reason}")
+
+
+def _remove(action: Callable[[str], None], path: str, failed: list[str]) -> bool:
+    """Remove with `action`; a refusal (a folder the user made read-only) is noted in `failed`, not raised: what
+    stays is kept in a visible folder."""
+    try:
+        action(path)
+        return True
+    except OSError as e:
+        failed.append(f"{path}: {e.strerror}")
+        return False

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from ..api import registry
-from .card_yaml import front_matter, load_yaml
+from ..core.card_yaml import front_matter, load_yaml
 from .cards import BUILT_FROM_PATTERN
 
 README = "README.md"

@@ -17,7 +17,7 @@ checked without source files: no published counts, and no declared defects unles
 
 One `Plan` says what to check in a target, a benchmark path (`plan_for_path`) or a built folder or hub repository
 (`plan_for_repository`); `inspect` carries it out. The report's types and its rendering are in `validate_report`,
-reading a repository's card in `repository` and `card_yaml`.
+reading a repository's card in `repository` and `core/card_yaml`.
 """
 
 from __future__ import annotations
@@ -30,12 +30,14 @@ from typing import Any
 import datasets
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from datasets.exceptions import DatasetGenerationError
 
 from ..api import builder, configs_of, registry
 from ..benchmarks import benchmark_of
+from ..core.card_yaml import check_card
 from ..core.facts import KnownDefect, PublishedCounts
 from .cached_split import CachedSplit
-from .card_yaml import check_card
 from .provenance import files_read, published_of, source_report
 from .repository import README, built_from_card, card_text, declared_files
 from .validate_report import Finding, Report, SplitFacts, finding
@@ -326,9 +328,10 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
     are published and no defects declared for a repository: every finding is an error, unless the card says
     ragloaders built it from a benchmark path (`built_from`): then that path's declared upstream defects are
     warnings and its declared keys are checked, as for the path. `as_path` (`--as`, a normalised benchmark path)
-    names that path for any repository, whatever its card says. A checked column of the wrong type is a
-    `column_type` finding naming the file. Raises ValueError when the repository has no config at all, SourceError
-    when its card's YAML is over budget (`card_yaml`)."""
+    names that path for any repository, whatever its card says. A checked column of the wrong type, or a config
+    whose files cannot be cast to the types its card declares (then not checked further), is a `column_type`
+    finding naming the file (and the column, for a local folder). Raises ValueError when the repository has no
+    config at all, SourceError when its card's YAML is over budget (`core/card_yaml`)."""
     card = card_text(repository)
     if card is not None:  # before `datasets` parses it: an alias bomb would exhaust memory there
         check_card(card, os.path.join(repository, README))
@@ -338,10 +341,47 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
     configs = datasets.get_dataset_config_names(repository)
     if not configs:
         raise ValueError(f"{repository}: no configs (not a dataset folder or repository)")
-    loaded = {config: datasets.load_dataset(repository, config, cache_dir=cache_dir) for config in configs}
-    plan = plan_for_repository(repository, loaded, built_from_card(card), declared_files(repository, card),
-                               as_path=as_path)
-    return inspect(plan, loaded)
+    files = declared_files(repository, card)
+    loaded, unloadable = {}, []
+    for config in configs:
+        try:
+            loaded[config] = datasets.load_dataset(repository, config, cache_dir=cache_dir)
+        except DatasetGenerationError as e:  # a column the card declares that its file cannot be cast to
+            where = ", ".join(f for (c, _), f in files.items() if c == config) or f"{repository} ({config})"
+            unloadable.append(finding("column_type", config, None, [], 1, f"{where}: does not load as the card "
+                                      f"declares its columns ({_cause(e)}){_undeclared_types(repository, config)}"))
+    plan = plan_for_repository(repository, loaded, built_from_card(card), files, as_path=as_path)
+    report = inspect(plan, loaded)
+    if unloadable:
+        report["errors"] = unloadable + report["errors"]
+        report["ok"] = False
+    return report
+
+
+def _undeclared_types(repository: str, config: str) -> str:
+    """'; <file>: column `c` is <type>, the card declares <type>' for each column of a local Parquet file of the
+    config whose type is not the one the card declares ('' when there is nothing local to compare)."""
+    try:
+        builder = datasets.load_dataset_builder(repository, config)
+        declared = builder.info.features.arrow_schema if builder.info.features else None
+        patterns = [p for split_files in (builder.config.data_files or {}).values() for p in split_files]
+    except Exception:  # the card itself is what is wrong: the cause already says so
+        return ""
+    problems = []
+    for path in sorted({p for p in patterns if os.path.isfile(p)}):
+        schema = pq.read_schema(path)
+        for column in schema if declared is not None else []:
+            if column.name in declared.names and declared.field(column.name).type != column.type:
+                problems.append(f"{path}: column `{column.name}` is {column.type}, the card declares "
+                                f"{declared.field(column.name).type}")
+    return "".join(f"; {problem}" for problem in problems)
+
+
+def _cause(error: BaseException) -> str:
+    """The first line of the innermost cause of `error` (pyarrow's, naming the column and value), with its type."""
+    while error.__cause__ is not None or error.__context__ is not None:
+        error = error.__cause__ or error.__context__
+    return f"{type(error).__name__}: " + (str(error).splitlines() or [""])[0]
 
 
 @dataclass

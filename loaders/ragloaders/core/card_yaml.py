@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from ..core.errors import SourceError
+from .errors import SourceError
 
 MAX_YAML_BYTES = 1 << 20
 MAX_YAML_NODES = 200_000
