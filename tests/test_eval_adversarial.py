@@ -1,0 +1,213 @@
+"""Adversarial checks of issue 24's scoring: a hostile judge endpoint (slow, redirecting, huge, rate limiting,
+odd verdicts), a hostile judge cache, odd predictions files, and ranx parity on the corners the random runs of
+test_eval_mmrag.py do not reach (relevance level 2)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from ragloaders.core.errors import SourceError
+from ragloaders.eval import read_predictions
+from ragloaders.eval.judge import Judge, JudgeError, parse_verdict
+
+SECRET = "sk-adversary-DO-NOT-SEND-0815"
+
+
+def chat_reply(content: str) -> bytes:
+    return json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+
+
+class Hostile(BaseHTTPRequestHandler):
+    """An endpoint whose behaviour is `Hostile.mode`; every request is recorded with its Authorization header."""
+
+    mode = "ok"
+    target = ""
+    requests: list[dict] = []
+
+    def do_POST(self):  # noqa: N802 - http.server's naming
+        self._record()
+        mode = type(self).mode
+        if mode == "redirect":
+            self.send_response(302)
+            self.send_header("Location", type(self).target)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif mode == "429":
+            self.send_response(429)
+            self.send_header("Retry-After", "999999999")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif mode == "trickle":  # one byte every 0.2 s: each read is quick, the whole reply never ends in time
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            try:
+                for _ in range(30):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            except OSError:
+                pass
+        elif mode == "huge":
+            self.send_response(200)
+            self.send_header("Content-Length", str(10 << 20))
+            self.end_headers()
+            try:
+                chunk = b" " * (1 << 20)
+                for _ in range(10):
+                    self.wfile.write(chunk)
+            except OSError:
+                pass
+        else:
+            self._send(chat_reply('{"score": 1, "explanation": "fine"}'))
+
+    do_GET = do_POST  # noqa: N815 - a followed 302 arrives as a GET
+
+    def _record(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        type(self).requests.append({"server": self.server.server_address, "auth": self.headers.get("Authorization")})
+
+    def _send(self, body: bytes):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def hostile():
+    Hostile.mode, Hostile.target, Hostile.requests = "ok", "", []
+    servers = []
+    for host in ("127.0.0.1", "127.0.0.2"):  # two hosts: the second is where a redirect points
+        server = ThreadingHTTPServer((host, 0), Hostile)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+    yield [f"http://{s.server_address[0]}:{s.server_address[1]}/v1" for s in servers]
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_redirect_is_not_followed_and_the_key_goes_nowhere_else(hostile, tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGLOADERS_JUDGE_API_KEY", SECRET)
+    Hostile.mode, Hostile.target = "redirect", hostile[1] + "/chat/completions"
+    judge = Judge(hostile[0], "m", str(tmp_path / "cache"), retries=2, retry_wait=0)
+    with pytest.raises(JudgeError, match="redirect") as error:
+        judge.verdict("q", "a", "b")
+    assert [r["server"][0] for r in Hostile.requests] == ["127.0.0.1"]  # the other host is never asked
+    assert SECRET not in str(error.value)
+
+
+def test_a_reply_that_trickles_in_is_cut_at_the_timeout(hostile, tmp_path):
+    Hostile.mode = "trickle"
+    judge = Judge(hostile[0], "m", str(tmp_path / "cache"), retries=1, retry_wait=0, timeout=0.5)
+    start = time.monotonic()
+    with pytest.raises(JudgeError, match="no answer"):
+        judge.verdict("q", "a", "b")
+    assert time.monotonic() - start < 3  # 2 requests of at most 0.5 s each (the server would take 6 s per reply)
+    assert len(Hostile.requests) == 2
+
+
+def test_rate_limits_are_retried_a_bounded_number_of_times_whatever_retry_after_says(hostile, tmp_path):
+    Hostile.mode = "429"
+    judge = Judge(hostile[0], "m", str(tmp_path / "cache"), retries=2, retry_wait=0)
+    start = time.monotonic()
+    with pytest.raises(JudgeError, match="HTTP 429.*after 3 request"):
+        judge.verdict("q", "a", "b")
+    assert time.monotonic() - start < 5 and len(Hostile.requests) == 3
+
+
+def test_a_huge_reply_is_refused(hostile, tmp_path):
+    Hostile.mode = "huge"
+    judge = Judge(hostile[0], "m", str(tmp_path / "cache"), retries=0, retry_wait=0)
+    with pytest.raises(JudgeError, match="larger than"):
+        judge.verdict("q", "a", "b")
+
+
+def cached_judge(tmp_path, url: str) -> tuple[Judge, str]:
+    """A judge and the cache file its verdict on ('q', 'a', 'b') would be kept in."""
+    judge = Judge(url, "m", str(tmp_path / "cache"), retries=0, retry_wait=0)
+    os.makedirs(judge.cache_dir, exist_ok=True)
+    return judge, judge._cache_path("q", "a", "b")
+
+
+def test_a_cache_file_edited_to_deeply_nested_json_is_asked_again(hostile, tmp_path):
+    judge, path = cached_judge(tmp_path, hostile[0])
+    with open(path, "w") as f:
+        f.write("[" * 200_000)
+    verdict = judge.verdict("q", "a", "b")
+    assert verdict.correct is True and not verdict.cached and len(Hostile.requests) == 1
+    assert json.loads(open(path).read())["reply"] == '{"score": 1, "explanation": "fine"}'
+
+
+_ENDLESS_CACHE = """
+import os, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from ragloaders.eval.judge import Judge
+judge = Judge(sys.argv[1], "m", sys.argv[2], retries=0, retry_wait=0)
+os.makedirs(judge.cache_dir, exist_ok=True)
+os.symlink("/dev/zero", judge._cache_path("q", "a", "b"))
+print(judge.verdict("q", "a", "b").correct)
+"""
+
+
+def test_a_cache_file_that_never_ends_is_read_only_so_far(hostile, tmp_path):
+    done = subprocess.run([sys.executable, "-c", _ENDLESS_CACHE, hostile[0], str(tmp_path / "cache")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.strip() == "True"
+
+
+@pytest.mark.parametrize("reply, correct", [
+    ('{"score": 1, "explanation": "ok"}', True),  # CRAG's local_evaluation.py form
+    ('{"score": 01}', True),  # its parser reads digits: int("01") is 1
+    ('{"score": "1"}', None),  # a quoted score is no match of its '"score"\\s*:\\s*(\\d+)'
+    ('{"Accuracy": "True"}', True),  # the KDD Cup starter kit's form (its templates.py asks for this)
+    ('{"accuracy": true}', True),
+    ('{"Accuracy": "False"}', False),
+    ('{"accuracy": "yes"}', None),
+    ("[1]", None),
+    ('"score"', None),
+])
+def test_parse_verdict_reads_both_official_forms_and_nothing_else(reply, correct):
+    assert parse_verdict(reply)[0] is correct
+
+
+# --- predictions files ---------------------------------------------------------------------------------------------
+
+
+def test_predictions_with_a_bom_odd_csv_and_parquet_lists(tmp_path):
+    jsonl = tmp_path / "p.jsonl"
+    jsonl.write_bytes(b"\xef\xbb\xbf" + json.dumps({"interaction_id": "a", "prediction": "x"}).encode() + b"\n")
+    assert read_predictions(jsonl) == {"a": "x"}
+    csv_path = tmp_path / "p.csv"
+    csv_path.write_bytes(b'\xef\xbb\xbfinteraction_id,prediction\r\n"a,1","line one\nline ""two"""\r\nb,\r\n')
+    assert read_predictions(csv_path) == {"a,1": 'line one\nline "two"', "b": ""}
+    ints = tmp_path / "ints.jsonl"
+    ints.write_text('{"interaction_id": 7, "prediction": "x"}\n')
+    with pytest.raises(SourceError, match=r"ints.jsonl.*line 1.*interaction_id.*string"):
+        read_predictions(ints)
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text('{"interaction_id": "a", "prediction": "x"}\n{"interaction_id": "a", "prediction": "y"}\n')
+    with pytest.raises(SourceError, match=r"line 2.*second prediction"):
+        read_predictions(twice)
+    listed = tmp_path / "list.parquet"
+    pq.write_table(pa.table({"interaction_id": ["a"], "prediction": [["x", "y"]]}), listed)
+    with pytest.raises(SourceError, match=r"list.parquet.*record 1.*prediction.*string"):
+        read_predictions(listed)
