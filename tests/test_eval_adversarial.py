@@ -1,6 +1,5 @@
 """Adversarial checks of issue 24's scoring: a hostile judge endpoint (slow, redirecting, huge, rate limiting,
-odd verdicts), a hostile judge cache, odd predictions files, and ranx parity on the corners the random runs of
-test_eval_mmrag.py do not reach (relevance level 2)."""
+odd verdicts), a hostile judge cache and odd predictions files."""
 
 from __future__ import annotations
 
@@ -211,3 +210,4 @@ def test_predictions_with_a_bom_odd_csv_and_parquet_lists(tmp_path):
     pq.write_table(pa.table({"interaction_id": ["a"], "prediction": [["x", "y"]]}), listed)
     with pytest.raises(SourceError, match=r"list.parquet.*record 1.*prediction.*string"):
         read_predictions(listed)
+
