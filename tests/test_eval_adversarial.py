@@ -211,3 +211,61 @@ def test_predictions_with_a_bom_odd_csv_and_parquet_lists(tmp_path):
     with pytest.raises(SourceError, match=r"list.parquet.*record 1.*prediction.*string"):
         read_predictions(listed)
 
+
+
+# --- the 75-token trim of a huge prediction ------------------------------------------------------------------------
+
+
+def llama_like_tokenizer(path, *, join_words: bool = False) -> str:
+    """A tokenizer.json built as CRAG's Llama-2 one (BPE over the whole text, "▁" prepended and for spaces, byte
+    fallback); with join_words a merge that spans a word's end and the next space (CRAG's has none)."""
+    from tokenizers import Tokenizer, decoders, models, normalizers
+
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    pieces = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + ["\u2581", *letters]
+    merges = [("\u2581", "t"), ("\u2581t", "h"), ("h", "e"), ("\u2581th", "e"), ("\u2581", "\u2581"), ("a", "n"),
+              ("an", "d"), ("\u2581", "and")]
+    if join_words:
+        merges.append(("e", "\u2581"))
+    for left, right in merges:
+        pieces.append(left + right)
+    vocab = {piece: n for n, piece in enumerate(dict.fromkeys(pieces))}
+    tokenizer = Tokenizer(models.BPE(vocab, merges, unk_token="<unk>", byte_fallback=True))
+    tokenizer.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
+    tokenizer.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                           decoders.Strip(" ", 1, 0)])
+    tokenizer.add_special_tokens(["<s>", "</s>"])
+    tokenizer.save(str(path))
+    return str(path)
+
+
+def whole_text_trim(tokenizer_path: str, text: str) -> str:
+    """CRAG's trim computed on the whole text: encode, first 75 ids, decode (the tokenizers library alone)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(tokenizer_path)
+    return tokenizer.decode(tokenizer.encode(text, add_special_tokens=False).ids[:75], skip_special_tokens=False)
+
+
+def test_a_huge_prediction_is_trimmed_from_its_first_words_exactly(tmp_path):
+    pytest.importorskip("tokenizers")
+    from ragloaders.eval.crag_answers import Trimmer
+
+    path = llama_like_tokenizer(tmp_path / "tokenizer.json")
+    trim = Trimmer(path)
+    trim.FIRST_WINDOW = 40  # many cuts on short texts
+    rng = __import__("random").Random(4)
+    alphabet = ["the", "and", "a", "e", " ", "  ", "\n", "é", "漢", "🙂", "<s>", "</s>", "x"]
+    for size in (10, 900, 1100, 1500, 3000, 9000):
+        text = "".join(rng.choice(alphabet) for _ in range(size))
+        assert trim(text) == whole_text_trim(path, text), size
+    for text in ("x" * 5000 + " the" * 10, " " * 5000 + "and the", "漢" * 6000):
+        assert trim(text) == whole_text_trim(path, text)
+    trim.FIRST_WINDOW = Trimmer.FIRST_WINDOW
+    huge = "the and a " * 5_000_000  # 50 MB: tokenizing it whole takes minutes and gigabytes
+    start = time.monotonic()
+    assert trim(huge) == whole_text_trim(path, huge[:10_000])
+    assert time.monotonic() - start < 2
+    joining = Trimmer(llama_like_tokenizer(tmp_path / "joins.json", join_words=True))
+    text = "the " * 2000
+    assert joining(text) == whole_text_trim(str(tmp_path / "joins.json"), text)
