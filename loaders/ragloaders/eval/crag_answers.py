@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -145,7 +146,16 @@ def _parquet_predictions(path: str) -> Iterator[tuple[dict, dict]]:
 
 
 class Trimmer:
-    """A prediction cut to its first MAX_PREDICTION_TOKENS tokens of a `tokenizer.json` (the `tokenizers` library)."""
+    """A prediction cut to its first MAX_PREDICTION_TOKENS tokens of a `tokenizer.json` (the `tokenizers` library).
+
+    With a tokenizer built like CRAG's Llama-2 one (BPE over the whole text, no pre-tokenizer, the normalizer
+    `Prepend("▁")` then `Replace(" ", "▁")`, no vocabulary entry or added token with "▁" or " " after another
+    character), no token spans a space that follows a non-space, so the text up to such a space tokenizes to a prefix
+    of the whole text's tokens: only text up to the first such space past FIRST_WINDOW characters (4 times more
+    while that gives too few tokens) is tokenized, and a long prediction costs what its first words cost. Any other
+    tokenizer, or a text without such a space, is tokenized whole."""
+
+    FIRST_WINDOW = 4096
 
     def __init__(self, path: str):
         try:
@@ -157,10 +167,45 @@ class Trimmer:
         except Exception as e:  # the library raises a bare Exception for a file it cannot read
             raise ValueError(f"{path}: not a tokenizer.json the tokenizers library reads ({e})") from None
         self.path = os.fspath(path)
+        self.cut_at_spaces = _words_never_join_leftwards(orjson.loads(self.tokenizer.to_str()))
+
+    def _ids(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
 
     def __call__(self, prediction: str) -> str:
-        ids = self.tokenizer.encode(prediction, add_special_tokens=False).ids
+        window = self.FIRST_WINDOW
+        while self.cut_at_spaces and window < len(prediction):
+            cut = _space_after_word(prediction, window)
+            if cut is None:
+                break
+            ids = self._ids(prediction[:cut])
+            if len(ids) >= MAX_PREDICTION_TOKENS:
+                return self.tokenizer.decode(ids[:MAX_PREDICTION_TOKENS], skip_special_tokens=False)
+            window = cut * 4
+        ids = self._ids(prediction)
         return self.tokenizer.decode(ids[:MAX_PREDICTION_TOKENS], skip_special_tokens=False)
+
+
+_SPACE_AFTER_WORD = re.compile(r"(?<! ) ")
+LLAMA_NORMALIZER = [{"type": "Prepend", "prepend": "\u2581"},
+                    {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]
+
+
+def _words_never_join_leftwards(spec: dict) -> bool:
+    """Whether a tokenizer.json (as data) is built so that no token spans a space after a non-space (Trimmer)."""
+    normalizer = spec.get("normalizer") or {}
+    model = spec.get("model") or {}
+    if (model.get("type") != "BPE" or spec.get("pre_tokenizer") is not None or model.get("dropout")
+            or normalizer.get("type") != "Sequence" or normalizer.get("normalizers") != LLAMA_NORMALIZER):
+        return False
+    pieces = list(model.get("vocab") or {}) + [t.get("content", "") for t in spec.get("added_tokens") or []]
+    return not any("\u2581" in piece.lstrip("\u2581") or " " in piece for piece in pieces)
+
+
+def _space_after_word(text: str, start: int) -> int | None:
+    """The index of the first space at or after `start` that follows a non-space, or None."""
+    found = _SPACE_AFTER_WORD.search(text, max(start, 1))
+    return found.start() if found else None
 
 
 def settled_by_rules(prediction: str, ground_truths: tuple[str, ...]) -> tuple[str | None, str, list[str]]:
