@@ -16,6 +16,20 @@ kit's variant):
 accuracy = correct / n, missing = missing / n, hallucination = the rest / n, score = accuracy - hallucination.
 A prediction for an id the records do not have, or a record without a prediction, is an error; with
 `missing_as_idk` the first are reported and not scored and the second count as missing (`no-prediction`).
+
+Read against facebookresearch/CRAG `local_evaluation.py` at ad1518887dd4 and the KDD Cup 2024 starter kit's. Where
+they are broken or silent, the choices here:
+
+- CRAG's script reads `prediction_lowercase` before it sets it (a NameError on the first record) and strips the
+  `answer` string and then loops over its characters, though its docstring takes a list of ground truths per
+  query; here the ground truths are `answer` and each `alt_ans`, each stripped as the starter kit strips its one
+  answer. The starter kit has no false-premise rule and no `alt_ans`.
+- CRAG's script takes the ground truths one at a time (exact, then "invalid", then the judge); every path to
+  correct stops the loop, so checking all of them exactly before any judge gives the same outcome with fewer
+  judge requests.
+- Both scripts count a judge request that fails after their retries as not correct, i.e. hallucinated; here it
+  stops the run with an error, so an outage never shows as hallucination.
+- Both lower-case with Python's `str.lower` and test "i don't know" with the ASCII apostrophe, as here.
 """
 
 from __future__ import annotations
@@ -436,7 +450,8 @@ def conventions(trim: Trimmer | None, judge: Judge | None) -> list[str]:
              "rules in CRAG's order: \"i don't know\" in the prediction -> missing; equal (case-insensitive) to the "
              "answer or an alt_ans -> correct; \"invalid\" in both -> correct; score = accuracy - hallucination"]
     if judge:
-        lines.append(f"other predictions judged by {judge.describe()} at temperature 0 (cached verdicts reused)")
+        lines.append(f"other predictions judged by {judge.describe()} at temperature 0 (cached verdicts reused); "
+                     "a request still failing after the retries stops the run (CRAG's script counts it hallucinated)")
     else:
         lines.append("no judge: every prediction not settled by the rules counts as hallucinated, so accuracy and "
                      "score are lower bounds and hallucination an upper bound (exact-match only)")
