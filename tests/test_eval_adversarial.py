@@ -269,3 +269,27 @@ def test_a_huge_prediction_is_trimmed_from_its_first_words_exactly(tmp_path):
     joining = Trimmer(llama_like_tokenizer(tmp_path / "joins.json", join_words=True))
     text = "the " * 2000
     assert joining(text) == whole_text_trim(str(tmp_path / "joins.json"), text)
+
+
+_WRITER = """
+import sys
+from ragloaders.eval.judge import Judge
+judge = Judge("http://127.0.0.1:9/v1", "m", sys.argv[1])
+path = judge._cache_path("q", "a", "b")
+print("ready", flush=True)
+for _ in range(300):
+    judge._store(path, {"model": "m", "reply": "A" * 50_000})
+"""
+
+
+def test_two_processes_writing_one_cache_entry_leave_it_whole(tmp_path):
+    judge, path = cached_judge(tmp_path, "http://127.0.0.1:9/v1")
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, judge.cache_dir], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline().strip() == "ready"
+    seen = set()
+    while writer.poll() is None:
+        judge._store(path, {"model": "m", "reply": "B" * 50_000})
+        seen.add(judge._cached(path))
+    assert writer.wait() == 0
+    assert seen <= {"A" * 50_000, "B" * 50_000} and judge._cached(path) in seen | {"A" * 50_000}
+    assert sorted(os.listdir(judge.cache_dir)) == [os.path.basename(path)]  # no partial file left behind
