@@ -40,6 +40,10 @@ class Hostile(BaseHTTPRequestHandler):
             self.send_header("Location", type(self).target)
             self.send_header("Content-Length", "0")
             self.end_headers()
+        elif mode == "echo":  # the reason phrase repeats the request's Authorization header
+            self.send_response(500, self.headers.get("Authorization"))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         elif mode == "429":
             self.send_response(429)
             self.send_header("Retry-After", "999999999")
@@ -111,6 +115,15 @@ def test_a_redirect_is_not_followed_and_the_key_goes_nowhere_else(hostile, tmp_p
         judge.verdict("q", "a", "b")
     assert [r["server"][0] for r in Hostile.requests] == ["127.0.0.1"]  # the other host is never asked
     assert SECRET not in str(error.value)
+
+
+def test_a_server_echoing_the_key_does_not_get_it_printed(hostile, tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGLOADERS_JUDGE_API_KEY", SECRET)
+    Hostile.mode = "echo"
+    judge = Judge(hostile[0], "m", str(tmp_path / "cache"), retries=0, retry_wait=0)
+    with pytest.raises(JudgeError, match="HTTP 500") as error:
+        judge.verdict("q", "a", "b")
+    assert Hostile.requests[0]["auth"] == f"Bearer {SECRET}" and SECRET not in str(error.value)
 
 
 def test_a_reply_that_trickles_in_is_cut_at_the_timeout(hostile, tmp_path):
