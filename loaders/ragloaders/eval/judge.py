@@ -236,7 +236,11 @@ class Judge:
             except (ValueError, KeyError, IndexError, TypeError):
                 raise JudgeError(f"judge {self.describe()}: the reply is not a chat completion "
                                  "(choices[0].message.content)") from None
-        raise JudgeError(f"judge {self.describe()}: {problem} after {attempt + 1} request(s)")
+        raise JudgeError(f"judge {self.describe()}: {self._without_key(problem)} after {attempt + 1} request(s)")
+
+    def _without_key(self, text: str) -> str:
+        """A server's words with the API key blanked (a hostile server may echo the Authorization header)."""
+        return text.replace(self.api_key, "<key>") if self.api_key else text
 
 
 def _read_by(response, deadline: float) -> bytes:  # noqa: ANN001 - an http.client.HTTPResponse
