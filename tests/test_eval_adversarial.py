@@ -99,7 +99,7 @@ def hostile():
     for host in ("127.0.0.1", "127.0.0.2"):  # two hosts: the second is where a redirect points
         server = ThreadingHTTPServer((host, 0), Hostile)
         server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         servers.append(server)
     yield [f"http://{s.server_address[0]}:{s.server_address[1]}/v1" for s in servers]
     for server in servers:
