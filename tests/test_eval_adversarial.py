@@ -189,6 +189,8 @@ def test_a_cache_file_that_never_ends_is_read_only_so_far(hostile, tmp_path):
 @pytest.mark.parametrize("reply, correct", [
     ('{"score": 1, "explanation": "ok"}', True),  # CRAG's local_evaluation.py form
     ('{"score": 01}', True),  # its parser reads digits: int("01") is 1
+    ('{"score": ' + "0" * 5000 + "1}", True),
+    ('{"score": ' + "9" * 5000 + "}", None),  # more digits than int() converts: no score, no crash
     ('{"score": "1"}', None),  # a quoted score is no match of its '"score"\\s*:\\s*(\\d+)'
     ('{"Accuracy": "True"}', True),  # the KDD Cup starter kit's form (its templates.py asks for this)
     ('{"accuracy": true}', True),
