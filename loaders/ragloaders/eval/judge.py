@@ -125,10 +125,11 @@ def parse_verdict(content: str) -> tuple[bool | None, str]:
     neither a score of 0 or 1 nor an accuracy of true or false."""
     blocks = _BLOCK.findall(content)
     match = _SCORE.search(blocks[-1]) if blocks else None
-    if match and int(match.group(1)) in (0, 1):
+    score = (match.group(1).lstrip("0") or "0") if match else None  # its value as int() reads it, without int()
+    if score in ("0", "1"):
         data = _json(content)
         explanation = str(data.get("explanation", "")) if isinstance(data, dict) else blocks[-1]
-        return int(match.group(1)) == 1, explanation
+        return score == "1", explanation
     data = _json(content.lower())
     if isinstance(data, dict):
         accuracy = data.get("accuracy")
