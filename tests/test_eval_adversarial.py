@@ -203,6 +203,13 @@ def test_parse_verdict_reads_both_official_forms_and_nothing_else(reply, correct
     assert parse_verdict(reply)[0] is correct
 
 
+def test_parse_verdict_takes_linear_time_on_a_reply_of_open_braces():
+    start = time.monotonic()
+    assert parse_verdict("{" * 200_000 + '{"score": 1}')[0] is True  # the last {...}, as CRAG's findall gives
+    assert parse_verdict("{" * 200_000)[0] is None
+    assert time.monotonic() - start < 1  # a regex that retries from every brace took minutes here
+
+
 # --- predictions files ---------------------------------------------------------------------------------------------
 
 
