@@ -107,7 +107,6 @@ def user_message(question: str, ground_truth: str, prediction: str) -> str:
     return f"Question: {question}\n Ground truth: {ground_truth}\n Prediction: {prediction}\n"
 
 
-_BLOCK = re.compile(r"{[^}]*}")
 _SCORE = re.compile(r'"score"\s*:\s*(\d+)')
 ACCURACY = {True: True, "true": True, False: False, "false": False}
 """The starter kit's `accuracy` values (of the lower-cased reply) and what they mean."""
@@ -120,15 +119,24 @@ def _json(text: str) -> object:
         return None
 
 
+def last_block(text: str) -> str | None:
+    """The last match of CRAG's `re.findall(r"{([^}]*)}", ...)` (with its braces), found in linear time: each match
+    runs from the first "{" after the previous one to the next "}"."""
+    block, at = None, 0
+    while (start := text.find("{", at)) != -1 and (end := text.find("}", start)) != -1:
+        block, at = text[start:end + 1], end + 1
+    return block
+
+
 def parse_verdict(content: str) -> tuple[bool | None, str]:
     """(correct, explanation) from a reply in either official form (see the module docstring); None when it holds
     neither a score of 0 or 1 nor an accuracy of true or false."""
-    blocks = _BLOCK.findall(content)
-    match = _SCORE.search(blocks[-1]) if blocks else None
+    block = last_block(content)
+    match = _SCORE.search(block) if block else None
     score = (match.group(1).lstrip("0") or "0") if match else None  # its value as int() reads it, without int()
     if score in ("0", "1"):
         data = _json(content)
-        explanation = str(data.get("explanation", "")) if isinstance(data, dict) else blocks[-1]
+        explanation = str(data.get("explanation", "")) if isinstance(data, dict) else block
         return score == "1", explanation
     data = _json(content.lower())
     if isinstance(data, dict):
