@@ -203,6 +203,19 @@ def test_parse_verdict_reads_both_official_forms_and_nothing_else(reply, correct
     assert parse_verdict(reply)[0] is correct
 
 
+def test_last_block_is_the_last_match_of_crags_findall():
+    import random
+    import re
+
+    from ragloaders.eval.judge import last_block
+
+    rng = random.Random(0)
+    for _ in range(5000):
+        text = "".join(rng.choice('{}a": 1') for _ in range(rng.randint(0, 30)))
+        matches = re.findall(r"{([^}]*)}", text)  # CRAG's local_evaluation.py parse_response
+        assert last_block(text) == ("{" + matches[-1] + "}" if matches else None), text
+
+
 def test_parse_verdict_takes_linear_time_on_a_reply_of_open_braces():
     start = time.monotonic()
     assert parse_verdict("{" * 200_000 + '{"score": 1}')[0] is True  # the last {...}, as CRAG's findall gives
