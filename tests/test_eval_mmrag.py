@@ -116,6 +116,17 @@ def test_paper_measures_equal_ranx_on_random_runs():
         assert sorted(ours.unranked_queries) == sorted(q for q in qrels if not run.get(q))
 
 
+def test_relevance_level_2_equals_ranx_l2_measures():
+    """`--relevance-level 2`: ranx's `-l2` measures drop grade-1 chunks from the gains and the ideal alike."""
+    metrics = ["ndcg@1", "ndcg@5", "map@3", "map@100", "hits@1", "hits@5"]
+    qrels, run = random_case(11)
+    [theirs] = ranx_figures([(qrels, run, [f"{m}-l2" for m in metrics])])
+    ours = ranx_score(qrels, run, parse_ranx_metrics(metrics), relevance_level=2).per_query
+    assert any(grade == 1 for grades in qrels.values() for grade in grades.values())
+    for query_id, values in theirs.items():
+        assert ours[query_id] == pytest.approx({ranx_name(m): values[f"{m}-l2"] for m in metrics}, abs=1e-9)
+
+
 def test_tie_order_is_ranx_run_order_which_keeps_the_run_order_only_up_to_15_documents():
     rng = random.Random(7)
     runs = [{f"d{i}": float(rng.randint(0, 3)) for i in range(size)}

@@ -16,12 +16,27 @@ kit's variant):
 accuracy = correct / n, missing = missing / n, hallucination = the rest / n, score = accuracy - hallucination.
 A prediction for an id the records do not have, or a record without a prediction, is an error; with
 `missing_as_idk` the first are reported and not scored and the second count as missing (`no-prediction`).
+
+Read against facebookresearch/CRAG `local_evaluation.py` at ad1518887dd4 and the KDD Cup 2024 starter kit's. Where
+they are broken or silent, the choices here:
+
+- CRAG's script reads `prediction_lowercase` before it sets it (a NameError on the first record) and strips the
+  `answer` string and then loops over its characters, though its docstring takes a list of ground truths per
+  query; here the ground truths are `answer` and each `alt_ans`, each stripped as the starter kit strips its one
+  answer. The starter kit has no false-premise rule and no `alt_ans`.
+- CRAG's script takes the ground truths one at a time (exact, then "invalid", then the judge); every path to
+  correct stops the loop, so checking all of them exactly before any judge gives the same outcome with fewer
+  judge requests.
+- Both scripts count a judge request that fails after their retries as not correct, i.e. hallucinated; here it
+  stops the run with an error, so an outage never shows as hallucination.
+- Both lower-case with Python's `str.lower` and test "i don't know" with the ASCII apostrophe, as here.
 """
 
 from __future__ import annotations
 
 import csv
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -145,7 +160,16 @@ def _parquet_predictions(path: str) -> Iterator[tuple[dict, dict]]:
 
 
 class Trimmer:
-    """A prediction cut to its first MAX_PREDICTION_TOKENS tokens of a `tokenizer.json` (the `tokenizers` library)."""
+    """A prediction cut to its first MAX_PREDICTION_TOKENS tokens of a `tokenizer.json` (the `tokenizers` library).
+
+    With a tokenizer built like CRAG's Llama-2 one (BPE over the whole text, no pre-tokenizer, the normalizer
+    `Prepend("▁")` then `Replace(" ", "▁")`, no vocabulary entry or added token with "▁" or " " after another
+    character), no token spans a space that follows a non-space, so the text up to such a space tokenizes to a prefix
+    of the whole text's tokens: only text up to the first such space past FIRST_WINDOW characters (4 times more
+    while that gives too few tokens) is tokenized, and a long prediction costs what its first words cost. Any other
+    tokenizer, or a text without such a space, is tokenized whole."""
+
+    FIRST_WINDOW = 4096
 
     def __init__(self, path: str):
         try:
@@ -157,10 +181,45 @@ class Trimmer:
         except Exception as e:  # the library raises a bare Exception for a file it cannot read
             raise ValueError(f"{path}: not a tokenizer.json the tokenizers library reads ({e})") from None
         self.path = os.fspath(path)
+        self.cut_at_spaces = _words_never_join_leftwards(orjson.loads(self.tokenizer.to_str()))
+
+    def _ids(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
 
     def __call__(self, prediction: str) -> str:
-        ids = self.tokenizer.encode(prediction, add_special_tokens=False).ids
+        window = self.FIRST_WINDOW
+        while self.cut_at_spaces and window < len(prediction):
+            cut = _space_after_word(prediction, window)
+            if cut is None:
+                break
+            ids = self._ids(prediction[:cut])
+            if len(ids) >= MAX_PREDICTION_TOKENS:
+                return self.tokenizer.decode(ids[:MAX_PREDICTION_TOKENS], skip_special_tokens=False)
+            window = cut * 4
+        ids = self._ids(prediction)
         return self.tokenizer.decode(ids[:MAX_PREDICTION_TOKENS], skip_special_tokens=False)
+
+
+_SPACE_AFTER_WORD = re.compile(r"(?<! ) ")
+LLAMA_NORMALIZER = [{"type": "Prepend", "prepend": "\u2581"},
+                    {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]
+
+
+def _words_never_join_leftwards(spec: dict) -> bool:
+    """Whether a tokenizer.json (as data) is built so that no token spans a space after a non-space (Trimmer)."""
+    normalizer = spec.get("normalizer") or {}
+    model = spec.get("model") or {}
+    if (model.get("type") != "BPE" or spec.get("pre_tokenizer") is not None or model.get("dropout")
+            or normalizer.get("type") != "Sequence" or normalizer.get("normalizers") != LLAMA_NORMALIZER):
+        return False
+    pieces = list(model.get("vocab") or {}) + [t.get("content", "") for t in spec.get("added_tokens") or []]
+    return not any("\u2581" in piece.lstrip("\u2581") or " " in piece for piece in pieces)
+
+
+def _space_after_word(text: str, start: int) -> int | None:
+    """The index of the first space at or after `start` that follows a non-space, or None."""
+    found = _SPACE_AFTER_WORD.search(text, max(start, 1))
+    return found.start() if found else None
 
 
 def settled_by_rules(prediction: str, ground_truths: tuple[str, ...]) -> tuple[str | None, str, list[str]]:
@@ -391,7 +450,8 @@ def conventions(trim: Trimmer | None, judge: Judge | None) -> list[str]:
              "rules in CRAG's order: \"i don't know\" in the prediction -> missing; equal (case-insensitive) to the "
              "answer or an alt_ans -> correct; \"invalid\" in both -> correct; score = accuracy - hallucination"]
     if judge:
-        lines.append(f"other predictions judged by {judge.describe()} at temperature 0 (cached verdicts reused)")
+        lines.append(f"other predictions judged by {judge.describe()} at temperature 0 (cached verdicts reused); "
+                     "a request still failing after the retries stops the run (CRAG's script counts it hallucinated)")
     else:
         lines.append("no judge: every prediction not settled by the rules counts as hallucinated, so accuracy and "
                      "score are lower bounds and hallucination an upper bound (exact-match only)")

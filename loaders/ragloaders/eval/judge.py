@@ -7,7 +7,13 @@ literals only; the file is never executed). The user message has the form CRAG's
 Replies are cached on disk, one JSON file per (model, system prompt, question, ground truth, prediction); a
 request that fails is retried a bounded number of times; an answer without a score of 0 or 1 is `None`
 (unparseable), which the caller counts as not correct and reports. The API key comes from an environment
-variable and is never printed.
+variable and is never printed; a redirect is never followed (it would carry the key to wherever it points), and a
+reply must arrive whole within the timeout (a server trickling bytes cannot hold a run forever).
+
+Verdicts are read in both official forms: CRAG's `local_evaluation.py` takes the last `{...}` of the reply and the
+digits after `"score":` in it (`{"score": 1}`; a quoted `"1"` is no score there, so none here); the KDD Cup 2024
+starter kit, whose `prompts/templates.py` asks for `{"Accuracy": "True"}`, reads the lower-cased reply as JSON and
+takes `accuracy` true or "true" as correct (false or "false" is not correct here; anything else unparseable).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 import time
 import urllib.error
@@ -31,6 +38,19 @@ TIMEOUT_SECONDS = 120
 TEMPLATE_CONSTANTS = ("INSTRUCTIONS", "IN_CONTEXT_EXAMPLES")
 MAX_REPLY_BYTES = 4 << 20
 """A reply larger than this is refused (a verdict is a few hundred bytes)."""
+MAX_CACHE_BYTES = 2 * MAX_REPLY_BYTES
+"""A cached entry holds one reply's content (JSON-escaped) and the model name."""
+READ_CHUNK = 64 << 10
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Redirects are answered, never followed: a followed one would send the Authorization header elsewhere."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001 - urllib's signature
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
 
 JUDGE_PROMPT = """You grade answers to questions. You get a question, its ground truth answer and a prediction.
 Take the ground truth as correct. Give "score" 1 when the prediction answers the question with what the ground
@@ -87,22 +107,42 @@ def user_message(question: str, ground_truth: str, prediction: str) -> str:
     return f"Question: {question}\n Ground truth: {ground_truth}\n Prediction: {prediction}\n"
 
 
-_SCORE = re.compile(r'"score"\s*:\s*"?(\d+)"?')
+_SCORE = re.compile(r'"score"\s*:\s*(\d+)')
+ACCURACY = {True: True, "true": True, False: False, "false": False}
+"""The starter kit's `accuracy` values (of the lower-cased reply) and what they mean."""
+
+
+def _json(text: str) -> object:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):  # a hostile reply nested deeper than the parser goes is no verdict
+        return None
+
+
+def last_block(text: str) -> str | None:
+    """The last match of CRAG's `re.findall(r"{([^}]*)}", ...)` (with its braces), found in linear time: each match
+    runs from the first "{" after the previous one to the next "}"."""
+    block, at = None, 0
+    while (start := text.find("{", at)) != -1 and (end := text.find("}", start)) != -1:
+        block, at = text[start:end + 1], end + 1
+    return block
 
 
 def parse_verdict(content: str) -> tuple[bool | None, str]:
-    """(correct, explanation) from a reply: a JSON object whose `score` is 0 or 1, else the last `{...}` in the
-    text holding `"score": 0|1` (as CRAG's parser looks); None when there is no such score."""
-    try:
-        data = json.loads(content)
-    except ValueError:
-        data = None
-    if isinstance(data, dict) and data.get("score") in (0, 1, "0", "1") and not isinstance(data["score"], bool):
-        return int(data["score"]) == 1, str(data.get("explanation", ""))
-    blocks = re.findall(r"{[^{}]*}", content)
-    match = _SCORE.search(blocks[-1]) if blocks else None
-    if match and match.group(1) in ("0", "1"):
-        return match.group(1) == "1", blocks[-1]
+    """(correct, explanation) from a reply in either official form (see the module docstring); None when it holds
+    neither a score of 0 or 1 nor an accuracy of true or false."""
+    block = last_block(content)
+    match = _SCORE.search(block) if block else None
+    score = (match.group(1).lstrip("0") or "0") if match else None  # its value as int() reads it, without int()
+    if score in ("0", "1"):
+        data = _json(content)
+        explanation = str(data.get("explanation", "")) if isinstance(data, dict) else block
+        return score == "1", explanation
+    data = _json(content.lower())
+    if isinstance(data, dict):
+        accuracy = data.get("accuracy")
+        if isinstance(accuracy, (bool, str)) and accuracy in ACCURACY:
+            return ACCURACY[accuracy], content
     return None, content
 
 
@@ -132,25 +172,42 @@ class Judge:
         """The judge's verdict on one (question, ground truth, prediction); the reply comes from the cache when it
         holds one (a reply is cached as given, parsed or not: the same request at temperature 0 is not repeated)."""
         path = self._cache_path(question, ground_truth, prediction)
-        try:
-            with open(path, encoding="utf-8") as f:
-                content = json.load(f)["reply"]
-            if not isinstance(content, str):
-                raise TypeError(content)
+        content = self._cached(path)
+        if content is not None:
             self.cache_hits += 1
             return JudgeVerdict(*parse_verdict(content), cached=True)
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
         content = self._ask(user_message(question, ground_truth, prediction))
         self._store(path, {"model": self.model, "reply": content})
         return JudgeVerdict(*parse_verdict(content), cached=False)
 
+    @staticmethod
+    def _cached(path: str) -> str | None:
+        """The reply cached at `path`, or None when there is none we wrote: a file edited into anything else (not
+        a regular file, larger than a reply can be, not our JSON) is asked again and replaced."""
+        try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                return None
+            with open(path, "rb") as f:
+                raw = f.read(MAX_CACHE_BYTES + 1)
+        except OSError:
+            return None
+        try:
+            data = _json(raw.decode("utf-8")) if len(raw) <= MAX_CACHE_BYTES else None
+        except UnicodeDecodeError:
+            return None
+        content = data.get("reply") if isinstance(data, dict) else None
+        return content if isinstance(content, str) else None
+
     def _store(self, path: str, value: dict) -> None:
         os.makedirs(self.cache_dir, exist_ok=True)
         handle, partial = tempfile.mkstemp(dir=self.cache_dir, suffix=".incomplete")
-        with os.fdopen(handle, "w", encoding="utf-8") as f:
-            json.dump(value, f, ensure_ascii=False)
-        os.replace(partial, path)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as f:
+                json.dump(value, f, ensure_ascii=False)
+            os.replace(partial, path)
+        finally:
+            if os.path.lexists(partial):
+                os.unlink(partial)
 
     def _ask(self, user: str) -> str:
         body = json.dumps({
@@ -167,8 +224,8 @@ class Judge:
             self.requests += 1
             request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    raw = response.read(MAX_REPLY_BYTES + 1)
+                with _OPENER.open(request, timeout=self.timeout) as response:
+                    raw = _read_by(response, time.monotonic() + self.timeout)
                 if len(raw) > MAX_REPLY_BYTES:
                     raise JudgeError(f"judge {self.describe()}: a reply larger than {MAX_REPLY_BYTES:,} bytes")
                 reply = json.loads(raw)
@@ -177,7 +234,10 @@ class Judge:
                     raise TypeError(content)
                 return content
             except urllib.error.HTTPError as e:
-                problem = f"HTTP {e.code} {e.reason}"
+                if 300 <= e.code < 400:
+                    raise JudgeError(f"judge {self.describe()}: answered with a redirect (HTTP {e.code}), which is "
+                                     "not followed; give the endpoint's own URL") from None
+                problem = f"HTTP {e.code} {_one_line(e.reason)}"
                 if e.code not in RETRY_STATUS:
                     break
             except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
@@ -185,4 +245,27 @@ class Judge:
             except (ValueError, KeyError, IndexError, TypeError):
                 raise JudgeError(f"judge {self.describe()}: the reply is not a chat completion "
                                  "(choices[0].message.content)") from None
-        raise JudgeError(f"judge {self.describe()}: {problem} after {attempt + 1} request(s)")
+        raise JudgeError(f"judge {self.describe()}: {self._without_key(problem)} after {attempt + 1} request(s)")
+
+    def _without_key(self, text: str) -> str:
+        """A server's words with the API key blanked (a hostile server may echo the Authorization header)."""
+        return text.replace(self.api_key, "<key>") if self.api_key else text
+
+
+def _read_by(response, deadline: float) -> bytes:  # noqa: ANN001 - an http.client.HTTPResponse
+    """The body, at most MAX_REPLY_BYTES + 1 bytes of it, read whole before `deadline` (else TimeoutError)."""
+    chunks, size = [], 0
+    while size <= MAX_REPLY_BYTES:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the reply did not arrive whole within the timeout")
+        chunk = response.read1(min(READ_CHUNK, MAX_REPLY_BYTES + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _one_line(text: object) -> str:
+    """A server's words on one line, shortened (the CLI prints errors in one line)."""
+    return " ".join(str(text).split())[:200]

@@ -1,0 +1,330 @@
+"""Adversarial checks of issue 24's scoring: a hostile judge endpoint (slow, redirecting, huge, rate limiting,
+odd verdicts), a hostile judge cache and odd predictions files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from ragloaders.core.errors import SourceError
+from ragloaders.eval import read_predictions
+from ragloaders.eval.judge import Judge, JudgeError, parse_verdict
+
+SECRET = "sk-adversary-DO-NOT-SEND-0815"
+
+
+def chat_reply(content: str) -> bytes:
+    return json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+
+
+class Hostile(BaseHTTPRequestHandler):
+    """An endpoint whose behaviour is `Hostile.mode`; every request is recorded with its Authorization header."""
+
+    mode = "ok"
+    target = ""
+    requests: list[dict] = []
+
+    def do_POST(self):  # noqa: N802 - http.server's naming
+        self._record()
+        mode = type(self).mode
+        if mode == "redirect":
+            self.send_response(302)
+            self.send_header("Location", type(self).target)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif mode == "echo":  # the reason phrase repeats the request's Authorization header
+            self.send_response(500, self.headers.get("Authorization"))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif mode == "429":
+            self.send_response(429)
+            self.send_header("Retry-After", "999999999")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif mode == "trickle":  # one byte every 0.2 s: each read is quick, the whole reply never ends in time
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            try:
+                for _ in range(30):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            except OSError:
+                pass
+        elif mode == "huge":
+            self.send_response(200)
+            self.send_header("Content-Length", str(10 << 20))
+            self.end_headers()
+            try:
+                chunk = b" " * (1 << 20)
+                for _ in range(10):
+                    self.wfile.write(chunk)
+            except OSError:
+                pass
+        else:
+            self._send(chat_reply('{"score": 1, "explanation": "fine"}'))
+
+    do_GET = do_POST  # noqa: N815 - a followed 302 arrives as a GET
+
+    def _record(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        type(self).requests.append({"server": self.server.server_address, "auth": self.headers.get("Authorization")})
+
+    def _send(self, body: bytes):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def hostile():
+    Hostile.mode, Hostile.target, Hostile.requests = "ok", "", []
+    servers = []
+    for host in ("127.0.0.1", "127.0.0.2"):  # two hosts: the second is where a redirect points
+        server = ThreadingHTTPServer((host, 0), Hostile)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        servers.append(server)
+    yield [f"http://{s.server_address[0]}:{s.server_address[1]}/v1" for s in servers]
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_redirect_is_not_followed_and_the_key_goes_nowhere_else(hostile, tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGLOADERS_JUDGE_API_KEY", SECRET)
+    Hostile.mode, Hostile.target = "redirect", hostile[1] + "/chat/completions"
+    judge = Judge(hostile[0], "m", str(tmp_path / "cache"), retries=2, retry_wait=0)
+    with pytest.raises(JudgeError, match="redirect") as error:
+        judge.verdict("q", "a", "b")
+    assert [r["server"][0] for r in Hostile.requests] == ["127.0.0.1"]  # the other host is never asked
+    assert SECRET not in str(error.value)
+
+
+def test_a_server_echoing_the_key_does_not_get_it_printed(hostile, tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGLOADERS_JUDGE_API_KEY", SECRET)
+    Hostile.mode = "echo"
+    judge = Judge(hostile[0], "m", str(tmp_path / "cache"), retries=0, retry_wait=0)
+    with pytest.raises(JudgeError, match="HTTP 500") as error:
+        judge.verdict("q", "a", "b")
+    assert Hostile.requests[0]["auth"] == f"Bearer {SECRET}" and SECRET not in str(error.value)
+
+
+def test_a_reply_that_trickles_in_is_cut_at_the_timeout(hostile, tmp_path):
+    Hostile.mode = "trickle"
+    judge = Judge(hostile[0], "m", str(tmp_path / "cache"), retries=1, retry_wait=0, timeout=0.5)
+    start = time.monotonic()
+    with pytest.raises(JudgeError, match="no answer"):
+        judge.verdict("q", "a", "b")
+    assert time.monotonic() - start < 3  # 2 requests of at most 0.5 s each (the server would take 6 s per reply)
+    assert len(Hostile.requests) == 2
+
+
+def test_rate_limits_are_retried_a_bounded_number_of_times_whatever_retry_after_says(hostile, tmp_path):
+    Hostile.mode = "429"
+    judge = Judge(hostile[0], "m", str(tmp_path / "cache"), retries=2, retry_wait=0)
+    start = time.monotonic()
+    with pytest.raises(JudgeError, match="HTTP 429.*after 3 request"):
+        judge.verdict("q", "a", "b")
+    assert time.monotonic() - start < 5 and len(Hostile.requests) == 3
+
+
+def test_a_huge_reply_is_refused(hostile, tmp_path):
+    Hostile.mode = "huge"
+    judge = Judge(hostile[0], "m", str(tmp_path / "cache"), retries=0, retry_wait=0)
+    with pytest.raises(JudgeError, match="larger than"):
+        judge.verdict("q", "a", "b")
+
+
+def cached_judge(tmp_path, url: str) -> tuple[Judge, str]:
+    """A judge and the cache file its verdict on ('q', 'a', 'b') would be kept in."""
+    judge = Judge(url, "m", str(tmp_path / "cache"), retries=0, retry_wait=0)
+    os.makedirs(judge.cache_dir, exist_ok=True)
+    return judge, judge._cache_path("q", "a", "b")
+
+
+def test_a_cache_file_edited_to_deeply_nested_json_is_asked_again(hostile, tmp_path):
+    judge, path = cached_judge(tmp_path, hostile[0])
+    with open(path, "w") as f:
+        f.write("[" * 200_000)
+    verdict = judge.verdict("q", "a", "b")
+    assert verdict.correct is True and not verdict.cached and len(Hostile.requests) == 1
+    assert json.loads(open(path).read())["reply"] == '{"score": 1, "explanation": "fine"}'
+
+
+_ENDLESS_CACHE = """
+import os, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from ragloaders.eval.judge import Judge
+judge = Judge(sys.argv[1], "m", sys.argv[2], retries=0, retry_wait=0)
+os.makedirs(judge.cache_dir, exist_ok=True)
+os.symlink("/dev/zero", judge._cache_path("q", "a", "b"))
+print(judge.verdict("q", "a", "b").correct)
+"""
+
+
+def test_a_cache_file_that_never_ends_is_read_only_so_far(hostile, tmp_path):
+    done = subprocess.run([sys.executable, "-c", _ENDLESS_CACHE, hostile[0], str(tmp_path / "cache")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.strip() == "True"
+
+
+@pytest.mark.parametrize("reply, correct", [
+    ('{"score": 1, "explanation": "ok"}', True),  # CRAG's local_evaluation.py form
+    ('{"score": 01}', True),  # its parser reads digits: int("01") is 1
+    ('{"score": ' + "0" * 5000 + "1}", True),
+    ('{"score": ' + "9" * 5000 + "}", None),  # more digits than int() converts: no score, no crash
+    ('{"score": "1"}', None),  # a quoted score is no match of its '"score"\\s*:\\s*(\\d+)'
+    ('{"Accuracy": "True"}', True),  # the KDD Cup starter kit's form (its templates.py asks for this)
+    ('{"accuracy": true}', True),
+    ('{"Accuracy": "False"}', False),
+    ('{"accuracy": "yes"}', None),
+    ("[1]", None),
+    ('"score"', None),
+])
+def test_parse_verdict_reads_both_official_forms_and_nothing_else(reply, correct):
+    assert parse_verdict(reply)[0] is correct
+
+
+def test_last_block_is_the_last_match_of_crags_findall():
+    import random
+    import re
+
+    from ragloaders.eval.judge import last_block
+
+    rng = random.Random(0)
+    for _ in range(5000):
+        text = "".join(rng.choice('{}a": 1') for _ in range(rng.randint(0, 30)))
+        matches = re.findall(r"{([^}]*)}", text)  # CRAG's local_evaluation.py parse_response
+        assert last_block(text) == ("{" + matches[-1] + "}" if matches else None), text
+
+
+def test_parse_verdict_takes_linear_time_on_a_reply_of_open_braces():
+    start = time.monotonic()
+    assert parse_verdict("{" * 200_000 + '{"score": 1}')[0] is True  # the last {...}, as CRAG's findall gives
+    assert parse_verdict("{" * 200_000)[0] is None
+    assert time.monotonic() - start < 1  # a regex that retries from every brace took minutes here
+
+
+# --- predictions files ---------------------------------------------------------------------------------------------
+
+
+def test_predictions_with_a_bom_odd_csv_and_parquet_lists(tmp_path):
+    jsonl = tmp_path / "p.jsonl"
+    jsonl.write_bytes(b"\xef\xbb\xbf" + json.dumps({"interaction_id": "a", "prediction": "x"}).encode() + b"\n")
+    assert read_predictions(jsonl) == {"a": "x"}
+    csv_path = tmp_path / "p.csv"
+    csv_path.write_bytes(b'\xef\xbb\xbfinteraction_id,prediction\r\n"a,1","line one\nline ""two"""\r\nb,\r\n')
+    assert read_predictions(csv_path) == {"a,1": 'line one\nline "two"', "b": ""}
+    ints = tmp_path / "ints.jsonl"
+    ints.write_text('{"interaction_id": 7, "prediction": "x"}\n')
+    with pytest.raises(SourceError, match=r"ints.jsonl.*line 1.*interaction_id.*string"):
+        read_predictions(ints)
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text('{"interaction_id": "a", "prediction": "x"}\n{"interaction_id": "a", "prediction": "y"}\n')
+    with pytest.raises(SourceError, match=r"line 2.*second prediction"):
+        read_predictions(twice)
+    listed = tmp_path / "list.parquet"
+    pq.write_table(pa.table({"interaction_id": ["a"], "prediction": [["x", "y"]]}), listed)
+    with pytest.raises(SourceError, match=r"list.parquet.*record 1.*prediction.*string"):
+        read_predictions(listed)
+
+
+
+# --- the 75-token trim of a huge prediction ------------------------------------------------------------------------
+
+
+def llama_like_tokenizer(path, *, join_words: bool = False) -> str:
+    """A tokenizer.json built as CRAG's Llama-2 one (BPE over the whole text, "▁" prepended and for spaces, byte
+    fallback); with join_words a merge that spans a word's end and the next space (CRAG's has none)."""
+    from tokenizers import Tokenizer, decoders, models, normalizers
+
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    pieces = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + ["\u2581", *letters]
+    merges = [("\u2581", "t"), ("\u2581t", "h"), ("h", "e"), ("\u2581th", "e"), ("\u2581", "\u2581"), ("a", "n"),
+              ("an", "d"), ("\u2581", "and")]
+    if join_words:
+        merges.append(("e", "\u2581"))
+    for left, right in merges:
+        pieces.append(left + right)
+    vocab = {piece: n for n, piece in enumerate(dict.fromkeys(pieces))}
+    tokenizer = Tokenizer(models.BPE(vocab, merges, unk_token="<unk>", byte_fallback=True))
+    tokenizer.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
+    tokenizer.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                           decoders.Strip(" ", 1, 0)])
+    tokenizer.add_special_tokens(["<s>", "</s>"])
+    tokenizer.save(str(path))
+    return str(path)
+
+
+def whole_text_trim(tokenizer_path: str, text: str) -> str:
+    """CRAG's trim computed on the whole text: encode, first 75 ids, decode (the tokenizers library alone)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(tokenizer_path)
+    return tokenizer.decode(tokenizer.encode(text, add_special_tokens=False).ids[:75], skip_special_tokens=False)
+
+
+def test_a_huge_prediction_is_trimmed_from_its_first_words_exactly(tmp_path):
+    pytest.importorskip("tokenizers")
+    from ragloaders.eval.crag_answers import Trimmer
+
+    path = llama_like_tokenizer(tmp_path / "tokenizer.json")
+    trim = Trimmer(path)
+    trim.FIRST_WINDOW = 40  # many cuts on short texts
+    rng = __import__("random").Random(4)
+    alphabet = ["the", "and", "a", "e", " ", "  ", "\n", "é", "漢", "🙂", "<s>", "</s>", "x"]
+    for size in (10, 900, 1100, 1500, 3000, 9000):
+        text = "".join(rng.choice(alphabet) for _ in range(size))
+        assert trim(text) == whole_text_trim(path, text), size
+    for text in ("x" * 5000 + " the" * 10, " " * 5000 + "and the", "漢" * 6000):
+        assert trim(text) == whole_text_trim(path, text)
+    trim.FIRST_WINDOW = Trimmer.FIRST_WINDOW
+    huge = "the and a " * 5_000_000  # 50 MB: tokenizing it whole takes minutes and gigabytes
+    start = time.monotonic()
+    assert trim(huge) == whole_text_trim(path, huge[:10_000])
+    assert time.monotonic() - start < 2
+    joining = Trimmer(llama_like_tokenizer(tmp_path / "joins.json", join_words=True))
+    text = "the " * 2000
+    assert joining(text) == whole_text_trim(str(tmp_path / "joins.json"), text)
+
+
+_WRITER = """
+import sys
+from ragloaders.eval.judge import Judge
+judge = Judge("http://127.0.0.1:9/v1", "m", sys.argv[1])
+path = judge._cache_path("q", "a", "b")
+print("ready", flush=True)
+for _ in range(300):
+    judge._store(path, {"model": "m", "reply": "A" * 50_000})
+"""
+
+
+def test_two_processes_writing_one_cache_entry_leave_it_whole(tmp_path):
+    judge, path = cached_judge(tmp_path, "http://127.0.0.1:9/v1")
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, judge.cache_dir], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline().strip() == "ready"
+    seen = set()
+    while writer.poll() is None:
+        judge._store(path, {"model": "m", "reply": "B" * 50_000})
+        seen.add(judge._cached(path))
+    assert writer.wait() == 0
+    assert seen <= {"A" * 50_000, "B" * 50_000} and judge._cached(path) in seen | {"A" * 50_000}
+    assert sorted(os.listdir(judge.cache_dir)) == [os.path.basename(path)]  # no partial file left behind
