@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 from ..api import builder, configs_of, registry
 from ..benchmarks import benchmark_of
 from ..core.facts import KnownDefect, PublishedCounts
+from ..core.repository import require_own_data_files
 from .cached_split import CachedSplit
 from .card_yaml import check_card
 from .provenance import files_read, published_of, source_report
@@ -336,6 +337,8 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None) ->
     configs = datasets.get_dataset_config_names(repository)
     if not configs:
         raise ValueError(f"{repository}: no configs (not a dataset folder or repository)")
+    for config in configs:
+        require_own_data_files(repository, config)
     loaded = {config: datasets.load_dataset(repository, config, cache_dir=cache_dir) for config in configs}
     plan = plan_for_repository(repository, loaded, built_from_card(card), declared_files(repository, card))
     return inspect(plan, loaded)
