@@ -55,10 +55,15 @@ def group_members(path: str) -> tuple[str, ...]:
 
 
 def is_benchmark_path(path: str) -> bool:
-    """Whether `path` names a benchmark path, a group path, or a misspelt one of a benchmark family (`beir/scifcat`):
-    anything else is a built folder or a hub repository (`ragloaders.core.repository`)."""
+    """Whether `path` names a benchmark path, a group path, or, when no folder of that name exists, a misspelt one of
+    a benchmark family (`beir/scifcat`): anything else is a built folder or a hub repository
+    (`ragloaders.core.repository`)."""
     name = normalized(path)
-    if name in registry() or name.split("/")[0] in {b.name for b in BENCHMARKS}:
+    if name in registry() or group_members(name):
+        return True
+    if os.path.isdir(os.path.expanduser(path)):  # a folder built as `beir/scifact-v2`: the folder, not a misspelling
+        return False
+    if name.split("/")[0] in {b.name for b in BENCHMARKS}:
         return True
     # a misspelt one-word path (`mmrg`) that is no folder here: "did you mean", not a hub lookup
     return "/" not in name and not os.path.exists(path) and bool(did_you_mean(name, list(registry())))
