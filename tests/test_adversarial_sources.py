@@ -184,3 +184,13 @@ def test_a_corpus_jsonl_that_is_no_file_is_not_called_missing(make, tmp_path):
         (tmp_path / "corpus.jsonl").symlink_to("/dev/zero")
     with pytest.raises(MissingSourceError, match="corpus.jsonl is not a regular file"):
         ragloaders.load("beir-format", "corpus", data_dir=str(tmp_path))
+
+
+def test_validate_calls_the_files_of_beir_format_the_users_own(tmp_path):
+    (tmp_path / "qrels").mkdir()
+    for name, data in (("corpus.jsonl", CORPUS), ("queries.jsonl", QUERIES), ("qrels/test.tsv", QRELS)):
+        (tmp_path / name).write_bytes(data)
+    code, out, _ = run("validate", "beir-format", "--data-dir", str(tmp_path))
+    sources = [line for line in out.splitlines() if line.startswith("source: ")]
+    assert code == 0 and len(sources) == 3
+    assert all("a file of your own data" in line and "official" not in line for line in sources), sources

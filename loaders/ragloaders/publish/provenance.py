@@ -51,6 +51,10 @@ def releases_of(path: str, default_counts: PublishedCounts) -> tuple[Release, ..
     return (Release(OFFICIAL, tuple(benchmark.card_facts(path).source_files), dict(default_counts)),)
 
 
+OWN_DATA_NOTE = "a file of your own data: nothing is published about it to compare"
+"""What a file read for a path of the user's own data (`CardFacts.own_data`, beir-format) is: not an unknown release."""
+
+
 def _identify(name: str, size: int, entries: list[tuple[Release, dict]], sums: dict[str, str]) -> dict:
     if not entries:
         return {"status": "unlisted", "release": None, "note": "not an official file name: its release is unknown"}
@@ -100,6 +104,7 @@ def source_report(path: str, read: dict[str, list[str]], release: str | None, de
     """
     releases = releases_of(path, default_counts)
     candidates = [r for r in releases if release in (None, r.name)] or list(releases)
+    own = {"note": OWN_DATA_NOTE} if benchmark_of(path).card_facts(path).own_data else {}
     files = []
     for location, configs in read.items():
         name = os.path.basename(location)
@@ -109,7 +114,7 @@ def source_report(path: str, read: dict[str, list[str]], release: str | None, de
                         | ({"sha256"} if sha256 else set()))
         sums = file_digests(location, wanted)
         files.append({"name": name, "path": location, "bytes": size, **sums, "configs": configs,
-                      **_identify(name, size, entries, sums)})
+                      **_identify(name, size, entries, sums), **own})
     identified = {f["release"] for f in files if f["status"] == "official"}
     chosen = next((r for r in candidates if r.name in identified), None) if len(identified) == 1 else None
     if chosen is None and len(candidates) == 1:

@@ -45,7 +45,8 @@ UNKNOWN = BeirLayout(PATH, (), JSON_TEXT, JSON_TEXT)
 def find_layout(data_dir: str | None) -> tuple[BeirLayout, SourceFiles]:
     """The layout of the user's folder or zip and its files; MissingSourceError naming the first file missing."""
     if not data_dir:
-        raise MissingSourceError(f"{PATH} reads your own files: pass data_dir, the folder (or zip) holding {LAYOUT}")
+        raise MissingSourceError(f"{PATH} reads your own files: pass data_dir (--data-dir), the folder (or zip) "
+                                 f"holding {LAYOUT}")
     location = os.path.abspath(os.path.expanduser(data_dir))
     files = SourceFiles(location, root=_zip_root(location) if os.path.isfile(location) else "")
     where = data_dir
