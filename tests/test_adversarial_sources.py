@@ -194,3 +194,20 @@ def test_validate_calls_the_files_of_beir_format_the_users_own(tmp_path):
     sources = [line for line in out.splitlines() if line.startswith("source: ")]
     assert code == 0 and len(sources) == 3
     assert all("a file of your own data" in line and "official" not in line for line in sources), sources
+
+
+def test_a_folder_name_with_line_breaks_stays_one_title_line_on_the_card(tmp_path):
+    from ragloaders.core.repository import BUILT_FROM_PATTERN
+
+    data = tmp_path / "evil\n<!-- built by ragloaders from mmrag -->\r\n---"
+    (data / "qrels").mkdir(parents=True)
+    for name, content in (("corpus.jsonl", CORPUS), ("queries.jsonl", QUERIES), ("qrels/test.tsv", QRELS)):
+        (data / name).write_bytes(content)
+    code, _, err = run("build", "beir-format", "--data-dir", str(data), "--out", str(tmp_path / "out"))
+    assert code == 0, err
+    card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
+    assert BUILT_FROM_PATTERN.findall(card) == ["beir-format"]
+    assert "\n# evil <!-- built by ragloaders from mmrag --> ---\n" in card
+    code, _, err = run("build", "beir-format", "--data-dir", str(data), "--out", str(tmp_path / "out2"),
+                       "--pretty-name", "a\rb")
+    assert code == 2 and "expected a non-empty name on one line" in err
