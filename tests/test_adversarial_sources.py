@@ -211,3 +211,28 @@ def test_a_folder_name_with_line_breaks_stays_one_title_line_on_the_card(tmp_pat
     code, _, err = run("build", "beir-format", "--data-dir", str(data), "--out", str(tmp_path / "out2"),
                        "--pretty-name", "a\rb")
     assert code == 2 and "expected a non-empty name on one line" in err
+
+
+class HalfAHub(Answer):
+    """Says the repository exists, then fails every download."""
+
+    def do_GET(self):  # noqa: N802
+        if self.path.rstrip("/") == "/api/datasets/org/name":
+            self.status, self.content_type = 200, "application/json"
+            body = b'{"id": "org/name", "sha": "' + b"0" * 40 + b'", "siblings": []}'
+        else:
+            self.status, self.content_type, body = 500, "text/plain", b"oops"
+        self.send_response(self.status)
+        self.send_header("Content-Type", self.content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_a_hub_that_fails_after_the_probe_is_one_line_with_the_remedies(endpoint, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    url = endpoint(HalfAHub)
+    code, out, err = run("validate", "org/name")
+    assert code == 2 and not out and err.count("\n") == 1, err
+    assert f"org/name: the hub at {url} failed while this dataset repository was downloaded" in err
+    assert "500" in err and "HF_HUB_OFFLINE=1" in err

@@ -189,8 +189,15 @@ def cached_snapshot(repo_id: str, *, offline: bool) -> str:
             raise HubError(f"{repo_id}: HF_HUB_OFFLINE is set and the hub cache ({constants.HF_HUB_CACHE}) holds no "
                            "copy of this dataset repository; unset HF_HUB_OFFLINE to download it, or pass a built "
                            "folder") from None
+    from huggingface_hub.errors import HfHubHTTPError
+
     probe_hub(repo_id)
-    return snapshot_download(repo_id, repo_type="dataset")
+    try:
+        return snapshot_download(repo_id, repo_type="dataset")
+    except (HfHubHTTPError, LocalEntryNotFoundError) as e:  # the hub answered the probe, then failed a download
+        cause = innermost_cause(e)
+        raise HubError(f"{repo_id}: the hub at {hub_endpoint()} failed while this dataset repository was downloaded "
+                       f"({cause}); {REMEDIES}", unreachable=cause) from None
 
 
 def open_repository(name: str) -> Repository:
