@@ -236,3 +236,12 @@ def test_a_hub_that_fails_after_the_probe_is_one_line_with_the_remedies(endpoint
     assert code == 2 and not out and err.count("\n") == 1, err
     assert f"org/name: the hub at {url} failed while this dataset repository was downloaded" in err
     assert "500" in err and "HF_HUB_OFFLINE=1" in err
+
+
+def test_push_of_a_folder_that_is_not_there_says_so_in_one_line(endpoint, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    endpoint(None)  # never asked: a hub that would hang
+    for name in ("org/name", "./gone"):
+        code, _, err = run("push", name, "--repo-id", "org/copy", "--dry-run")
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"{name}: no folder {name} in {tmp_path}" in err and "Errno" not in err
