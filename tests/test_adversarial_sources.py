@@ -245,3 +245,18 @@ def test_push_of_a_folder_that_is_not_there_says_so_in_one_line(endpoint, tmp_pa
         code, _, err = run("push", name, "--repo-id", "org/copy", "--dry-run")
         assert code == 2 and err.count("\n") == 1, err
         assert f"{name}: no folder {name} in {tmp_path}" in err and "Errno" not in err
+
+
+def test_load_of_a_folder_passes_on_every_keyword_it_accepts(tmp_path, monkeypatch):
+    import datasets
+
+    write_repository(str(tmp_path / "nf"), TABLES)
+    monkeypatch.chdir(tmp_path)
+    first = ragloaders.load("nf", "qrels", split="test", cache_dir=str(tmp_path / "c"))
+    again = ragloaders.load("nf", "qrels", split="test", cache_dir=str(tmp_path / "c"),
+                            download_mode="force_redownload", keep_in_memory=True)
+    assert again["corpus-id"] == first["corpus-id"] == ["d1"]
+    assert again.cache_files == [] and first.cache_files  # kept in memory, not memory-mapped from the cache
+    with pytest.raises(ValueError):  # datasets' own check: the keyword reached it
+        ragloaders.load("nf", "qrels", verification_mode="no-such-mode")
+    assert isinstance(first, datasets.Dataset)

@@ -205,8 +205,10 @@ def load(
         if data_dir:
             raise ValueError(f"{path}: data_dir is for a benchmark path, not for a built folder or repository")
         refuse_unknown_keywords("load", config_kwargs, [])
+        given = {"num_proc": num_proc, "download_mode": download_mode, "verification_mode": verification_mode,
+                 "keep_in_memory": keep_in_memory, "storage_options": storage_options}
         return open_repository(path).load(config, split=split, streaming=streaming, cache_dir=cache_dir,
-                                          num_proc=num_proc)
+                                          **{name: value for name, value in given.items() if value is not None})
     path = normalized(path)
     parameters = list(_builder_class(path).BUILDER_PARAMETERS)
     refuse_unknown_keywords("load", config_kwargs, [*LOAD_KEYWORDS, *parameters])
