@@ -173,7 +173,7 @@ def test_validate_names_every_file_read_as_the_users_own_with_no_release(folder,
     sources = [line for line in text.splitlines() if line.startswith("source: ")]
     assert sorted(line.split(" ", 2)[1] for line in sources) == ["corpus.jsonl", "held_out.tsv", "queries.jsonl",
                                                                   "test.tsv"]
-    assert all(line.endswith("): a file of the builder's own data (no publisher, so no release)") for line in sources)
+    assert all(line.endswith("): a file of your own data (no publisher, so no release)") for line in sources)
     assert "release is unknown" not in text and "official" not in text and "release:" not in text
     assert cli_main(["validate", PATH, "--json", *where]) == 0
     source = json.loads(capsys.readouterr().out)["source"]

@@ -55,10 +55,15 @@ def group_members(path: str) -> tuple[str, ...]:
 
 
 def is_benchmark_path(path: str) -> bool:
-    """Whether `path` names a benchmark path, a group path, or a misspelt one of a benchmark family (`beir/scifcat`):
-    anything else is a built folder or a hub repository (`ragloaders.core.repository`)."""
+    """Whether `path` names a benchmark path, a group path, or, when no folder of that name exists, a misspelt one of
+    a benchmark family (`beir/scifcat`): anything else is a built folder or a hub repository
+    (`ragloaders.core.repository`)."""
     name = normalized(path)
-    if name in registry() or name.split("/")[0] in {b.name for b in BENCHMARKS}:
+    if name in registry() or group_members(name):
+        return True
+    if os.path.isdir(os.path.expanduser(path)):  # a folder built as `beir/scifact-v2`: the folder, not a misspelling
+        return False
+    if name.split("/")[0] in {b.name for b in BENCHMARKS}:
         return True
     # a misspelt one-word path (`mmrg`) that is no folder here: "did you mean", not a hub lookup
     return "/" not in name and not os.path.exists(path) and bool(did_you_mean(name, list(registry())))
@@ -200,8 +205,10 @@ def load(
         if data_dir:
             raise ValueError(f"{path}: data_dir is for a benchmark path, not for a built folder or repository")
         refuse_unknown_keywords("load", config_kwargs, [])
+        given = {"num_proc": num_proc, "download_mode": download_mode, "verification_mode": verification_mode,
+                 "keep_in_memory": keep_in_memory, "storage_options": storage_options}
         return open_repository(path).load(config, split=split, streaming=streaming, cache_dir=cache_dir,
-                                          num_proc=num_proc)
+                                          **{name: value for name, value in given.items() if value is not None})
     path = normalized(path)
     parameters = list(_builder_class(path).BUILDER_PARAMETERS)
     refuse_unknown_keywords("load", config_kwargs, [*LOAD_KEYWORDS, *parameters])

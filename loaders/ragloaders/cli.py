@@ -152,7 +152,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         report = run_eval(args)
     except (ImportError, OSError) as e:  # the extra is missing; the run file or --out folder is not there
-        print(f"ragloaders: error: {e}", file=sys.stderr)
+        print(f"ragloaders: error: {' '.join(str(e).splitlines())}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(report.as_json(), indent=1, ensure_ascii=False))
@@ -171,7 +171,7 @@ def cmd_bm25(args: argparse.Namespace) -> int:
         result = bm25(args.path, out=args.out, split=args.split, top_k=args.top_k, data_dir=args.data_dir,
                       cache_dir=args.cache_dir, benchmark=args.benchmark)
     except (ImportError, OSError) as e:  # the extra is missing; the run file or --out folder is not there
-        print(f"ragloaders: error: {e}", file=sys.stderr)
+        print(f"ragloaders: error: {' '.join(str(e).splitlines())}", file=sys.stderr)
         return 2
     print(f"wrote {result.out}: {result.lines} lines for {result.queries} {result.split} queries, "
           f"{result.unranked} of which got no document (no word in common with any) "

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .card_yaml import check_card
-from .errors import MissingSourceError
+from .errors import MissingSourceError, SourceError
 
 BUILT_FROM = "<!-- built by ragloaders from {path} -->"
 """The last line of every card ragloaders writes (invisible when rendered): the benchmark path it was built from,
@@ -69,16 +69,24 @@ def probe_hub(repo_id: str, *, what: str = "dataset repository") -> int:
     """Ask the hub for the dataset repository `repo_id` once (PROBE_TIMEOUT_SECONDS, no retry); return the HTTP
     status (200 it exists; 401 / 404 it does not, or it is private and no token allows it). Raises HubError in one
     line when the hub cannot be reached."""
-    from huggingface_hub.utils import build_hf_headers, get_session
+    from huggingface_hub import get_token
+    from huggingface_hub.utils import get_session
 
     url = f"{hub_endpoint()}/api/datasets/{repo_id}"
+    token = get_token()  # not build_hf_headers: its user agent first asks the hub for a registry, for 3 s more
     try:  # with the token, if any: a private repository answers only to it
-        response = get_session().get(url, headers=build_hf_headers(), timeout=PROBE_TIMEOUT_SECONDS,
-                                     follow_redirects=True)
+        response = get_session().get(url, headers={"authorization": f"Bearer {token}"} if token else {},
+                                     timeout=PROBE_TIMEOUT_SECONDS, follow_redirects=True)
     except Exception as e:  # refused, DNS, timeout, TLS, proxy: each its own httpx type
         cause = innermost_cause(e)
         raise HubError(f"{repo_id}: cannot reach the hub at {hub_endpoint()} for this {what} ({cause}); {REMEDIES}",
                        unreachable=cause) from None
+    kind = response.headers.get("content-type", "").split(";")[0].strip()
+    if response.status_code >= 500 or (response.status_code == 200 and kind != "application/json"):
+        cause = f"it answered HTTP {response.status_code}" + ("" if kind == "application/json" else
+                                                              f" with {kind or 'no content type'}, not the hub's API")
+        raise HubError(f"{repo_id}: the hub at {hub_endpoint()} does not work for this {what} ({cause}); {REMEDIES}",
+                       unreachable=cause)
     return response.status_code
 
 
@@ -125,6 +133,7 @@ class Repository:
         configs = self.configs()
         if config not in configs:
             raise ValueError(f"{self.name} has no config {config!r}; its configs are {', '.join(configs)}")
+        require_own_data_files(self.location, config)
         return datasets.load_dataset(self.location, config, split=split, streaming=streaming, cache_dir=cache_dir,
                                      **kwargs)
 
@@ -144,6 +153,38 @@ class Repository:
         return found[-1] if found else None
 
 
+def require_own_data_files(location: str, config: str) -> None:
+    """SourceError naming the card when a config's data files, as `datasets` resolves the card's `configs:`, lie
+    outside the folder or repository `location` (`../`, an absolute path, another repository, a URL: a card chooses
+    what of its own is read, not what of the reader's), or when a split's declared files match none there (a partial
+    copy, as a hub cache left by an interrupted download)."""
+    import datasets
+
+    local = os.path.isdir(location)
+    card = os.path.join(location, CARD) if local else f"{location}/{CARD}"
+    offline = " (HF_HUB_OFFLINE is set: the hub cache holds part of this repository)" if hub_offline() else ""
+    try:
+        data_files = datasets.load_dataset_builder(location, config).config.data_files or {}
+    except FileNotFoundError as e:  # a file the card names exactly; its message also lists every extension known
+        missing = re.match(r"Unable to find ('[^']*')", str(e))
+        if missing is None:
+            raise
+        raise SourceError(card, f"config {config!r}: no file {missing.group(1)}, which the card declares"
+                                f"{offline}") from None
+    roots = {os.path.join(os.path.normpath(root), "") for root in (os.path.abspath(location),
+                                                                   os.path.realpath(location))}
+    for split, files in data_files.items():
+        if not files:
+            raise SourceError(card, f"config {config!r} split {split!r}: no file matches the data files the card "
+                                    f"declares{offline}")
+        for file in files:
+            inside = (any(os.path.normpath(file).startswith(root) for root in roots) if local else
+                      file.startswith(f"hf://datasets/{location}@") and "/../" not in file)
+            if not inside:
+                raise SourceError(card, f"config {config!r} split {split!r} reads {file}, outside {location}; "
+                                        "a card's data files must be inside its folder or repository (refused)")
+
+
 def cached_snapshot(repo_id: str, *, offline: bool) -> str:
     """The local folder of the dataset repository `repo_id` in the hub cache: downloaded (the hub was probed
     first), or, `offline`, the copy already there (HubError when there is none)."""
@@ -157,8 +198,15 @@ def cached_snapshot(repo_id: str, *, offline: bool) -> str:
             raise HubError(f"{repo_id}: HF_HUB_OFFLINE is set and the hub cache ({constants.HF_HUB_CACHE}) holds no "
                            "copy of this dataset repository; unset HF_HUB_OFFLINE to download it, or pass a built "
                            "folder") from None
+    from huggingface_hub.errors import HfHubHTTPError
+
     probe_hub(repo_id)
-    return snapshot_download(repo_id, repo_type="dataset")
+    try:
+        return snapshot_download(repo_id, repo_type="dataset")
+    except (HfHubHTTPError, LocalEntryNotFoundError) as e:  # the hub answered the probe, then failed a download
+        cause = innermost_cause(e)
+        raise HubError(f"{repo_id}: the hub at {hub_endpoint()} failed while this dataset repository was downloaded "
+                       f"({cause}); {REMEDIES}", unreachable=cause) from None
 
 
 def open_repository(name: str) -> Repository:

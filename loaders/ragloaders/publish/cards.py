@@ -53,7 +53,7 @@ class CardOptions:
         if self.license is not None and (not LICENSE_ID.fullmatch(self.license) or self.license == "other"):
             raise ValueError(f"--license {self.license!r}: expected a hub licence id such as cc-by-4.0 or apache-2.0 "
                              "(lower case; `other` needs a name and link: edit the card after building)")
-        if self.pretty_name is not None and (not self.pretty_name.strip() or "\n" in self.pretty_name):
+        if self.pretty_name is not None and (not self.pretty_name.strip() or len(self.pretty_name.splitlines()) > 1):
             raise ValueError(f"--pretty-name {self.pretty_name!r}: expected a non-empty name on one line")
 
     def given(self) -> dict[str, str]:
@@ -68,8 +68,10 @@ def check_options(path: str, options: CardOptions) -> None:
 
 
 def folder_name(data_dir: str | None) -> str:
-    """The name of the folder (or zip) read, without where it lies: a published card does not show local paths."""
-    return os.path.basename(os.path.abspath(os.path.expanduser(data_dir))) if data_dir else ""
+    """The name of the folder (or zip) read, without where it lies: a published card does not show local paths. On
+    one line: a line break in a folder's name would end the card's title and could start a line of its own there."""
+    name = os.path.basename(os.path.abspath(os.path.expanduser(data_dir))) if data_dir else ""
+    return " ".join(name.splitlines())
 
 
 def facts_for(benchmark: Benchmark, path: str, data_dir: str | None = None, options: CardOptions | None = None

@@ -26,7 +26,7 @@ from ..core.sources import file_digests
 
 OFFICIAL = "official"
 """The name of the one release of a benchmark that declares no releases (its card's official files)."""
-OWN_FILE = "a file of the builder's own data (no publisher, so no release)"
+OWN_FILE = "a file of your own data (no publisher, so no release)"
 """The note on each file a path of the user's own data read (`validate`'s source lines, the card's table)."""
 
 

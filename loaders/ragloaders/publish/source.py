@@ -4,9 +4,11 @@ ragloaders built, or a hub dataset repository in ragloaders' or mteb's layout (`
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 
 from ..api import group_members, is_benchmark_path
+from ..core.errors import MissingSourceError
 from ..core.repository import REMEDIES, HubError, hub_offline, open_repository, probe_hub
 from .output_folder import verify
 from .push import PushResult, check_repo_id, describe, plan, upload
@@ -56,6 +58,9 @@ def push_folder(folder: str, repo_id: str, *, private: bool = False, revision: s
     lists verifies (size and sha256) and the build was complete; only the files it lists are uploaded.
     `overwrite_foreign` as in `push.upload`."""
     check_repo_id(repo_id)
+    if not os.path.isdir(folder):
+        raise MissingSourceError(f"{folder}: no folder {folder} in {os.getcwd()}: push takes a benchmark path "
+                                 "(`ragloaders list`) or a folder `ragloaders build` wrote, not a hub repository")
     verdict = verify(folder)
     manifest = verdict.manifest
     if manifest is None:

@@ -37,6 +37,7 @@ from ..api import builder, configs_of, registry
 from ..benchmarks import benchmark_of
 from ..core.card_yaml import check_card
 from ..core.facts import KnownDefect, PublishedCounts
+from ..core.repository import require_own_data_files
 from .cached_split import CachedSplit
 from .provenance import files_read, published_of, source_report
 from .repository import README, built_from_card, card_text, declared_files
@@ -341,6 +342,8 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
     configs = datasets.get_dataset_config_names(repository)
     if not configs:
         raise ValueError(f"{repository}: no configs (not a dataset folder or repository)")
+    for config in configs:
+        require_own_data_files(repository, config)
     files = declared_files(repository, card)
     loaded, unloadable = {}, []
     for config in configs:

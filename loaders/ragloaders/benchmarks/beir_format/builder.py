@@ -25,13 +25,17 @@ LAYOUT = "corpus.jsonl, queries.jsonl and qrels/<split>.tsv"
 
 
 def _zip_root(location: str) -> str:
-    """The folder of a zip that holds corpus.jsonl: its top (""), or its one top folder that does."""
+    """The folder of a zip that holds corpus.jsonl: its top (""), or its one top folder that does (MissingSourceError
+    naming them when several do)."""
     with open_zip(location) as archive:
         names = archive.namelist()
     if CORPUS_FILE in names:
         return ""
     roots = sorted({name.split("/")[0] for name in names if name.count("/") == 1 and name.endswith("/" + CORPUS_FILE)})
-    return roots[0] if len(roots) == 1 else ""
+    if len(roots) > 1:
+        raise MissingSourceError(f"{location}: {len(roots)} top folders hold a {CORPUS_FILE} ({', '.join(roots)}); "
+                                 "a zip holds one dataset: zip one folder, or pass the extracted folder")
+    return roots[0] if roots else ""
 
 
 UNKNOWN = BeirLayout(PATH, (), JSON_TEXT, JSON_TEXT)
@@ -41,13 +45,16 @@ UNKNOWN = BeirLayout(PATH, (), JSON_TEXT, JSON_TEXT)
 def find_layout(data_dir: str | None) -> tuple[BeirLayout, SourceFiles]:
     """The layout of the user's folder or zip and its files; MissingSourceError naming the first file missing."""
     if not data_dir:
-        raise MissingSourceError(f"{PATH} reads your own files: pass data_dir, the folder (or zip) holding {LAYOUT}")
+        raise MissingSourceError(f"{PATH} reads your own files: pass data_dir (--data-dir), the folder (or zip) "
+                                 f"holding {LAYOUT}")
     location = os.path.abspath(os.path.expanduser(data_dir))
     files = SourceFiles(location, root=_zip_root(location) if os.path.isfile(location) else "")
     where = data_dir
     for name in (CORPUS_FILE, QUERIES_FILE):
         if not files.exists(name):
-            raise MissingSourceError(f"{where}: not in BEIR's layout: {name} is missing (expected {LAYOUT})")
+            found = not files.is_zip and os.path.lexists(files.display(name))
+            raise MissingSourceError(f"{where}: not in BEIR's layout: {name} is "
+                                     f"{'not a regular file' if found else 'missing'} (expected {LAYOUT})")
     found = [name[: -len(".tsv")] for name in files.files_in(QRELS_FOLDER) if name.endswith(".tsv")]
     if not found:
         raise MissingSourceError(f"{where}: not in BEIR's layout: no {QRELS_FOLDER}/<split>.tsv file (expected "

@@ -1,0 +1,262 @@
+"""A SOURCE as an attacker or a careless user gives it: a card whose data files lie outside its folder, a partial
+hub cache, a hub that hangs or answers what no hub does, a built folder named like a benchmark path, and zips and
+folders in BEIR's layout that are not quite one."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import socket
+import threading
+import time
+import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import ragloaders
+from mteb_layout import beir_tables, write_repository
+from ragloaders import cli
+from ragloaders.core.errors import MissingSourceError, SourceError
+from ragloaders.core.repository import HubError, open_repository
+
+TABLES = beir_tables([("d1", "a document"), ("d2", "another")], [("q1", "a query")],
+                     {"test": [("q1", "d1", 1)], "dev": [("q1", "d2", 1)]})
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def declare(folder: Path, old: str, new: str) -> None:
+    card = folder / "README.md"
+    text = card.read_text(encoding="utf-8")
+    assert old in text
+    card.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+@pytest.mark.parametrize("declared", ["../outside/secret.parquet", "{outside}/secret.parquet"])
+def test_a_card_cannot_make_load_or_validate_read_outside_its_folder(declared, tmp_path, monkeypatch):
+    outside = tmp_path / "outside"
+    write_repository(str(outside / "repo"), {"qrels": TABLES["qrels"]})
+    (outside / "repo" / "qrels" / "test-00000-of-00001.parquet").rename(outside / "secret.parquet")
+    folder = Path(write_repository(str(tmp_path / "nf"), TABLES))
+    declare(folder, "path: qrels/test-00000-of-00001.parquet", "path: " + declared.format(outside=outside))
+    monkeypatch.chdir(tmp_path)  # `../outside` is a sibling of the folder, as `{outside}` is
+    with pytest.raises(SourceError, match="outside nf; a card's data files must be inside"):
+        ragloaders.load("nf", "qrels")
+    code, _, err = run("validate", "nf")
+    assert code == 2 and "secret.parquet, outside nf" in err and err.count("\n") == 1
+    assert ragloaders.load("nf", "corpus")["corpus"].num_rows == 2  # the configs that stay inside still load
+
+
+@pytest.mark.parametrize(("declared", "said"), [("qrels/test-00000-of-00001.parquet", "no file '"),
+                                               ("qrels/test-*.parquet", "split 'test': no file matches")])
+def test_a_partial_hub_cache_offline_says_which_split_has_no_file(declared, said, tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    snapshot = tmp_path / "hub" / "datasets--org--nf" / "snapshots" / ("0" * 40)
+    write_repository(str(snapshot), TABLES)
+    declare(snapshot, "path: qrels/test-00000-of-00001.parquet", "path: " + declared)  # ragloaders' cards: globs
+    (snapshot / "qrels" / "test-00000-of-00001.parquet").unlink()  # a download interrupted before this file
+    (snapshot.parent.parent / "refs").mkdir()
+    (snapshot.parent.parent / "refs" / "main").write_text("0" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run("validate", "org/nf")
+    assert code == 2 and err.count("\n") == 1
+    assert "config 'qrels'" in err and said in err and "HF_HUB_OFFLINE is set" in err
+
+
+def test_a_built_folder_named_like_a_benchmark_path_is_the_folder(tmp_path, monkeypatch):
+    write_repository(str(tmp_path / "beir" / "nf-v2"), TABLES)
+    monkeypatch.chdir(tmp_path)
+    assert ragloaders.load("beir/nf-v2", "qrels", split="test")["corpus-id"] == ["d1"]
+    code, out, _ = run("validate", "beir/nf-v2")
+    assert code == 0 and "qrels/test: 1 rows" in out
+    with pytest.raises(ValueError, match="unknown path 'beir/nfcorpuss'.*did you mean 'beir/nfcorpus'"):
+        ragloaders.load("beir/nfcorpuss", "qrels")  # no such folder: still a misspelt path
+
+
+# --- a hub that hangs, or answers what no hub answers -----------------------------------------------------------------
+
+
+class Answer(BaseHTTPRequestHandler):
+    status, content_type = 500, "text/html"
+
+    def do_GET(self):  # noqa: N802 - http.server's naming
+        body = b"<html><body>sign in to the network</body></html>"
+        self.send_response(self.status)
+        self.send_header("Content-Type", self.content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def endpoint(monkeypatch):
+    """Points huggingface_hub at `endpoint(handler or None)`: a server answering as `handler`, or, for None, one
+    that accepts connections and never answers."""
+    from huggingface_hub import constants
+    from huggingface_hub.utils import _detect_agent
+
+    closers = []
+
+    def start(handler: type[BaseHTTPRequestHandler] | None) -> str:
+        if handler is None:
+            listener = socket.socket()
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(8)  # the kernel completes each connection; nothing ever reads or answers
+            closers.append(listener.close)
+            port = listener.getsockname()[1]
+        else:
+            server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            closers.extend([server.server_close, server.shutdown])
+            port = server.server_port
+        url = f"http://127.0.0.1:{port}"
+        monkeypatch.setattr(constants, "ENDPOINT", url)
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(_detect_agent, "_registry", None)  # as in a fresh process: nothing fetched yet
+        monkeypatch.setattr(constants, "AGENT_HARNESSES_PATH", os.path.join(os.getcwd(), "no-registry.json"),
+                            raising=False)
+        return url
+
+    yield start
+    for close in reversed(closers):
+        close()
+
+
+def test_a_hub_that_never_answers_is_given_up_within_five_seconds(endpoint, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    url = endpoint(None)
+    start = time.monotonic()
+    with pytest.raises(HubError, match="cannot be reached") as raised:
+        open_repository("org/name")
+    assert time.monotonic() - start < 5, "one request of 3 s, nothing before it"
+    assert url in str(raised.value) and "HF_HUB_OFFLINE=1" in str(raised.value)
+
+
+@pytest.mark.parametrize(("status", "content_type"), [(500, "text/html"), (200, "text/html"), (502, "")])
+def test_a_hub_answering_an_error_or_a_web_page_is_one_line(status, content_type, endpoint, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    url = endpoint(type("Handler", (Answer,), {"status": status, "content_type": content_type}))
+    for command in (["validate", "org/name"], ["eval", "org/name", "--run", "x.trec"]):
+        start = time.monotonic()
+        code, out, err = run(*command)
+        assert code == 2 and not out and err.count("\n") == 1, err
+        assert f"hub at {url}" in err and f"answered HTTP {status}" in err and "HF_HUB_OFFLINE=1" in err
+        assert time.monotonic() - start < 5  # no retries
+
+
+# --- beir-format inputs that are almost BEIR's layout -----------------------------------------------------------------
+
+CORPUS, QUERIES = b'{"_id": "d1", "text": "x"}\n', b'{"_id": "q1", "text": "y"}\n'
+QRELS = b"query-id\tcorpus-id\tscore\nq1\td1\t1\n"
+
+
+def test_a_zip_with_two_datasets_names_both_top_folders(tmp_path):
+    archive = tmp_path / "two.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for top in ("a", "b"):
+            for name, data in (("corpus.jsonl", CORPUS), ("queries.jsonl", QUERIES), ("qrels/test.tsv", QRELS)):
+                zf.writestr(f"{top}/{name}", data)
+    with pytest.raises(MissingSourceError, match=r"2 top folders hold a corpus.jsonl \(a, b\)"):
+        ragloaders.load("beir-format", "corpus", data_dir=str(archive))
+
+
+@pytest.mark.parametrize("make", ["directory", "device"])
+def test_a_corpus_jsonl_that_is_no_file_is_not_called_missing(make, tmp_path):
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "queries.jsonl").write_bytes(QUERIES)
+    (tmp_path / "qrels" / "test.tsv").write_bytes(QRELS)
+    if make == "directory":
+        (tmp_path / "corpus.jsonl").mkdir()
+    else:
+        (tmp_path / "corpus.jsonl").symlink_to("/dev/zero")
+    with pytest.raises(MissingSourceError, match="corpus.jsonl is not a regular file"):
+        ragloaders.load("beir-format", "corpus", data_dir=str(tmp_path))
+
+
+def test_validate_calls_the_files_of_beir_format_the_users_own(tmp_path):
+    (tmp_path / "qrels").mkdir()
+    for name, data in (("corpus.jsonl", CORPUS), ("queries.jsonl", QUERIES), ("qrels/test.tsv", QRELS)):
+        (tmp_path / name).write_bytes(data)
+    code, out, _ = run("validate", "beir-format", "--data-dir", str(tmp_path))
+    sources = [line for line in out.splitlines() if line.startswith("source: ")]
+    assert code == 0 and len(sources) == 3
+    assert all("a file of your own data" in line and "official" not in line for line in sources), sources
+
+
+def test_a_folder_name_with_line_breaks_stays_one_title_line_on_the_card(tmp_path):
+    from ragloaders.core.repository import BUILT_FROM_PATTERN
+
+    data = tmp_path / "evil\n<!-- built by ragloaders from mmrag -->\r\n---"
+    (data / "qrels").mkdir(parents=True)
+    for name, content in (("corpus.jsonl", CORPUS), ("queries.jsonl", QUERIES), ("qrels/test.tsv", QRELS)):
+        (data / name).write_bytes(content)
+    code, _, err = run("build", "beir-format", "--data-dir", str(data), "--out", str(tmp_path / "out"))
+    assert code == 0, err
+    card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
+    assert BUILT_FROM_PATTERN.findall(card) == ["beir-format"]
+    assert "\n# evil <!-- built by ragloaders from mmrag --> ---\n" in card
+    code, _, err = run("build", "beir-format", "--data-dir", str(data), "--out", str(tmp_path / "out2"),
+                       "--pretty-name", "a\rb")
+    assert code == 2 and "expected a non-empty name on one line" in err
+
+
+class HalfAHub(Answer):
+    """Says the repository exists, then fails every download."""
+
+    def do_GET(self):  # noqa: N802
+        if self.path.rstrip("/") == "/api/datasets/org/name":
+            self.status, self.content_type = 200, "application/json"
+            body = b'{"id": "org/name", "sha": "' + b"0" * 40 + b'", "siblings": []}'
+        else:
+            self.status, self.content_type, body = 500, "text/plain", b"oops"
+        self.send_response(self.status)
+        self.send_header("Content-Type", self.content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_a_hub_that_fails_after_the_probe_is_one_line_with_the_remedies(endpoint, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    url = endpoint(HalfAHub)
+    code, out, err = run("validate", "org/name")
+    assert code == 2 and not out and err.count("\n") == 1, err
+    assert f"org/name: the hub at {url} failed while this dataset repository was downloaded" in err
+    assert "500" in err and "HF_HUB_OFFLINE=1" in err
+
+
+def test_push_of_a_folder_that_is_not_there_says_so_in_one_line(endpoint, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    endpoint(None)  # never asked: a hub that would hang
+    for name in ("org/name", "./gone"):
+        code, _, err = run("push", name, "--repo-id", "org/copy", "--dry-run")
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"{name}: no folder {name} in {tmp_path}" in err and "Errno" not in err
+
+
+def test_load_of_a_folder_passes_on_every_keyword_it_accepts(tmp_path, monkeypatch):
+    import datasets
+
+    write_repository(str(tmp_path / "nf"), TABLES)
+    monkeypatch.chdir(tmp_path)
+    first = ragloaders.load("nf", "qrels", split="test", cache_dir=str(tmp_path / "c"))
+    again = ragloaders.load("nf", "qrels", split="test", cache_dir=str(tmp_path / "c"),
+                            download_mode="force_redownload", keep_in_memory=True)
+    assert again["corpus-id"] == first["corpus-id"] == ["d1"]
+    assert again.cache_files == [] and first.cache_files  # kept in memory, not memory-mapped from the cache
+    with pytest.raises(ValueError):  # datasets' own check: the keyword reached it
+        ragloaders.load("nf", "qrels", verification_mode="no-such-mode")
+    assert isinstance(first, datasets.Dataset)
