@@ -2,8 +2,8 @@
 
 As the official server: the search ranks the keys themselves, split on whitespace and not normalised (so it is
 case-sensitive; the query is normalised), with BM25Okapi, and returns at most 10 records; by-id lookups take the
-last record holding that id (of records under a repeated key, the server sees only the key's last; here any
-record); `get_year_info` takes years 1990-2021 (Python's `int()` of the text) and looks up the
+last record holding that id (the build refuses a key given twice, so every record is one the server sees);
+`get_year_info` takes years 1990-2021 (Python's `int()` of the text) and looks up the
 text as given.
 
 A record is answered from its `record_json` column, parsed by `json.loads` as the server's `json.load` parsed the

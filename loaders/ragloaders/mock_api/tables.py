@@ -161,7 +161,8 @@ def open_tables(folder: str, cache_dir: str | None = None) -> Tables:
         absent = [column for column in columns if column not in table.column_names]
         if absent:
             raise SourceError(os.path.join(folder, config), f"config {config} has no column {absent[0]!r} "
-                              f"(its columns: {', '.join(table.column_names)}); expected {', '.join(columns)}")
+                              f"(its columns: {', '.join(table.column_names)}); expected {', '.join(columns)} "
+                              "(a build by an older ragloaders? build it again)")
         tables[config] = table
     return Tables(folder, tables, Store(os.path.join(converted, "indexes")))
 
