@@ -10,8 +10,10 @@ answer shows:
   fields out. `finance_get_market_capitalization` of a whole number stored as an integer comes back as a float.
   (Movie, person and year records, `movie_get_*`, are answered from each record's JSON text, `record_json`: the
   same keys in the same order, nulls, and integers vs floats as the official server's.)
-- a movie file holding NaN, Infinity or a number out of a float's range, which Python's `json.load` reads: the
-  official server starts (and fails, 500, on a call whose answer holds such a number); the build refuses the file.
+- a movie file holding NaN, Infinity or a number out of a float's range, which Python's `json.load` reads, or a
+  record whose field does not fit the typed column the build also writes (a float `budget` or `id`, a key inside a
+  cast, crew, genre or Oscar entry that the catalogue does not declare): the official server starts (and fails,
+  500, on a call whose answer holds a NaN); the build refuses the file, naming the member and the field.
 - `music_get_members` is `list(set(members))` in both, an order set by the string hash seed; the build keeps a set
   of members sorted, so the order can differ from the official server's even with the same PYTHONHASHSEED.
 - Grammy counts by artist (`music_grammy_get_*_by_artist`) match the name in each value written as text; a missing
