@@ -35,14 +35,52 @@ def _extend_open(root: Path) -> None:
             f.write("\n".join(lines) + "\n")
 
 
-def _extend_movie(root: Path) -> None:
-    path = root / "movie" / "movie_db.json"
-    movies = json.loads(path.read_text(encoding="utf-8"))
+ODD_OSCAR = {"winner": False, "film": None, "name": "Zoë Ünïcødé", "category": "ACTOR", "ceremony": 70,
+             "year_ceremony": 1998}
+"""An Oscar award with its keys in reverse order and an explicit null."""
+ODD_MOVIES = {
+    "odd order": {"crew": [{"id": 7, "job": "Director", "name": "Zoë"}], "title": "Odd Order", "rating": 7,
+                  "id": 990001, "cast": [{"order": 0, "character": None, "name": "Ünïcødé 🙂", "id": 5, "gender": 2}],
+                  "budget": None, "genres": [{"name": "Drama", "id": 18}], "release_date": "2001-01-01", "revenue": 0,
+                  "original_language": "fr", "original_title": "L’ordre étrange", "oscar_awards": [ODD_OSCAR]},
+    "null fields": {"title": None, "id": 990002, "rating": 7.0, "release_date": None, "genres": None, "crew": [],
+                    "cast": [{"name": "A", "id": 1}, {"id": 2, "name": "B", "character": "", "gender": None,
+                                                       "order": 1}]},
+    "absent fields": {"id": 990003},
+    "extra fields": {"zeta": None, "title": "Extra", "id": 990004, "rating": -0.0, "length": 1.0, "revenue": 2**62,
+                     "tags": [{"k": [1, 2.5, None, {"z": 1, "a": 2}], "": "empty key"}], "alpha": True},
+    "amélie 🙂 ünïcødé": {"title": "Amélie é 🙂 😀 \u2028", "id": 990005, "rating": 1e-7,
+                          "budget": 12345678901234},
+    "no id": {"title": "No Id", "rating": 5},
+}
+"""Movie records whose answers show what typed columns lose: keys out of the usual order (nested ones too), a key
+written null beside one absent, an integer in a float field (`rating` 7 and 7.0), undeclared fields, text beyond
+ASCII (raw in movie_db.json, which is written with ensure_ascii=False)."""
+ODD_PERSONS = {
+    "odd person": {"name": "Odd Person", "birthday": None, "id": 990010, "directed_movies": None, "acted_movies": [],
+                   "oscar_awards": [ODD_OSCAR, {"year_ceremony": 1999}]},
+    "zoë 🙂 person": {"oscar_awards": None, "name": "Zoë 🙂 \\ud800 is text", "id": 990011, "height": 1.8},
+    "nobody": {},
+}
+"""Person records likewise; the `\\ud800` text sends person_db.json to the exact (Python) JSON parser."""
+ODD_YEARS = {"1995": {"oscar_awards": None, "movie_list": []},
+             "1996": {"movie_list": [1], "extra": {"b": 1, "a": None}}, "2003": {}}
+
+
+def extend_movie(root: Path) -> None:
+    """Add to the movie files of `root`: keys that tie in the search, a repeated id, and the odd records above."""
+    folder = root / "movie"
+    movies = json.loads((folder / "movie_db.json").read_text(encoding="utf-8"))
     for i, key in enumerate(("twin peaks", "peaks twin", "Twin Peaks Upper", "the twin")):
         movies[key] = {"title": key.title(), "id": 900 + i, "release_date": "1990-04-08", "rating": 8.5 + i / 10,
                        "genres": [], "cast": [], "crew": []}
     movies["another rings 3"] = {"title": "Same id", "id": 14567, "rating": 1.5}
-    path.write_text(json.dumps(movies), encoding="utf-8")
+    movies.update(ODD_MOVIES)
+    (folder / "movie_db.json").write_text(json.dumps(movies, ensure_ascii=False), encoding="utf-8")
+    for name, odd in (("person_db.json", ODD_PERSONS), ("year_db.json", ODD_YEARS)):
+        records = json.loads((folder / name).read_text(encoding="utf-8"))
+        records.update(odd)
+        (folder / name).write_text(json.dumps(records), encoding="utf-8")
 
 
 def _extend_music(root: Path) -> None:
@@ -67,7 +105,7 @@ def write_parity_kg(root: Path) -> None:
     """Write the parity tests' cragkg folder under `root`."""
     write_cragkg(root, count=COUNT)
     _extend_open(root)
-    _extend_movie(root)
+    extend_movie(root)
     _extend_music(root)
 
 
@@ -95,7 +133,11 @@ def calls() -> list[tuple[str, dict]]:
               ["1990", "1991", "2021", "1989", "2022", "abc", "", " 1995", "01995", "1_995"]]
     for endpoint in ("get_movie_info_by_id", "get_person_info_by_id"):
         found += [(f"/movie/{endpoint}", {"query": q}) for q in
-                  [100, 14564, 14567, 115573, 2949449, 900, "100", 1.0, -1, 10**20, "x", 1.5, None, [1]]]
+                  [100, 14564, 14567, 115573, 2949449, 900, "100", 1.0, -1, 10**20, "x", 1.5, None, [1],
+                   *range(990001, 990006), 990010, 990011]]
+    found += [("/movie/get_year_info", {"query": year}) for year in ODD_YEARS]
+    found += [("/movie/get_movie_info", {"query": name}) for name in [*ODD_MOVIES, "amélie", "Odd", "fields"]]
+    found += [("/movie/get_person_info", {"query": name}) for name in [*ODD_PERSONS, "zoë", "person"]]
     for endpoint in ("get_artist_birth_place", "get_artist_birth_date", "get_members", "get_lifespan",
                      "get_artist_all_works", "grammy_get_award_count_by_artist", "grammy_get_award_date_by_artist",
                      "get_song_author", "get_song_release_country", "get_song_release_date",

@@ -79,6 +79,9 @@ def test_source_and_data_dir_are_exclusive(kg, built):
     (lambda folder: shutil.rmtree(folder / "music_grammy"), r"lacks the config\(s\) music_grammy"),
     (lambda folder: pq.write_table(pq.read_table(folder / "finance_info").drop_columns(["info"]),
                                    next((folder / "finance_info").glob("*.parquet"))), "has no column 'info'"),
+    (lambda folder: pq.write_table(pq.read_table(folder / "movie_persons").drop_columns(["record_json"]),
+                                   next((folder / "movie_persons").glob("*.parquet"))),
+     r"movie_persons has no column 'record_json' .* \(a build by an older ragloaders\? build it again\)"),
     (lambda folder: next((folder / "movie_years").glob("*.parquet")).write_bytes(b"PAR1 not parquet"),
      "not a readable Parquet file"),
 ])

@@ -22,11 +22,13 @@ import datasets
 import duckdb
 import pytest
 import ragloaders
+from mock_api_generated import ODD_MOVIES, extend_movie
 from mock_kg_generated import COMPANY_CUT, ODD_KEYS, sqlitedict_file, write_cragkg
 from ragloaders.benchmarks.crag_mock_kg import builder as mock_kg_builder
 from ragloaders.benchmarks.crag_mock_kg import catalogue as mock_kg_catalogue
 from ragloaders.benchmarks.crag_mock_kg import facts as mock_kg_facts
 from ragloaders.benchmarks.crag_mock_kg import sqlite as mock_kg_sqlite
+from ragloaders.benchmarks.crag_mock_kg.files import scan_json_text
 from ragloaders.cli import main as cli_main
 from ragloaders.core.errors import MissingSourceError, SourceError
 from ragloaders.publish.validate import integrity
@@ -206,6 +208,41 @@ def test_json_objects_keep_every_field(kg, tmp_path):
     assert movies["rings 1"]["oscar_awards"] is None and movies["rings 1"]["other"] is None
     persons = rows_by(load("movie_persons", root, tmp_path), "key")
     assert {f"person {i} {key}" for i, key in enumerate(ODD_KEYS)} <= set(persons)
+
+
+def test_record_json_keeps_each_movie_record_exactly(kg, tmp_path):
+    """record_json is each member's value as the file holds it: `json.loads` gives back the same keys in the same
+    order (nested too), nulls where written null and no key where none was, 7 vs 7.0, the same text; strict JSON.
+    movie_db.json goes through yajl, person_db.json (with `\\ud800` text) through the exact Python parser."""
+    def exact(value):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+    def refuse(constant):
+        raise AssertionError(f"{constant} is not strict JSON")
+
+    root, _ = kg
+    copy = domain_copy(root, tmp_path, "movie")
+    extend_movie(copy)
+    files = {"movie_movies": "movie_db.json", "movie_persons": "person_db.json", "movie_years": "year_db.json"}
+    surrogate_text = {config: scan_json_text(str(copy / "movie" / name))[1] for config, name in files.items()}
+    assert surrogate_text == {"movie_movies": False, "movie_persons": True, "movie_years": False}
+    for config, name in files.items():
+        source = json.loads((copy / "movie" / name).read_text(encoding="utf-8"))
+        rows = load(config, copy, tmp_path / config)
+        assert rows.features["record_json"] == datasets.Value("large_string")
+        key = mock_kg_catalogue.BY_CONFIG[config].key[0]
+        assert [row[key] for row in rows] == list(source)
+        for row in rows:
+            assert row["record_json"] == exact(source[row[key]]), (config, row[key])
+            assert exact(json.loads(row["record_json"], parse_constant=refuse)) == exact(source[row[key]])
+        typed = rows_by(rows, key)
+        if config == "movie_movies":  # the typed columns beside it are kept (and lose what record_json keeps)
+            assert typed["odd order"]["rating"] == 7.0 and typed["odd order"]["budget"] is None
+            assert typed["null fields"]["cast"][0]["character"] is None
+    assert '"rating":7,' in exact(ODD_MOVIES["odd order"]) and '"budget":null' in exact(ODD_MOVIES["odd order"])
+    (copy / "movie" / "movie_db.json").write_text('{"a": {"title": "A", "rating": NaN}}')
+    with pytest.raises(SourceError, match="invalid or truncated JSON after member 0"):  # json.load reads NaN
+        load("movie_movies", copy, tmp_path / "nan")
 
 
 def test_pickled_dicts(kg, tmp_path):

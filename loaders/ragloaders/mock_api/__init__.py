@@ -6,10 +6,14 @@ run it on generated files and compare every endpoint's JSON with ours (tests/tes
 the same answer to every call the official server answers, except where the build's tables do not keep what the
 answer shows:
 
-- a movie, person or year record (`movie_get_*`): the tables keep neither the order of a record's keys nor whether
-  a null field was absent or null, nor an integer in a float field (`rating` 6 comes back as 6.0); ours leaves null
-  fields out and orders keys as CRAG's example outputs do (movie.KEY_ORDER). Open-KG entities likewise drop null
-  fields. `finance_get_market_capitalization` of a whole number stored as an integer comes back as a float.
+- an open-KG entity (`open_*`): the table does not keep whether a null field was absent or null; ours leaves null
+  fields out. `finance_get_market_capitalization` of a whole number stored as an integer comes back as a float.
+  (Movie, person and year records, `movie_get_*`, are answered from each record's JSON text, `record_json`: the
+  same keys in the same order, nulls, and integers vs floats as the official server's.)
+- a movie file holding NaN, Infinity or a number out of a float's range, which Python's `json.load` reads, or a
+  record whose field does not fit the typed column the build also writes (a float `budget` or `id`, a key inside a
+  cast, crew, genre or Oscar entry that the catalogue does not declare): the official server starts (and fails,
+  500, on a call whose answer holds a NaN); the build refuses the file, naming the member and the field.
 - `music_get_members` is `list(set(members))` in both, an order set by the string hash seed; the build keeps a set
   of members sorted, so the order can differ from the official server's even with the same PYTHONHASHSEED.
 - Grammy counts by artist (`music_grammy_get_*_by_artist`) match the name in each value written as text; a missing

@@ -2,41 +2,37 @@
 
 As the official server: the search ranks the keys themselves, split on whitespace and not normalised (so it is
 case-sensitive; the query is normalised), with BM25Okapi, and returns at most 10 records; by-id lookups take the
-last record holding that id (of records under a repeated key, the server sees only the key's last; here any
-record); `get_year_info` takes years 1990-2021 (Python's `int()` of the text) and looks up the
+last record holding that id (the build refuses a key given twice, so every record is one the server sees);
+`get_year_info` takes years 1990-2021 (Python's `int()` of the text) and looks up the
 text as given.
+
+A record is answered from its `record_json` column, parsed by `json.loads` as the server's `json.load` parsed the
+file: the same keys in the same order, the same nulls, the same integers and floats. (The build refuses NaN,
+Infinity and out-of-range numbers in these files, so no answer holds one.)
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from .rows import keyed, record, row
+from .rows import cell, keyed
 from .search import OkapiIndex, okapi_arrays
 from .tables import Tables
 
 FIRST_YEAR, LAST_YEAR = 1990, 2021
-KEY_ORDER = {
-    "movie_movies": {"": ("budget", "genres", "id", "original_language", "original_title", "release_date", "revenue",
-                          "title", "rating", "cast", "crew", "oscar_awards"),
-                     "cast": ("gender", "id", "name", "character", "order"), "crew": ("name", "job", "id")},
-    "movie_persons": {"": ("acted_movies", "directed_movies", "id", "oscar_awards", "birthday", "name")},
-    "movie_years": {"": ("movie_list", "oscar_awards")},
-}
-"""The order of a record's keys in CRAG's movie JSON as its example outputs show them (the table does not keep it);
-keys not listed follow in the table's order."""
+RECORD_JSON = "record_json"
 
 
 class _Records:
     """One JSON object of the source (a table keyed by `key`): its records by key, by id, and its search."""
 
-    def __init__(self, tables: Tables, config: str, key: str, order: dict[str, tuple[str, ...]], *,
-                 searchable: bool = True):
+    def __init__(self, tables: Tables, config: str, key: str, *, searchable: bool = True):
         self.table, self.keys = keyed(tables, config, key)
-        self.key, self.order = key, order
+        self.key = key
         self.ids = keyed(tables, config, "id")[1] if "id" in self.table.column_names else None
         self.index = None
         if searchable:
@@ -53,8 +49,9 @@ class _Records:
         doc_rows = [last.get(" ".join(key.split()), last[key]) for key in keys]
         return {**okapi_arrays([key.split() for key in keys]), "doc_rows": np.asarray(doc_rows, dtype=np.int64)}
 
-    def record(self, index: int) -> dict[str, Any]:
-        return record(row(self.table, index), (self.key,), order=self.order)
+    def record(self, index: int) -> Any:
+        """The source's record at row `index`, as `json.load` of the file gave it."""
+        return json.loads(cell(self.table, RECORD_JSON, index))
 
     def search(self, query: str) -> list[dict[str, Any]]:
         assert self.index is not None
@@ -71,9 +68,9 @@ class _Records:
 
 class MovieDomain:
     def __init__(self, tables: Tables):
-        self.movies = _Records(tables, "movie_movies", "key", KEY_ORDER["movie_movies"])
-        self.persons = _Records(tables, "movie_persons", "key", KEY_ORDER["movie_persons"])
-        self.years = _Records(tables, "movie_years", "year", KEY_ORDER["movie_years"], searchable=False)
+        self.movies = _Records(tables, "movie_movies", "key")
+        self.persons = _Records(tables, "movie_persons", "key")
+        self.years = _Records(tables, "movie_years", "year", searchable=False)
 
     def get_person_info(self, person_name: str) -> list[dict[str, Any]]:
         return self.persons.search(person_name)

@@ -37,38 +37,30 @@ def cell(table: pa.Table, column: str, index: int) -> Any:
     return table.column(column)[index].as_py()
 
 
-def record(values: dict[str, Any], key_columns: tuple[str, ...], *, json_fields: tuple[str, ...] = (),
-           order: dict[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
+def record(values: dict[str, Any], key_columns: tuple[str, ...], *,
+           json_fields: tuple[str, ...] = ()) -> dict[str, Any]:
     """A row of a record table (mock_kg's `Record` with `other`) as the source's dict: the declared fields that are
     not null (`json_fields` parsed from their JSON text), then the undeclared ones kept in `other` (JSON text).
 
     The table keeps neither the order of a record's keys nor whether a null field was absent or null: keys come in
-    `order[""]` (then the table's order), nested records' keys in `order[field]`, and null fields are left out."""
-    order = order or {}
+    the table's order, and null fields are left out."""
     found = {}
     for name, value in values.items():
         if name in key_columns or name == OTHER or value is None:
             continue
-        found[name] = json.loads(value) if name in json_fields else _without_nulls(value, order.get(name, ()))
+        found[name] = json.loads(value) if name in json_fields else _without_nulls(value)
     other = values.get(OTHER)
     if other is not None:
         found.update(json.loads(other))
-    return _ordered(found, order.get("", ()))
+    return found
 
 
-def _ordered(mapping: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
-    if not order:
-        return mapping
-    first = {name: mapping[name] for name in order if name in mapping}
-    return {**first, **{name: value for name, value in mapping.items() if name not in first}}
-
-
-def _without_nulls(value: Any, order: tuple[str, ...] = ()) -> Any:
-    """Nested records (structs) with their null fields left out, keys in `order` first."""
+def _without_nulls(value: Any) -> Any:
+    """Nested records (structs) with their null fields left out."""
     if isinstance(value, dict):
-        return _ordered({name: item for name, item in value.items() if item is not None}, order)
+        return {name: item for name, item in value.items() if item is not None}
     if isinstance(value, list):
-        return [_without_nulls(item, order) for item in value]
+        return [_without_nulls(item) for item in value]
     return value
 
 

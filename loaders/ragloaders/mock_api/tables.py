@@ -33,9 +33,9 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "finance_dividend": ("ticker", "dividends"),
     "finance_marketcap": ("ticker", "market_cap"),
     "finance_info": ("ticker", "info"),
-    "movie_movies": ("key", "id", "other"),
-    "movie_persons": ("key", "id", "other"),
-    "movie_years": ("year", "other"),
+    "movie_movies": ("key", "id", "record_json"),
+    "movie_persons": ("key", "id", "record_json"),
+    "movie_years": ("year", "record_json"),
     "music_artists": ("artist", "country", "birth_date", "end_date", "members"),
     "music_songs": ("song", "author", "country", "date"),
     "music_artist_works": ("artist", "works"),
@@ -161,7 +161,8 @@ def open_tables(folder: str, cache_dir: str | None = None) -> Tables:
         absent = [column for column in columns if column not in table.column_names]
         if absent:
             raise SourceError(os.path.join(folder, config), f"config {config} has no column {absent[0]!r} "
-                              f"(its columns: {', '.join(table.column_names)}); expected {', '.join(columns)}")
+                              f"(its columns: {', '.join(table.column_names)}); expected {', '.join(columns)} "
+                              "(a build by an older ragloaders? build it again)")
         tables[config] = table
     return Tables(folder, tables, Store(os.path.join(converted, "indexes")))
 

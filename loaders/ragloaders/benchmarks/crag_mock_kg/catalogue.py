@@ -24,6 +24,15 @@ Where the shape was derived from (facebookresearch/CRAG, `mock_api/`):
 
 Record fields the code does not name (a movie's `length`, say) are kept in the JSON column `other`
 rather than failing the build: the field lists above could not be checked against the real files.
+
+The typed columns of a movie record keep neither the order of its keys, nor whether a null field was absent or
+written null, nor an integer written in a float field (`"rating": 7`, read back as 7.0). So the movie tables also
+keep each record whole as JSON text, `record_json` (large_string): the member's value as parsed, written again by
+`json.dumps(value, ensure_ascii=False, separators=(",", ":"))`, which keeps its key order, its nulls and absent
+keys, its integers and floats (a float written back by its shortest repr: `json.loads` gives the same number) and
+its text (escapes such as `\\u00e9` are written as the characters they stand for). It is not the member's bytes
+(the streaming reader does not see them); `json.loads(record_json)` equals what Python's `json.load` of the file
+gives for that member, which is what the mock API serves.
 """
 
 from __future__ import annotations
@@ -151,6 +160,8 @@ class Reader(Enum):
 
 OTHER = "other"
 """The JSON column of a Record's undeclared fields."""
+RECORD_JSON = "record_json"
+"""The column holding a JSON object member's whole value as JSON text (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -172,6 +183,8 @@ class MockKgTable:
     """A DuckDB query over the published Parquet (`{parquet}` stands for the config's files)."""
     holds: str = ""
     sqlite_table: str | None = None
+    record_json: bool = False
+    """Also keep each member's whole value as JSON text, in the column RECORD_JSON (JSON_OBJECT readers only)."""
 
     @property
     def domain(self) -> str:
@@ -220,7 +233,7 @@ TABLES: tuple[MockKgTable, ...] = (
                 ("crew", ListOf(Record((("name", S), ("id", I), ("job", S)))))), other=True),
         endpoints=("/movie/get_movie_info", "/movie/get_movie_info_by_id"),
         holds="movies, keyed by the normalised title the API searches (BM25) over",
-        example="SELECT title, release_date, budget FROM {parquet} WHERE id = 100",
+        example="SELECT title, release_date, budget FROM {parquet} WHERE id = 100", record_json=True,
     ),
     _dict_table(
         "movie_persons", "movie/person_db.json", Reader.JSON_OBJECT, "key",
@@ -228,12 +241,12 @@ TABLES: tuple[MockKgTable, ...] = (
                 ("birthday", S), ("oscar_awards", OSCAR)), other=True),
         endpoints=("/movie/get_person_info", "/movie/get_person_info_by_id"),
         holds="people of the movie domain, keyed by normalised name",
-        example="SELECT name, birthday, len(acted_movies) FROM {parquet} WHERE id = 100",
+        example="SELECT name, birthday, len(acted_movies) FROM {parquet} WHERE id = 100", record_json=True,
     ),
     _dict_table("movie_years", "movie/year_db.json", Reader.JSON_OBJECT, "year",
                 Record((("movie_list", ListOf(I)), ("oscar_awards", OSCAR)), other=True),
                 endpoints=("/movie/get_year_info",), holds="per year: its movie ids and that year's Oscar awards",
-                example="SELECT len(movie_list) FROM {parquet} WHERE year = '1992'"),
+                example="SELECT len(movie_list) FROM {parquet} WHERE year = '1992'", record_json=True),
     _dict_table("music_artists", "music/artist_dict_simplified.pickle", Reader.PICKLE_DICT, "artist",
                 Record((("country", S), ("birth_date", S), ("end_date", S), ("members", ListOf(S))), other=True),
                 endpoints=("/music/search_artist_entity_by_name", "/music/get_artist_birth_place",

@@ -39,6 +39,9 @@ FIELD_NOTES = {
     "movie_persons.key": "the JSON object's key: the normalised name the API searches over",
     "movie_years.year": "the year, as the JSON object's key (a string)",
     "other": "the record's fields that the mock API code does not name, as a JSON object (null: none)",
+    "record_json": "the whole record as JSON text, with what the typed columns lose: the order of its keys, a key "
+                   "written null vs one absent, 7 vs 7.0 (the parsed value written again by Python's json.dumps, "
+                   "not the file's bytes); `json.loads` of it is the record the mock API serves",
     "summary_structured": "the infobox as a JSON object (its keys vary per entity)",
     "members": "the band's members as in the source (a set in the source is sorted)",
     "entries": "the songs at this rank, one per chart date, as in the source's list",

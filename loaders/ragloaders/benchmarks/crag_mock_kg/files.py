@@ -33,7 +33,7 @@ from ...core.readers.strict_json import (  # KEY_END and count_keys: loads_stric
     loads_strict,
     refuse_duplicate_keys,
 )
-from .catalogue import STRING, MockKgTable
+from .catalogue import RECORD_JSON, STRING, MockKgTable
 from .values import _describe, keyed_row
 
 SURROGATE_ESCAPE = re.compile(
@@ -125,10 +125,21 @@ def iter_json_object(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]
     keys = 0
     for number, key, value in _json_members(path, exact=surrogate):
         keys += 1 + count_keys(value)
-        yield keyed_row(table, key, value, path, f"member {number} (key {key!r})")
+        row, nbytes = keyed_row(table, key, value, path, f"member {number} (key {key!r})")
+        if table.record_json:
+            row[RECORD_JSON] = record_json(value)
+            nbytes += len(row[RECORD_JSON])
+        yield row, nbytes
     if not surrogate and keys != key_ends:
         for _ in _json_members(path, exact=True):  # a key given twice raises; key-like text in strings does not
             pass
+
+
+def record_json(value: Any) -> str:
+    """A member's parsed value as JSON text that `json.loads` reads back equal, key order, nulls, and integers
+    vs floats included (catalogue's module docstring). The parsers refuse NaN, Infinity and numbers out of a
+    float's range, so the text is strict JSON."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 class _SkipBom:

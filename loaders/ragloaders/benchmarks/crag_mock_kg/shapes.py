@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from .catalogue import OTHER, STRING, Entries, Json, ListOf, MockKgTable, Reader, Record, Scalar, Shape
+from .catalogue import (
+    OTHER,
+    RECORD_JSON,
+    STRING,
+    TEXT,
+    Entries,
+    Json,
+    ListOf,
+    MockKgTable,
+    Reader,
+    Record,
+    Scalar,
+    Shape,
+)
 
 
 class Mismatch(ValueError):
@@ -61,8 +74,11 @@ def table_schema(table: MockKgTable) -> pa.Schema | None:
     if table.value is None:
         return None
     key = pa.field(table.key[0], STRING)
+    if table.record_json and table.reader is not Reader.JSON_OBJECT:
+        raise TypeError(f"{table.config}: record_json is kept by the JSON object reader only")
+    whole = [pa.field(RECORD_JSON, TEXT)] if table.record_json else []
     if table.value_column is not None:
-        return pa.schema([key, pa.field(table.value_column, arrow_type(table.value))])
+        return pa.schema([key, pa.field(table.value_column, arrow_type(table.value)), *whole])
     if not isinstance(table.value, Record):
         raise TypeError(f"{table.config}: a value without value_column must be a Record")
-    return pa.schema([key, *record_fields(table.value)])
+    return pa.schema([key, *record_fields(table.value), *whole])
