@@ -145,6 +145,14 @@ class Resolver(PandasHandlers):
 
     # ------------------------------------------------------------ helpers
 
+    def copied(self, data: bytes | bytearray) -> bytes:
+        """`data` as bytes, charged to the budget when that copies it: a bytearray the file shares between calls
+        would otherwise be copied once per call, unbounded by the file's size."""
+        if type(data) is bytes:
+            return data
+        self.budget.charge(8 + len(data))
+        return bytes(data)
+
     def text(self, value: Any) -> str:
         value = self.resolve(value)
         if type(value) is not str:
@@ -157,6 +165,7 @@ class Resolver(PandasHandlers):
         no_state(node, state)
         arg_count(args, (0, 1), "set")
         items = list(args[0]) if args else []
+        self.budget.charge(8 * len(items))  # each call copies its argument, which the file may share between calls
         if not all(hashable(item) for item in items):
             raise Bad("a set item that cannot be hashed")
         return set(items)
@@ -176,20 +185,24 @@ class Resolver(PandasHandlers):
         no_state(node, state)
         if len(args) > 1 or (args and not isinstance(args[0], (bytes, bytearray))):
             raise Bad("bytearray() refused except from bytes (an integer would allocate memory)")
-        return bytearray(args[0]) if args else bytearray()
+        if not args:
+            return bytearray()
+        self.budget.charge(8 + len(args[0]))  # a copy per call, of bytes the file may share between calls
+        return bytearray(args[0])
 
     def _bytes(self, args: tuple, state: Any, node: Call) -> bytes:
         """Protocol 2 writes b'' as `bytes()`; from an integer, bytes() would allocate memory."""
         no_state(node, state)
         if len(args) > 1 or (args and not isinstance(args[0], (bytes, bytearray))):
             raise Bad("bytes() refused except empty or from bytes")
-        return bytes(args[0]) if args else b""
+        return self.copied(args[0]) if args else b""
 
     def _encode(self, args: tuple, state: Any, node: Call) -> bytes:
         no_state(node, state)
         if len(args) != 2 or type(args[0]) is not str or args[1] not in ("latin1", "latin-1"):
             raise Bad(f"_codecs.encode with encoding {args[1] if len(args) > 1 else None!r} refused (only latin1 is "
                       "written)")
+        self.budget.charge(8 + len(args[0]))
         return args[0].encode("latin-1")
 
     def _getattr(self, args: tuple, state: Any, node: Call) -> str:
@@ -338,7 +351,7 @@ class Resolver(PandasHandlers):
             raise Bad(f"numpy array shape {shape!r:.60} (one or two non-negative dimensions)")
         count = math.prod(shape)
         if isinstance(data, bytearray):
-            data = bytes(data)
+            data = self.copied(data)
         if dtype.kind == "O":
             if type(data) is not list or len(data) != count:
                 raise Bad(f"object array of shape {shape} holding {len(data) if type(data) is list else 'no'} items")
@@ -353,4 +366,5 @@ class Resolver(PandasHandlers):
         if len(args) != 2 or not isinstance(args[0], DType) or not isinstance(args[1], (bytes, bytearray)) \
                 or args[0].kind == "O":
             raise Bad("numpy scalar except (dtype, bytes)")
+        self.budget.charge(8 + len(args[1]))  # a str scalar is as long as its bytes, which the file may share
         return scalar(args[0], bytes(args[1]))

@@ -300,16 +300,18 @@ class Frame:
     columns: Any
     index: Any
     blocks: list[Block] = field(default_factory=list)
+    _where: dict[int, tuple[Block, int]] | None = field(default=None, repr=False)
 
     def column(self, position: int) -> Any:
         """The values of column `position`: a 1-D Array (a row of a 2-D block) or an extension column."""
-        for block in self.blocks:
-            if position in block.placement:
-                row = block.placement.index(position)
-                if isinstance(block.values, Array) and len(block.values.shape) == 2:
-                    return row_of(block.values, row)
-                return block.values
-        raise Bad(f"no block holds column {position}")
+        if self._where is None:  # one map, not a search of every block per column: quadratic in a wide frame
+            self._where = {p: (block, row) for block in self.blocks for row, p in enumerate(block.placement)}
+        if position not in self._where:
+            raise Bad(f"no block holds column {position}")
+        block, row = self._where[position]
+        if isinstance(block.values, Array) and len(block.values.shape) == 2:
+            return row_of(block.values, row)
+        return block.values
 
 
 @dataclass(eq=False)

@@ -1,0 +1,235 @@
+"""Hostile mock KG files that reuse what they hold: a pickle whose calls share one argument (each call copied or
+scanned it again, beyond the file's budget), a frame with tens of thousands of columns (quadratic), JSON nested
+tens of thousands deep (a gigabyte from 100 KB); and a JSON file that starts with a byte order mark."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from ragloaders.benchmarks.crag_mock_kg import catalogue, files
+from ragloaders.core.errors import SourceError
+from test_safe_pickle import CHILD, LOADERS, decoded_in_child
+
+# ---------------------------------------------------------------- a pickle assembler with a memo
+
+
+def glob(module: str, name: str) -> bytes:
+    return b"c" + module.encode() + b"\n" + name.encode() + b"\n"
+
+
+def text(value: str) -> bytes:
+    data = value.encode()
+    return b"X" + struct.pack("<I", len(data)) + data
+
+
+def raw(data: bytes) -> bytes:
+    return b"B" + struct.pack("<I", len(data)) + data
+
+
+def integer(value: int) -> bytes:
+    return b"J" + struct.pack("<i", value)
+
+
+def tup(*items: bytes) -> bytes:
+    return b"(" + b"".join(items) + b"t"
+
+
+def call(function: bytes, *args: bytes) -> bytes:
+    return function + tup(*args) + b"R"
+
+
+def items(*values: bytes) -> bytes:
+    return b"](" + b"".join(values) + b"e"
+
+
+def mapping(*pairs: tuple[bytes, bytes]) -> bytes:
+    return b"}(" + b"".join(k + v for k, v in pairs) + b"u"
+
+
+def put(number: int) -> bytes:
+    """Memoize the top of the stack as `number` and pop it."""
+    return b"r" + struct.pack("<I", number) + b"0"
+
+
+def get(number: int) -> bytes:
+    return b"j" + struct.pack("<I", number)
+
+
+def pickle_of(body: bytes) -> bytes:
+    return b"\x80\x04" + body + b"."
+
+
+def dtype(name: str) -> bytes:
+    return call(glob("numpy", "dtype"), text(name), b"\x89", b"\x88")
+
+
+def frombuffer(data: bytes, dtype_: bytes, shape: tuple[int, ...]) -> bytes:
+    return call(glob("numpy.core.numeric", "_frombuffer"), data, dtype_, tup(*map(integer, shape)), text("C"))
+
+
+def new_index(cls: str, fields: bytes) -> bytes:
+    return call(glob("pandas.core.indexes.base", "_new_Index"), glob("pandas", cls), fields)
+
+
+def range_index(stop: int) -> bytes:
+    return new_index("RangeIndex", mapping((text("start"), integer(0)), (text("stop"), integer(stop)),
+                                           (text("step"), integer(1))))
+
+
+def column_names(count: int) -> bytes:
+    array = call(glob("numpy.core.multiarray", "_reconstruct"), glob("numpy", "ndarray"), tup(integer(0)), raw(b"b"))
+    state = tup(integer(1), tup(integer(count)), dtype("O8"), b"\x89", items(*(text(f"c{i}") for i in range(count))))
+    return new_index("Index", mapping((text("data"), array + state + b"b")))
+
+
+def frame(columns: bytes, index: bytes, blocks: list[bytes]) -> bytes:
+    manager = call(glob("pandas.core.internals.managers", "BlockManager"), tup(*blocks), items(columns, index))
+    return glob("pandas", "DataFrame") + b")\x81" + mapping((text("_mgr"), manager)) + b"b"
+
+
+def block(values: bytes, first: int, stop: int) -> bytes:
+    placement = call(glob("builtins", "slice"), integer(first), integer(stop), integer(1))
+    return call(glob("pandas._libs.internals", "_unpickle_block"), values, placement, integer(2))
+
+
+# ---------------------------------------------------------------- shared arguments
+
+
+SHARED_BYTES = 1 << 16
+USES = 20_000
+"""20,000 uses of one 64 KB argument: 1.3 GB if each use copies it, from a pickle of under 2 MB."""
+
+
+def shared_argument_pickles() -> dict[str, tuple[str, bytes]]:
+    """name -> (kind, pickle): each makes gigabytes if a call copies (or scans) an argument the memo shares."""
+    floats = dtype("f8") + put(2)
+    categorical = (call(glob("pandas._libs.arrays", "__pyx_unpickle_NDArrayBacked"), glob("pandas", "Categorical"),
+                        integer(0), b"N")
+                   + tup(get(1), frombuffer(raw(b"\x00"), dtype("i1"), (1,))) + b"b")
+    return {
+        "numpy arrays over one bytearray": ("dict", pickle_of(
+            b"\x96" + struct.pack("<Q", SHARED_BYTES) + bytes(SHARED_BYTES) + put(1) + floats
+            + mapping((text("k"), items(*[frombuffer(get(1), get(2), (SHARED_BYTES // 8,))] * USES))))),
+        "bytearray() of one bytes": ("dict", pickle_of(
+            raw(bytes(SHARED_BYTES)) + put(1)
+            + mapping((text("k"), items(*[call(glob("builtins", "bytearray"), get(1))] * USES))))),
+        "latin-1 encode of one str": ("dict", pickle_of(
+            text("a" * SHARED_BYTES) + put(1)
+            + mapping((text("k"), items(*[call(glob("_codecs", "encode"), get(1), text("latin1"))] * USES))))),
+        "categoricals over one RangeIndex": ("dict", pickle_of(  # 1.6 MB of categories made per categorical
+            raw(bytes(8 << 10)) + b"0" + mapping((text("categories"), range_index(200_000))) + put(1)
+            + mapping((text("k"), items(*[categorical] * 400))))),
+        "frame columns over one array": ("frame", pickle_of(  # each column a block of the same 160 KB array
+            frombuffer(raw(bytes(160_000)), dtype("f8"), (20_000,)) + put(1)
+            + frame(column_names(4000), range_index(20_000), [block(get(1), i, i + 1) for i in range(4000)]))),
+    }
+
+
+@pytest.fixture(scope="module")
+def shared_argument_outcomes(tmp_path_factory) -> dict[str, tuple[dict, str]]:
+    folder = tmp_path_factory.mktemp("shared")
+    cases = shared_argument_pickles()
+    outcomes = decoded_in_child(list(cases.values()), folder)  # one child: its warm-up takes seconds
+    return {name: (outcome, str(folder)) for name, outcome in zip(cases, outcomes)}
+
+
+@pytest.mark.parametrize("name", list(shared_argument_pickles()))
+def test_an_argument_shared_between_calls_is_charged_for_each_use(shared_argument_outcomes, name):
+    """Before, each of these reached a MemoryError under the child's 256 MB limit (a gigabyte or more otherwise):
+    the budget counted a shared argument once, but every call copied it again."""
+    assert len(shared_argument_pickles()[name][1]) < 2 << 20
+    outcome, folder = shared_argument_outcomes[name]
+    assert outcome.get("error") == "SourceError", outcome
+    assert outcome["message"].startswith(folder) and "expands to more than 64 units per byte" in outcome["message"]
+
+
+WIDE = 60_000
+
+
+def test_a_frame_of_sixty_thousand_columns_reads_in_linear_time(tmp_path):
+    """One float block of 60,000 columns (a 1 MB pickle): finding each column's block and the repeated-name check
+    searched a list per column, over two minutes; now a few seconds (the child's import and warm-up included)."""
+    data = pickle_of(frame(column_names(WIDE), range_index(1),
+                           [block(frombuffer(raw(bytes(8 * WIDE)), dtype("f8"), (WIDE, 1)), 0, WIDE)]))
+    path = tmp_path / "wide.frame.pickle"
+    path.write_bytes(data)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(LOADERS), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(CHILD), str(256 << 20), "frame", str(path)], capture_output=True,
+                          text=True, env=env, timeout=40)
+    assert json.loads(done.stdout) == {"rows": 1}, done.stderr[-500:]
+
+
+# ---------------------------------------------------------------- JSON
+
+
+MOVIES = catalogue.BY_CONFIG["movie_movies"]
+DEEP_JSON_CHILD = textwrap.dedent("""
+    import resource, sys
+    from ragloaders.benchmarks.crag_mock_kg import catalogue, files
+    from ragloaders.core.errors import SourceError
+    with open("/proc/self/statm") as f:
+        bound = int(f.read().split()[0]) * resource.getpagesize() + (512 << 20)  # 512 MB beyond what is imported
+    resource.setrlimit(resource.RLIMIT_AS, (bound, bound))
+    try:
+        rows = sum(1 for _ in files.iter_json_object(sys.argv[1], catalogue.BY_CONFIG["movie_movies"]))
+        print("rows", rows)
+    except SourceError as e:
+        print("SourceError", e)
+    except BaseException as e:
+        print(type(e).__name__, e)
+""")
+
+
+def nested(depth: int, lone_surrogate: bool = False) -> bytes:
+    title = b'"title": "\\ud800", ' if lone_surrogate else b""
+    return b'{"a": {' + title + b'"length": ' + b"[" * depth + b"]" * depth + b"}}"
+
+
+def test_json_nested_fifty_thousand_deep_is_refused_without_a_gigabyte(tmp_path):
+    """100 KB of brackets made yajl's builder take 6 GB (a path string per level): a MemoryError under 512 MB."""
+    path = tmp_path / "movie_db.json"
+    path.write_bytes(nested(50_000))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(LOADERS), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", DEEP_JSON_CHILD, str(path)], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert done.stdout.startswith(f"SourceError {path}: ") and f"nested deeper than {files.MAX_JSON_DEPTH} levels" \
+        in done.stdout, (done.stdout, done.stderr[-500:])
+
+
+def test_deep_json_read_by_the_exact_parser_is_a_source_error_not_a_recursion_error(tmp_path):
+    """A lone surrogate sends the file to the exact parser, whose value json.dumps recursed through."""
+    path = tmp_path / "movie_db.json"
+    path.write_bytes(nested(100_000, lone_surrogate=True))
+    with pytest.raises(SourceError, match=f"nested deeper than {files.MAX_JSON_DEPTH} levels") as caught:
+        list(files.iter_json_object(str(path), MOVIES))
+    assert caught.value.path == str(path)
+
+
+@pytest.mark.parametrize("title", [b"x", b"\\\\ud800"], ids=["fast parser", "exact parser"])
+def test_json_nested_as_deep_as_the_converter_reads_is_still_read(tmp_path, title):
+    """`\\ud800` (an escaped backslash, then text) looks like a lone surrogate: the file goes to the exact parser."""
+    depth = files.MAX_JSON_DEPTH - 3  # the top-level object, the member and `length` around the brackets
+    path = tmp_path / "movie_db.json"
+    path.write_bytes(b'{"a": {"title": "' + title + b'", "length": ' + b"[" * depth + b"]" * depth + b"}}")
+    [(row, _)] = files.iter_json_object(str(path), MOVIES)
+    assert row["title"] == json.loads(b'"' + title + b'"')
+    assert row["other"] == json.dumps({"length": json.loads(b"[" * depth + b"]" * depth)}, separators=(",", ":"))
+
+
+def test_a_byte_order_mark_at_the_start_of_a_json_object_file_is_skipped(tmp_path: Path):
+    """ijson's first read asks for 0 bytes; the reader took that as the read that skips the mark, so a file saved
+    with a BOM was refused as invalid JSON."""
+    path = tmp_path / "movie_db.json"
+    path.write_bytes(b'\xef\xbb\xbf{"a": {"title": "A", "id": 1}}')
+    [(row, _)] = files.iter_json_object(str(path), MOVIES)
+    assert (row["key"], row["title"], row["id"]) == ("a", "A", 1)
+    path.write_bytes(b'{"a": {"title": "A"},\xef\xbb\xbf "b": {}}')  # anywhere else it is not whitespace
+    with pytest.raises(SourceError, match="invalid or truncated JSON after member"):
+        list(files.iter_json_object(str(path), MOVIES))
