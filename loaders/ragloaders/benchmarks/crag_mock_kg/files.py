@@ -34,7 +34,7 @@ from ...core.readers.strict_json import (  # KEY_END and count_keys: loads_stric
     refuse_duplicate_keys,
 )
 from .catalogue import STRING, MockKgTable
-from .values import _describe, keyed_row
+from .values import MAX_DEPTH, _describe, keyed_row
 
 SURROGATE_ESCAPE = re.compile(
     rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
@@ -57,6 +57,29 @@ def scan_json_text(path: str) -> tuple[int, bool]:
                 surrogate = SURROGATE_ESCAPE.search(joined) is not None
             carry = block[-16:] if len(block) >= 16 else joined[-16:]
     return key_ends, surrogate
+
+
+MAX_JSON_DEPTH = MAX_DEPTH + 2
+"""Deepest nesting read (the top-level object, a member, then what the converter reads): yajl's builder keeps a
+path string per level, so 20,000 brackets (a 40 KB file) took a gigabyte; Python's json recurses."""
+
+
+class TooDeep(ijson.JSONError):
+    """JSON nested deeper than MAX_JSON_DEPTH."""
+
+
+def _depth_checked(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+    """`events` (ijson basic_parse), refused with a JSONError once nested deeper than MAX_JSON_DEPTH."""
+    depth = 0
+    for event in events:
+        kind = event[0]
+        if kind == "start_map" or kind == "start_array":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                raise TooDeep(f"nested deeper than {MAX_JSON_DEPTH} levels")
+        elif kind == "end_map" or kind == "end_array":
+            depth -= 1
+        yield event
 
 
 def _members(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
@@ -93,8 +116,17 @@ def _json_members(path: str, exact: bool) -> Iterator[tuple[int, str, Any]]:
         seen: set[str] = set()
         try:
             if exact:
-                members = _members(ijson.get_backend("python").basic_parse(_SkipBom(f), use_float=True))
+                members = _members(_depth_checked(ijson.get_backend("python").basic_parse(_SkipBom(f),
+                                                                                        use_float=True)))
             else:
+                try:  # a pass of the fast parser alone: its builder must not see a deep file
+                    for _ in _depth_checked(JSON_ARRAY_BACKEND.basic_parse(_SkipBom(f), use_float=True)):
+                        pass
+                except TooDeep:
+                    raise
+                except ijson.JSONError:
+                    pass  # reported by the pass below, which knows the member
+                f.seek(0)
                 members = JSON_ARRAY_BACKEND.kvitems(_SkipBom(f), "", use_float=True)
             for key, value in members:
                 number += 1
@@ -139,7 +171,7 @@ class _SkipBom:
 
     def read(self, size: int = -1) -> bytes:
         data = self.f.read(size)
-        if self.first:
+        if self.first and data:  # (ijson first reads 0 bytes, to learn the file's type)
             self.first = False
             data = data.removeprefix(b"\xef\xbb\xbf")
         return data
