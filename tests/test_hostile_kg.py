@@ -13,7 +13,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from ragloaders.benchmarks.crag_mock_kg import catalogue, files
+from mock_kg_generated import nba, sqlitedict_file
+from ragloaders.benchmarks.crag_mock_kg import catalogue, files, sqlite
 from ragloaders.core.errors import SourceError
 from test_safe_pickle import CHILD, LOADERS, decoded_in_child
 
@@ -233,3 +234,73 @@ def test_a_byte_order_mark_at_the_start_of_a_json_object_file_is_skipped(tmp_pat
     path.write_bytes(b'{"a": {"title": "A"},\xef\xbb\xbf "b": {}}')  # anywhere else it is not whitespace
     with pytest.raises(SourceError, match="invalid or truncated JSON after member"):
         list(files.iter_json_object(str(path), MOVIES))
+
+
+# ---------------------------------------------------------------- SqliteDict values and damaged sqlite files
+
+
+@pytest.mark.parametrize("config, value, why", [
+    ("finance_marketcap", 10**400, "integer of 1,329 bits does not fit in a float64"),
+    ("finance_price", {"2024-01-02": {"Volume": 10**5000}}, "integer of 16,610 bits does not fit in int64"),
+], ids=["float field", "int field"])
+def test_an_integer_too_large_for_its_column_names_file_and_key(tmp_path, config, value, why):
+    """Before: OverflowError (int to float), and ValueError (Python will not write an int of over 4,300 digits in
+    the message), instead of a SourceError."""
+    path = tmp_path / "values.sqlite"
+    sqlitedict_file(path, [("META", value)])
+    with pytest.raises(SourceError, match=why) as caught:
+        list(sqlite.iter_sqlitedict(str(path), catalogue.BY_CONFIG[config]))
+    assert caught.value.path == str(path) and "key 'META'" in str(caught.value)
+
+
+SQLITE_FLIPS_CHILD = textwrap.dedent("""
+    import collections, json, random, sys
+    from ragloaders.benchmarks.crag_mock_kg import catalogue, sqlite
+    from ragloaders.core.errors import SourceError
+
+    def table_rows(path, name):
+        connection = sqlite.open_sqlite(path)
+        try:
+            schema, json_columns = sqlite.sqlite_table_schema(connection, path, name)
+        finally:
+            connection.close()
+        return sum(t.num_rows for t in sqlite.iter_sqlite_table(path, name, schema, json_columns))
+
+    def dict_rows(path):
+        return sum(1 for _ in sqlite.iter_sqlitedict(path, catalogue.BY_CONFIG["finance_info"]))
+
+    rng, outcomes, mutant = random.Random(20), collections.Counter(), sys.argv[3]
+    for base, readers in ((sys.argv[1], [lambda p: table_rows(p, "game"), lambda p: table_rows(p, "play_by_play")]),
+                          (sys.argv[2], [dict_rows])):
+        data = open(base, "rb").read()
+        for number in range(int(sys.argv[4])):
+            damaged = bytearray(data)
+            for _ in range(rng.choice((1, 4, 16))):
+                damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+            if number % 7 == 0:
+                damaged = damaged[:rng.randrange(len(damaged))]
+            open(mutant, "wb").write(damaged)
+            for read in readers:
+                try:
+                    read(mutant)
+                    outcomes["rows"] += 1
+                except SourceError as e:
+                    outcomes["SourceError" if str(e).startswith(mutant) else "SourceError naming another file"] += 1
+                except Exception as e:
+                    outcomes[type(e).__name__] += 1
+    print(json.dumps(outcomes))
+""")
+
+
+def test_damaged_sqlite_files_give_rows_or_a_source_error_naming_the_file(tmp_path):
+    """Random byte changes and cuts of an nba.sqlite and a SqliteDict file, read in a child (a crash fails the test).
+    Before, a damaged schema gave sqlite3.OperationalError ('Could not decode to UTF-8 column sql') or
+    UnicodeDecodeError (sqlite3 decoding the error message) out of the readers."""
+    nba(tmp_path / "nba.sqlite", 30, 20)
+    sqlitedict_file(tmp_path / "dict.sqlite", [(f"T{i}", {"Open": {"2024-01-02": 1.5}}) for i in range(200)])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(LOADERS), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", SQLITE_FLIPS_CHILD, str(tmp_path / "nba.sqlite"),
+                           str(tmp_path / "dict.sqlite"), str(tmp_path / "mutant.sqlite"), "80"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    outcomes = json.loads(done.stdout or "{}")
+    assert set(outcomes) == {"rows", "SourceError"} and sum(outcomes.values()) == 240, (outcomes, done.stderr[-500:])
