@@ -4,6 +4,7 @@ tens of thousands deep (a gigabyte from 100 KB); and a JSON file that starts wit
 
 from __future__ import annotations
 
+import bz2
 import json
 import os
 import struct
@@ -16,6 +17,7 @@ import pytest
 from mock_kg_generated import nba, sqlitedict_file
 from ragloaders.benchmarks.crag_mock_kg import catalogue, files, sqlite
 from ragloaders.core.errors import SourceError
+from ragloaders.core.readers.strict_json import loads_strict
 from test_safe_pickle import CHILD, LOADERS, decoded_in_child
 
 # ---------------------------------------------------------------- a pickle assembler with a memo
@@ -304,3 +306,29 @@ def test_damaged_sqlite_files_give_rows_or_a_source_error_naming_the_file(tmp_pa
                           capture_output=True, text=True, env=env, timeout=120)
     outcomes = json.loads(done.stdout or "{}")
     assert set(outcomes) == {"rows", "SourceError"} and sum(outcomes.values()) == 240, (outcomes, done.stderr[-500:])
+
+
+# ---------------------------------------------------------------- JSON lines
+
+
+@pytest.mark.parametrize("line, why", [
+    (b'["x", {"summary_structured": ' + b"[" * 100_000 + b"]" * 100_000 + b"}]", "nested too deeply"),
+    (b'["x", {"summary_structured": [NaN, ' + b"[" * 5000 + b"]" * 5000 + b"]}]", "nested too deeply"),
+], ids=["deep", "deep after NaN"])
+def test_a_deeply_nested_open_kg_line_is_a_source_error_naming_file_and_line(tmp_path, line, why):
+    """orjson refuses it; the fallback to Python's json (which reads the NaN these files hold) raised
+    RecursionError out of the reader."""
+    path = tmp_path / "kg.0.jsonl.bz2"
+    path.write_bytes(bz2.compress(b'["a", {"summary_text": "t"}]\n' + line + b"\n"))
+    with pytest.raises(SourceError, match=why) as caught:
+        list(files.iter_jsonl_pairs([str(path)], catalogue.BY_CONFIG["open_entities"]))
+    assert (caught.value.path, caught.value.line) == (str(path), 2)
+
+
+@pytest.mark.parametrize("depth", [990, 1020])
+def test_loads_strict_refuses_what_orjson_reads_and_python_cannot_with_a_value_error(depth):
+    """Between Python's recursion limit and orjson's 1,024 levels, a line that also needs the second parse (a
+    key-like `": ` inside a string) raised RecursionError, which no caller of the shared rule catches."""
+    line = b'{"k": "\\": ", "v": ' + b"[" * depth + b"]" * depth + b"}"
+    with pytest.raises(ValueError, match="nested too deeply"):
+        loads_strict(line)

@@ -189,6 +189,8 @@ def _json_line(line: bytes, name: str, number: int) -> Any:
             raise SourceError(name, str(duplicate), line=number) from None
         except ValueError:
             raise SourceError(name, str(e), line=number) from None
+        except RecursionError:
+            raise SourceError(name, "invalid JSON (nested too deeply for Python's json)", line=number) from None
         try:
             json.dumps(value, ensure_ascii=False).encode()
         except UnicodeEncodeError:
