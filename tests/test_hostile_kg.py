@@ -7,6 +7,7 @@ from __future__ import annotations
 import bz2
 import json
 import os
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -332,3 +333,20 @@ def test_loads_strict_refuses_what_orjson_reads_and_python_cannot_with_a_value_e
     line = b'{"k": "\\": ", "v": ' + b"[" * depth + b"]" * depth + b"}"
     with pytest.raises(ValueError, match="nested too deeply"):
         loads_strict(line)
+
+
+def test_generated_columns_of_an_nba_table_are_kept_as_select_star_returns_them(tmp_path):
+    """PRAGMA table_info leaves generated columns out: `b` and `c` were dropped without a word, though the server's
+    `SELECT *` returns them."""
+    path = tmp_path / "nba.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE game (a INTEGER, b AS (a * 2), c TEXT GENERATED ALWAYS AS (hex(a)) STORED)")
+        db.executemany("INSERT INTO game (a) VALUES (?)", [(1,), (255,)])
+        expected = [dict(zip(("a", "b", "c"), row)) for row in db.execute("SELECT * FROM game")]
+    db.close()
+    connection = sqlite.open_sqlite(str(path))
+    schema, json_columns = sqlite.sqlite_table_schema(connection, str(path), "game")
+    connection.close()
+    rows = [row for table in sqlite.iter_sqlite_table(str(path), "game", schema, json_columns)
+            for row in table.to_pylist()]
+    assert rows == expected == [{"a": 1, "b": 2, "c": "31"}, {"a": 255, "b": 510, "c": "323535"}]

@@ -117,10 +117,11 @@ def sqlite_table_schema(connection: sqlite3.Connection, path: str, name: str) ->
         raise SourceError(path, f"table {name!r} is a virtual table, which is not read")
     table = quote(name)
     try:
-        info = connection.execute(f"PRAGMA table_info({table})").fetchall()
+        info = connection.execute(f"PRAGMA table_xinfo({table})").fetchall()
     except (sqlite3.Error, UnicodeDecodeError) as e:
         raise SourceError(path, f"table {name!r}: cannot read its columns ({e})") from None
-    columns = [(row[1], row[2] or "") for row in info]
+    # table_info leaves out generated columns, which `SELECT *` (the server's query) returns: hidden 2 and 3
+    columns = [(row[1], row[2] or "") for row in info if row[6] != 1]
     if not columns:
         raise SourceError(path, f"table {name!r} has no columns")
     try:
