@@ -32,8 +32,10 @@ allocated). What a pickle expands to is counted by `Budget`: every value produce
 item, a scalar, a cell of a frame, each row of a `RangeIndex` when it is described) costs 8 units
 plus its length if it is text or bytes, counted each time a shared reference is expanded, and the
 total may not exceed MULTIPLE (64) units per byte of the file: beyond it, a SourceError naming the
-file. The resolver charges what it describes (a RangeIndex's rows); whoever expands the values further
-(crag_mock_kg's conversion to rows and Arrow) charges the same `Budget`, passed to `load`.
+file. The resolver charges what it describes (a RangeIndex's rows, each cell of each block of a frame) and
+what a call copies or checks of its arguments (bytes, a set's items, categorical codes), on every call: the file
+may pass one argument to many calls. Whoever expands the values further (crag_mock_kg's conversion to rows and
+Arrow) charges the same `Budget`, passed to `load`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 and company_name.dict (CSV).
 
 JSON follows the shared rules (core.readers): a key given twice or an unpaired surrogate escape is refused, naming
-the file and the member or line. Pickles are read by core.safe_pickle; the object is in memory (as in the server),
+the file and the member or line; so is a JSON object file nested deeper than MAX_JSON_DEPTH, before any value is
+built from it. Pickles are read by core.safe_pickle; the object is in memory (as in the server),
 rows are written in bounded batches, each item released once written. company_name.dict is read with pyarrow's CSV
 reader, its text kept as it is (pandas, which the server uses, would turn a ticker such as "NA" into NaN).
 """
