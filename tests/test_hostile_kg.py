@@ -154,6 +154,33 @@ def test_an_argument_shared_between_calls_is_charged_for_each_use(shared_argumen
     assert outcome["message"].startswith(folder) and "expands to more than 64 units per byte" in outcome["message"]
 
 
+KEY_ITEMS, KEY_USES = 50_000, 5_000
+
+
+def shared_key_pickles() -> dict[str, bytes]:
+    """name -> pickle: one tuple of 50,000 items (memoized) used 5,000 times as a dict key or set item: each use
+    hashed and checked the whole tuple again, 250 million visits from a 125 KB file."""
+    big = b"(" + b"K\x01" * KEY_ITEMS + b"t" + put(1)
+    uses = b"".join(get(1) for _ in range(KEY_USES))
+    return {
+        "dict keys": pickle_of(big + b"}" + b"".join(get(1) + b"Ns" for _ in range(KEY_USES))),
+        "frozenset items": pickle_of(big + mapping((text("k"), b"(" + uses + b"\x91"))),
+        "set ADDITEMS": pickle_of(big + mapping((text("k"), b"\x8f(" + uses + b"\x90"))),
+        "builtins.set() of a list": pickle_of(big + b"](" + uses + b"e" + put(2)
+                                               + mapping((text("k"), call(glob("builtins", "set"), get(2))))),
+    }
+
+
+def test_one_large_tuple_used_as_a_key_again_and_again_is_refused_in_bounded_time(tmp_path):
+    """Before, each of these ran past the 30 s given here."""
+    cases = shared_key_pickles()
+    outcomes = decoded_in_child([("dict", data) for data in cases.values()], tmp_path, timeout=30)
+    for name, outcome in zip(cases, outcomes):
+        assert outcome.get("error") == "SourceError", (name, outcome)
+        assert outcome["message"].startswith(str(tmp_path)) and "visits more than 8 values per byte" in \
+            outcome["message"], (name, outcome)
+
+
 WIDE = 60_000
 
 

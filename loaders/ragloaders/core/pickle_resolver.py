@@ -16,6 +16,7 @@ from .pickle_allow_list import kind_of
 from .pickled_pandas import PandasHandlers
 from .pickled_values import (
     DATE_UNITS,
+    KEY_VISITS,
     NUMERIC_KINDS,
     PER_SECOND,
     Array,
@@ -28,8 +29,8 @@ from .pickled_values import (
     Timedelta,
     Timestamp,
     arg_count,
-    hashable,
     integer,
+    key_work_left,
     no_state,
     scalar,
     where,
@@ -50,6 +51,7 @@ class Resolver(PandasHandlers):
 
     def __init__(self, name: str, key: str | None, budget: Budget):
         self.name, self.key, self.budget = name, key, budget
+        self.key_work = KEY_VISITS * budget.nbytes  # as the unpickler's (safe_pickle.DataUnpickler.key)
         self.done: dict[int, Any] = {}
         self.busy: set[int] = set()
         self.keep: list[Any] = []  # keeps resolved nodes alive, so that their ids stay theirs
@@ -106,16 +108,14 @@ class Resolver(PandasHandlers):
             items = [(resolve(k), resolve(v)) for k, v in node.items()]
             node.clear()
             for k, v in items:
-                if not (hashable(k) or isinstance(k, KEY_VALUES)):
-                    raise Bad(f"a dict key of type {type(k).__name__}")
+                if not isinstance(k, KEY_VALUES):
+                    self.checked_key(k)
                 node[k] = v
             return node
         if kind is tuple:
             return tuple(self.resolve(item) for item in node)
         if kind is set or kind is frozenset:
-            items = [self.resolve(item) for item in node]
-            if not all(hashable(item) for item in items):
-                raise Bad("a set item that cannot be hashed")
+            items = [self.checked_key(self.resolve(item)) for item in node]
             return kind(items)
         if kind is bytearray:
             return node
@@ -145,6 +145,11 @@ class Resolver(PandasHandlers):
 
     # ------------------------------------------------------------ helpers
 
+    def checked_key(self, value: Any) -> Any:
+        """`value`, checked to be a safe dict key or set item; what hashing it visits is counted (`key_work`)."""
+        self.key_work = key_work_left(value, self.key_work)
+        return value
+
     def copied(self, data: bytes | bytearray) -> bytes:
         """`data` as bytes, charged to the budget when that copies it: a bytearray the file shares between calls
         would otherwise be copied once per call, unbounded by the file's size."""
@@ -166,8 +171,8 @@ class Resolver(PandasHandlers):
         arg_count(args, (0, 1), "set")
         items = list(args[0]) if args else []
         self.budget.charge(8 * len(items))  # each call copies its argument, which the file may share between calls
-        if not all(hashable(item) for item in items):
-            raise Bad("a set item that cannot be hashed")
+        for item in items:
+            self.checked_key(item)
         return set(items)
 
     def _frozenset(self, args: tuple, state: Any, node: Call) -> frozenset:
