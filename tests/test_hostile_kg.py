@@ -19,7 +19,7 @@ from mock_kg_generated import nba, sqlitedict_file
 from ragloaders.benchmarks.crag_mock_kg import catalogue, files, sqlite
 from ragloaders.core.errors import SourceError
 from ragloaders.core.readers.strict_json import loads_strict
-from test_safe_pickle import CHILD, LOADERS, decoded_in_child
+from test_safe_pickle import LOADERS, decoded_in_child
 
 # ---------------------------------------------------------------- a pickle assembler with a memo
 
@@ -136,65 +136,63 @@ def shared_argument_pickles() -> dict[str, tuple[str, bytes]]:
     }
 
 
-@pytest.fixture(scope="module")
-def shared_argument_outcomes(tmp_path_factory) -> dict[str, tuple[dict, str]]:
-    folder = tmp_path_factory.mktemp("shared")
-    cases = shared_argument_pickles()
-    outcomes = decoded_in_child(list(cases.values()), folder)  # one child: its warm-up takes seconds
-    return {name: (outcome, str(folder)) for name, outcome in zip(cases, outcomes)}
-
-
-@pytest.mark.parametrize("name", list(shared_argument_pickles()))
-def test_an_argument_shared_between_calls_is_charged_for_each_use(shared_argument_outcomes, name):
-    """Before, each of these reached a MemoryError under the child's 256 MB limit (a gigabyte or more otherwise):
-    the budget counted a shared argument once, but every call copied it again."""
-    assert len(shared_argument_pickles()[name][1]) < 2 << 20
-    outcome, folder = shared_argument_outcomes[name]
-    assert outcome.get("error") == "SourceError", outcome
-    assert outcome["message"].startswith(folder) and "expands to more than 64 units per byte" in outcome["message"]
-
-
 KEY_ITEMS, KEY_USES = 50_000, 5_000
 
 
-def shared_key_pickles() -> dict[str, bytes]:
-    """name -> pickle: one tuple of 50,000 items (memoized) used 5,000 times as a dict key or set item: each use
-    hashed and checked the whole tuple again, 250 million visits from a 125 KB file."""
+def shared_key_pickles() -> dict[str, tuple[str, bytes]]:
+    """name -> (kind, pickle): one tuple of 50,000 items (memoized) used 5,000 times as a dict key or set item: each
+    use hashed and checked the whole tuple again, 250 million visits from a 125 KB file."""
     big = b"(" + b"K\x01" * KEY_ITEMS + b"t" + put(1)
     uses = b"".join(get(1) for _ in range(KEY_USES))
-    return {
+    return {name: ("dict", data) for name, data in {
         "dict keys": pickle_of(big + b"}" + b"".join(get(1) + b"Ns" for _ in range(KEY_USES))),
         "frozenset items": pickle_of(big + mapping((text("k"), b"(" + uses + b"\x91"))),
         "set ADDITEMS": pickle_of(big + mapping((text("k"), b"\x8f(" + uses + b"\x90"))),
         "builtins.set() of a list": pickle_of(big + b"](" + uses + b"e" + put(2)
                                                + mapping((text("k"), call(glob("builtins", "set"), get(2))))),
-    }
-
-
-def test_one_large_tuple_used_as_a_key_again_and_again_is_refused_in_bounded_time(tmp_path):
-    """Before, each of these ran past the 30 s given here."""
-    cases = shared_key_pickles()
-    outcomes = decoded_in_child([("dict", data) for data in cases.values()], tmp_path, timeout=30)
-    for name, outcome in zip(cases, outcomes):
-        assert outcome.get("error") == "SourceError", (name, outcome)
-        assert outcome["message"].startswith(str(tmp_path)) and "visits more than 8 values per byte" in \
-            outcome["message"], (name, outcome)
+    }.items()}
 
 
 WIDE = 60_000
 
 
-def test_a_frame_of_sixty_thousand_columns_reads_in_linear_time(tmp_path):
-    """One float block of 60,000 columns (a 1 MB pickle): finding each column's block and the repeated-name check
-    searched a list per column, over two minutes; now a few seconds (the child's import and warm-up included)."""
-    data = pickle_of(frame(column_names(WIDE), range_index(1),
-                           [block(frombuffer(raw(bytes(8 * WIDE)), dtype("f8"), (WIDE, 1)), 0, WIDE)]))
-    path = tmp_path / "wide.frame.pickle"
-    path.write_bytes(data)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(LOADERS), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, str(CHILD), str(256 << 20), "frame", str(path)], capture_output=True,
-                          text=True, env=env, timeout=40)
-    assert json.loads(done.stdout) == {"rows": 1}, done.stderr[-500:]
+def wide_frame() -> tuple[str, bytes]:
+    """One float block of 60,000 columns (a 1 MB pickle)."""
+    return "frame", pickle_of(frame(column_names(WIDE), range_index(1),
+                                    [block(frombuffer(raw(bytes(8 * WIDE)), dtype("f8"), (WIDE, 1)), 0, WIDE)]))
+
+
+@pytest.fixture(scope="module")
+def pickle_outcomes(tmp_path_factory) -> tuple[dict[str, dict], str]:
+    """Every hostile pickle of this file decoded in one child (its warm-up takes seconds), 256 MB and 60 s in all."""
+    folder = tmp_path_factory.mktemp("pickles")
+    cases = {**shared_argument_pickles(), **shared_key_pickles(), "wide frame": wide_frame()}
+    outcomes = decoded_in_child(list(cases.values()), folder, timeout=60)
+    return dict(zip(cases, outcomes)), str(folder)
+
+
+@pytest.mark.parametrize("name", list(shared_argument_pickles()))
+def test_an_argument_shared_between_calls_is_charged_for_each_use(pickle_outcomes, name):
+    """Before, each of these reached a MemoryError under the child's 256 MB limit (a gigabyte or more otherwise):
+    the budget counted a shared argument once, but every call copied it again."""
+    assert len(shared_argument_pickles()[name][1]) < 2 << 20
+    outcome, folder = pickle_outcomes[0][name], pickle_outcomes[1]
+    assert outcome.get("error") == "SourceError", outcome
+    assert outcome["message"].startswith(folder) and "expands to more than 64 units per byte" in outcome["message"]
+
+
+@pytest.mark.parametrize("name", list(shared_key_pickles()))
+def test_one_large_tuple_used_as_a_key_again_and_again_is_refused_in_bounded_time(pickle_outcomes, name):
+    """Before, the first of these ran past the child's 60 s (each takes minutes)."""
+    outcome, folder = pickle_outcomes[0][name], pickle_outcomes[1]
+    assert outcome.get("error") == "SourceError", outcome
+    assert outcome["message"].startswith(folder) and "visits more than 8 values per byte" in outcome["message"]
+
+
+def test_a_frame_of_sixty_thousand_columns_reads_in_linear_time(pickle_outcomes):
+    """Finding each column's block and the repeated-name check searched a list per column: over two minutes for
+    this frame alone; now it fits the child's 60 s with every other case here."""
+    assert pickle_outcomes[0]["wide frame"] == {"rows": 1}
 
 
 # ---------------------------------------------------------------- JSON
