@@ -266,20 +266,26 @@ CHILD = Path(__file__).parent / "pickle_child.py"
 LOADERS = Path(__file__).parent.parent / "loaders"
 
 
-def decoded_in_child(cases: list[tuple[str, bytes]], folder: Path, limit: int = 256 << 20) -> list[dict]:
+def decoded_in_child(cases: list[tuple[str, bytes]], folder: Path, limit: int = 256 << 20,
+                     timeout: float = 300) -> list[dict]:
     """The outcome of decoding each (kind, pickle) as crag/mock_kg does, in one child process under an address-space
-    limit of `limit` bytes beyond its warmed-up size; a crash is an outcome too (for the case it stopped at)."""
+    limit of `limit` bytes beyond its warmed-up size; a crash or running past `timeout` seconds is an outcome too
+    (for the case it stopped at)."""
     args = []
     for number, (kind, data) in enumerate(cases):
         path = folder / f"{number}.{kind}.pickle"
         path.write_bytes(data)
         args += [kind, str(path)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(LOADERS), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, str(CHILD), str(limit), *args], capture_output=True, text=True, env=env,
-                          timeout=300)
-    outcomes = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    try:
+        done = subprocess.run([sys.executable, str(CHILD), str(limit), *args], capture_output=True, text=True, env=env,
+                              timeout=timeout)
+        stdout, failure = done.stdout, {"error": f"crash (exit {done.returncode})", "message": done.stderr[-500:]}
+    except subprocess.TimeoutExpired as e:
+        stdout, failure = (e.stdout or b"").decode(), {"error": f"still running after {timeout} s"}
+    outcomes = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
     if len(outcomes) < len(cases):
-        outcomes.append({"error": f"crash (exit {done.returncode})", "message": done.stderr[-500:]})
+        outcomes.append(failure)
         outcomes += [{"error": "not run"}] * (len(cases) - len(outcomes))
     return outcomes
 

@@ -16,6 +16,7 @@ from .pickle_allow_list import kind_of
 from .pickled_pandas import PandasHandlers
 from .pickled_values import (
     DATE_UNITS,
+    KEY_VISITS,
     NUMERIC_KINDS,
     PER_SECOND,
     Array,
@@ -28,8 +29,8 @@ from .pickled_values import (
     Timedelta,
     Timestamp,
     arg_count,
-    hashable,
     integer,
+    key_work_left,
     no_state,
     scalar,
     where,
@@ -50,6 +51,7 @@ class Resolver(PandasHandlers):
 
     def __init__(self, name: str, key: str | None, budget: Budget):
         self.name, self.key, self.budget = name, key, budget
+        self.key_work = KEY_VISITS * budget.nbytes  # as the unpickler's (safe_pickle.DataUnpickler.key)
         self.done: dict[int, Any] = {}
         self.busy: set[int] = set()
         self.keep: list[Any] = []  # keeps resolved nodes alive, so that their ids stay theirs
@@ -106,16 +108,14 @@ class Resolver(PandasHandlers):
             items = [(resolve(k), resolve(v)) for k, v in node.items()]
             node.clear()
             for k, v in items:
-                if not (hashable(k) or isinstance(k, KEY_VALUES)):
-                    raise Bad(f"a dict key of type {type(k).__name__}")
+                if not isinstance(k, KEY_VALUES):
+                    self.checked_key(k)
                 node[k] = v
             return node
         if kind is tuple:
             return tuple(self.resolve(item) for item in node)
         if kind is set or kind is frozenset:
-            items = [self.resolve(item) for item in node]
-            if not all(hashable(item) for item in items):
-                raise Bad("a set item that cannot be hashed")
+            items = [self.checked_key(self.resolve(item)) for item in node]
             return kind(items)
         if kind is bytearray:
             return node
@@ -145,6 +145,19 @@ class Resolver(PandasHandlers):
 
     # ------------------------------------------------------------ helpers
 
+    def checked_key(self, value: Any) -> Any:
+        """`value`, checked to be a safe dict key or set item; what hashing it visits is counted (`key_work`)."""
+        self.key_work = key_work_left(value, self.key_work)
+        return value
+
+    def copied(self, data: bytes | bytearray) -> bytes:
+        """`data` as bytes, charged to the budget when that copies it: a bytearray the file shares between calls
+        would otherwise be copied once per call, unbounded by the file's size."""
+        if type(data) is bytes:
+            return data
+        self.budget.charge(8 + len(data))
+        return bytes(data)
+
     def text(self, value: Any) -> str:
         value = self.resolve(value)
         if type(value) is not str:
@@ -157,8 +170,9 @@ class Resolver(PandasHandlers):
         no_state(node, state)
         arg_count(args, (0, 1), "set")
         items = list(args[0]) if args else []
-        if not all(hashable(item) for item in items):
-            raise Bad("a set item that cannot be hashed")
+        self.budget.charge(8 * len(items))  # each call copies its argument, which the file may share between calls
+        for item in items:
+            self.checked_key(item)
         return set(items)
 
     def _frozenset(self, args: tuple, state: Any, node: Call) -> frozenset:
@@ -176,20 +190,24 @@ class Resolver(PandasHandlers):
         no_state(node, state)
         if len(args) > 1 or (args and not isinstance(args[0], (bytes, bytearray))):
             raise Bad("bytearray() refused except from bytes (an integer would allocate memory)")
-        return bytearray(args[0]) if args else bytearray()
+        if not args:
+            return bytearray()
+        self.budget.charge(8 + len(args[0]))  # a copy per call, of bytes the file may share between calls
+        return bytearray(args[0])
 
     def _bytes(self, args: tuple, state: Any, node: Call) -> bytes:
         """Protocol 2 writes b'' as `bytes()`; from an integer, bytes() would allocate memory."""
         no_state(node, state)
         if len(args) > 1 or (args and not isinstance(args[0], (bytes, bytearray))):
             raise Bad("bytes() refused except empty or from bytes")
-        return bytes(args[0]) if args else b""
+        return self.copied(args[0]) if args else b""
 
     def _encode(self, args: tuple, state: Any, node: Call) -> bytes:
         no_state(node, state)
         if len(args) != 2 or type(args[0]) is not str or args[1] not in ("latin1", "latin-1"):
             raise Bad(f"_codecs.encode with encoding {args[1] if len(args) > 1 else None!r} refused (only latin1 is "
                       "written)")
+        self.budget.charge(8 + len(args[0]))
         return args[0].encode("latin-1")
 
     def _getattr(self, args: tuple, state: Any, node: Call) -> str:
@@ -338,7 +356,7 @@ class Resolver(PandasHandlers):
             raise Bad(f"numpy array shape {shape!r:.60} (one or two non-negative dimensions)")
         count = math.prod(shape)
         if isinstance(data, bytearray):
-            data = bytes(data)
+            data = self.copied(data)
         if dtype.kind == "O":
             if type(data) is not list or len(data) != count:
                 raise Bad(f"object array of shape {shape} holding {len(data) if type(data) is list else 'no'} items")
@@ -353,4 +371,5 @@ class Resolver(PandasHandlers):
         if len(args) != 2 or not isinstance(args[0], DType) or not isinstance(args[1], (bytes, bytearray)) \
                 or args[0].kind == "O":
             raise Bad("numpy scalar except (dtype, bytes)")
+        self.budget.charge(8 + len(args[1]))  # a str scalar is as long as its bytes, which the file may share
         return scalar(args[0], bytes(args[1]))

@@ -92,6 +92,8 @@ class PandasHandlers:
     def _dtype(self, args: tuple, state: Any, node: Call) -> dict:
         """A pandas dtype as the dict of what it says (categories, time zone, storage)."""
         described: dict = {"dtype": node.func.name}
+        if type(state) is dict:
+            self.budget.charge(8 * len(state))  # copied per call; the file may share one state between calls
         if node.func.name == "StringDtype":
             if args and type(args[0]) is not str:
                 raise Bad("StringDtype storage")
@@ -132,11 +134,13 @@ class PandasHandlers:
         values = categories.values if isinstance(categories, Index) else None
         if isinstance(categories, RangeIndex):  # its rows were charged when it was described
             numbers = range(categories.start, categories.stop, categories.step)
+            self.budget.charge(8 * len(numbers))  # made again for each Categorical that shares the RangeIndex
             values = Array(DType("i", 8), (len(numbers),), b"".join(n.to_bytes(8, "little", signed=True)
                                                                      for n in numbers))
         if values is None or codes.dtype.kind != "i" or len(codes.shape) != 1:
             raise Bad("a Categorical needs integer codes and an Index of categories")
         count = column_length(values)
+        self.budget.charge(8 * codes.size)  # checked (and listed) again for each Categorical that shares them
         low, high = -1, count - 1
         for code in codes.numpy().tolist():
             if not low <= code <= high:
@@ -168,6 +172,8 @@ class PandasHandlers:
         no_state(node, state)
         if len(args) != 1 or not isinstance(args[0], (bytes, bytearray)):
             raise Bad("pyarrow py_buffer except of bytes")
+        if type(args[0]) is not bytes:
+            self.budget.charge(8 + len(args[0]))  # copied per call; the file may share one bytearray between calls
         return bytes(args[0])
 
     def _arrow_array(self, args: tuple, state: Any, node: Call) -> Any:
@@ -190,6 +196,7 @@ class PandasHandlers:
                       f"{len(offsets or b'')} bytes of offsets")
         if validity is not None and len(validity) * 8 < offset + length:
             raise Bad("pyarrow string array with a short validity bitmap")
+        self.budget.charge(8 * length + sum(len(b) for b in buffers if b is not None))  # validated once per use
         import pyarrow as pa
 
         arrow_type = pa.large_string() if width == 8 else pa.string()
@@ -237,6 +244,7 @@ class PandasHandlers:
             if len(names) != len(levels):
                 raise Bad("MultiIndex names do not match its levels")
             for level, level_codes in zip(levels, codes):
+                self.budget.charge(8 * level_codes.size)  # codes the file shares are checked once per use
                 top = len(level) - 1
                 for code in level_codes.numpy().tolist():
                     if not -1 <= code <= top:
@@ -303,6 +311,9 @@ class PandasHandlers:
         frame = Frame(columns, index)
         for values, placement in blocks:
             positions = self.placement(placement, width)
+            if len(placed) + len(positions) > width:
+                raise Bad(f"blocks place more than the frame's {width} columns")
+            self.budget.charge(8 * len(positions) * max(rows, 1))  # each cell, made once per block using it
             if isinstance(values, Array):
                 if len(values.shape) == 1 and len(positions) == 1:
                     values = Array(values.dtype, (1, values.shape[0]), values.data, values.fortran)

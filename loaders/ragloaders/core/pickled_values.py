@@ -30,6 +30,9 @@ class Bad(ValueError):
 
 MULTIPLE = 64
 """Units (8 per value, plus the bytes of text) a pickle may expand to, per byte of the file."""
+KEY_VISITS = 8
+"""Values that hashing a pickle's dict keys and set items may visit, per byte of the file (a key of the real files is
+a string: one visit, for at least two bytes)."""
 MAX_KEY_DEPTH = 16
 """Deepest tuple allowed as a dict key or set item: hashing a tuple recurses in C without a guard, so a key
 nested a million deep would crash the interpreter."""
@@ -115,20 +118,37 @@ class Call:
         return f"<call of {self.name}>"
 
 
-def hashable(value: Any, depth: int = 0) -> bool:
-    """Whether `value` may be a dict key or set item: hashing it cannot recurse deeply."""
-    if depth > MAX_KEY_DEPTH:
-        return False
-    if isinstance(value, tuple):
-        return all(hashable(item, depth + 1) for item in value)
-    return isinstance(value, (str, int, float, bytes, frozenset, Global, Call)) or value is None
+def key_size(value: Any, most: int) -> int | None:
+    """How many values hashing `value` visits (a tuple's items, recursively: a tuple's hash is not cached, a
+    frozenset's is), counted no further than past `most`; None if `value` may not be a dict key or set item
+    (unhashable, or a tuple nested deeper than MAX_KEY_DEPTH, whose hash would recurse in C without a guard).
+    Counted because a file can use one large tuple as a key thousands of times, each hashed (and checked) anew."""
+    count, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        count += 1
+        if count > most:
+            return count
+        if depth > MAX_KEY_DEPTH:
+            return None
+        if isinstance(item, tuple):
+            stack.extend((inner, depth + 1) for inner in item)
+        elif not (isinstance(item, (str, int, float, bytes, frozenset, Global, Call)) or item is None):
+            return None
+    return count
 
 
-def hashable_key(value: Any) -> Any:
-    if not hashable(value):
-        raise Refused(f"a {type(value).__name__} nested deeper than {MAX_KEY_DEPTH} levels (or unhashable) as a "
-                      "dict key or set item")
-    return value
+def key_work_left(value: Any, left: int) -> int:
+    """`left` less the values hashing `value` visits; Refused if `value` may not be a dict key or set item, or if
+    the work runs out (`left` starts at KEY_VISITS per byte of the file)."""
+    size = key_size(value, left)
+    if size is None:
+        raise Refused(f"a {type(value).__name__} nested deeper than {MAX_KEY_DEPTH} levels (or unhashable) as a dict "
+                      "key or set item")
+    if size > left:
+        raise Refused(f"hashing its dict keys and set items visits more than {KEY_VISITS} values per byte of the "
+                      "file (a large tuple used as a key again and again)")
+    return left - size
 
 
 
@@ -300,16 +320,18 @@ class Frame:
     columns: Any
     index: Any
     blocks: list[Block] = field(default_factory=list)
+    _where: dict[int, tuple[Block, int]] | None = field(default=None, repr=False)
 
     def column(self, position: int) -> Any:
         """The values of column `position`: a 1-D Array (a row of a 2-D block) or an extension column."""
-        for block in self.blocks:
-            if position in block.placement:
-                row = block.placement.index(position)
-                if isinstance(block.values, Array) and len(block.values.shape) == 2:
-                    return row_of(block.values, row)
-                return block.values
-        raise Bad(f"no block holds column {position}")
+        if self._where is None:  # one map, not a search of every block per column: quadratic in a wide frame
+            self._where = {p: (block, row) for block in self.blocks for row, p in enumerate(block.placement)}
+        if position not in self._where:
+            raise Bad(f"no block holds column {position}")
+        block, row = self._where[position]
+        if isinstance(block.values, Array) and len(block.values.shape) == 2:
+            return row_of(block.values, row)
+        return block.values
 
 
 @dataclass(eq=False)

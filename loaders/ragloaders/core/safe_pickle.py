@@ -32,8 +32,10 @@ allocated). What a pickle expands to is counted by `Budget`: every value produce
 item, a scalar, a cell of a frame, each row of a `RangeIndex` when it is described) costs 8 units
 plus its length if it is text or bytes, counted each time a shared reference is expanded, and the
 total may not exceed MULTIPLE (64) units per byte of the file: beyond it, a SourceError naming the
-file. The resolver charges what it describes (a RangeIndex's rows); whoever expands the values further
-(crag_mock_kg's conversion to rows and Arrow) charges the same `Budget`, passed to `load`.
+file. The resolver charges what it describes (a RangeIndex's rows, each cell of each block of a frame) and
+what a call copies or checks of its arguments (bytes, a set's items, categorical codes), on every call: the file
+may pass one argument to many calls. Whoever expands the values further (crag_mock_kg's conversion to rows and
+Arrow) charges the same `Budget`, passed to `load`.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from typing import Any, BinaryIO
 from .errors import SourceError
 from .pickle_allow_list import kind_of
 from .pickle_resolver import Resolver
-from .pickled_values import MULTIPLE, Budget, Call, Global, Refused, hashable_key, where
+from .pickled_values import KEY_VISITS, MULTIPLE, Budget, Call, Global, Refused, key_work_left, where
 
 __all__ = ["MULTIPLE", "Budget", "load", "loads", "read_tree"]
 
@@ -59,6 +61,13 @@ class DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
         super().__init__(io.BytesIO(data))
         self.size = len(data)
         self.refused: str | None = None
+        self.key_work = KEY_VISITS * len(data)
+        """Values that hashing dict keys and set items may still visit (see `key`)."""
+
+    def key(self, value: Any) -> Any:
+        """`value`, checked to be a safe dict key or set item, its hashing charged to `key_work`."""
+        self.key_work = key_work_left(value, self.key_work)
+        return value
 
     def find_class(self, module: str, name: str) -> Global:
         if self.proto < 3 and (module, name) in _compat_pickle.NAME_MAPPING:
@@ -130,7 +139,7 @@ class DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
     def load_setitem(self) -> None:
         value = self.stack.pop()
         key = self.stack.pop()
-        self.stack[-1][hashable_key(key)] = value
+        self.stack[-1][self.key(key)] = value
 
     dispatch[pickle.SETITEM[0]] = load_setitem
 
@@ -138,13 +147,13 @@ class DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
         items = self.pop_mark()
         mapping = self.stack[-1]
         for i in range(0, len(items) - 1, 2):
-            mapping[hashable_key(items[i])] = items[i + 1]
+            mapping[self.key(items[i])] = items[i + 1]
 
     dispatch[pickle.SETITEMS[0]] = load_setitems
 
     def load_dict(self) -> None:
         items = self.pop_mark()
-        self.append({hashable_key(items[i]): items[i + 1] for i in range(0, len(items) - 1, 2)})
+        self.append({self.key(items[i]): items[i + 1] for i in range(0, len(items) - 1, 2)})
 
     dispatch[pickle.DICT[0]] = load_dict
 
@@ -153,13 +162,13 @@ class DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
         target = self.stack[-1]
         if not isinstance(target, set):
             raise Refused(f"ADDITEMS on {type(target).__name__} refused")
-        target.update(hashable_key(item) for item in items)
+        target.update(self.key(item) for item in items)
 
     dispatch[pickle.ADDITEMS[0]] = load_additems
 
     def load_frozenset(self) -> None:
         items = self.pop_mark()
-        self.append(frozenset(hashable_key(item) for item in items))
+        self.append(frozenset(self.key(item) for item in items))
 
     dispatch[pickle.FROZENSET[0]] = load_frozenset
 

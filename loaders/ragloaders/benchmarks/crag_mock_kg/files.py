@@ -2,7 +2,8 @@
 and company_name.dict (CSV).
 
 JSON follows the shared rules (core.readers): a key given twice or an unpaired surrogate escape is refused, naming
-the file and the member or line. Pickles are read by core.safe_pickle; the object is in memory (as in the server),
+the file and the member or line; so is a JSON object file nested deeper than MAX_JSON_DEPTH, before any value is
+built from it. Pickles are read by core.safe_pickle; the object is in memory (as in the server),
 rows are written in bounded batches, each item released once written. company_name.dict is read with pyarrow's CSV
 reader, its text kept as it is (pandas, which the server uses, would turn a ticker such as "NA" into NaN).
 """
@@ -34,7 +35,7 @@ from ...core.readers.strict_json import (  # KEY_END and count_keys: loads_stric
     refuse_duplicate_keys,
 )
 from .catalogue import RECORD_JSON, STRING, MockKgTable
-from .values import _describe, keyed_row
+from .values import MAX_DEPTH, _describe, keyed_row
 
 SURROGATE_ESCAPE = re.compile(
     rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
@@ -57,6 +58,29 @@ def scan_json_text(path: str) -> tuple[int, bool]:
                 surrogate = SURROGATE_ESCAPE.search(joined) is not None
             carry = block[-16:] if len(block) >= 16 else joined[-16:]
     return key_ends, surrogate
+
+
+MAX_JSON_DEPTH = MAX_DEPTH + 2
+"""Deepest nesting read (the top-level object, a member, then what the converter reads): yajl's builder keeps a
+path string per level, so 20,000 brackets (a 40 KB file) took a gigabyte; Python's json recurses."""
+
+
+class TooDeep(ijson.JSONError):
+    """JSON nested deeper than MAX_JSON_DEPTH."""
+
+
+def _depth_checked(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+    """`events` (ijson basic_parse), refused with a JSONError once nested deeper than MAX_JSON_DEPTH."""
+    depth = 0
+    for event in events:
+        kind = event[0]
+        if kind == "start_map" or kind == "start_array":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                raise TooDeep(f"nested deeper than {MAX_JSON_DEPTH} levels")
+        elif kind == "end_map" or kind == "end_array":
+            depth -= 1
+        yield event
 
 
 def _members(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
@@ -93,8 +117,17 @@ def _json_members(path: str, exact: bool) -> Iterator[tuple[int, str, Any]]:
         seen: set[str] = set()
         try:
             if exact:
-                members = _members(ijson.get_backend("python").basic_parse(_SkipBom(f), use_float=True))
+                members = _members(_depth_checked(ijson.get_backend("python").basic_parse(_SkipBom(f),
+                                                                                        use_float=True)))
             else:
+                try:  # a pass of the fast parser alone: its builder must not see a deep file
+                    for _ in _depth_checked(JSON_ARRAY_BACKEND.basic_parse(_SkipBom(f), use_float=True)):
+                        pass
+                except TooDeep:
+                    raise
+                except ijson.JSONError:
+                    pass  # reported by the pass below, which knows the member
+                f.seek(0)
                 members = JSON_ARRAY_BACKEND.kvitems(_SkipBom(f), "", use_float=True)
             for key, value in members:
                 number += 1
@@ -150,7 +183,7 @@ class _SkipBom:
 
     def read(self, size: int = -1) -> bytes:
         data = self.f.read(size)
-        if self.first:
+        if self.first and data:  # (ijson first reads 0 bytes, to learn the file's type)
             self.first = False
             data = data.removeprefix(b"\xef\xbb\xbf")
         return data
@@ -168,6 +201,8 @@ def _json_line(line: bytes, name: str, number: int) -> Any:
             raise SourceError(name, str(duplicate), line=number) from None
         except ValueError:
             raise SourceError(name, str(e), line=number) from None
+        except RecursionError:
+            raise SourceError(name, "invalid JSON (nested too deeply for Python's json)", line=number) from None
         try:
             json.dumps(value, ensure_ascii=False).encode()
         except UnicodeEncodeError:

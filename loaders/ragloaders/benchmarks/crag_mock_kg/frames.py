@@ -7,6 +7,7 @@ charged to the file's budget before it is made.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pyarrow as pa
@@ -61,8 +62,8 @@ def _frame_columns(frame: pickled_values.Frame, path: str) -> list[tuple[str, An
         if not isinstance(name, str):
             raise SourceError(path, f"column {position} has the name {name!r}, expected a string")
         columns.append((name, frame.column(position)))
-    names = [name for name, _ in columns]
-    repeated = sorted({name for name in names if names.count(name) > 1})
+    counts = Counter(name for name, _ in columns)
+    repeated = sorted(name for name, count in counts.items() if count > 1)
     if repeated:
         raise SourceError(path, f"column or index level name {repeated[0]!r} occurs twice")
     return columns

@@ -44,8 +44,8 @@ def open_sqlite(path: str) -> sqlite3.Connection:
         connection.execute("PRAGMA trusted_schema = OFF")
         connection.execute("PRAGMA cell_size_check = ON")
         connection.execute("PRAGMA query_only = ON")
-        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.Error as e:
+        connection.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()  # (all of its text)
+    except (sqlite3.Error, UnicodeDecodeError) as e:  # (sqlite3 decodes a damaged schema's error message too)
         raise SourceError(path, f"not a readable sqlite database ({e})") from None
     return connection
 
@@ -69,10 +69,13 @@ def iter_sqlitedict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]
         if set(tables) != {"unnamed"}:
             raise SourceError(path, f"expected a SqliteDict file holding the one table 'unnamed', found tables "
                               f"{sorted(tables)}")
-        columns = [row[1] for row in connection.execute('PRAGMA table_info("unnamed")')]
+        try:
+            columns = [row[1] for row in connection.execute('PRAGMA table_info("unnamed")')]
+            cursor = connection.execute('SELECT key, value FROM "unnamed" ORDER BY rowid')
+        except (sqlite3.Error, UnicodeDecodeError) as e:
+            raise SourceError(path, f"cannot read the database ({e})") from None
         if columns != ["key", "value"]:
             raise SourceError(path, f"table 'unnamed' has columns {columns}, expected ['key', 'value'] (SqliteDict)")
-        cursor = connection.execute('SELECT key, value FROM "unnamed" ORDER BY rowid')
         number = 0
         while rows := _fetch(cursor, path, FETCH_VALUES):
             for key, blob in rows:
@@ -92,7 +95,7 @@ def iter_sqlitedict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]
 def _fetch(cursor: sqlite3.Cursor, path: str, most: int = FETCH_ROWS) -> list:
     try:
         return cursor.fetchmany(max(1, min(FETCH_ROWS, most)))
-    except sqlite3.Error as e:
+    except (sqlite3.Error, UnicodeDecodeError) as e:
         raise SourceError(path, f"cannot read the database ({e})") from None
 
 
@@ -112,11 +115,15 @@ def sqlite_table_schema(connection: sqlite3.Connection, path: str, name: str) ->
         raise SourceError(path, f"no table {name!r}; the file's tables are {sorted(tables)}")
     if tables[name].lstrip().upper().startswith("CREATE VIRTUAL"):
         raise SourceError(path, f"table {name!r} is a virtual table, which is not read")
-    info = connection.execute(f"PRAGMA table_info({quote(name)})").fetchall()
-    columns = [(row[1], row[2] or "") for row in info]
+    table = quote(name)
+    try:
+        info = connection.execute(f"PRAGMA table_xinfo({table})").fetchall()
+    except (sqlite3.Error, UnicodeDecodeError) as e:
+        raise SourceError(path, f"table {name!r}: cannot read its columns ({e})") from None
+    # table_info leaves out generated columns, which `SELECT *` (the server's query) returns: hidden 2 and 3
+    columns = [(row[1], row[2] or "") for row in info if row[6] != 1]
     if not columns:
         raise SourceError(path, f"table {name!r} has no columns")
-    table = quote(name)
     try:
         probes = ", ".join(f"group_concat(DISTINCT typeof({quote(c)}))" for c, _ in columns)
         present = [set((found or "").split(",")) - {"null", ""}
@@ -127,7 +134,7 @@ def sqlite_table_schema(connection: sqlite3.Connection, path: str, name: str) ->
             integer = [f"CASE WHEN typeof({quote(c)}) = 'integer' THEN {quote(c)} END" for c in mixed]
             bounds = ", ".join(f"min({i}), max({i})" for i in integer)
             ranges = connection.execute(f"SELECT {bounds} FROM {table}").fetchone()
-    except sqlite3.Error as e:
+    except (sqlite3.Error, UnicodeDecodeError) as e:
         raise SourceError(path, f"table {name!r}: cannot scan ({e})") from None
     exact = {c: abs(low) <= EXACT_FLOAT_INT and abs(high) <= EXACT_FLOAT_INT
              for c, low, high in zip(mixed, ranges[0::2], ranges[1::2])}
@@ -160,7 +167,10 @@ def iter_sqlite_table(path: str, name: str, schema: pa.Schema, json_columns: lis
     connection = connection or open_sqlite(path)
     as_json = [field.name in json_columns for field in schema]
     try:
-        cursor = connection.execute(f"SELECT {', '.join(quote(f.name) for f in schema)} FROM {quote(name)}")
+        try:
+            cursor = connection.execute(f"SELECT {', '.join(quote(f.name) for f in schema)} FROM {quote(name)}")
+        except (sqlite3.Error, UnicodeDecodeError) as e:
+            raise SourceError(path, f"table {name!r}: cannot read the database ({e})") from None
         columns: list[list] = [[] for _ in schema]
         text_like = [pa.types.is_string(f.type) or pa.types.is_binary(f.type) for f in schema]
         size = count = 0

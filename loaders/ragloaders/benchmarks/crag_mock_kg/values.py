@@ -57,6 +57,18 @@ def _date_text(value: Any) -> str | None:
     return None
 
 
+def _int_text(value: int) -> str:
+    """An integer as text for a message (Python refuses to write one of more than 4,300 digits)."""
+    return str(value) if value.bit_length() <= 64 else f"of {value.bit_length():,} bits"
+
+
+def _float(value: int) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        raise Mismatch("", f"integer {_int_text(value)} does not fit in a float64") from None
+
+
 def _kind(arrow: pa.DataType) -> str:
     for kind, check in (("text", pa.types.is_string), ("text", pa.types.is_large_string), ("int", pa.types.is_integer),
                         ("float", pa.types.is_floating), ("bool", pa.types.is_boolean)):
@@ -180,9 +192,9 @@ class Converter:
             return None if value != value else value
         if python is int and kind in ("int", "float"):
             if kind == "float":
-                return float(value)
+                return _float(value)
             if not INT64[0] <= value <= INT64[1]:
-                raise Mismatch("", f"integer {value} does not fit in int64")
+                raise Mismatch("", f"integer {_int_text(value)} does not fit in int64")
             return value
         if python is bool and kind == "bool":
             return value
@@ -202,7 +214,7 @@ class Converter:
         elif kind == "float":
             number = self._integer(value)
             if number is not None:
-                return float(number)
+                return _float(number)
             if self._is_float(value):
                 return float(value)
         elif python is bool:

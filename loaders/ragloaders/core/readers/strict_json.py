@@ -78,7 +78,10 @@ def loads_strict(text: bytes) -> Any:
     except orjson.JSONDecodeError as e:
         raise ValueError(_json_problem(text, e)) from None
     if _LONG_INTEGER.search(text) or len(KEY_END.findall(text)) != count_keys(value):
-        value = json.loads(text, object_pairs_hook=refuse_duplicate_keys)
+        try:
+            value = json.loads(text, object_pairs_hook=refuse_duplicate_keys)
+        except RecursionError:  # orjson reads 1,024 levels, Python's json recurses fewer
+            raise ValueError("invalid JSON (nested too deeply for Python's json)") from None
     return value
 
 
