@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import DATA
 from ragloaders.publish.build import build_folder
-from ragloaders.publish.output_folder import verify
+from ragloaders.publish.manifest import verify
 
 ROOT = Path(__file__).resolve().parent.parent
 ENVIRONMENT = {**os.environ, "PYTHONPATH": str(ROOT / "loaders")}

@@ -21,16 +21,11 @@ import datasets
 import pytest
 from conftest import DATA
 from ragloaders.cli import main
+from ragloaders.core.output_target import OutputFolderError, check_target
 from ragloaders.publish.build import build_folder
-from ragloaders.publish.output_folder import (
-    MANIFEST,
-    OutputFolder,
-    OutputFolderError,
-    TargetLock,
-    check_target,
-    read_manifest,
-    verify,
-)
+from ragloaders.publish.manifest import MANIFEST, read_manifest, verify
+from ragloaders.publish.output_folder import OutputFolder
+from ragloaders.publish.target_lock import TargetLock
 
 ROOT = Path(__file__).resolve().parent.parent
 NEW, OLD = "beir/nfcorpus", "crag/task_1_and_2"

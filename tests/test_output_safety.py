@@ -22,7 +22,8 @@ import pytest
 from conftest import DATA
 from ragloaders.cli import main
 from ragloaders.publish.build import build_folder
-from ragloaders.publish.output_folder import MANIFEST, Manifest, hash_folder, lock_path, verify
+from ragloaders.publish.manifest import MANIFEST, Manifest, hash_folder, verify
+from ragloaders.publish.target_lock import lock_path
 
 ROOT = Path(__file__).resolve().parent.parent
 NEW, OLD = "beir/nfcorpus", "crag/task_1_and_2"
@@ -194,7 +195,7 @@ def mount_tmpfs(where: Path, size: str) -> None:
 
 def unmount_under(root: Path) -> None:
     """Unmount what a test mounted under its folder, also where a failing build moved it; the deepest first."""
-    from ragloaders.publish.output_folder import _mount_points
+    from ragloaders.publish.user_metadata import _mount_points
 
     for point in sorted(_mount_points(), key=len, reverse=True):
         if point.startswith(str(root) + os.sep):

@@ -17,7 +17,7 @@ import pytest
 import ragloaders
 from conftest import DATA
 from fake_hub import FakeHub, git_sha1
-from ragloaders.publish.output_folder import MANIFEST
+from ragloaders.publish.manifest import MANIFEST
 from ragloaders.publish.push import HUB_MANIFEST, Published, hub_manifest_bytes, parse_hub_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -237,7 +237,7 @@ sys.path[:0] = sys.argv[3:5]
 from fake_hub import install
 from huggingface_hub import HfApi
 from ragloaders.publish.push import plan, upload
-from ragloaders.publish.output_folder import verify
+from ragloaders.publish.manifest import verify
 from test_push import seed_recorded
 
 hub = install(sys.argv[1])
@@ -251,7 +251,7 @@ print(first.deleted, second.deleted, sorted(hub.files("org/data")))
 
 
 def test_only_a_plan_verified_in_this_run_deletes_files_in_the_repository(tmp_path):
-    from ragloaders.publish.output_folder import Manifest, hash_folder
+    from ragloaders.publish.manifest import Manifest, hash_folder
 
     staged = tmp_path / "staged"
     (staged / "corpus").mkdir(parents=True)

@@ -1,6 +1,6 @@
 """The folders ragloaders writes (`build --out`, `push --staging-dir`): it deletes or replaces only what it wrote.
 
-The rules, in the order a build meets them:
+The rules, in the order a build meets them (each module named holds the rest of its rule):
 
 - **Where.** `core/output_target.check_output`, the one rule of every command that writes (`bm25 --out` too): the
   target is resolved (realpath, so `x/..`, `.` and symlinks count as where they point) and refused when it is the
@@ -8,31 +8,30 @@ The rules, in the order a build meets them:
   contains or lies inside the data dir or the cache dir (datasets' default cache when no cache dir is given). A
   target whose last component is `.` or `..`, or that exists and is not a folder, is refused too (a run file
   must not exist at all). A target that is a mount point, or holds entries on another filesystem, is refused:
-  ragloaders moves no mount.
-- **Who else.** A build whose target contains, or lies inside, the target of another running build (its lock
-  file, beside a folder above or anywhere inside, is held) is refused in one line, checked before and after
-  its own lock is taken, so of two racing builds one sees the other.
-- **Whose.** A folder ragloaders built holds MANIFEST: every file it wrote with its sha256 and size, and the build
-  identity. A file is ragloaders' own when the manifest lists it and its size and sha256 still match. An existing
-  non-empty target without a (valid) manifest is refused unless `into_existing` (`--into-existing`) is given.
-  Every entry that is not an own file (the user's files, folders, symlinks) is kept at its path as the same inode:
-  it is hard-linked into the new folder (one that cannot be linked stops the build; a copy would not be the same
-  file), and every folder recreated for them, the target included, gets the old one's owner, mode and extended
-  attributes (and times, below the target). A build that would write where such an entry is refuses.
+  ragloaders moves no mount (user_metadata.py).
+- **Who else.** A build whose target contains, or lies inside, the target of another running build is refused in
+  one line, checked before and after its own lock is taken, so of two racing builds one sees the other
+  (target_lock.py).
+- **Whose.** A folder ragloaders built holds MANIFEST, and a file is ragloaders' own when the manifest lists it and
+  its size and sha256 still match (manifest.py). An existing non-empty target without a (valid) manifest is
+  refused unless `into_existing` (`--into-existing`) is given. Every entry that is not an own file (the user's
+  files, folders, symlinks) is kept at its path as the same inode: it is hard-linked into the new folder (one that
+  cannot be linked stops the build; a copy would not be the same file), and every folder recreated for them, the
+  target included, gets the old one's owner, mode and extended attributes (and times, below the target;
+  user_metadata.py). A build that would write where such an entry is refuses.
 - **Altered own files** (listed in the manifest, content changed): `altered="refuse"` (build) refuses before the
   build starts, naming them; `altered="set_aside"` (push's staging folder, which is rebuilt rather than trusted)
   builds anew and keeps the altered files in a visible sibling `<name>.ragloaders-kept-<UTC time>/`, with a warning.
   Neither deletes them.
 - **How.** Each build writes into its own sibling work folder `.<name>.ragloaders-work-XXXXXXXX` (mkdtemp), whose
-  manifest says `"complete": false` until the last file is written. A lock (flock on the sibling
-  `.<name>.ragloaders-lock`, opened with O_NOFOLLOW and refused unless a regular file, removed on release only
-  if it is still the file locked) is held from the first check to the end, so a second build of the same target
-  waits for the first (it says so once on stderr) and then builds and swaps in turn. The swap is one
-  renameat2(RENAME_EXCHANGE): the target is the old complete folder until the call and the new complete folder
-  after it. Where the filesystem cannot exchange, the old folder is renamed to `.<name>.ragloaders-old-XXXXXXXX`
-  and the new one into place. The swap, the record of where the old folder went and its marking as this
-  target's old folder run with SIGINT and SIGTERM held; after the swap nothing but `clear_old` touches the old
-  folder, also when Ctrl-C or SIGTERM (which a build turns into the same clean-up) comes during it.
+  manifest says `"complete": false` until the last file is written. The target's lock is held from the first
+  check to the end, so a second build of the same target waits for the first and then builds and swaps in turn
+  (target_lock.py). The swap is one renameat2(RENAME_EXCHANGE): the target is the old complete folder until the
+  call and the new complete folder after it. Where the filesystem cannot exchange, the old folder is renamed to
+  `.<name>.ragloaders-old-XXXXXXXX` and the new one into place. The swap, the record of where the old folder went
+  and its marking as this target's old folder run with SIGINT and SIGTERM held (swap.py); after the swap nothing
+  but `clear_old` touches the old folder, also when Ctrl-C or SIGTERM (which a build turns into the same
+  clean-up) comes during it.
 - **Interrupted, failed, full.** Before the swap, leaving the build (an error, Ctrl-C, SIGTERM) removes only its
   work folder. A full disk (ENOSPC, EDQUOT, EFBIG) is one OutputFolderError naming the folder; the Parquet writer
   writes through publish/sink.py so that it raises instead of aborting the process.
@@ -47,473 +46,37 @@ The rules, in the order a build meets them:
 
 from __future__ import annotations
 
-import ctypes
 import errno
-import json
 import os
-import re
 import shutil
-import signal
-import stat
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Literal
 
 from ..core.output_target import OutputFolderError, check_target, is_inside
-from ..core.sources import file_digest
-from ..core.version import VERSION as PACKAGE_VERSION
+from .manifest import (
+    MANIFEST,
+    Manifest,
+    Verdict,
+    _entries,
+    _regular_file_inside,
+    _signature,
+    hash_folder,
+    read_manifest,
+    verify,
+)
+from .swap import deferred_signals, exchange, sigterm_as_interrupt
+from .target_lock import TargetLock, _warn, running_builds_around
+from .user_metadata import _keep_metadata, _mount_points, other_devices
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: filelock's msvcrt lock instead
-    fcntl = None
-
-MANIFEST = ".ragloaders-manifest.json"
-FORMAT = "ragloaders-manifest"
-VERSION = 1
 WORK_TAG = ".ragloaders-work-"
 OLD_TAG = ".ragloaders-old-"
-LOCK_TAG = ".ragloaders-lock"
 KEPT_TAG = ".ragloaders-kept-"
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 Altered = Literal["refuse", "set_aside"]
 
-
-def _warn(message: str) -> None:
-    print(f"ragloaders: warning: {message}", file=sys.stderr)
-
-
-# --- the manifest -------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FileRecord:
-    sha256: str
-    size: int
-
-
-@dataclass
-class Manifest:
-    """What a folder ragloaders wrote holds: its files (relative '/' paths) and the build that made them."""
-
-    target: str
-    identity: dict
-    files: dict[str, FileRecord] = field(default_factory=dict)
-    complete: bool = False
-
-    def as_json(self) -> dict:
-        return {"format": FORMAT, "version": VERSION, "complete": self.complete, "ragloaders": PACKAGE_VERSION,
-                "target": self.target, "identity": self.identity,
-                "files": {name: {"sha256": r.sha256, "size": r.size} for name, r in sorted(self.files.items())}}
-
-    def write(self, folder: str) -> None:
-        """Write atomically (a temporary file renamed over), so a kill never leaves half a manifest."""
-        path = os.path.join(folder, MANIFEST)
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(self.as_json(), f, indent=1, ensure_ascii=False)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(path + ".tmp", path)
-
-
-def safe_relative(name: object) -> bool:
-    """A manifest path ragloaders could have written: relative, '/'-separated, no empty, '.' or '..' part."""
-    if not isinstance(name, str) or not name or "\0" in name or "\\" in name or name.startswith("/"):
-        return False
-    return all(part not in ("", ".", "..") for part in name.split("/"))
-
-
-def read_manifest(folder: str) -> Manifest | None:
-    """The folder's manifest, or None when it has none or one that is not a well-formed ragloaders manifest
-    (a hostile one naming paths outside the folder, say): such a folder is not ragloaders'."""
-    path = os.path.join(folder, MANIFEST)
-    try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return None
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
-        return None
-    files, entries = {}, data.get("files")
-    if not isinstance(entries, dict) or not isinstance(data.get("target"), str):
-        return None
-    for name, record in entries.items():
-        if not (safe_relative(name) and name != MANIFEST and isinstance(record, dict)
-                and isinstance(record.get("sha256"), str) and _SHA256.fullmatch(record["sha256"])
-                and type(record.get("size")) is int and record["size"] >= 0):
-            return None
-        files[name] = FileRecord(record["sha256"], record["size"])
-    identity = data.get("identity")
-    return Manifest(data["target"], identity if isinstance(identity, dict) else {}, files, data.get("complete") is True)
-
-
-def sha256_of(path: str) -> str:
-    return file_digest(path, "sha256")
-
-
-def _regular_file_inside(root: str, name: str) -> os.stat_result | None:
-    """lstat of root/name when it is a regular file reached through real folders only (no symlink on the way)."""
-    parts = name.split("/")
-    current = root
-    try:
-        for part in parts[:-1]:
-            current = os.path.join(current, part)
-            if not stat.S_ISDIR(os.lstat(current).st_mode):
-                return None
-        info = os.lstat(os.path.join(current, parts[-1]))
-    except OSError:
-        return None
-    return info if stat.S_ISREG(info.st_mode) else None
-
-
-def _signature(info: os.stat_result) -> tuple:
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
-
-
-@dataclass
-class Verdict:
-    """The entries of a folder sorted by whose they are."""
-
-    own: dict[str, tuple] = field(default_factory=dict)
-    """Own files (listed, size and sha256 match) with their stat signature at the time they were hashed."""
-    altered: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    others: list[str] = field(default_factory=list)
-    """Every other leaf entry (files, symlinks, ...) and empty folder: the user's."""
-    manifest: Manifest | None = None
-
-
-def verify(folder: str, manifest: Manifest | None = None) -> Verdict:
-    """Hash every file the manifest lists and sort the folder's entries into own, altered, missing and others."""
-    manifest = manifest or read_manifest(folder)
-    verdict = Verdict(manifest=manifest)
-    listed = manifest.files if manifest else {}
-    for name, record in listed.items():
-        info = _regular_file_inside(folder, name)
-        if info is None:
-            (verdict.altered if os.path.lexists(os.path.join(folder, name)) else verdict.missing).append(name)
-        elif info.st_size == record.size and sha256_of(os.path.join(folder, name)) == record.sha256:
-            verdict.own[name] = _signature(info)
-        else:
-            verdict.altered.append(name)
-    for name in _entries(folder):
-        if name not in listed and not (manifest and name == MANIFEST):
-            verdict.others.append(name)
-    return verdict
-
-
-def _entries(folder: str, prefix: str = "") -> Iterator[str]:
-    """Leaf entries ('/' paths) of a folder: files, symlinks and other non-folders, and empty folders.
-    Symlinks are never followed."""
-    with os.scandir(folder) as scan:
-        items = sorted(scan, key=lambda e: e.name)
-    for entry in items:
-        name = prefix + entry.name
-        if entry.is_dir(follow_symlinks=False):
-            inner = list(_entries(entry.path, name + "/"))
-            yield from inner if inner else [name + "/"]
-        else:
-            yield name
-
-
-def hash_folder(folder: str) -> dict[str, FileRecord]:
-    """Every regular file of a folder ragloaders just wrote (its manifest aside), with sha256 and size."""
-    files = {}
-    for name in _entries(folder):
-        if name == MANIFEST or name.endswith("/"):
-            continue
-        path = os.path.join(folder, name)
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            raise OutputFolderError(f"{path}: not a regular file; a build writes only regular files")
-        files[name] = FileRecord(sha256_of(path), os.path.getsize(path))
-    return files
-
-
-# --- the lock -----------------------------------------------------------------------------------------------------
-
-
-class TargetLock:
-    """An exclusive lock on a target, held through a sibling lock file that is removed on release.
-
-    A waiter that obtains the lock on a file another holder already removed (and someone re-created) tries
-    again, so removing the file on release never lets two holders in at once."""
-
-    def __init__(self, target: str, log: Callable[[str], None] = _warn):
-        self.path = lock_path(target)
-        self.target = target
-        self.log = log
-        self.fd: int | None = None
-        self._fallback = None
-
-    def acquire(self) -> None:
-        if fcntl is None:  # pragma: no cover
-            import filelock
-
-            self._fallback = filelock.FileLock(self.path)
-            self._fallback.acquire()
-            return
-        told = False
-        while True:
-            fd = _open_lock(self.path, os.O_RDWR | os.O_CREAT)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if not told:
-                    self.log(f"another ragloaders build is writing {self.target}; waiting for it to finish")
-                    told = True
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                same = os.path.samestat(os.fstat(fd), os.lstat(self.path))
-            except FileNotFoundError:
-                same = False
-            if same:
-                self.fd = fd
-                return
-            os.close(fd)
-
-    def release(self) -> None:
-        if self._fallback is not None:  # pragma: no cover
-            self._fallback.release()
-            return
-        if self.fd is not None:
-            try:
-                if os.path.samestat(os.fstat(self.fd), os.lstat(self.path)):  # never a file put in its place
-                    os.unlink(self.path)
-            except FileNotFoundError:
-                pass
-            os.close(self.fd)
-            self.fd = None
-
-
-def _open_lock(path: str, flags: int) -> int:
-    """Open a lock file without following a symlink (O_NOFOLLOW) or blocking on a FIFO: a lock file must be a
-    regular file; anything else planted there is refused, never written through."""
-    try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o644)
-    except OSError as e:
-        if e.errno in (errno.ELOOP, errno.EMLINK):
-            raise OutputFolderError(f"{path} is a symlink where ragloaders keeps its lock file; it does not follow "
-                                    "it: remove the symlink and run again") from None
-        raise
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
-        os.close(fd)
-        raise OutputFolderError(f"{path} is not a file ragloaders made as its lock file (not a regular file, or a "
-                                "hard link to another file); remove it and run again")
-    return fd
-
-
-def lock_path(target: str) -> str:
-    """The lock file of a target: the hidden sibling `.<name>.ragloaders-lock`."""
-    return os.path.join(os.path.dirname(target), "." + os.path.basename(target) + LOCK_TAG)
-
-
-def _held(path: str) -> bool:
-    """A lock file some running ragloaders build holds (a shared probe that does not wait)."""
-    if fcntl is None:  # pragma: no cover
-        return False
-    try:
-        fd = _open_lock(path, os.O_RDONLY)
-    except (OSError, OutputFolderError):
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
-def running_builds_around(target: str) -> Iterator[tuple[str, str]]:
-    """Other running builds whose target contains `target` ("contains") or lies inside it ("lies inside"): found
-    by their held lock files beside each folder above `target` and anywhere inside it (symlinks and other
-    filesystems are not entered)."""
-    folder = target
-    while os.path.dirname(folder) != folder:
-        folder = os.path.dirname(folder)
-        if os.path.dirname(folder) != folder and _held(lock_path(folder)):
-            yield folder, "contains"
-    try:  # a build of this same target may be swapping it right now (this check runs before the lock too)
-        info = os.lstat(target)
-    except FileNotFoundError:
-        return
-    if not stat.S_ISDIR(info.st_mode):
-        return
-    device = info.st_dev
-    for root, folders, files in os.walk(target):
-        folders[:] = [f for f in folders if _same_device(os.path.join(root, f), device)]
-        for name in files:
-            if name.startswith(".") and name.endswith(LOCK_TAG) and _held(os.path.join(root, name)):
-                yield os.path.join(root, name[1:-len(LOCK_TAG)]), "lies inside"
-
-
-def _same_device(path: str, device: int) -> bool:
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and info.st_dev == device
-
-
-# --- the swap -----------------------------------------------------------------------------------------------------
-
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
-def _renameat2():
-    try:
-        function = ctypes.CDLL(None, use_errno=True).renameat2
-    except (AttributeError, OSError):
-        return None
-    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    function.restype = ctypes.c_int
-    return function
-
-
-_RENAMEAT2 = _renameat2() if sys.platform.startswith("linux") else None
-
-
-def exchange(a: str, b: str) -> bool:
-    """Swap two paths in one atomic step; False when the platform or filesystem cannot (nothing changed then)."""
-    if _RENAMEAT2 is None:
-        return False
-    if _RENAMEAT2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    code = ctypes.get_errno()
-    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
-        return False
-    raise OSError(code, f"cannot swap {b} into place: {os.strerror(code)}", a)
-
-
-# --- signals ------------------------------------------------------------------------------------------------------
-
-_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM") if hasattr(signal, name))
-
-
-@contextmanager
-def deferred_signals() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM until the block has run (then deliver them): a swap and the record of what it did
-    are one step for Ctrl-C. Only the main thread can set handlers; elsewhere the block runs as it is."""
-    received: list[int] = []
-    try:
-        previous = {number: signal.signal(number, lambda number, frame: received.append(number))
-                    for number in _STOP_SIGNALS}
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-        for number in dict.fromkeys(received):
-            signal.raise_signal(number)
-
-
-def _interrupt(number, frame) -> None:
-    raise KeyboardInterrupt
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt inside the block (as Ctrl-C does), so a build cleans up after it too."""
-    try:
-        previous = signal.signal(signal.SIGTERM, _interrupt)
-    except (ValueError, AttributeError):  # not the main thread, or no SIGTERM
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 NO_SPACE = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG)
-
-
-def _keep_metadata(source: str, destination: str, *, times: bool) -> None:
-    """Give `destination` the owner, mode, extended attributes (and, with `times`, times) of `source`: a folder
-    of the user's that a build recreates stays as it was. What cannot be kept is refused, not changed silently."""
-    before, now = os.lstat(source), os.lstat(destination)
-    try:
-        if (before.st_uid, before.st_gid) != (now.st_uid, now.st_gid):
-            os.chown(destination, before.st_uid, before.st_gid, follow_symlinks=False)
-        os.chmod(destination, stat.S_IMODE(before.st_mode))
-        for name in _xattr_names(source):
-            _set_xattr(destination, name, os.getxattr(source, name, follow_symlinks=False))
-        if times:
-            os.utime(destination, ns=(before.st_atime_ns, before.st_mtime_ns), follow_symlinks=False)
-    except PermissionError as e:
-        raise OutputFolderError(f"{source}: ragloaders cannot keep its owner, mode or attributes on the folder "
-                                f"it builds ({e.strerror}); the build is not swapped in") from e
-
-
-def _set_xattr(path: str, name: str, value: bytes) -> None:
-    """Set an attribute; one the process may not set (a security label, say) is fine when it already has the
-    value (the new folder inherited it), else PermissionError: it cannot be kept."""
-    try:
-        os.setxattr(path, name, value, follow_symlinks=False)
-    except OSError as e:
-        try:
-            if os.getxattr(path, name, follow_symlinks=False) == value:
-                return
-        except OSError:
-            pass
-        raise PermissionError(e.errno, f"cannot set the attribute {name}: {e.strerror}", path) from e
-
-
-def _xattr_names(path: str) -> list[str]:
-    try:
-        return os.listxattr(path, follow_symlinks=False)
-    except (OSError, AttributeError) as e:  # a filesystem without extended attributes has none to keep
-        if isinstance(e, AttributeError) or e.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
-            return []
-        raise
-
-
-def _mount_points() -> list[str]:
-    """Every mount point the kernel lists (/proc/self/mountinfo; bind mounts of the same filesystem included,
-    which st_dev cannot tell apart); none where there is no such file."""
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return []
-    unescape = re.compile(r"\\([0-7]{3})")
-    return [unescape.sub(lambda m: chr(int(m.group(1), 8)), line.split(" ")[4]) for line in lines
-            if len(line.split(" ")) > 4]
-
-
-def other_devices(folder: str) -> list[str]:
-    """Entries under `folder` ('/' paths) on another filesystem than the folder itself, or mount points (a bind
-    mount too): a build neither enters nor moves them."""
-    inner = [os.path.relpath(point, folder).replace(os.sep, "/") for point in _mount_points()
-             if point != folder and is_inside(point, folder)]
-    if inner:
-        return sorted(inner)
-    device, found = os.lstat(folder).st_dev, []
-    for root, folders, files in os.walk(folder):
-        for name in sorted(folders + files):
-            path = os.path.join(root, name)
-            try:
-                if os.lstat(path).st_dev != device:
-                    found.append(os.path.relpath(path, folder).replace(os.sep, "/"))
-            except OSError:
-                continue
-        folders[:] = [f for f in folders if _same_device(os.path.join(root, f), device)]
-    return found
-
-
-# --- the folder a build writes ------------------------------------------------------------------------------------
 
 
 class OutputFolder:

@@ -35,10 +35,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ..api import configs_of
+from ..core.output_target import OutputFolderError
 from ..core.sources import file_digest
 from .build import build_identity
 from .cards import CardOptions
-from .output_folder import MANIFEST, Manifest, OutputFolderError, Verdict, safe_relative, verify
+from .manifest import MANIFEST, Manifest, Verdict, safe_relative, verify
 
 MAX_COMMIT_FILES = 50
 MAX_COMMIT_BYTES = 2 << 30

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from ..api import group_members, is_benchmark_path
 from ..core.errors import MissingSourceError
 from ..core.repository import REMEDIES, HubError, hub_offline, open_repository, probe_hub
-from .output_folder import verify
+from .manifest import verify
 from .push import PushResult, check_repo_id, describe, plan, upload
 from .validate import integrity, integrity_of_repository
 from .validate_report import render_text

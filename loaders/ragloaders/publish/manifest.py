@@ -1,0 +1,175 @@
+"""The manifest of a folder ragloaders wrote (`.ragloaders-manifest.json`): which of its files are ragloaders' own.
+
+- **Whose.** A folder ragloaders built holds MANIFEST: every file it wrote with its sha256 and size, and the build
+  identity. A file is ragloaders' own when the manifest lists it, it is a regular file reached through real folders
+  (no symlink on the way), and its size and sha256 still match; every other entry (files, folders, symlinks) is the
+  user's. A manifest that is not a well-formed ragloaders manifest (another format or version, a path that is not
+  relative or names `.` or `..`, a malformed sha256 or size) counts as none: such a folder is not ragloaders'.
+- **Written whole.** A manifest is written to a temporary file and renamed over, so a kill never leaves half of
+  one; a build's work folder says `"complete": false` until the last file is written (output_folder.py).
+- **Only regular files.** `hash_folder` lists every file of a folder a build just wrote and refuses anything else
+  (a symlink, a FIFO) in one OutputFolderError naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ..core.output_target import OutputFolderError
+from ..core.sources import file_digest
+from ..core.version import VERSION as PACKAGE_VERSION
+
+MANIFEST = ".ragloaders-manifest.json"
+FORMAT = "ragloaders-manifest"
+VERSION = 1
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    sha256: str
+    size: int
+
+
+@dataclass
+class Manifest:
+    """What a folder ragloaders wrote holds: its files (relative '/' paths) and the build that made them."""
+
+    target: str
+    identity: dict
+    files: dict[str, FileRecord] = field(default_factory=dict)
+    complete: bool = False
+
+    def as_json(self) -> dict:
+        return {"format": FORMAT, "version": VERSION, "complete": self.complete, "ragloaders": PACKAGE_VERSION,
+                "target": self.target, "identity": self.identity,
+                "files": {name: {"sha256": r.sha256, "size": r.size} for name, r in sorted(self.files.items())}}
+
+    def write(self, folder: str) -> None:
+        """Write atomically (a temporary file renamed over), so a kill never leaves half a manifest."""
+        path = os.path.join(folder, MANIFEST)
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(self.as_json(), f, indent=1, ensure_ascii=False)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(path + ".tmp", path)
+
+
+def safe_relative(name: object) -> bool:
+    """A manifest path ragloaders could have written: relative, '/'-separated, no empty, '.' or '..' part."""
+    if not isinstance(name, str) or not name or "\0" in name or "\\" in name or name.startswith("/"):
+        return False
+    return all(part not in ("", ".", "..") for part in name.split("/"))
+
+
+def read_manifest(folder: str) -> Manifest | None:
+    """The folder's manifest, or None when it has none or one that is not a well-formed ragloaders manifest
+    (a hostile one naming paths outside the folder, say): such a folder is not ragloaders'."""
+    path = os.path.join(folder, MANIFEST)
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
+        return None
+    files, entries = {}, data.get("files")
+    if not isinstance(entries, dict) or not isinstance(data.get("target"), str):
+        return None
+    for name, record in entries.items():
+        if not (safe_relative(name) and name != MANIFEST and isinstance(record, dict)
+                and isinstance(record.get("sha256"), str) and _SHA256.fullmatch(record["sha256"])
+                and type(record.get("size")) is int and record["size"] >= 0):
+            return None
+        files[name] = FileRecord(record["sha256"], record["size"])
+    identity = data.get("identity")
+    return Manifest(data["target"], identity if isinstance(identity, dict) else {}, files, data.get("complete") is True)
+
+
+def sha256_of(path: str) -> str:
+    return file_digest(path, "sha256")
+
+
+def _regular_file_inside(root: str, name: str) -> os.stat_result | None:
+    """lstat of root/name when it is a regular file reached through real folders only (no symlink on the way)."""
+    parts = name.split("/")
+    current = root
+    try:
+        for part in parts[:-1]:
+            current = os.path.join(current, part)
+            if not stat.S_ISDIR(os.lstat(current).st_mode):
+                return None
+        info = os.lstat(os.path.join(current, parts[-1]))
+    except OSError:
+        return None
+    return info if stat.S_ISREG(info.st_mode) else None
+
+
+def _signature(info: os.stat_result) -> tuple:
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
+@dataclass
+class Verdict:
+    """The entries of a folder sorted by whose they are."""
+
+    own: dict[str, tuple] = field(default_factory=dict)
+    """Own files (listed, size and sha256 match) with their stat signature at the time they were hashed."""
+    altered: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)
+    """Every other leaf entry (files, symlinks, ...) and empty folder: the user's."""
+    manifest: Manifest | None = None
+
+
+def verify(folder: str, manifest: Manifest | None = None) -> Verdict:
+    """Hash every file the manifest lists and sort the folder's entries into own, altered, missing and others."""
+    manifest = manifest or read_manifest(folder)
+    verdict = Verdict(manifest=manifest)
+    listed = manifest.files if manifest else {}
+    for name, record in listed.items():
+        info = _regular_file_inside(folder, name)
+        if info is None:
+            (verdict.altered if os.path.lexists(os.path.join(folder, name)) else verdict.missing).append(name)
+        elif info.st_size == record.size and sha256_of(os.path.join(folder, name)) == record.sha256:
+            verdict.own[name] = _signature(info)
+        else:
+            verdict.altered.append(name)
+    for name in _entries(folder):
+        if name not in listed and not (manifest and name == MANIFEST):
+            verdict.others.append(name)
+    return verdict
+
+
+def _entries(folder: str, prefix: str = "") -> Iterator[str]:
+    """Leaf entries ('/' paths) of a folder: files, symlinks and other non-folders, and empty folders.
+    Symlinks are never followed."""
+    with os.scandir(folder) as scan:
+        items = sorted(scan, key=lambda e: e.name)
+    for entry in items:
+        name = prefix + entry.name
+        if entry.is_dir(follow_symlinks=False):
+            inner = list(_entries(entry.path, name + "/"))
+            yield from inner if inner else [name + "/"]
+        else:
+            yield name
+
+
+def hash_folder(folder: str) -> dict[str, FileRecord]:
+    """Every regular file of a folder ragloaders just wrote (its manifest aside), with sha256 and size."""
+    files = {}
+    for name in _entries(folder):
+        if name == MANIFEST or name.endswith("/"):
+            continue
+        path = os.path.join(folder, name)
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            raise OutputFolderError(f"{path}: not a regular file; a build writes only regular files")
+        files[name] = FileRecord(sha256_of(path), os.path.getsize(path))
+    return files
