@@ -135,8 +135,8 @@ def test_split_dataset_by_node_on_a_built_corpus(built):
 def spark():
     if shutil.which("java") is None:
         pytest.skip("no Java runtime: Spark cannot start")
-    pyspark_sql = pytest.importorskip("pyspark.sql", reason="pyspark is not installed (not in the test extra: "
-                                                            "a 400 MB wheel; `pip install pyspark` to run this)")
+    pyspark_sql = pytest.importorskip("pyspark.sql", reason="pyspark is not installed (the `spark` extra, not in "
+                                                            "`test`: a 400 MB wheel; .ci/run installs it)")
     session = (pyspark_sql.SparkSession.builder.master("local[1]").appName("ragloaders-tests")
                .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1").getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
@@ -157,6 +157,7 @@ SPARK_SAMPLES = ("beir/nfcorpus", "crag/task_1_and_2", "mmrag")
 """Spark runs a job per split (seconds each): the mock KG's 32 tables are left to DuckDB and polars."""
 
 
+@pytest.mark.slow  # a JVM and a Spark job per split: about a minute; CI runs it
 def test_spark_reads_every_config_and_split_as_datasets_does(built, spark):
     for path, folder, config, split, _ in splits_of({path: built[path] for path in SPARK_SAMPLES}):
         expected = rows_of_datasets(folder, config, split)
