@@ -318,6 +318,19 @@ def test_trec_run_crlf_and_padding(tmp_path):
     assert read_run(str(path)) == {"q": {"d": 1.5}}
 
 
+@pytest.mark.parametrize("ending", [b"\r", b"\r\r", b"\r\r\n"])
+def test_crs_at_the_end_of_the_last_line_are_its_line_end(tmp_path, ending):
+    """With or without an LF after them, CRs that end the file end its last line (the module docstring's rule),
+    never part of the tag; a CR before the last line's end that is followed by more is still refused."""
+    path = tmp_path / "run.trec"
+    path.write_bytes(b"q Q0 d 1 1.5 t\r\nq Q0 e 2 0.5 t" + ending)
+    assert read_run(str(path)) == {"q": {"d": 1.5, "e": 0.5}}
+    path.write_bytes(b"q Q0 d 1 1.5 t\r\nq Q0 e 2 0.5 t" + ending.rstrip(b"\n") + b" ")
+    with pytest.raises(SourceError, match="field 6 \\(tag\\) holds a carriage return") as error:
+        read_run(str(path))
+    assert error.value.line == 2
+
+
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
 def test_table_runs_take_no_score_as_text(tmp_path, suffix):
     path = tmp_path / f"run{suffix}"

@@ -8,8 +8,10 @@ the line or record (and the field); nothing is skipped.
 An id holding a NUL byte is refused in every format (trec_eval's C code would end the id there).
 
 A TREC run is read by trec_eval's rule, byte by byte (no Unicode notion of space or digit):
-- a line ends at LF; CRs just before the LF are part of the line end. Any other CR, and a vertical
-  tab or form feed (whitespace to trec_eval's `isspace`), is refused: tools split on them differently;
+- a line ends at LF, the last one at the end of the file; CRs just before that end (the LF, or the end
+  of the file) are part of the line end, as trec_eval's `isspace` skips them after the last field and
+  every line reader ends a line there. Any other CR, and a vertical tab or form feed (whitespace to
+  trec_eval's `isspace`), is refused: tools split on them differently;
 - fields are separated by runs of ASCII space and tab (leading and trailing ones ignored), and there
   are six: `query-id Q0 doc-id rank score tag`. Every other byte belongs to a field, so an id may hold
   NBSP or \x1c exactly as written;
