@@ -411,6 +411,33 @@ def test_interrupted_write_keeps_the_old_file(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["run.parquet"]
 
 
+@pytest.mark.parametrize("writer", ["write_run", "write_verdicts"])
+def test_a_killed_writes_leftover_is_named_by_the_next_write_and_kept(tmp_path, capsys, writer):
+    """A kill leaves `NAME.XXXXXXXX.incomplete` (mkstemp's 8 random characters); the next write to NAME names every
+    such leftover in one line and deletes none (the name alone does not prove the file is ragloaders')."""
+    from ragloaders.eval.crag_answers import AnswerReport
+
+    target = tmp_path / "out.jsonl"
+    leftovers = [tmp_path / "out.jsonl.k3x_9abc.incomplete", tmp_path / "out.jsonl.00000000.incomplete"]
+    others = [tmp_path / "out.jsonl.mine.incomplete", tmp_path / "other.jsonl.k3x_9abc.incomplete"]
+    for path in leftovers + others:
+        path.write_bytes(b"half")
+    if writer == "write_run":
+        write_run(str(target), [("q", ["d"], [1.0])])
+    else:
+        AnswerReport(str(tmp_path), [], {}, {}, []).write_verdicts(target)
+    warning = capsys.readouterr().err
+    assert warning.count("\n") == 1 and "warning" in warning
+    assert all(str(path) in warning for path in leftovers) and not any(path.name in warning for path in others)
+    assert all(path.read_bytes() == b"half" for path in leftovers + others)
+    assert sorted(tmp_path.iterdir()) == sorted([target, *leftovers, *others])
+    target.unlink()
+    for path in leftovers:
+        path.unlink()
+    write_run(str(target), [("q", ["d"], [1.0])])
+    assert capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize("table, message", [
     (pa.table({"query-id": [1], "corpus-id": ["d"], "score": [1.0]}), "must hold strings"),
     (pa.table({"query-id": ["q"], "corpus-id": ["d"]}), "missing \\['score'\\]"),

@@ -30,7 +30,6 @@ import math
 import numbers
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 
 import orjson
@@ -38,6 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.errors import SourceError
+from ..core.output_target import partial_file
 from ..core.readers.jsonl import Shard, iter_json_records
 from ..core.readers.lines import UTF8_BOM, iter_lines
 from ..core.readers.values import conform
@@ -263,8 +263,7 @@ def write_run(
     over an existing file."""
     path = os.fspath(path)
     fmt = run_format(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, partial = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".incomplete", dir=folder)
+    handle, partial = partial_file(path)
     os.close(handle)
     try:
         writer = {"trec": _write_trec, "parquet": _write_parquet, "jsonl": _write_jsonl}[fmt]
