@@ -71,7 +71,7 @@ def test_a_card_built_with_out_shows_the_folders_own_load_lines(nfcorpus_with):
 
 def test_the_card_says_how_files_are_cut(nfcorpus_with):
     text = card(nfcorpus_with)
-    assert "a larger one is cut into a multiple of 8 files of equal row counts" in text
+    assert "a larger one is cut into a multiple of 8 files whose row counts differ by one at most" in text
     assert "well under the dataset viewer's 286 MiB" in text
 
 

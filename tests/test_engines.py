@@ -16,7 +16,7 @@ import pytest
 import yaml
 from conftest import DATA
 from datasets.distributed import split_dataset_by_node
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from mock_kg_generated import write_cragkg
 from ragloaders.cli import main as cli_main
@@ -167,8 +167,13 @@ def test_spark_reads_every_config_and_split_as_datasets_does(built, spark):
 
 
 @given(num_rows=st.integers(1, 10**7), nbytes=st.integers(0, 100 * parquet.MAX_SHARD_BYTES))
+@example(num_rows=12, nbytes=12 * (400 << 20))  # 12 rows of 400 MB: 10 files' worth, fewer rows than 16 files
 def test_shard_rows_always_cover_every_row_in_files_of_equal_counts(num_rows, nbytes):
+    """The cut is the one the card states (CUTTING_RULE, every clause checked here)."""
     rows = parquet.shard_rows(num_rows, nbytes)
+    rule = parquet.CUTTING_RULE
     assert sum(rows) == num_rows and min(rows) >= 1 and max(rows) - min(rows) <= 1
-    assert len(rows) == 1 or len(rows) % parquet.SHARD_COUNT_MULTIPLE == 0 or len(rows) == num_rows
+    assert "files whose row counts differ by one at most" in rule and "of equal row counts" not in rule
     assert (len(rows) > 1) == (nbytes > parquet.MAX_SHARD_BYTES and num_rows > 1)
+    if len(rows) > 1 and len(rows) % parquet.SHARD_COUNT_MULTIPLE:
+        assert rows == [1] * num_rows and "a split with fewer rows than that multiple is one file per row" in rule

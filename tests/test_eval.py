@@ -318,6 +318,19 @@ def test_trec_run_crlf_and_padding(tmp_path):
     assert read_run(str(path)) == {"q": {"d": 1.5}}
 
 
+@pytest.mark.parametrize("ending", [b"\r", b"\r\r", b"\r\r\n"])
+def test_crs_at_the_end_of_the_last_line_are_its_line_end(tmp_path, ending):
+    """With or without an LF after them, CRs that end the file end its last line (the module docstring's rule),
+    never part of the tag; a CR before the last line's end that is followed by more is still refused."""
+    path = tmp_path / "run.trec"
+    path.write_bytes(b"q Q0 d 1 1.5 t\r\nq Q0 e 2 0.5 t" + ending)
+    assert read_run(str(path)) == {"q": {"d": 1.5, "e": 0.5}}
+    path.write_bytes(b"q Q0 d 1 1.5 t\r\nq Q0 e 2 0.5 t" + ending.rstrip(b"\n") + b" ")
+    with pytest.raises(SourceError, match="field 6 \\(tag\\) holds a carriage return") as error:
+        read_run(str(path))
+    assert error.value.line == 2
+
+
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
 def test_table_runs_take_no_score_as_text(tmp_path, suffix):
     path = tmp_path / f"run{suffix}"
@@ -396,6 +409,33 @@ def test_interrupted_write_keeps_the_old_file(tmp_path):
         write_run(str(path), failing())
     assert read_run(str(path)) == {"q": {"d": 1.0}}
     assert [p.name for p in tmp_path.iterdir()] == ["run.parquet"]
+
+
+@pytest.mark.parametrize("writer", ["write_run", "write_verdicts"])
+def test_a_killed_writes_leftover_is_named_by_the_next_write_and_kept(tmp_path, capsys, writer):
+    """A kill leaves `NAME.XXXXXXXX.incomplete` (mkstemp's 8 random characters); the next write to NAME names every
+    such leftover in one line and deletes none (the name alone does not prove the file is ragloaders')."""
+    from ragloaders.eval.crag_answers import AnswerReport
+
+    target = tmp_path / "out.jsonl"
+    leftovers = [tmp_path / "out.jsonl.k3x_9abc.incomplete", tmp_path / "out.jsonl.00000000.incomplete"]
+    others = [tmp_path / "out.jsonl.mine.incomplete", tmp_path / "other.jsonl.k3x_9abc.incomplete"]
+    for path in leftovers + others:
+        path.write_bytes(b"half")
+    if writer == "write_run":
+        write_run(str(target), [("q", ["d"], [1.0])])
+    else:
+        AnswerReport(str(tmp_path), [], {}, {}, []).write_verdicts(target)
+    warning = capsys.readouterr().err
+    assert warning.count("\n") == 1 and "warning" in warning
+    assert all(str(path) in warning for path in leftovers) and not any(path.name in warning for path in others)
+    assert all(path.read_bytes() == b"half" for path in leftovers + others)
+    assert sorted(tmp_path.iterdir()) == sorted([target, *leftovers, *others])
+    target.unlink()
+    for path in leftovers:
+        path.unlink()
+    write_run(str(target), [("q", ["d"], [1.0])])
+    assert capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize("table, message", [

@@ -435,6 +435,23 @@ def test_a_missing_file_says_which_file_the_config_needs(kg, tmp_path):
     assert load("finance_marketcap", repo, tmp_path / "c2").num_rows > 0
 
 
+@pytest.mark.parametrize("special", ["fifo", "symlink to /dev/zero"])
+def test_a_kg_file_that_is_not_a_regular_file_is_named_never_opened(kg, tmp_path, special):
+    """A FIFO (opening it would block) or a symlink to a device in the file's place is named as not a regular file,
+    not reported as missing."""
+    root, _ = kg
+    only_finance = domain_copy(root, tmp_path, "finance")
+    wanted = only_finance / "movie" / "movie_db.json"
+    wanted.parent.mkdir(exist_ok=True)
+    if special == "fifo":
+        os.mkfifo(wanted)
+    else:
+        wanted.symlink_to("/dev/zero")
+    with pytest.raises(MissingSourceError, match=f"movie_movies needs movie/movie_db.json: {re.escape(str(wanted))} "
+                                                 "is not a regular file"):
+        load("movie_movies", only_finance, tmp_path / "c")
+
+
 # --- download ---------------------------------------------------------------------------------------------
 
 

@@ -282,3 +282,46 @@ def test_tables_kept_from_a_corpus_are_not_changed_by_the_reuse_of_its_buffers(t
     tables = list(jsonl.read_jsonl(jsonl.Shard(SourceFiles(str(tmp_path)), "corpus.jsonl"), schema))
     assert len(tables) > 20
     assert pa.concat_tables(tables).to_pylist() == docs
+
+
+ENDLESS_LINE_CHILD = """
+import resource, sys, zipfile
+from ragloaders.core.errors import SourceError
+from ragloaders.core.readers import lines
+lines.MAX_LINE_BYTES = 32 << 20
+with open("/proc/self/statm") as f:
+    vm = int(f.read().split()[0]) * resource.getpagesize()
+bound = vm + (64 << 20)  # two caps beyond what is imported: the line, its growth, no second copy
+resource.setrlimit(resource.RLIMIT_AS, (bound, bound))
+with zipfile.ZipFile(sys.argv[1]) as archive, archive.open("corpus.jsonl") as stream:
+    try:
+        for _ in lines.iter_line_chunks(stream, "corpus.jsonl", skip_bom=True):
+            pass
+        print("read all")
+    except SourceError as e:
+        print(e)
+    except MemoryError:
+        print("MemoryError")
+"""
+
+
+def test_an_endless_line_is_refused_once_the_cap_is_buffered_not_after_doubling(tmp_path):
+    """A small zip whose only member is one 200 MB line (a decompression bomb): refused once MAX_LINE_BYTES (32 MB
+    here) is buffered, within an address-space limit of twice that, not after doubling the buffer past the cap."""
+    import subprocess
+    import sys
+    import zipfile
+
+    bomb = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive, archive.open("corpus.jsonl", "w") as member:
+        member.write(b'{"a\n{"_id": "endless", "text": "')
+        block = b"z" * (1 << 20)
+        for _ in range(200):
+            member.write(block)
+    assert bomb.stat().st_size < 1 << 20
+    result = subprocess.run(
+        [sys.executable, "-c", ENDLESS_LINE_CHILD, str(bomb)], capture_output=True, text=True, timeout=120
+    )
+    assert result.stdout.strip() == "corpus.jsonl, line 2: line longer than 33,554,432 bytes (MAX_LINE_BYTES)", (
+        result.stdout + result.stderr[-2000:]
+    )

@@ -2,12 +2,16 @@
 
 `build --out` and `push --staging-dir` (folders, publish/output_folder.py decides then whose an existing one is)
 and `bm25 --out` (a run file) all ask `check_output`; it lives here, below both publish and eval, so that every
-writer shares it.
+writer shares it. A file is written beside its target under a temporary name (`partial_file`) and takes its name only
+when complete.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import sys
+import tempfile
 from collections.abc import Iterator
 from typing import Literal
 
@@ -63,6 +67,28 @@ def check_output(out: str | os.PathLike, *, kind: Literal["folder", "file"], dat
     elif os.path.lexists(target) and not os.path.isdir(target):
         raise OutputFolderError(f"{where} exists and is not a folder")
     return target
+
+
+PARTIAL_SUFFIX = ".incomplete"
+_MKSTEMP_PART = r"\.[a-z0-9_]{8}"
+"""The random part mkstemp puts between a partial file's prefix and suffix (its 8 name characters)."""
+
+
+def partial_file(target: str) -> tuple[int, str]:
+    """(descriptor, path) of a new file `NAME.XXXXXXXX.incomplete` beside `target`, to write it into before it
+    takes its name. Such files of an earlier write of the same target that was killed are named on stderr in one
+    line and left as they are: a name alone does not prove a file is ragloaders' own."""
+    folder, name = os.path.split(os.path.abspath(target))
+    own = re.compile(re.escape(name) + _MKSTEMP_PART + re.escape(PARTIAL_SUFFIX))
+    try:
+        leftovers = sorted(entry for entry in os.listdir(folder) if own.fullmatch(entry))
+    except OSError:  # a folder that cannot be listed: mkstemp says why it cannot write there
+        leftovers = []
+    if leftovers:
+        print(f"ragloaders: warning: {len(leftovers)} unfinished file(s) of an interrupted earlier write of {target}, "
+              f"left as they are (delete them yourself): {', '.join(os.path.join(folder, e) for e in leftovers)}",
+              file=sys.stderr)
+    return tempfile.mkstemp(prefix=name + ".", suffix=PARTIAL_SUFFIX, dir=folder)
 
 
 def _protected(data_dir: str | None, cache_dir: str | None) -> Iterator[tuple[str, str]]:

@@ -37,7 +37,6 @@ from __future__ import annotations
 import csv
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +47,7 @@ import pyarrow.parquet as pq
 
 from ..api import load, normalized
 from ..core.errors import SourceError
+from ..core.output_target import partial_file
 from ..core.readers.jsonl import Shard, iter_json_records
 from ..core.sources import SourceFiles
 from .judge import Judge, JudgeError
@@ -345,8 +345,7 @@ class AnswerReport:
         target = os.fspath(target)
         if os.path.lexists(target):
             raise FileExistsError(f"{target}: already exists; --verdicts writes a new file and replaces nothing")
-        folder = os.path.dirname(os.path.abspath(target))
-        handle, partial = tempfile.mkstemp(prefix=os.path.basename(target) + ".", suffix=".incomplete", dir=folder)
+        handle, partial = partial_file(target)
         try:
             with os.fdopen(handle, "wb") as f:
                 for v in self.verdicts:

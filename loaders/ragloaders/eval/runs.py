@@ -8,8 +8,10 @@ the line or record (and the field); nothing is skipped.
 An id holding a NUL byte is refused in every format (trec_eval's C code would end the id there).
 
 A TREC run is read by trec_eval's rule, byte by byte (no Unicode notion of space or digit):
-- a line ends at LF; CRs just before the LF are part of the line end. Any other CR, and a vertical
-  tab or form feed (whitespace to trec_eval's `isspace`), is refused: tools split on them differently;
+- a line ends at LF, the last one at the end of the file; CRs just before that end (the LF, or the end
+  of the file) are part of the line end, as trec_eval's `isspace` skips them after the last field and
+  every line reader ends a line there. Any other CR, and a vertical tab or form feed (whitespace to
+  trec_eval's `isspace`), is refused: tools split on them differently;
 - fields are separated by runs of ASCII space and tab (leading and trailing ones ignored), and there
   are six: `query-id Q0 doc-id rank score tag`. Every other byte belongs to a field, so an id may hold
   NBSP or \x1c exactly as written;
@@ -28,7 +30,6 @@ import math
 import numbers
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 
 import orjson
@@ -36,6 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.errors import SourceError
+from ..core.output_target import partial_file
 from ..core.readers.jsonl import Shard, iter_json_records
 from ..core.readers.lines import UTF8_BOM, iter_lines
 from ..core.readers.values import conform
@@ -261,8 +263,7 @@ def write_run(
     over an existing file."""
     path = os.fspath(path)
     fmt = run_format(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, partial = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".incomplete", dir=folder)
+    handle, partial = partial_file(path)
     os.close(handle)
     try:
         writer = {"trec": _write_trec, "parquet": _write_parquet, "jsonl": _write_jsonl}[fmt]

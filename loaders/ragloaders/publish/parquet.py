@@ -16,9 +16,9 @@ from .sink import DeferredErrorFile
 MAX_SHARD_BYTES = 500 << 20
 """Uncompressed bytes per Parquet file: the compressed file is smaller, so always under ~500 MB."""
 SHARD_COUNT_MULTIPLE = 8
-"""A split written as more than one file has a multiple of this many, of equal row counts (within one row): datasets
-streams whole files per worker (`split_dataset_by_node`, a DataLoader's workers), so 2, 4 or 8 workers get equal
-shares."""
+"""A split written as more than one file has a multiple of this many (one file per row if it has fewer rows), of
+equal row counts (within one row): datasets streams whole files per worker (`split_dataset_by_node`, a DataLoader's
+workers), so 2, 4 or 8 workers get equal shares."""
 ROW_GROUP_BYTES = 64 << 20
 """Uncompressed bytes per row group: small enough for the hub's dataset viewer to page through (its limit is
 286 MiB per row group)."""
@@ -27,9 +27,10 @@ LARGE_ROW_BYTES = 2 << 20
 """Rows larger than this (on average in a split) are too large for the dataset viewer to show: the card says so."""
 CUTTING_RULE = (
     f"Each split is one Parquet file (zstd) while it holds under {MAX_SHARD_BYTES >> 20} MiB of Arrow data; a larger "
-    f"one is cut into a multiple of {SHARD_COUNT_MULTIPLE} files of equal row counts, in row order, so that 2, 4 or "
-    f"8 workers reading whole files (`datasets.distributed.split_dataset_by_node`, DataLoader workers) get equal "
-    f"shares. Row groups hold about {ROW_GROUP_BYTES >> 20} MiB of Arrow data (at most "
+    f"one is cut into a multiple of {SHARD_COUNT_MULTIPLE} files whose row counts differ by one "
+    f"at most, in row order, so that 2, 4 or 8 workers reading whole files "
+    f"(`datasets.distributed.split_dataset_by_node`, DataLoader workers) get equal shares; a split with fewer rows "
+    f"than that multiple is one file per row. Row groups hold about {ROW_GROUP_BYTES >> 20} MiB of Arrow data (at most "
     f"{MAX_ROW_GROUP_ROWS:,} rows), well under the dataset viewer's 286 MiB."
 )
 """How files are cut, as the card says it (from the constants above)."""
@@ -65,8 +66,9 @@ def _row_group_rows(table: pa.Table) -> int:
 
 def shard_rows(num_rows: int, nbytes: int) -> list[int]:
     """The row count of each file of a split of `num_rows` rows and `nbytes` Arrow bytes: one file up to
-    MAX_SHARD_BYTES, else a multiple of SHARD_COUNT_MULTIPLE files (fewer only when there are fewer rows) whose counts
-    differ by one row at most."""
+    MAX_SHARD_BYTES, else the fewest multiple of SHARD_COUNT_MULTIPLE files that holds under it on average, whose counts
+    differ by one row at most; one file per row when there are fewer rows than that multiple (CUTTING_RULE says so
+    on the card)."""
     if num_rows == 0:
         return [0]
     needed = -(-nbytes // MAX_SHARD_BYTES)

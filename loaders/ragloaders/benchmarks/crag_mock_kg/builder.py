@@ -81,14 +81,15 @@ PLANS: dict[Reader, Plan] = {
 """The one place a reader kind is decided."""
 
 
+def candidate_paths(data_dir: str, relpath: str) -> list[str]:
+    """Where `relpath` (e.g. `finance/finance_price.sqlite`) may be under `data_dir`: in the `cragkg/` folder itself,
+    or in a folder holding `cragkg/` or `mock_api/cragkg/` (the repository)."""
+    return [os.path.join(data_dir, prefix, relpath) for prefix in ("", "cragkg", FOLDER)]
+
+
 def local_path(data_dir: str, relpath: str) -> str | None:
-    """Where `relpath` (e.g. `finance/finance_price.sqlite`) is under `data_dir`: the `cragkg/` folder itself, or a
-    folder holding `cragkg/` or `mock_api/cragkg/` (the repository)."""
-    for prefix in ("", "cragkg", FOLDER):
-        candidate = os.path.join(data_dir, prefix, relpath)
-        if os.path.isfile(candidate):
-            return candidate
-    return None
+    """The first of `candidate_paths` that is a regular file (or a link to one)."""
+    return next((candidate for candidate in candidate_paths(data_dir, relpath) if os.path.isfile(candidate)), None)
 
 
 class MockKgBuilder(RagBuilder):
@@ -131,6 +132,10 @@ class MockKgBuilder(RagBuilder):
             paths = []
             for relpath in table.files:
                 path = local_path(self.config.data_dir, relpath)
+                special = next((c for c in candidate_paths(self.config.data_dir, relpath) if os.path.lexists(c)), None)
+                if path is None and special is not None:  # a FIFO, a device, a dangling link: named, never opened
+                    raise MissingSourceError(f"{self.config.data_dir}: {self.config.name} needs {relpath}: {special} "
+                                             "is not a regular file")
                 if path is None:
                     url = SOURCE_FILES[relpath].url(BASE_URL)
                     raise MissingSourceError(

@@ -57,6 +57,17 @@ def fill(stream: BinaryIO, view: memoryview) -> int:
     return filled
 
 
+def append(stream: BinaryIO, buffer: bytearray, count: int) -> int:
+    """Read up to `count` more bytes onto the end of `buffer`, a block at a time; the number read.
+
+    The bytearray is resized in place (a large one by the allocator's remapping), so growing a long line's buffer
+    never holds it twice."""
+    start = len(buffer)
+    while (missing := start + count - len(buffer)) > 0 and (block := stream.read(min(missing, BLOCK_BYTES))):
+        buffer += block
+    return len(buffer) - start
+
+
 def iter_chunks_of_lines(
     stream: BinaryIO, *, skip_bom: bool = False, spare: deque[bytearray] | None = None
 ) -> Iterator[memoryview]:
@@ -64,7 +75,8 @@ def iter_chunks_of_lines(
     (only a chunk's incomplete last line is copied, to the next one), as a view of that buffer.
 
     Every chunk but the last ends with a newline. `skip_bom` drops a UTF-8 BOM at the very start. A line
-    longer than MAX_LINE_BYTES raises LineTooLong instead of filling memory.
+    longer than MAX_LINE_BYTES raises LineTooLong once MAX_LINE_BYTES + 1 bytes of it are buffered, instead of
+    filling memory.
 
     A caller done with a chunk may append its buffer (`chunk.obj`) to `spare`: it is then read into again
     instead of a fresh one, which would cost its zeroing and a page fault every 4 KB. Without `spare`,
@@ -74,14 +86,21 @@ def iter_chunks_of_lines(
     if skip_bom and (carry := stream.read(len(UTF8_BOM))) == UTF8_BOM:
         carry, offset = b"", len(UTF8_BOM)
     while True:
-        long_line = len(carry) > size // 2
-        buffer = spare.pop() if spare and not long_line else None
-        if buffer is None or len(buffer) != size:
-            buffer = bytearray(2 * len(carry) if long_line else size)  # a long line's buffer doubles
-        view = memoryview(buffer)
-        view[:len(carry)] = carry
-        filled = len(carry) + fill(stream, view[len(carry):])
-        ended = filled < len(buffer)
+        if isinstance(carry, bytearray):  # the last buffer held one unfinished line: it grows in place
+            buffer, carry = carry, b""
+            room = min(2 * len(buffer), MAX_LINE_BYTES + 1)
+            filled = len(buffer) + append(stream, buffer, room - len(buffer))
+            ended = filled < room
+            view = memoryview(buffer)
+        else:
+            long_line = len(carry) > size // 2
+            buffer = spare.pop() if spare and not long_line else None
+            if buffer is None or len(buffer) != size:  # a long line's buffer doubles, up to one byte past the cap
+                buffer = bytearray(min(2 * len(carry), MAX_LINE_BYTES + 1) if long_line else size)
+            view = memoryview(buffer)
+            view[:len(carry)] = carry
+            filled = len(carry) + fill(stream, view[len(carry):])
+            ended = filled < len(buffer)
         view = view[:filled]
         if filled > MAX_LINE_BYTES and buffer.find(b"\n", 0, MAX_LINE_BYTES + 1) < 0:
             raise LineTooLong(offset, 0)
@@ -94,7 +113,11 @@ def iter_chunks_of_lines(
             return
         cut = buffer.rfind(b"\n", 0, filled) + 1
         if cut == 0:
-            carry = bytes(view)
+            if len(buffer) <= size:  # a chunk's buffer, maybe a spare one a caller still has a view of: copied
+                carry = bytes(view)
+            else:  # a long line's own buffer: carried itself, to grow without a second one beside it
+                view.release()
+                carry = buffer
             continue
         carry = bytes(view[cut:])
         yield view[:cut]
