@@ -108,7 +108,3 @@ def key_index(store: Store, name: str, values: pa.ChunkedArray) -> KeyIndex:
     """A KeyIndex of `values`, its order kept in `store` under `name`."""
     return KeyIndex(values, store.get(name, lambda: {"order": sort_order(values)})["order"])
 
-
-def first_occurrences(values: pa.ChunkedArray) -> list:
-    """The distinct values in order of first occurrence, nulls left out (a dict's keys, in the source's order)."""
-    return [value for value in dict.fromkeys(values.to_pylist()) if value is not None]
