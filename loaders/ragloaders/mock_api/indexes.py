@@ -1,4 +1,4 @@
-"""Indexes over the memory-mapped tables, built on the first start and kept in the cache beside the tables.
+"""Indexes over the memory-mapped tables, each built on its first use and kept in the cache beside the tables.
 
 A `Store` is a folder of named entries, each a set of arrays saved as numpy (`.npy`, memory-mapped when loaded),
 Arrow (`.arrow`, memory-mapped) or JSON: a later start maps them instead of rebuilding, and resident memory
