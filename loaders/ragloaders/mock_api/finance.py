@@ -12,6 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pyarrow as pa
+
+from .indexes import KeyIndex
 from .rows import cell, keyed
 from .search import OkapiIndex, normalise
 from .tables import Tables
@@ -27,12 +30,13 @@ class FinanceDomain:
         for name, normalised in zip(self.ticker_of, self.normalised):
             self.names_of.setdefault(normalised, []).append(name)
         self.index = OkapiIndex([name.split() for name in self.normalised])
-        self.tables = {config: keyed(tables, config, "ticker")
-                       for config in ("finance_price", "finance_detailed_price", "finance_dividend",
-                                      "finance_marketcap", "finance_info")}
+        self.tables = tables
+        self.keyed: dict[str, tuple[pa.Table, KeyIndex]] = {}
 
     def _value(self, config: str, column: str, ticker: str) -> Any:
-        table, keys = self.tables[config]
+        if config not in self.keyed:  # each table on its first call (the minute prices are most of the KG)
+            self.keyed[config] = keyed(self.tables, config, "ticker")
+        table, keys = self.keyed[config]
         index = keys.last(ticker)
         return None if index is None else cell(table, column, index)
 

@@ -1,4 +1,4 @@
-"""Indexes over the memory-mapped tables, built on the first start and kept in the cache beside the tables.
+"""Indexes over the memory-mapped tables, each built on its first use and kept in the cache beside the tables.
 
 A `Store` is a folder of named entries, each a set of arrays saved as numpy (`.npy`, memory-mapped when loaded),
 Arrow (`.arrow`, memory-mapped) or JSON: a later start maps them instead of rebuilding, and resident memory
@@ -108,7 +108,3 @@ def key_index(store: Store, name: str, values: pa.ChunkedArray) -> KeyIndex:
     """A KeyIndex of `values`, its order kept in `store` under `name`."""
     return KeyIndex(values, store.get(name, lambda: {"order": sort_order(values)})["order"])
 
-
-def first_occurrences(values: pa.ChunkedArray) -> list:
-    """The distinct values in order of first occurrence, nulls left out (a dict's keys, in the source's order)."""
-    return [value for value in dict.fromkeys(values.to_pylist()) if value is not None]

@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .name_arrays import distinct_in_order, last_rows, postings_from_joined, whitespace_joined
 from .rows import cell, keyed
-from .search import OkapiIndex, okapi_arrays
+from .search import OkapiIndex, with_okapi_idf
 from .tables import Tables
 
 FIRST_YEAR, LAST_YEAR = 1990, 2021
@@ -44,10 +45,11 @@ class _Records:
         """One document per distinct key (the server's order: the JSON object's), split on whitespace as it is;
         each document's record: the one under the key's words joined by one space (as the server looks it up),
         else the key's own (where the server fails)."""
-        last = {key: index for index, key in enumerate(column.to_pylist()) if key is not None}
-        keys = list(last)
-        doc_rows = [last.get(" ".join(key.split()), last[key]) for key in keys]
-        return {**okapi_arrays([key.split() for key in keys]), "doc_rows": np.asarray(doc_rows, dtype=np.int64)}
+        keys = distinct_in_order(column)
+        joined = whitespace_joined(keys)
+        as_joined = last_rows(column, keys, joined)
+        doc_rows = np.where(as_joined >= 0, as_joined, last_rows(column, keys, keys))
+        return {**with_okapi_idf(postings_from_joined(joined)), "doc_rows": doc_rows}
 
     def record(self, index: int) -> Any:
         """The source's record at row `index`, as `json.load` of the file gave it."""

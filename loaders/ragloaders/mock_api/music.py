@@ -14,9 +14,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from .indexes import first_occurrences
-from .rows import cell, grouped_keys, keyed
-from .search import CutoffIndex, cutoff_arrays, normalise
+from .name_arrays import distinct_in_order, grouped_by_name, normalised, postings_from_joined
+from .rows import cell, keyed
+from .search import CutoffIndex, with_cutoff_idf
 from .tables import Tables, looks_like_json
 
 FIRST_GRAMMY_YEAR, LAST_GRAMMY_YEAR = 1957, 2019
@@ -29,9 +29,9 @@ class _Names:
 
     def __init__(self, tables: Tables, config: str, column: pa.ChunkedArray):
         def build() -> dict[str, Any]:
-            names, keys = grouped_keys(first_occurrences(column), normalise)
-            return {**cutoff_arrays([name.split() for name in names]),
-                    "keys": pa.array(keys, type=pa.list_(pa.string()))}
+            keys = distinct_in_order(column)
+            names, grouped = grouped_by_name(keys, normalised(keys))
+            return {**with_cutoff_idf(postings_from_joined(names)), "keys": grouped}
 
         arrays = tables.store.get(f"{config}.search", build)
         self.keys = arrays["keys"]

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyarrow as pa
-
-from .indexes import first_occurrences
-from .rows import grouped_keys, keyed, record, row
-from .search import OkapiIndex, normalise, okapi_arrays
+from .name_arrays import distinct_in_order, grouped_by_name, normalised, postings_from_joined
+from .rows import keyed, record, row
+from .search import OkapiIndex, with_okapi_idf
 from .tables import Tables
 
 KEY = ("entity",)
@@ -25,9 +23,9 @@ class OpenDomain:
         self.table, self.keys = keyed(tables, "open_entities", "entity")
 
         def build() -> dict[str, Any]:
-            names, entities = grouped_keys(first_occurrences(self.table.column("entity")), normalise)
-            return {**okapi_arrays([name.split() for name in names]),
-                    "entities": pa.array(entities, type=pa.list_(pa.string()))}
+            entities = distinct_in_order(self.table.column("entity"))
+            names, grouped = grouped_by_name(entities, normalised(entities))
+            return {**with_okapi_idf(postings_from_joined(names)), "entities": grouped}
 
         arrays = tables.store.get("open_entities.search", build)
         self.entities = arrays["entities"]

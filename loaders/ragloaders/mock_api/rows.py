@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -69,11 +68,3 @@ def keyed(tables: Tables, config: str, column: str) -> tuple[pa.Table, KeyIndex]
     table = tables[config]
     return table, key_index(tables.store, f"{config}.{column}", table.column(column))
 
-
-def grouped_keys(keys: list[str], name_of: Callable[[str], str]) -> tuple[list[str], list[list[str]]]:
-    """The distinct names of `keys` (name_of each), sorted, and each one's keys in the order given."""
-    groups: dict[str, list[str]] = {}
-    for key in keys:
-        groups.setdefault(name_of(key), []).append(key)
-    names = sorted(groups)
-    return names, [groups[name] for name in names]

@@ -79,26 +79,39 @@ class Postings:
         return np.diff(self.starts)
 
 
+def _idfs(arrays: dict[str, Any]) -> np.ndarray:
+    """log(N - n + 0.5) - log(n + 0.5) of each term (n: its documents), by `math.log` as rank_bm25 computes it
+    (numpy's log may differ in the last bit), once per distinct n."""
+    counts = np.diff(arrays["starts"])
+    size = len(arrays["doc_len"])
+    distinct, where = np.unique(counts, return_inverse=True)
+    values = [math.log(size - n + 0.5) - math.log(n + 0.5) for n in distinct.tolist()]
+    return np.asarray(values, dtype=np.float64)[where.reshape(-1)] if len(counts) else np.zeros(0)
+
+
+def with_okapi_idf(arrays: dict[str, Any]) -> dict[str, Any]:
+    """postings arrays and rank_bm25 BM25Okapi's idf of each term (a negative one floored at 0.25 x the mean, the
+    mean of the idfs summed one by one in term order, as rank_bm25 sums them)."""
+    idf = _idfs(arrays)
+    if len(idf):
+        floor = EPSILON * (float(np.cumsum(idf)[-1]) / len(idf))
+        idf = np.where(idf < 0, floor, idf)
+    return {**arrays, "idf": idf}
+
+
+def with_cutoff_idf(arrays: dict[str, Any]) -> dict[str, Any]:
+    """postings arrays and the music BM25's idf of each term (used only when above IDF_CUTOFF)."""
+    return {**arrays, "idf": _idfs(arrays)}
+
+
 def okapi_arrays(documents: list[list[str]]) -> dict[str, Any]:
-    """postings_arrays and rank_bm25 BM25Okapi's idf of each term (a negative one floored at 0.25 x the mean)."""
-    arrays = postings_arrays(documents)
-    size = len(documents)
-    idf = [math.log(size - n + 0.5) - math.log(n + 0.5) for n in np.diff(arrays["starts"]).tolist()]
-    if idf:
-        total = 0
-        for value in idf:
-            total += value
-        floor = EPSILON * (total / len(idf))
-        idf = [floor if value < 0 else value for value in idf]
-    return {**arrays, "idf": np.asarray(idf, dtype=np.float64)}
+    """postings_arrays and rank_bm25 BM25Okapi's idf of each term."""
+    return with_okapi_idf(postings_arrays(documents))
 
 
 def cutoff_arrays(documents: list[list[str]]) -> dict[str, Any]:
-    """postings_arrays and the music BM25's idf of each term (used only when above IDF_CUTOFF)."""
-    arrays = postings_arrays(documents)
-    size = len(documents)
-    idf = [math.log(size - n + 0.5) - math.log(n + 0.5) for n in np.diff(arrays["starts"]).tolist()]
-    return {**arrays, "idf": np.asarray(idf, dtype=np.float64)}
+    """postings_arrays and the music BM25's idf of each term."""
+    return with_cutoff_idf(postings_arrays(documents))
 
 
 class OkapiIndex:

@@ -1,10 +1,11 @@
 """A `crag/mock_kg` build (a folder, or a hub repository holding one) opened as memory-mapped Arrow tables.
 
-Each config the mock API reads is converted once from its Parquet files into an uncompressed Arrow IPC file in the
-cache (`<cache_dir>/mock_api/<fingerprint of the Parquet files>/<config>.arrow`, written row group by row group)
-and then memory-mapped: a lookup touches only the pages of the rows it reads, so resident memory follows what is
-asked for, not the size of the knowledge graph. A folder that is not a `crag/mock_kg` build, or lacks a config or a
-column the API reads, is a SourceError naming the folder, the config and what was expected.
+Each config the mock API reads is converted once, on its first use, from its Parquet files into an uncompressed
+Arrow IPC file in the cache (`<cache_dir>/mock_api/<fingerprint of the Parquet files>/<config>.arrow`, written row
+group by row group) and then memory-mapped: a lookup touches only the pages of the rows it reads, so resident
+memory follows what is asked for, not the size of the knowledge graph. A folder that is not a `crag/mock_kg`
+build, or lacks a config or a column the API reads, is a SourceError naming the folder, the config and what was
+expected, raised on opening (from the Parquet footers); a row group that cannot be read, on the config's first use.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
+import threading
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -105,25 +106,42 @@ def fingerprint(folder: str) -> str:
     return digest.hexdigest()[:20]
 
 
+def _schema(path: str) -> pa.Schema:
+    try:
+        return pq.ParquetFile(path).schema_arrow.remove_metadata()
+    except (pa.ArrowInvalid, OSError) as e:
+        raise SourceError(path, f"not a readable Parquet file ({e})") from None
+
+
+def check_columns(folder: str, config: str, paths: list[str]) -> None:
+    """SourceError unless the Parquet files of `config` are readable, of one schema, holding the columns the API
+    reads (from their footers: no row is read)."""
+    schema = _schema(paths[0])
+    for path in paths[1:]:
+        if _schema(path) != schema:
+            raise SourceError(path, f"config {config}: its columns differ from those of {paths[0]}")
+    columns = REQUIRED_COLUMNS[config]
+    absent = [column for column in columns if column not in schema.names]
+    if absent:
+        raise SourceError(os.path.join(folder, config), f"config {config} has no column {absent[0]!r} "
+                          f"(its columns: {', '.join(schema.names)}); expected {', '.join(columns)} "
+                          "(a build by an older ragloaders? build it again)")
+
+
 def _convert(paths: list[str], target: str, config: str) -> None:
     """The Parquet files of one config, row group by row group, into one uncompressed IPC file (atomically)."""
-    schema = None
-    partial = f"{target}.{os.getpid()}.partial"
+    partial = f"{target}.{os.getpid()}.{threading.get_ident()}.partial"
     writer = None
     try:
+        writer = pa.ipc.new_file(partial, _schema(paths[0]))
         for path in paths:
-            try:
-                parquet = pq.ParquetFile(path)
-            except (pa.ArrowInvalid, OSError) as e:
-                raise SourceError(path, f"not a readable Parquet file ({e})") from None
-            file_schema = parquet.schema_arrow.remove_metadata()
-            if schema is None:
-                schema = file_schema
-                writer = pa.ipc.new_file(partial, schema)
-            elif file_schema != schema:
-                raise SourceError(path, f"config {config}: its columns differ from those of {paths[0]}")
+            parquet = pq.ParquetFile(path)
             for group in range(parquet.num_row_groups):
-                writer.write_table(parquet.read_row_group(group).replace_schema_metadata(None))
+                try:
+                    table = parquet.read_row_group(group)
+                except (pa.ArrowException, OSError) as e:
+                    raise SourceError(path, f"config {config}: row group {group} is not readable ({e})") from None
+                writer.write_table(table.replace_schema_metadata(None))
         writer.close()
         writer = None
         os.replace(partial, target)
@@ -134,37 +152,36 @@ def _convert(paths: list[str], target: str, config: str) -> None:
             os.unlink(partial)
 
 
-@dataclass
 class Tables:
-    """The configs of one build, memory-mapped; `folder` is where they were read from."""
+    """The configs of one build, each converted to IPC in the cache (if not done yet) and memory-mapped on its first
+    use, so a start converts only what its first calls read; `folder` is where they are read from."""
 
-    folder: str
-    tables: dict[str, pa.Table]
-    store: Store
-    """Where the indexes over these tables are kept (built on the first start)."""
+    def __init__(self, folder: str, converted: str):
+        self.folder = folder
+        self.converted = converted
+        self.store = Store(os.path.join(converted, "indexes"))
+        """Where the indexes over these tables are kept (each built on its first use)."""
+        self._tables: dict[str, pa.Table] = {}
+        self._lock = threading.Lock()
 
     def __getitem__(self, config: str) -> pa.Table:
-        return self.tables[config]
+        with self._lock:
+            if config not in self._tables:
+                target = os.path.join(self.converted, f"{config}.arrow")
+                if not os.path.exists(target):
+                    _convert(parquet_files(self.folder, config), target, config)
+                self._tables[config] = pa.ipc.open_file(pa.memory_map(target)).read_all()
+            return self._tables[config]
 
 
 def open_tables(folder: str, cache_dir: str | None = None) -> Tables:
-    """Check `folder` (see check_build), convert its configs to IPC in the cache if not done yet, map them."""
+    """Check `folder` (see check_build and check_columns); its configs are converted and mapped on first use."""
     check_build(folder)
+    for config in REQUIRED_COLUMNS:
+        check_columns(folder, config, parquet_files(folder, config))
     converted = os.path.join(cache_dir or default_cache_dir(), "mock_api", fingerprint(folder))
     os.makedirs(converted, exist_ok=True)
-    tables = {}
-    for config, columns in REQUIRED_COLUMNS.items():
-        target = os.path.join(converted, f"{config}.arrow")
-        if not os.path.exists(target):
-            _convert(parquet_files(folder, config), target, config)
-        table = pa.ipc.open_file(pa.memory_map(target)).read_all()
-        absent = [column for column in columns if column not in table.column_names]
-        if absent:
-            raise SourceError(os.path.join(folder, config), f"config {config} has no column {absent[0]!r} "
-                              f"(its columns: {', '.join(table.column_names)}); expected {', '.join(columns)} "
-                              "(a build by an older ragloaders? build it again)")
-        tables[config] = table
-    return Tables(folder, tables, Store(os.path.join(converted, "indexes")))
+    return Tables(folder, converted)
 
 
 def looks_like_json(column: pa.ChunkedArray) -> bool:
