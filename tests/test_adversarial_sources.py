@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import ragloaders
+from local_http import send_body
 from mteb_layout import beir_tables, write_repository
 from ragloaders import cli
 from ragloaders.core.errors import MissingSourceError, SourceError
@@ -91,11 +92,7 @@ class Answer(BaseHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802 - http.server's naming
         body = b"<html><body>sign in to the network</body></html>"
-        self.send_response(self.status)
-        self.send_header("Content-Type", self.content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_body(self, body, status=self.status, content_type=self.content_type)
 
     def log_message(self, *args):
         pass
@@ -222,11 +219,7 @@ class HalfAHub(Answer):
             body = b'{"id": "org/name", "sha": "' + b"0" * 40 + b'", "siblings": []}'
         else:
             self.status, self.content_type, body = 500, "text/plain", b"oops"
-        self.send_response(self.status)
-        self.send_header("Content-Type", self.content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_body(self, body, status=self.status, content_type=self.content_type)
 
 
 def test_a_hub_that_fails_after_the_probe_is_one_line_with_the_remedies(endpoint, tmp_path, monkeypatch):

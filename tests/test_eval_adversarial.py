@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from local_http import send_body
 from ragloaders.core.errors import SourceError
 from ragloaders.eval import read_predictions
 from ragloaders.eval.judge import Judge, JudgeError, parse_verdict
@@ -82,11 +83,7 @@ class Hostile(BaseHTTPRequestHandler):
         type(self).requests.append({"server": self.server.server_address, "auth": self.headers.get("Authorization")})
 
     def _send(self, body: bytes):
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_body(self, body)
 
     def log_message(self, *args):
         pass

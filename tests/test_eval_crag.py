@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import DATA
+from local_http import send_body
 from ragloaders.cli import main
 from ragloaders.core.errors import SourceError
 from ragloaders.eval import read_predictions, score_answers
@@ -228,11 +229,7 @@ class FakeChat(BaseHTTPRequestHandler):
         else:
             content = '{"score": 0, "explanation": "no"}'
         reply = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(reply)))
-        self.end_headers()
-        self.wfile.write(reply)
+        send_body(self, reply)
 
     def log_message(self, *args):
         pass
