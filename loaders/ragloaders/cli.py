@@ -1,4 +1,4 @@
-"""The `ragloaders` command: list, build, validate, push, eval, bm25, serve."""
+"""The `ragloaders` command line."""
 
 from __future__ import annotations
 
