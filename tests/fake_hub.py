@@ -3,7 +3,7 @@
 Served through huggingface_hub's client factory with an httpx `MockTransport` (httpx2 under huggingface_hub
 2.x), so no socket is opened. Its state lives in a folder, so that a push killed half way (see
 FAKE_HUB_EXIT_ON_COMMIT) can be resumed by another process. Endpoints: repo create, branch create, tree
-listing, file download (resolve), validate-yaml, preupload, the LFS batch API with basic PUT upload and
+listing, repo info, file download (resolve), validate-yaml, preupload, the LFS batch API with basic PUT upload and
 verify, commit, revision info.
 
 Run as a script, it is `ragloaders` with the fake hub in place:
@@ -119,6 +119,7 @@ class FakeHub:
             ("POST", rf"/api/datasets/{REPO}/branch/(?P<branch>.+)", self.create_branch),
             ("GET", rf"/api/datasets/{REPO}/tree/(?P<rev>[^/]+)(?P<sub>/.*)?", self.tree),
             ("GET", rf"/api/datasets/{REPO}/revision/(?P<rev>.+)", self.revision_info),
+            ("GET", rf"/api/datasets/{REPO}", lambda request, repo: self.revision_info(request, repo, "main")),
             ("POST", r"/api/validate-yaml", lambda request: (200, {})),
             ("POST", rf"/api/datasets/{REPO}/preupload/(?P<rev>.+)", self.preupload),
             ("POST", rf"/datasets/{REPO}\.git/info/lfs/objects/batch", self.lfs_batch),
@@ -126,6 +127,7 @@ class FakeHub:
             ("POST", r"/lfs-verify", lambda request: (200, {})),
             ("POST", rf"/api/datasets/{REPO}/commit/(?P<rev>.+)", self.commit),
             ("GET", rf"/datasets/{REPO}/resolve/(?P<rev>[^/]+)/(?P<file>.+)", self.resolve),
+            ("HEAD", rf"/datasets/{REPO}/resolve/(?P<rev>[^/]+)/(?P<file>.+)", self.resolve_head),
         ]
         for method, pattern, handler in routes:
             match = re.fullmatch(pattern, path)
@@ -228,6 +230,16 @@ class FakeHub:
             return 404, {"error": "Entry not found"}, {"X-Error-Code": "EntryNotFound"}
         with open(self.object_path(entry["sha256"]), "rb") as f:
             return 200, f.read()
+
+    def resolve_head(self, request, repo, rev, file):
+        """What hf_hub_download asks before it downloads: the file's commit, etag and size."""
+        state = self.load()
+        branch = (self._repo(state, repo) or {"branches": {}})["branches"].get(rev)
+        entry = branch["files"].get(file) if branch else None
+        if entry is None:
+            return 404, b"", {"X-Error-Code": "EntryNotFound"}
+        sha = branch["commits"][-1]["oid"] if branch["commits"] else "0" * 40
+        return 200, b"", {"X-Repo-Commit": sha, "ETag": f'"{entry["oid"]}"', "Content-Length": str(entry["size"])}
 
     def commit(self, request, repo, rev):
         state = self.load()

@@ -399,3 +399,33 @@ def test_help_lists_every_command():
     description = cli.parser().format_help().split("positional arguments")[0]
     for command in commands:
         assert command in description, command
+
+
+HUB_CARD_BOMB = r"""
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+from fake_hub import install
+hub = install(sys.argv[1])
+levels = ["l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+levels += [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]" for i in range(1, 9)]
+card = "---\n" + "\n".join(levels) + "\nconfigs:\n- config_name: corpus\n  data_files: *l8\n---\n"
+hub.seed_repo("org/bomb", {"README.md": card.encode(), "corpus/corpus-00000-of-00001.parquet": b"PAR1"})
+import ragloaders
+from ragloaders.core.errors import SourceError
+try:
+    ragloaders.load("org/bomb", "corpus")
+except SourceError as e:
+    print(e)
+"""
+
+
+def test_a_hub_repositorys_card_is_checked_before_datasets_reads_it(tmp_path):
+    """`load` of a hub repository downloads its README.md alone and refuses an alias bomb in its YAML, as for a
+    folder; `datasets` expanding it would need far more than the 3 GB the child may use."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("HF_")}
+    environment.update(HF_ENDPOINT="http://hub.test", HF_HUB_DISABLE_XET="1", HF_HOME=str(tmp_path / "hf-home"),
+                       HF_HUB_DISABLE_TELEMETRY="1", PYTHONPATH=f"{ROOT / 'loaders'}{os.pathsep}{ROOT / 'tests'}")
+    done = subprocess.run([sys.executable, "-c", HUB_CARD_BOMB, str(tmp_path / "hub")], env=environment,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "org/bomb/README.md: YAML front matter expands to more than 200,000 nodes" in done.stdout, done.stdout

@@ -119,11 +119,15 @@ class Repository:
         return list(datasets.get_dataset_config_names(self.location))
 
     def check_card(self) -> None:
-        """A local folder's card YAML within core/card_yaml's budget before `datasets` parses it (an alias bomb in
-        its `configs:` would expand in memory); a SourceError naming the card if not. A hub repository's card is
-        read by `datasets` itself."""
-        if self.folder is not None and (card := self.card_text()) is not None:
-            check_card(card, os.path.join(self.folder, CARD))
+        """The card's YAML within core/card_yaml's budget before `datasets` parses it (an alias bomb in its
+        `configs:` would expand in memory): a local folder's README.md, or a hub repository's, downloaded alone
+        first; a SourceError naming the card if not."""
+        if self.folder is not None:
+            card, where = self.card_text(), os.path.join(self.folder, CARD)
+        else:
+            card, where = hub_card_text(self.repo_id or self.name), f"{self.repo_id or self.name}/{CARD}"
+        if card is not None:
+            check_card(card, where)
 
     def load(self, config: str, *, split: str | None = None, streaming: bool = False, cache_dir: str | None = None,
              **kwargs: Any) -> Any:
@@ -183,6 +187,19 @@ def require_own_data_files(location: str, config: str) -> None:
             if not inside:
                 raise SourceError(card, f"config {config!r} split {split!r} reads {file}, outside {location}; "
                                         "a card's data files must be inside its folder or repository (refused)")
+
+
+def hub_card_text(repo_id: str) -> str | None:
+    """The README.md of the dataset repository `repo_id`, downloaded alone (None when it has none)."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        path = hf_hub_download(repo_id, CARD, repo_type="dataset")
+    except EntryNotFoundError:
+        return None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
 
 
 def cached_snapshot(repo_id: str, *, offline: bool) -> str:
