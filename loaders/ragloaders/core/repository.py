@@ -122,12 +122,9 @@ class Repository:
         """The card's YAML within core/card_yaml's budget before `datasets` parses it (an alias bomb in its
         `configs:` would expand in memory): a local folder's README.md, or a hub repository's, downloaded alone
         first; a SourceError naming the card if not."""
-        if self.folder is not None:
-            card, where = self.card_text(), os.path.join(self.folder, CARD)
-        else:
-            card, where = hub_card_text(self.repo_id or self.name), f"{self.repo_id or self.name}/{CARD}"
+        card = self.card_text()
         if card is not None:
-            check_card(card, where)
+            check_card(card, os.path.join(self.location, CARD))
 
     def load(self, config: str, *, split: str | None = None, streaming: bool = False, cache_dir: str | None = None,
              **kwargs: Any) -> Any:
@@ -142,14 +139,8 @@ class Repository:
                                      **kwargs)
 
     def card_text(self) -> str | None:
-        """Its README.md, or None when it has none."""
-        if self.folder is None:
-            return self.local().card_text()
-        card = os.path.join(self.folder, CARD)
-        if not os.path.isfile(card):
-            return None
-        with open(card, encoding="utf-8", errors="replace") as f:
-            return f.read()
+        """Its README.md, or None when it has none (a hub repository's is downloaded alone)."""
+        return card_text(self.location)
 
     def built_from(self) -> str | None:
         """The benchmark path its card says ragloaders built it from (the card's last BUILT_FROM line), if any."""
@@ -189,16 +180,21 @@ def require_own_data_files(location: str, config: str) -> None:
                                         "a card's data files must be inside its folder or repository (refused)")
 
 
-def hub_card_text(repo_id: str) -> str | None:
-    """The README.md of the dataset repository `repo_id`, downloaded alone (None when it has none)."""
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError
+def card_text(location: str) -> str | None:
+    """The README.md of a folder, or of the hub dataset repository `location` (downloaded alone); None when it has
+    none."""
+    readme = os.path.join(location, CARD)
+    if not os.path.isdir(location):
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import EntryNotFoundError
 
-    try:
-        path = hf_hub_download(repo_id, CARD, repo_type="dataset")
-    except EntryNotFoundError:
+        try:
+            readme = hf_hub_download(location, CARD, repo_type="dataset")
+        except EntryNotFoundError:
+            return None
+    if not os.path.isfile(readme):
         return None
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with open(readme, encoding="utf-8", errors="replace") as f:
         return f.read()
 
 

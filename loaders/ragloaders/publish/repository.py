@@ -8,26 +8,9 @@ import os
 
 from ..api import registry
 from ..core.card_yaml import front_matter, load_yaml
+from ..core.repository import CARD as README
+from ..core.repository import card_text
 from .cards import BUILT_FROM_PATTERN
-
-README = "README.md"
-
-
-def card_text(repository: str) -> str | None:
-    """The README.md of a folder or hub repository (None when it has none)."""
-    readme = os.path.join(repository, README)
-    if not os.path.isdir(repository):
-        from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import EntryNotFoundError
-
-        try:
-            readme = hf_hub_download(repository, README, repo_type="dataset")
-        except EntryNotFoundError:
-            return None
-    if not os.path.isfile(readme):
-        return None
-    with open(readme, encoding="utf-8", errors="replace") as f:
-        return f.read()
 
 
 def built_from_card(card: str | None) -> str | None:
