@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..core.errors import SourceError
+from ..core.repository import require_own_file
 from ..publish.repository import built_from
 from .indexes import Store
 
@@ -78,7 +79,12 @@ def download_repository(repo_id: str, cache_dir: str | None) -> str:
 
 
 def parquet_files(folder: str, config: str) -> list[str]:
-    return sorted(glob.glob(os.path.join(glob.escape(folder), config, f"{SPLIT}-*.parquet")))
+    """The Parquet files of `config` in the build `folder`; a SourceError naming one that resolves (symlinks
+    followed) outside the folder (or, for a hub-cache snapshot, outside its repository's cache)."""
+    files = sorted(glob.glob(os.path.join(glob.escape(folder), config, f"{SPLIT}-*.parquet")))
+    for file in files:
+        require_own_file(file, folder, f"config {config}: ")
+    return files
 
 
 def check_build(folder: str) -> None:
