@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -380,3 +381,68 @@ def test_two_processes_writing_one_cache_entry_leave_it_whole(tmp_path):
     assert writer.wait() == 0
     assert seen <= {"A" * 50_000, "B" * 50_000} and judge._cached(path) in seen | {"A" * 50_000}
     assert sorted(os.listdir(judge.cache_dir)) == [os.path.basename(path)]  # no partial file left behind
+
+
+@pytest.fixture
+def tls_server(tmp_path, monkeypatch):
+    """An HTTPS judge on 127.0.0.1 with a certificate made here (openssl), trusted by the judge for the test."""
+    import shutil
+    import ssl
+
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    monkeypatch.setattr("ragloaders.eval.judge._TLS", ssl.create_default_context(cafile=str(cert)))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    server.daemon_threads = True
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(cert), str(key))
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    Hostile.mode, Hostile.requests = "ok", []
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield f"https://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_https_judge_answers_and_its_trickled_headers_end_at_the_timeout(tls_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGLOADERS_JUDGE_API_KEY", SECRET)
+    judge = Judge(tls_server, "m", str(tmp_path / "cache"), retries=0, retry_wait=0, timeout=5)
+    assert judge.verdict("q", "a", "b").correct is True and Hostile.requests[0]["auth"] == f"Bearer {SECRET}"
+    Hostile.mode = "trickle-headers"
+    judge = Judge(tls_server, "m", str(tmp_path / "cache2"), retries=0, retry_wait=0, timeout=1)
+    start = time.monotonic()
+    with pytest.raises(JudgeError, match="no answer within the timeout of 1 s"):
+        judge.verdict("q", "a", "b")
+    assert time.monotonic() - start < 5
+
+
+def test_a_tls_handshake_that_trickles_ends_at_the_timeout(tmp_path):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def trickle():  # a TLS record header announcing 16 KB of handshake, then one byte every 0.1 s
+        connection, _ = listener.accept()
+        try:
+            for byte in b"\x16\x03\x03\x40\x00" + b"\x02" * 400:
+                connection.sendall(bytes([byte]))
+                time.sleep(0.1)
+        except OSError:
+            pass
+        finally:
+            connection.close()
+
+    threading.Thread(target=trickle, daemon=True).start()
+    judge = Judge(f"https://127.0.0.1:{listener.getsockname()[1]}/v1", "m", str(tmp_path / "cache"), retries=0,
+                  retry_wait=0, timeout=1)
+    start = time.monotonic()
+    try:
+        with pytest.raises(JudgeError, match="no answer within the timeout of 1 s"):
+            judge.verdict("q", "a", "b")
+        assert time.monotonic() - start < 5
+    finally:
+        listener.close()
