@@ -106,12 +106,10 @@ class _WatchedConnection(http.client.HTTPConnection):
 class _WatchedTLSConnection(http.client.HTTPSConnection):
     def __init__(self, *args, deadline: _Deadline, tls: ssl.SSLContext, **kwargs):
         super().__init__(*args, context=tls, **kwargs)
-        self.deadline, self.tls = deadline, tls
+        self.deadline = deadline
 
     def connect(self) -> None:
-        http.client.HTTPConnection.connect(self)  # TCP only: the handshake below is watched too
-        self.deadline.watch(self.sock)
-        self.sock = self.tls.wrap_socket(self.sock, server_hostname=self.host)
+        super().connect()  # CPython bounds the whole TLS handshake by the socket timeout (what is left)
         self.deadline.watch(self.sock)
 
 
