@@ -179,3 +179,23 @@ def test_two_servers_starting_at_once_on_one_cache_both_answer_right(built, tmp_
         assert not [p for p in shared.rglob("*") if p.name.endswith((".partial", ".stale"))]
         tables = list(shared.glob("mock_api/*/*.arrow"))
         assert len(tables) >= 4 and all(file_problem(str(table)) is None for table in tables)
+
+
+def test_a_build_whose_strings_are_not_utf8_is_refused_on_conversion_naming_the_config(built, tmp_path):
+    import shutil
+
+    import pyarrow.parquet as pq
+    from ragloaders import SourceError
+
+    folder = tmp_path / "kg"
+    shutil.copytree(built, folder)
+    path = next((folder / "finance_company").glob("*.parquet"))
+    table = pq.read_table(path)
+    names = table.column("Name").to_pylist()
+    raw = pa.array([b"\xff\xfe" if i == 0 else name.encode() for i, name in enumerate(names)], pa.binary())
+    pq.write_table(table.set_column(table.schema.get_field_index("Name"), "Name", raw.view(pa.string())), path)
+    api = CragMockAPI(str(folder), cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(SourceError, match=r"finance_company: config finance_company: its rows are not valid Arrow "
+                                          r"data once converted \(.*UTF8"):
+        api.finance_get_ticker_by_name(APPLE)
+    assert not list((tmp_path / "cache").glob("mock_api/*/finance_company.arrow*[!k]"))  # nor kept (but its lock)

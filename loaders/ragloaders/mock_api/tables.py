@@ -143,7 +143,8 @@ def check_columns(folder: str, config: str, paths: list[str]) -> None:
 
 def _convert(paths: list[str], target: str, config: str) -> pa.Table:
     """The Parquet files of one config, row group by row group, into one uncompressed IPC file, put in place
-    durably, mapped and fully validated, then recorded (size and checksum, last); returns the mapped table."""
+    durably, read back and fully validated (`validate(full=True)`, batch by batch, before its first map), then
+    recorded (size and checksum, last); returns the table mapped."""
     partial = f"{target}.{os.getpid()}.{threading.get_ident()}.partial"
     writer = None
     try:
@@ -164,14 +165,17 @@ def _convert(paths: list[str], target: str, config: str) -> pa.Table:
             writer.close()
         if os.path.exists(partial):
             os.unlink(partial)
-    table = _mapped(target)
-    try:
-        table.validate(full=True)  # what was written is what Arrow reads; the check then keeps it so
+    try:  # what was written reads back as valid Arrow data; its check then keeps it so
+        with pa.OSFile(target) as f:  # read, not mapped: one batch in memory at a time, no page left mapped
+            reader = pa.ipc.open_file(f)
+            for batch in range(reader.num_record_batches):
+                reader.get_batch(batch).validate(full=True)
     except pa.ArrowInvalid as e:
+        os.unlink(target)  # ours, and of no use
         raise SourceError(os.path.dirname(paths[0]), f"config {config}: its rows are not valid Arrow data once "
-                          f"read ({' '.join(str(e).split())[:300]})") from None
+                          f"converted ({' '.join(str(e).split())[:300]})") from None
     record_file(target)
-    return table
+    return _mapped(target)
 
 
 def _mapped(path: str) -> pa.Table:
