@@ -439,3 +439,16 @@ def test_an_owner_replacing_a_published_file_during_a_push_keeps_it(tmp_path, ca
     lines = left_lines(again.stdout)
     assert len(lines) == 1 and "(corpus/corpus-00000-of-00001.parquet)" in lines[0], again.stdout
     assert set(recorded(hub)) == set(staged_files(tmp_path / "staged")) - {"corpus/corpus-00000-of-00001.parquet"}
+
+
+def test_a_push_the_owner_keeps_racing_stops_in_one_line(tmp_path, cache_dir):
+    from ragloaders.publish.push import MAX_RACES
+
+    edits = {n: {"notes.txt": f"the owner's notes, edit {n}\n"} for n in range(1, MAX_RACES + 3)}
+    done = run_push(tmp_path, cache_dir, env=owner_edits(tmp_path, edits))
+    assert done.returncode == 2, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("ragloaders: error:")]
+    assert len(errors) == 1 and "kept changing during the push" in errors[0] and "Traceback" not in done.stderr
+    hub = FakeHub(str(tmp_path / "hub"))
+    assert hub.load()["commit_requests"] == MAX_RACES + 1  # each refused, each followed by one fresh read
+    assert set(hub.files(REPO)) == {"notes.txt"}  # nothing of the push landed: every commit was pinned
