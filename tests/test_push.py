@@ -403,6 +403,7 @@ def left_lines(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.startswith("left ")]
 
 
+@pytest.mark.slow  # a push in a subprocess: seconds
 def test_an_owner_edit_between_two_commits_of_a_push_survives_it(tmp_path, cache_dir):
     # the owner writes their card and replaces the corpus file commit 1 just published, before commit 2 lands
     done = run_push(tmp_path, cache_dir, env=owner_edits(tmp_path, {2: {
@@ -424,6 +425,7 @@ def test_an_owner_edit_between_two_commits_of_a_push_survives_it(tmp_path, cache
     assert not any("README.md" in c["paths"] for c in commits if c["summary"] != "edited by the owner")
 
 
+@pytest.mark.slow  # a push in a subprocess: seconds
 def test_an_owner_replacing_a_published_file_during_a_push_keeps_it(tmp_path, cache_dir):
     assert run_push(tmp_path, cache_dir).returncode == 0  # 4 commit requests
     hub = FakeHub(str(tmp_path / "hub"))
@@ -441,6 +443,7 @@ def test_an_owner_replacing_a_published_file_during_a_push_keeps_it(tmp_path, ca
     assert set(recorded(hub)) == set(staged_files(tmp_path / "staged")) - {"corpus/corpus-00000-of-00001.parquet"}
 
 
+@pytest.mark.slow  # a push in a subprocess: seconds
 def test_a_push_the_owner_keeps_racing_stops_in_one_line(tmp_path, cache_dir):
     from ragloaders.publish.push import MAX_RACES
 
