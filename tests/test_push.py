@@ -455,3 +455,19 @@ def test_a_push_the_owner_keeps_racing_stops_in_one_line(tmp_path, cache_dir):
     hub = FakeHub(str(tmp_path / "hub"))
     assert hub.load()["commit_requests"] == MAX_RACES + 1  # each refused, each followed by one fresh read
     assert set(hub.files(REPO)) == {"notes.txt"}  # nothing of the push landed: every commit was pinned
+
+
+def test_a_race_is_told_by_the_hubs_412_or_409_and_nothing_else():
+    from types import SimpleNamespace
+
+    from ragloaders.publish.push import parent_moved
+
+    def error(status: int | None, context: BaseException | None = None) -> Exception:
+        raised = Exception("hub")
+        raised.response = SimpleNamespace(status_code=status) if status else None
+        raised.__context__ = context
+        return raised
+
+    assert parent_moved(error(412)) and parent_moved(error(409))
+    assert parent_moved(error(500, error(412)))  # raised while handling the hub's answer, as datasets reads it
+    assert not any(parent_moved(error(s)) for s in (None, 400, 401, 403, 404, 413, 422, 500, 503))

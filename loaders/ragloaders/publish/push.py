@@ -342,9 +342,17 @@ def _identity(remote) -> tuple:
     return remote.blob_id, remote.lfs.sha256 if remote.lfs is not None else None
 
 
-def _parent_moved(error: Exception) -> bool:
-    """The hub refused a commit because the branch is no longer at its parent commit (HTTP 412)."""
-    return getattr(getattr(error, "response", None), "status_code", None) == 412
+RACE_STATUS = (412, 409)
+"""What the hub answers a commit racing another: 412 Precondition Failed (`parent_commit` is no longer the branch's
+head: "A commit has happened since"), 409 Conflict (another commit is in progress), as `datasets`' push_to_hub
+reads them."""
+
+
+def parent_moved(error: BaseException) -> bool:
+    """Whether the hub refused a commit because someone else committed meanwhile (RACE_STATUS, on the error or on
+    the one it was raised while handling)."""
+    return any(getattr(getattr(e, "response", None), "status_code", None) in RACE_STATUS
+               for e in (error, error.__context__) if e is not None)
 
 
 def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision: str | None = None,
@@ -359,11 +367,11 @@ def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision
     `overwrite_foreign`; any other file of the repository is left as it is.
 
     Each commit is pinned to the head commit the push last read (`parent_commit`). When someone else committed
-    since (the hub answers HTTP 412), the repository is read again and the push carries on without touching any
-    file that is no longer ragloaders' (edited, replaced or added at a path it writes since the push began; not
-    even with `overwrite_foreign`, which covers only what the push saw at its start); such files are named in one
-    line at the end and listed in `PushResult.left`. A HUB_MANIFEST replaced by something else, or more than
-    MAX_RACES such commits, stop the push in one line."""
+    since (the hub answers HTTP 412, or 409 while another commit is in progress: `parent_moved`), the repository is
+    read again and the push carries on without touching any file that is no longer ragloaders' (edited, replaced or
+    added at a path it writes since the push began; not even with `overwrite_foreign`, which covers only what the
+    push saw at its start); such files are named in one line at the end and listed in `PushResult.left`. A
+    HUB_MANIFEST replaced by something else, or more than MAX_RACES such commits, stop the push in one line."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, get_token
     from huggingface_hub.errors import HfHubHTTPError
 
@@ -424,7 +432,7 @@ def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision
                                          f"{len(push_plan.commits)})", repo_type="dataset", revision=revision,
                                          parent_commit=head)
             except HfHubHTTPError as error:
-                if not _parent_moved(error):
+                if not parent_moved(error):
                     raise
                 races += 1
                 if races > MAX_RACES:
