@@ -395,7 +395,7 @@ def tls_server(tmp_path, monkeypatch):
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
                     "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
                    check=True, capture_output=True, timeout=60)
-    monkeypatch.setattr("ragloaders.eval.judge._TLS", ssl.create_default_context(cafile=str(cert)))
+    monkeypatch.setattr("ragloaders.eval.judge.TLS_CONTEXT", ssl.create_default_context(cafile=str(cert)))
     server = ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
     server.daemon_threads = True
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -128,10 +128,11 @@ class _WatchedHTTPS(urllib.request.HTTPSHandler):
         self.deadline = deadline
 
     def https_open(self, req):  # noqa: ANN001 - urllib's signature
-        return self.do_open(_WatchedTLSConnection, req, deadline=self.deadline, tls=_TLS)
+        return self.do_open(_WatchedTLSConnection, req, deadline=self.deadline, tls=TLS_CONTEXT)
 
 
-_TLS = ssl.create_default_context()
+TLS_CONTEXT = ssl.create_default_context()
+"""How the judge checks an https endpoint's certificate (the system's trusted authorities)."""
 
 
 JUDGE_PROMPT = """You grade answers to questions. You get a question, its ground truth answer and a prediction.
