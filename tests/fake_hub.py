@@ -4,7 +4,8 @@ Served through huggingface_hub's client factory with an httpx `MockTransport` (h
 2.x), so no socket is opened. Its state lives in a folder, so that a push killed half way (see
 FAKE_HUB_EXIT_ON_COMMIT) can be resumed by another process. Endpoints: repo create, branch create, tree
 listing, repo info, file download (resolve), validate-yaml, preupload, the LFS batch API with basic PUT upload and
-verify, commit, revision info.
+verify, commit (refused with HTTP 412, as the hub does, when its parentCommit is not the branch's head), revision
+info. FAKE_HUB_OWNER_EDITS makes the repository's owner commit while a push runs.
 
 Run as a script, it is `ragloaders` with the fake hub in place:
     python tests/fake_hub.py STATE_DIR [--max-commit-files N] -- push beir/nfcorpus --repo-id org/name ...
@@ -30,6 +31,11 @@ except ImportError:
 ENDPOINT = "http://hub.test"
 EXIT_ON_COMMIT_ENV = "FAKE_HUB_EXIT_ON_COMMIT"
 """Set to N: the process dies (os._exit) when the N-th commit request of the whole state arrives."""
+OWNER_EDITS_ENV = "FAKE_HUB_OWNER_EDITS"
+"""A JSON file {"N": {"repo": REPO, "files": {path: text}}}: just before the N-th commit request of the whole state is
+handled, the repository's owner commits those files (a commit of their own: the branch's head moves)."""
+STALE_PARENT = "A commit has happened since. Please refresh and try again."
+"""What the hub answers (HTTP 412) to a commit whose parentCommit is not the branch's head."""
 LFS_SUFFIXES = (".parquet",)
 REPO = r"(?P<repo>[^/]+/[^/]+)"
 
@@ -96,6 +102,18 @@ class FakeHub:
         state = self.load()
         state["repos"][repo_id]["branches"][revision]["files"][path] = self._entry(path, data)
         self.save(state)
+
+    def owner_commit(self, repo_id: str, files: dict[str, bytes], revision: str = "main") -> str:
+        """A commit by the repository's owner writing `files`: the branch's head moves, as on the hub."""
+        state = self.load()
+        branch = state["repos"][repo_id]["branches"][revision]
+        for path, data in files.items():
+            branch["files"][path] = self._entry(path, data)
+        oid = hashlib.sha1(json.dumps([len(branch["commits"]), sorted(files)]).encode()
+                           + b"".join(files.values())).hexdigest()
+        branch["commits"].append({"oid": oid, "summary": "edited by the owner", "paths": sorted(files)})
+        self.save(state)
+        return oid
 
     def _entry(self, path: str, data: bytes) -> dict:
         sha256 = self.store(data)
@@ -247,10 +265,20 @@ class FakeHub:
         self.save(state)
         if os.environ.get(EXIT_ON_COMMIT_ENV) == str(state["commit_requests"]):
             os._exit(17)
+        if os.environ.get(OWNER_EDITS_ENV):
+            with open(os.environ[OWNER_EDITS_ENV], encoding="utf-8") as f:
+                edit = json.load(f).get(str(state["commit_requests"]))
+            if edit:
+                self.owner_commit(edit["repo"], {p: text.encode() for p, text in edit["files"].items()})
+                state = self.load()
         if self._repo(state, repo) is None:
             return self._not_found(repo)
         branch = state["repos"][repo]["branches"][rev]
         lines = [json.loads(line) for line in request.content.splitlines() if line.strip()]
+        head = branch["commits"][-1]["oid"] if branch["commits"] else "0" * 40
+        parent = lines[0]["value"].get("parentCommit")
+        if parent is not None and parent != head:
+            return 412, {"error": STALE_PARENT}
         for line in lines:
             value = line["value"]
             if line["key"] == "file":

@@ -5,8 +5,10 @@ folders in BEIR's layout that are not quite one."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
+import shutil
 import socket
 import threading
 import time
@@ -53,6 +55,119 @@ def test_a_card_cannot_make_load_or_validate_read_outside_its_folder(declared, t
     code, _, err = run("validate", "nf")
     assert code == 2 and "secret.parquet, outside nf" in err and err.count("\n") == 1
     assert ragloaders.load("nf", "corpus")["corpus"].num_rows == 2  # the configs that stay inside still load
+
+
+SECRET = beir_tables([("x", "x")], [("x", "x")], {"test": [("SECRET-q", "SECRET-d", 7)]})["qrels"]
+
+
+def outside_file(tmp_path: Path) -> Path:
+    """A qrels file outside the folder under test, holding rows the folder does not."""
+    write_repository(str(tmp_path / "outside" / "repo"), {"qrels": SECRET})
+    secret = tmp_path / "outside" / "secret.parquet"
+    (tmp_path / "outside" / "repo" / "qrels" / "test-00000-of-00001.parquet").rename(secret)
+    return secret
+
+
+def refused_everywhere(folder: str, file: str) -> None:
+    """load and validate of `folder` both refuse its qrels config in one line naming `file`."""
+    with pytest.raises(SourceError, match="resolves \\(symlinks followed\\) to .*secret.parquet, outside") as raised:
+        ragloaders.load(folder, "qrels")
+    assert file in str(raised.value)
+    code, _, err = run("validate", folder)
+    assert code == 2 and err.count("\n") == 1 and file in err and "SECRET" not in err, err
+
+
+@pytest.mark.parametrize("link", ["file", "folder"])
+def test_a_data_file_that_is_a_link_out_of_its_folder_is_refused(link, tmp_path, monkeypatch):
+    secret = outside_file(tmp_path)
+    folder = Path(write_repository(str(tmp_path / "nf"), TABLES))
+    target = folder / "qrels" / "test-00000-of-00001.parquet"
+    if link == "file":
+        target.unlink()
+        target.symlink_to(secret)
+    else:  # the whole config folder is a link: every file in it leaves
+        linked = secret.parent / "qrels"
+        linked.mkdir()
+        for name in ("test", "dev"):
+            shutil.copyfile(secret, linked / f"{name}-00000-of-00001.parquet")
+        shutil.rmtree(folder / "qrels")
+        (folder / "qrels").symlink_to(linked)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SourceError) as raised:
+        ragloaders.load("nf", "qrels")
+    assert "outside nf; a folder's data files must be its own" in str(raised.value)
+    assert "qrels/" in str(raised.value) and "SECRET" not in str(raised.value)
+    code, _, err = run("validate", "nf")
+    assert code == 2 and err.count("\n") == 1 and "outside nf" in err and "SECRET" not in err, err
+    assert ragloaders.load("nf", "corpus")["corpus"].num_rows == 2  # the configs of its own still load
+
+
+def test_a_path_through_a_linked_folder_and_up_is_resolved_as_the_system_opens_it(tmp_path, monkeypatch):
+    secret = outside_file(tmp_path)
+    (secret.parent / "a" / "b").mkdir(parents=True)
+    (secret.parent / "a" / "secret.parquet").write_bytes(secret.read_bytes())
+    folder = Path(write_repository(str(tmp_path / "nf"), TABLES))
+    (folder / "sub").symlink_to(secret.parent / "a" / "b")
+    (folder / "secret.parquet").write_bytes(b"not a parquet file: what `sub/..` reads as text")
+    # the text `nf/sub/../secret.parquet` lies inside nf, but opening it leaves through `sub`
+    declare(folder, "path: qrels/test-00000-of-00001.parquet", "path: sub/../secret.parquet")
+    monkeypatch.chdir(tmp_path)
+    refused_everywhere("nf", "sub/../secret.parquet")
+
+
+@pytest.mark.parametrize("declared", ["./qrels/test-00000-of-00001.parquet", "qrels/./test-00000-of-00001.parquet",
+                                      "corpus/../qrels/test-00000-of-00001.parquet", "inner-link.parquet"])
+def test_dotted_paths_and_links_that_stay_inside_the_folder_load(declared, tmp_path, monkeypatch):
+    folder = Path(write_repository(str(tmp_path / "nf"), TABLES))
+    (folder / "inner-link.parquet").symlink_to("qrels/test-00000-of-00001.parquet")
+    declare(folder, "path: qrels/test-00000-of-00001.parquet", "path: " + declared)
+    monkeypatch.chdir(tmp_path)
+    assert ragloaders.load("nf", "qrels", split="test")["corpus-id"] == ["d1"]
+    code, out, err = run("validate", "nf")
+    assert code == 0 and "qrels/test: 1 rows" in out, err
+
+
+def hub_cache_snapshot(tmp_path: Path, monkeypatch) -> Path:
+    """org/nf in an offline hub cache laid out as huggingface_hub lays it: the snapshot's files are relative links
+    into the repository cache's blobs/."""
+    from huggingface_hub import constants
+
+    repo_cache = tmp_path / "hub" / "datasets--org--nf"
+    snapshot = repo_cache / "snapshots" / ("0" * 40)
+    write_repository(str(tmp_path / "plain"), TABLES)
+    (repo_cache / "blobs").mkdir(parents=True)
+    for file in sorted(p for p in (tmp_path / "plain").rglob("*") if p.is_file()):
+        data = file.read_bytes()
+        blob = repo_cache / "blobs" / hashlib.sha256(data).hexdigest()
+        blob.write_bytes(data)
+        link = snapshot / file.relative_to(tmp_path / "plain")
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(os.path.relpath(blob, link.parent))
+    (repo_cache / "refs").mkdir()
+    (repo_cache / "refs" / "main").write_text("0" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.chdir(tmp_path)
+    return snapshot
+
+
+def test_a_hub_cache_snapshot_reads_its_own_blobs_and_no_other_repositorys(tmp_path, monkeypatch):
+    snapshot = hub_cache_snapshot(tmp_path, monkeypatch)
+    assert ragloaders.load("org/nf", "qrels", split="test")["corpus-id"] == ["d1"]  # links into ../../blobs
+    code, out, err = run("validate", "org/nf")
+    assert code == 0 and "qrels/test: 1 rows" in out, err
+
+    secret = outside_file(tmp_path)
+    other = tmp_path / "hub" / "datasets--org--other" / "blobs"
+    other.mkdir(parents=True)
+    secret.rename(other / "secret.parquet")
+    target = snapshot / "qrels" / "test-00000-of-00001.parquet"
+    target.unlink()
+    target.symlink_to(os.path.relpath(other / "secret.parquet", target.parent))  # into another repository's cache
+    with pytest.raises(SourceError, match="resolves \\(symlinks followed\\) to .*datasets--org--other"):
+        ragloaders.load("org/nf", "qrels")
+    code, _, err = run("validate", "org/nf")
+    assert code == 2 and err.count("\n") == 1 and "qrels/test-00000-of-00001.parquet" in err, err
 
 
 @pytest.mark.parametrize(("declared", "said"), [("qrels/test-00000-of-00001.parquet", "no file '"),

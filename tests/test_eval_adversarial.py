@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -45,6 +46,23 @@ class Hostile(BaseHTTPRequestHandler):
             self.send_response(500, self.headers.get("Authorization"))
             self.send_header("Content-Length", "0")
             self.end_headers()
+        elif mode == "echo-late":  # the key after 150 characters of filler: a cut at 200 would keep most of it
+            self.send_response(500, "x" * 150 + self.headers.get("Authorization", "").removeprefix("Bearer "))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif mode == "echo-pieces":  # the key cut into pieces of 8 and 9 characters, and its first 12
+            key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+            self.send_response(500, f"seen {key[:12]} then {key[20:28]} and {key[30:39]} end")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif mode == "trickle-headers":  # status line and headers one byte every 0.1 s: each read is quick
+            try:
+                for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 400:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except OSError:
+                pass
         elif mode == "429":
             self.send_response(429)
             self.send_header("Retry-After", "999999999")
@@ -131,6 +149,44 @@ def test_a_reply_that_trickles_in_is_cut_at_the_timeout(hostile, tmp_path):
         judge.verdict("q", "a", "b")
     assert time.monotonic() - start < 3  # 2 requests of at most 0.5 s each (the server would take 6 s per reply)
     assert len(Hostile.requests) == 2
+
+
+def test_headers_that_trickle_in_do_not_hold_a_call_past_its_timeout(hostile, tmp_path):
+    Hostile.mode = "trickle-headers"  # the server would take 40 s to finish its headers
+    judge = Judge(hostile[0], "m", str(tmp_path / "cache"), retries=0, retry_wait=0, timeout=1)
+    start = time.monotonic()
+    with pytest.raises(JudgeError, match="no answer within the timeout of 1 s after 1 request"):
+        judge.verdict("q", "a", "b")
+    assert time.monotonic() - start < 5  # a bound on hanging (the timeout is 1 s), not a benchmark
+
+
+LONG_KEY = "sk-proj-" + "Q7x9LmN2pR4tV6wY8zA1bC3dE5fG7hJ9kL0mN2pR4tV6wY8z"[:43]  # 51 characters, as OpenAI's
+
+
+@pytest.mark.parametrize("mode", ["echo-late", "echo-pieces"])
+def test_no_piece_of_an_echoed_key_survives_the_reason_being_cut(mode, hostile, tmp_path, monkeypatch):
+    assert len(LONG_KEY) == 51
+    monkeypatch.setenv("RAGLOADERS_JUDGE_API_KEY", LONG_KEY)
+    Hostile.mode = mode
+    judge = Judge(hostile[0], "m", str(tmp_path / "cache"), retries=0, retry_wait=0)
+    with pytest.raises(JudgeError, match="HTTP 500") as error:
+        judge.verdict("q", "a", "b")
+    message = str(error.value)
+    assert Hostile.requests[0]["auth"] == f"Bearer {LONG_KEY}"
+    leaked = [LONG_KEY[i:i + 8] for i in range(len(LONG_KEY) - 7) if LONG_KEY[i:i + 8] in message]
+    assert not leaked and "<key>" in message, message
+    expected = "x" * 150 + "<key>" if mode == "echo-late" else "seen <key> then <key> and <key> end"
+    assert expected in message  # the server's other words are kept
+
+
+def test_without_key_blanks_every_run_of_eight_and_keeps_the_rest():
+    from ragloaders.eval.judge import without_key
+
+    key = "abcdefghijklmnop"
+    assert without_key("say abcdefgh and abcdefg", key) == "say <key> and abcdefg"  # 7 characters are no piece
+    assert without_key("ijklmnopabcdefghij", key) == "<key>"  # two pieces side by side: one run
+    assert without_key("x" * 195 + key, key)[:200] == "x" * 195 + "<key>"
+    assert without_key("abc", "abc") == "<key>" and without_key("abc", None) == "abc"
 
 
 def test_rate_limits_are_retried_a_bounded_number_of_times_whatever_retry_after_says(hostile, tmp_path):
@@ -325,3 +381,68 @@ def test_two_processes_writing_one_cache_entry_leave_it_whole(tmp_path):
     assert writer.wait() == 0
     assert seen <= {"A" * 50_000, "B" * 50_000} and judge._cached(path) in seen | {"A" * 50_000}
     assert sorted(os.listdir(judge.cache_dir)) == [os.path.basename(path)]  # no partial file left behind
+
+
+@pytest.fixture
+def tls_server(tmp_path, monkeypatch):
+    """An HTTPS judge on 127.0.0.1 with a certificate made here (openssl), trusted by the judge for the test."""
+    import shutil
+    import ssl
+
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    monkeypatch.setattr("ragloaders.eval.judge.TLS_CONTEXT", ssl.create_default_context(cafile=str(cert)))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    server.daemon_threads = True
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(cert), str(key))
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    Hostile.mode, Hostile.requests = "ok", []
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield f"https://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_https_judge_answers_and_its_trickled_headers_end_at_the_timeout(tls_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGLOADERS_JUDGE_API_KEY", SECRET)
+    judge = Judge(tls_server, "m", str(tmp_path / "cache"), retries=0, retry_wait=0, timeout=5)
+    assert judge.verdict("q", "a", "b").correct is True and Hostile.requests[0]["auth"] == f"Bearer {SECRET}"
+    Hostile.mode = "trickle-headers"
+    judge = Judge(tls_server, "m", str(tmp_path / "cache2"), retries=0, retry_wait=0, timeout=1)
+    start = time.monotonic()
+    with pytest.raises(JudgeError, match="no answer within the timeout of 1 s"):
+        judge.verdict("q", "a", "b")
+    assert time.monotonic() - start < 5
+
+
+def test_a_tls_handshake_that_trickles_ends_at_the_timeout(tmp_path):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def trickle():  # a TLS record header announcing 16 KB of handshake, then one byte every 0.1 s
+        connection, _ = listener.accept()
+        try:
+            for byte in b"\x16\x03\x03\x40\x00" + b"\x02" * 400:
+                connection.sendall(bytes([byte]))
+                time.sleep(0.1)
+        except OSError:
+            pass
+        finally:
+            connection.close()
+
+    threading.Thread(target=trickle, daemon=True).start()
+    judge = Judge(f"https://127.0.0.1:{listener.getsockname()[1]}/v1", "m", str(tmp_path / "cache"), retries=0,
+                  retry_wait=0, timeout=1)
+    start = time.monotonic()
+    try:
+        with pytest.raises(JudgeError, match="no answer within the timeout of 1 s"):
+            judge.verdict("q", "a", "b")
+        assert time.monotonic() - start < 5
+    finally:
+        listener.close()

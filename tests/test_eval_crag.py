@@ -345,3 +345,27 @@ def test_judge_prompt_from_templates_py_is_the_system_message(crafted, tmp_path,
     capsys.readouterr()
     assert main(args[:6] + args[8:]) == 2  # --judge-url without --judge-model
     assert "--judge-url and --judge-model go together" in capsys.readouterr().err
+
+
+def test_judge_timeout_and_retries_are_options_of_eval(crafted, tmp_path, chat_server, monkeypatch, capsys):
+    from ragloaders.eval.commands import judge_limits
+
+    assert judge_limits(None, None) == {"timeout": 120, "retries": 3}  # the defaults stay
+    assert judge_limits("2.5", "0") == {"timeout": 2.5, "retries": 0}
+    monkeypatch.setattr("ragloaders.eval.judge.time.sleep", lambda seconds: None)
+    FakeChat.always_fail = True
+    path = write_jsonl(tmp_path / "p.jsonl", crafted_rows(crafted))
+    base = ["eval", "crag/task_1_and_2", "--predictions", path, "--judge-url", chat_server, "--judge-model", "m",
+            "--judge-cache", str(tmp_path / "c"), "--data-dir", crafted["data_dir"], "--cache-dir",
+            crafted["cache_dir"]]
+    assert main([*base, "--judge-retries", "1", "--judge-timeout", "5"]) == 2
+    assert "HTTP 500" in capsys.readouterr().err and len(FakeChat.requests) == 2  # 1 request + 1 retry
+    bad = [("--judge-timeout", v) for v in ("0", "-1", "nan", "inf", "1e400", "soon", "")] + [
+        ("--judge-retries", v) for v in ("-1", "2.5", "many", "")]
+    for option, value in bad:
+        assert main([*base, option, value]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"ragloaders: error: {option} must be "), (option, value, err)
+    assert len(FakeChat.requests) == 2  # no bad value reached the judge
+    assert main(base[:4] + base[8:] + ["--judge-timeout", "5"]) == 2  # without --judge-url
+    assert "--judge-timeout need(s) --judge-url and --judge-model" in capsys.readouterr().err

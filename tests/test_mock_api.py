@@ -46,6 +46,13 @@ def copy_of(built: Path, tmp_path: Path) -> Path:
     return target
 
 
+def link_out(file: Path) -> None:
+    """`file` moved out of its build folder and linked back in: a data file that is not the folder's own."""
+    outside = file.parents[2] / "outside.parquet"
+    file.rename(outside)
+    file.symlink_to(outside)
+
+
 def test_a_built_folder_answers(built, tmp_path):
     api = CragMockAPI(str(built), cache_dir=str(tmp_path))
     assert api.finance_get_ticker_by_name("Apple Inc. Common Stock") == {"result": "AAPL"}
@@ -84,6 +91,9 @@ def test_source_and_data_dir_are_exclusive(kg, built):
      r"movie_persons has no column 'record_json' .* \(a build by an older ragloaders\? build it again\)"),
     (lambda folder: next((folder / "movie_years").glob("*.parquet")).write_bytes(b"PAR1 not parquet"),
      "not a readable Parquet file"),
+    (lambda folder: link_out(next((folder / "finance_info").glob("*.parquet"))),
+     r"finance_info/train-00000-of-00001.parquet: config finance_info: this data file resolves "
+     r"\(symlinks followed\) to .*outside"),
 ])
 def test_a_folder_that_is_not_a_whole_build_is_one_clear_error(built, tmp_path, make, expected):
     folder = copy_of(built, tmp_path)

@@ -7,6 +7,7 @@ huggingface_hub is imported and a push can really be killed half way.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -383,3 +384,90 @@ def test_a_card_edited_on_the_hub_since_the_push_is_not_overwritten_without_aski
     refused = run_push(tmp_path, cache_dir)
     assert refused.returncode == 2 and "(README.md)" in refused.stderr, refused.stderr[-3000:]
     assert hub.read(REPO, "README.md") == b"# edited by the owner on the hub\n"
+
+
+# --- the repository's owner commits while a push runs: each commit is pinned to the head it checked ------------------
+
+OWNER_CARD = "---\nlicense: mit\n---\n# The owner's card, written while the push ran\n"
+OWNER_CORPUS = "PAR1 the owner's corpus, replacing the one ragloaders published"
+
+
+def owner_edits(tmp_path: Path, edits: dict[int, dict[str, str]]) -> dict:
+    """The environment making the owner commit `edits[N]` just before the N-th commit request reaches the hub."""
+    path = tmp_path / "owner-edits.json"
+    path.write_text(json.dumps({str(n): {"repo": REPO, "files": files} for n, files in edits.items()}))
+    return {"FAKE_HUB_OWNER_EDITS": str(path)}
+
+
+def left_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith("left ")]
+
+
+@pytest.mark.slow  # a push in a subprocess: seconds
+def test_an_owner_edit_between_two_commits_of_a_push_survives_it(tmp_path, cache_dir):
+    # the owner writes their card and replaces the corpus file commit 1 just published, before commit 2 lands
+    done = run_push(tmp_path, cache_dir, env=owner_edits(tmp_path, {2: {
+        "README.md": OWNER_CARD, "corpus/corpus-00000-of-00001.parquet": OWNER_CORPUS}}))
+    assert done.returncode == 0, done.stderr[-3000:]
+    hub = FakeHub(str(tmp_path / "hub"))
+    assert hub.read(REPO, "README.md").decode() == OWNER_CARD
+    assert hub.read(REPO, "corpus/corpus-00000-of-00001.parquet").decode() == OWNER_CORPUS
+    assert "commit 2/4: ragloaders-test/nfcorpus changed since it was read" in done.stdout
+    lines = left_lines(done.stdout)
+    assert len(lines) == 1 and "(README.md, corpus/corpus-00000-of-00001.parquet)" in lines[0], done.stdout
+    staged = staged_files(tmp_path / "staged")
+    mine = {name: data for name, data in staged.items()
+            if name not in ("README.md", "corpus/corpus-00000-of-00001.parquet")}
+    assert {name: hub.read(REPO, name) for name in mine} == mine  # the rest of the push went on
+    assert set(recorded(hub)) == set(mine)  # and what is the owner's is not claimed
+    commits = hub.load()["repos"][REPO]["branches"]["main"]["commits"]
+    assert [c["summary"] for c in commits].count("edited by the owner") == 1
+    assert not any("README.md" in c["paths"] for c in commits if c["summary"] != "edited by the owner")
+
+
+@pytest.mark.slow  # a push in a subprocess: seconds
+def test_an_owner_replacing_a_published_file_during_a_push_keeps_it(tmp_path, cache_dir):
+    assert run_push(tmp_path, cache_dir).returncode == 0  # 4 commit requests
+    hub = FakeHub(str(tmp_path / "hub"))
+    seed_recorded(hub, "qrels/old-00000-of-00001.parquet", b"PAR1 from an older build")
+    # the next push's one commit deletes the stale file; just before it, the owner replaces that file and a
+    # published corpus file with their own bytes
+    owners = {"qrels/old-00000-of-00001.parquet": "PAR1 the owner's qrels now",
+              "corpus/corpus-00000-of-00001.parquet": OWNER_CORPUS}
+    again = run_push(tmp_path, cache_dir, env=owner_edits(tmp_path, {5: owners}))
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert {path: hub.read(REPO, path).decode() for path in owners} == owners
+    assert "0 stale files deleted" in again.stdout
+    lines = left_lines(again.stdout)
+    assert len(lines) == 1 and "(corpus/corpus-00000-of-00001.parquet)" in lines[0], again.stdout
+    assert set(recorded(hub)) == set(staged_files(tmp_path / "staged")) - {"corpus/corpus-00000-of-00001.parquet"}
+
+
+@pytest.mark.slow  # a push in a subprocess: seconds
+def test_a_push_the_owner_keeps_racing_stops_in_one_line(tmp_path, cache_dir):
+    from ragloaders.publish.push import MAX_RACES
+
+    edits = {n: {"notes.txt": f"the owner's notes, edit {n}\n"} for n in range(1, MAX_RACES + 3)}
+    done = run_push(tmp_path, cache_dir, env=owner_edits(tmp_path, edits))
+    assert done.returncode == 2, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("ragloaders: error:")]
+    assert len(errors) == 1 and "kept changing during the push" in errors[0] and "Traceback" not in done.stderr
+    hub = FakeHub(str(tmp_path / "hub"))
+    assert hub.load()["commit_requests"] == MAX_RACES + 1  # each refused, each followed by one fresh read
+    assert set(hub.files(REPO)) == {"notes.txt"}  # nothing of the push landed: every commit was pinned
+
+
+def test_a_race_is_told_by_the_hubs_412_or_409_and_nothing_else():
+    from types import SimpleNamespace
+
+    from ragloaders.publish.push import parent_moved
+
+    def error(status: int | None, context: BaseException | None = None) -> Exception:
+        raised = Exception("hub")
+        raised.response = SimpleNamespace(status_code=status) if status else None
+        raised.__context__ = context
+        return raised
+
+    assert parent_moved(error(412)) and parent_moved(error(409))
+    assert parent_moved(error(500, error(412)))  # raised while handling the hub's answer, as datasets reads it
+    assert not any(parent_moved(error(s)) for s in (None, 400, 401, 403, 404, 413, 422, 500, 503))

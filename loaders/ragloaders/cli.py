@@ -259,6 +259,10 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:
     answers.add_argument("--judge-prompt", help="the judge's system prompt: a text file, or CRAG's "
                                                 "prompts/templates.py (its string constants, read, never run)")
     answers.add_argument("--judge-cache", help="folder of cached verdicts (default ~/.cache/ragloaders/judge)")
+    answers.add_argument("--judge-timeout", metavar="SECONDS", help="how long one judge request may take, from "
+                         "connecting to the reply's last byte (default 120)")
+    answers.add_argument("--judge-retries", metavar="N", help="how many times a failed judge request is sent again "
+                         "(default 3; 0: never)")
     answers.add_argument("--verdicts", metavar="FILE",
                          help="write every record's verdict and reason as JSONL to this new file")
     answers.add_argument("--missing-as-idk", action="store_true",

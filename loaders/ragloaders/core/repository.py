@@ -151,8 +151,9 @@ class Repository:
 def require_own_data_files(location: str, config: str) -> None:
     """SourceError naming the card when a config's data files, as `datasets` resolves the card's `configs:`, lie
     outside the folder or repository `location` (`../`, an absolute path, another repository, a URL: a card chooses
-    what of its own is read, not what of the reader's), or when a split's declared files match none there (a partial
-    copy, as a hub cache left by an interrupted download)."""
+    what of its own is read, not what of the reader's), or, in a local folder, when one resolves (symlinks
+    followed, as opening it would) to a file outside it (see `data_file_bounds`); or when a split's declared files
+    match none there (a partial copy, as a hub cache left by an interrupted download)."""
     import datasets
 
     local = os.path.isdir(location)
@@ -168,6 +169,7 @@ def require_own_data_files(location: str, config: str) -> None:
                                 f"{offline}") from None
     roots = {os.path.join(os.path.normpath(root), "") for root in (os.path.abspath(location),
                                                                    os.path.realpath(location))}
+    bounds = data_file_bounds(location) if local else []
     for split, files in data_files.items():
         if not files:
             raise SourceError(card, f"config {config!r} split {split!r}: no file matches the data files the card "
@@ -178,6 +180,30 @@ def require_own_data_files(location: str, config: str) -> None:
             if not inside:
                 raise SourceError(card, f"config {config!r} split {split!r} reads {file}, outside {location}; "
                                         "a card's data files must be inside its folder or repository (refused)")
+            if local:
+                require_own_file(file, location, f"config {config!r} split {split!r}: ", bounds)
+
+
+def require_own_file(file: str, location: str, where: str = "", bounds: list[str] | None = None) -> None:
+    """SourceError naming `file` (a data file of the local folder `location`) when it resolves, symlinks followed
+    as opening it would follow them (`x/..` after a linked `x` included), to a file outside what
+    `data_file_bounds(location)` allows; `where` starts the message."""
+    resolved = os.path.realpath(file)
+    if not any(os.path.commonpath([bound, resolved]) == bound for bound in bounds or data_file_bounds(location)):
+        raise SourceError(file, f"{where}this data file resolves (symlinks followed) to {resolved}, outside "
+                                f"{location}; a folder's data files must be its own (refused)")
+
+
+def data_file_bounds(location: str) -> list[str]:
+    """Where the data files of the local folder `location` may resolve to (symlinks followed): the folder itself
+    (its real path), and, for a hub-cache snapshot (`<repository cache>/snapshots/<commit>`, whose files are links
+    into `<repository cache>/blobs`), that repository's blobs; never another repository's cache."""
+    real = os.path.realpath(location)
+    bounds = [real]
+    snapshots = os.path.dirname(real)
+    if os.path.basename(snapshots) == "snapshots":
+        bounds.append(os.path.join(os.path.dirname(snapshots), "blobs"))
+    return bounds
 
 
 def card_text(location: str) -> str | None:

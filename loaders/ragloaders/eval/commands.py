@@ -9,11 +9,12 @@ import os
 
 from ..core.output_target import check_output
 from .crag_answers import AnswerReport, score_answers
-from .judge import Judge, read_prompt
+from .judge import RETRIES, TIMEOUT_SECONDS, Judge, check_limits, read_prompt
 from .report import EvalReport, evaluate, evaluate_routing
 
 DEFAULT_JUDGE_CACHE = os.path.join("~", ".cache", "ragloaders", "judge")
-ANSWER_OPTIONS = ("tokenizer", "judge_url", "judge_model", "judge_prompt", "judge_cache", "verdicts", "missing_as_idk")
+ANSWER_OPTIONS = ("tokenizer", "judge_url", "judge_model", "judge_prompt", "judge_cache", "judge_timeout",
+                  "judge_retries", "verdicts", "missing_as_idk")
 """Options that only apply to --predictions."""
 
 
@@ -22,15 +23,34 @@ def judge_from(args: argparse.Namespace) -> Judge | None:
     if bool(args.judge_url) != bool(args.judge_model):
         raise ValueError("--judge-url and --judge-model go together")
     if not args.judge_url:
-        if args.judge_prompt:
-            raise ValueError("--judge-prompt needs --judge-url and --judge-model")
+        given = [f"--{name.replace('_', '-')}" for name in ("judge_prompt", "judge_timeout", "judge_retries")
+                 if getattr(args, name)]
+        if given:
+            raise ValueError(f"{', '.join(given)} need(s) --judge-url and --judge-model")
         return None
+    limits = judge_limits(args.judge_timeout, args.judge_retries)
     if args.judge_cache:  # a folder the user names follows the rules of every writer (never the data or cache dir)
         check_output(args.judge_cache, kind="folder", data_dir=args.data_dir, cache_dir=args.cache_dir,
                      option="--judge-cache")
     cache = os.path.expanduser(args.judge_cache or DEFAULT_JUDGE_CACHE)
     prompt = {"prompt": read_prompt(args.judge_prompt)} if args.judge_prompt else {}
-    return Judge(args.judge_url, args.judge_model, cache, **prompt)
+    return Judge(args.judge_url, args.judge_model, cache, **prompt, **limits)
+
+
+def judge_limits(timeout: str | None, retries: str | None) -> dict:
+    """`Judge`'s `timeout` and `retries` from `--judge-timeout SECONDS` and `--judge-retries N` as typed (defaults
+    TIMEOUT_SECONDS and RETRIES); a ValueError in one line for anything but a positive number of seconds and a
+    whole number of retries, 0 or more."""
+    try:
+        seconds = float(timeout) if timeout is not None else TIMEOUT_SECONDS
+    except ValueError:
+        raise ValueError(f"--judge-timeout must be a positive number of seconds, got {timeout[:40]!r}") from None
+    try:
+        count = int(retries) if retries is not None else RETRIES
+    except ValueError:
+        raise ValueError(f"--judge-retries must be a whole number, 0 or more, got {retries[:40]!r}") from None
+    check_limits(seconds, count)
+    return {"timeout": seconds, "retries": count}
 
 
 def run_eval(args: argparse.Namespace) -> EvalReport | AnswerReport:

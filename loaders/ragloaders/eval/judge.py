@@ -7,8 +7,10 @@ literals only; the file is never executed). The user message has the form CRAG's
 Replies are cached on disk, one JSON file per (model, system prompt, question, ground truth, prediction); a
 request that fails is retried a bounded number of times; an answer without a score of 0 or 1 is `None`
 (unparseable), which the caller counts as not correct and reports. The API key comes from an environment
-variable and is never printed; a redirect is never followed (it would carry the key to wherever it points), and a
-reply must arrive whole within the timeout (a server trickling bytes cannot hold a run forever).
+variable and is never printed (nor any piece of it of 8 characters or more a server echoes back); a redirect is never
+followed (it would carry the key to wherever it points), and each request, from connecting to the last byte of the
+reply (TLS handshake, status line, headers and body), ends within the timeout: a server trickling bytes cannot hold
+a run past it.
 
 Verdicts are read in both official forms: CRAG's `local_evaluation.py` takes the last `{...}` of the reply and the
 digits after `"score":` in it (`{"score": 1}`; a quoted `"1"` is no score there, so none here); the KDD Cup 2024
@@ -20,11 +22,15 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import http.client
 import json
 import os
 import re
+import socket
+import ssl
 import stat
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -41,6 +47,10 @@ MAX_REPLY_BYTES = 4 << 20
 MAX_CACHE_BYTES = 2 * MAX_REPLY_BYTES
 """A cached entry holds one reply's content (JSON-escaped) and the model name."""
 READ_CHUNK = 64 << 10
+KEY_PIECE = 8
+"""A run of this many characters of the key, anywhere in a server's words, is blanked (and any longer one)."""
+MAX_REASON_CHARS = 200
+"""How much of a server's reason phrase an error shows (after the key is blanked)."""
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -50,7 +60,80 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-_OPENER = urllib.request.build_opener(_NoRedirect)
+class _Deadline:
+    """The end of one request. Every socket it watches is shut down when it passes, which wakes whatever waits on
+    it (a TLS handshake, the status line, a header trickled one byte at a time, the body): a socket timeout alone
+    bounds each read, not their sum."""
+
+    def __init__(self, seconds: float):
+        self.at = time.monotonic() + seconds
+        self._timers: list[threading.Timer] = []
+
+    def remaining(self) -> float:
+        return max(self.at - time.monotonic(), 0.001)
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self.at
+
+    def watch(self, sock: socket.socket) -> None:
+        timer = threading.Timer(self.remaining(), _shut_down, (sock,))
+        timer.daemon = True
+        timer.start()
+        self._timers.append(timer)
+
+    def cancel(self) -> None:
+        for timer in self._timers:
+            timer.cancel()
+
+
+def _shut_down(sock: socket.socket) -> None:
+    try:  # the plain socket's own shutdown, also for a TLS socket (whose own would drop its TLS state under a reader)
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except OSError:  # closed already: the request ended
+        pass
+
+
+class _WatchedConnection(http.client.HTTPConnection):
+    def __init__(self, *args, deadline: _Deadline, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.deadline = deadline
+
+    def connect(self) -> None:
+        super().connect()  # bounded by the socket timeout, set to what is left of the deadline
+        self.deadline.watch(self.sock)
+
+
+class _WatchedTLSConnection(http.client.HTTPSConnection):
+    def __init__(self, *args, deadline: _Deadline, tls: ssl.SSLContext, **kwargs):
+        super().__init__(*args, context=tls, **kwargs)
+        self.deadline = deadline
+
+    def connect(self) -> None:
+        super().connect()  # CPython bounds the whole TLS handshake by the socket timeout (what is left)
+        self.deadline.watch(self.sock)
+
+
+class _WatchedHTTP(urllib.request.HTTPHandler):
+    def __init__(self, deadline: _Deadline):
+        super().__init__()
+        self.deadline = deadline
+
+    def http_open(self, req):  # noqa: ANN001 - urllib's signature
+        return self.do_open(_WatchedConnection, req, deadline=self.deadline)
+
+
+class _WatchedHTTPS(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: _Deadline):
+        super().__init__()
+        self.deadline = deadline
+
+    def https_open(self, req):  # noqa: ANN001 - urllib's signature
+        return self.do_open(_WatchedTLSConnection, req, deadline=self.deadline, tls=TLS_CONTEXT)
+
+
+TLS_CONTEXT = ssl.create_default_context()
+"""How the judge checks an https endpoint's certificate (the system's trusted authorities)."""
+
 
 JUDGE_PROMPT = """You grade answers to questions. You get a question, its ground truth answer and a prediction.
 Take the ground truth as correct. Give "score" 1 when the prediction answers the question with what the ground
@@ -155,6 +238,7 @@ class Judge:
             raise ValueError(f"--judge-url must be an http(s) URL, got {url!r}")
         self.url = url if url.rstrip("/").endswith("/chat/completions") else url.rstrip("/") + "/chat/completions"
         self.model, self.prompt, self.cache_dir = model, prompt, cache_dir
+        check_limits(timeout, retries)
         self.retries, self.retry_wait, self.timeout = retries, retry_wait, timeout
         self.requests = 0
         """HTTP requests made (retries included)."""
@@ -223,9 +307,11 @@ class Judge:
                 time.sleep(self.retry_wait * attempt)
             self.requests += 1
             request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+            deadline = _Deadline(self.timeout)
+            opener = urllib.request.build_opener(_NoRedirect, _WatchedHTTP(deadline), _WatchedHTTPS(deadline))
             try:
-                with _OPENER.open(request, timeout=self.timeout) as response:
-                    raw = _read_by(response, time.monotonic() + self.timeout)
+                with opener.open(request, timeout=deadline.remaining()) as response:
+                    raw = _read_by(response, deadline.at)
                 if len(raw) > MAX_REPLY_BYTES:
                     raise JudgeError(f"judge {self.describe()}: a reply larger than {MAX_REPLY_BYTES:,} bytes")
                 reply = json.loads(raw)
@@ -237,19 +323,54 @@ class Judge:
                 if 300 <= e.code < 400:
                     raise JudgeError(f"judge {self.describe()}: answered with a redirect (HTTP {e.code}), which is "
                                      "not followed; give the endpoint's own URL") from None
-                problem = f"HTTP {e.code} {_one_line(e.reason)}"
+                problem = f"HTTP {e.code} {self._server_words(e.reason)}"
                 if e.code not in RETRY_STATUS:
                     break
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
-                problem = f"no answer ({getattr(e, 'reason', e)})"
+            except (OSError, http.client.HTTPException) as e:  # URLError, timeouts, resets, a socket shut down
+                problem = (f"no answer within the timeout of {self.timeout:g} s" if deadline.passed() else
+                           f"no answer ({self._server_words(getattr(e, 'reason', e))})")
             except (ValueError, KeyError, IndexError, TypeError):
                 raise JudgeError(f"judge {self.describe()}: the reply is not a chat completion "
                                  "(choices[0].message.content)") from None
-        raise JudgeError(f"judge {self.describe()}: {self._without_key(problem)} after {attempt + 1} request(s)")
+            finally:
+                deadline.cancel()
+        raise JudgeError(f"judge {self.describe()}: {problem} after {attempt + 1} request(s)")
 
-    def _without_key(self, text: str) -> str:
-        """A server's words with the API key blanked (a hostile server may echo the Authorization header)."""
-        return text.replace(self.api_key, "<key>") if self.api_key else text
+    def _server_words(self, text: object) -> str:
+        """A server's words (a hostile one may echo the Authorization header) on one line, with every run of
+        KEY_PIECE or more characters of the API key blanked first, then cut to MAX_REASON_CHARS characters."""
+        return _one_line(without_key(str(text)[:64 << 10], self.api_key))
+
+
+def without_key(text: str, key: str | None) -> str:
+    """`text` with every run of at least KEY_PIECE characters (or the whole key, if shorter) that also occurs in
+    `key` replaced by `<key>`: the key, any prefix or piece of it, however the server cut it."""
+    if not key:
+        return text
+    width = min(KEY_PIECE, len(key))
+    pieces = {key[i:i + width] for i in range(len(key) - width + 1)}
+    hidden = [False] * len(text)
+    for i in range(len(text) - width + 1):
+        if text[i:i + width] in pieces:
+            hidden[i:i + width] = [True] * width
+    out, i = [], 0
+    while i < len(text):
+        if hidden[i]:
+            while i < len(text) and hidden[i]:
+                i += 1
+            out.append("<key>")
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def check_limits(timeout: float, retries: int) -> None:
+    """ValueError unless the timeout is a positive number of seconds and the retries a count (0 or more)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+        raise ValueError(f"--judge-timeout must be a positive number of seconds, got {timeout!r}")
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ValueError(f"--judge-retries must be a whole number, 0 or more, got {retries!r}")
 
 
 def _read_by(response, deadline: float) -> bytes:  # noqa: ANN001 - an http.client.HTTPResponse
@@ -263,9 +384,11 @@ def _read_by(response, deadline: float) -> bytes:  # noqa: ANN001 - an http.clie
             break
         chunks.append(chunk)
         size += len(chunk)
+    if time.monotonic() >= deadline:  # the end came from the socket being shut down at the deadline
+        raise TimeoutError("the reply did not arrive whole within the timeout")
     return b"".join(chunks)
 
 
 def _one_line(text: object) -> str:
-    """A server's words on one line, shortened (the CLI prints errors in one line)."""
-    return " ".join(str(text).split())[:200]
+    """Words on one line, shortened (the CLI prints errors in one line)."""
+    return " ".join(str(text).split())[:MAX_REASON_CHARS]

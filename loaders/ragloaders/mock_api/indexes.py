@@ -18,9 +18,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .cache_files import FOLDER_CHECK, building, folder_files, record_folder, sync_folder, warn_rebuilt
+
 
 class Store:
-    """Named entries of arrays in `folder`: `get(name, build)` loads an entry, building and saving it first if new."""
+    """Named entries of arrays in `folder`: `get(name, build)` loads an entry, building and saving it first if new
+    (or if its files fail their check: see py)."""
 
     def __init__(self, folder: str):
         self.folder = folder
@@ -28,17 +31,30 @@ class Store:
 
     def get(self, name: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         target = os.path.join(self.folder, name)
-        if not os.path.isdir(target):
-            partial = f"{target}.{os.getpid()}.partial"
-            shutil.rmtree(partial, ignore_errors=True)
-            os.makedirs(partial)
-            for key, value in build().items():
-                _save(os.path.join(partial, key), value)
-            try:
-                os.rename(partial, target)
-            except OSError:  # another process saved it first: theirs is the same
-                shutil.rmtree(partial, ignore_errors=True)
-        return {entry.rsplit(".", 1)[0]: _load(os.path.join(target, entry)) for entry in os.listdir(target)}
+        with building(target):
+            files, problem = folder_files(target)
+            if files is None:
+                if os.path.lexists(target):
+                    warn_rebuilt(target, problem)
+                files = self._save(target, build())
+        return {entry.rsplit(".", 1)[0]: _load(os.path.join(target, entry)) for entry in files}
+
+    def _save(self, target: str, values: dict[str, Any]) -> list[str]:
+        """Write the entry `target` whole (its files and their check, fsynced) under a partial name, then rename it
+        in place of any old one (under the entry's lock, so no other process is writing it)."""
+        partial = f"{target}.{os.getpid()}.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        os.makedirs(partial)
+        for key, value in values.items():
+            _save(os.path.join(partial, key), value)
+        record_folder(partial)
+        if os.path.lexists(target):  # one that failed its check: our own cache, replaced
+            stale = f"{target}.{os.getpid()}.stale"
+            os.rename(target, stale)
+            shutil.rmtree(stale, ignore_errors=True)
+        os.rename(partial, target)
+        sync_folder(self.folder)
+        return sorted(name for name in os.listdir(target) if name != FOLDER_CHECK)
 
 
 def _save(path: str, value: Any) -> None:

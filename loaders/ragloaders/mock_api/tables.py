@@ -3,7 +3,10 @@
 Each config the mock API reads is converted once, on its first use, from its Parquet files into an uncompressed
 Arrow IPC file in the cache (`<cache_dir>/mock_api/<fingerprint of the Parquet files>/<config>.arrow`, written row
 group by row group) and then memory-mapped: a lookup touches only the pages of the rows it reads, so resident
-memory follows what is asked for, not the size of the knowledge graph. A folder that is not a `crag/mock_kg`
+memory follows what is asked for, not the size of the knowledge graph. A converted file is written durably, fully
+validated by Arrow (`validate(full=True)`) on its first map, then its size and checksum are recorded; a later map
+first checks those (py), and a file that fails (truncated by a crash or a full disk, edited) is converted
+again, with a one-line warning naming it. A folder that is not a `crag/mock_kg`
 build, or lacks a config or a column the API reads, is a SourceError naming the folder, the config and what was
 expected, raised on opening (from the Parquet footers); a row group that cannot be read, on the config's first use.
 """
@@ -22,7 +25,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..core.errors import SourceError
+from ..core.repository import require_own_file
 from ..publish.repository import built_from
+from .cache_files import CHECK_SUFFIX, building, file_problem, put_in_place, record_file, warn_rebuilt
 from .indexes import Store
 
 PATH = "crag/mock_kg"
@@ -49,7 +54,7 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "sports_nba_play_by_play": ("game_id",),
 }
 """The configs the mock API answers from, with the columns it reads by name."""
-CONVERTED_FORMAT = 2
+CONVERTED_FORMAT = 3
 """Bumped when the cached IPC files change form."""
 
 
@@ -78,7 +83,12 @@ def download_repository(repo_id: str, cache_dir: str | None) -> str:
 
 
 def parquet_files(folder: str, config: str) -> list[str]:
-    return sorted(glob.glob(os.path.join(glob.escape(folder), config, f"{SPLIT}-*.parquet")))
+    """The Parquet files of `config` in the build `folder`; a SourceError naming one that resolves (symlinks
+    followed) outside the folder (or, for a hub-cache snapshot, outside its repository's cache)."""
+    files = sorted(glob.glob(os.path.join(glob.escape(folder), config, f"{SPLIT}-*.parquet")))
+    for file in files:
+        require_own_file(file, folder, f"config {config}: ")
+    return files
 
 
 def check_build(folder: str) -> None:
@@ -97,12 +107,15 @@ def check_build(folder: str) -> None:
 
 
 def fingerprint(folder: str) -> str:
-    """Identity of the Parquet files the API reads (path, size, mtime), for the converted cache."""
+    """Identity of the Parquet files the API reads (path, size, mtime, ctime, inode and device, as the `datasets`
+    cache takes them), for the converted cache: a file replaced or rewritten in place with the same size and mtime
+    changes its ctime or inode."""
     digest = hashlib.sha256(f"{CONVERTED_FORMAT}".encode())
     for config in REQUIRED_COLUMNS:
         for path in parquet_files(folder, config):
             stat = os.stat(path)
-            digest.update(f"{os.path.abspath(path)}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+            digest.update(f"{os.path.abspath(path)}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ctime_ns}\0"
+                          f"{stat.st_ino}\0{stat.st_dev}\0".encode())
     return digest.hexdigest()[:20]
 
 
@@ -128,8 +141,10 @@ def check_columns(folder: str, config: str, paths: list[str]) -> None:
                           "(a build by an older ragloaders? build it again)")
 
 
-def _convert(paths: list[str], target: str, config: str) -> None:
-    """The Parquet files of one config, row group by row group, into one uncompressed IPC file (atomically)."""
+def _convert(paths: list[str], target: str, config: str) -> pa.Table:
+    """The Parquet files of one config, row group by row group, into one uncompressed IPC file, put in place
+    durably, read back and fully validated (`validate(full=True)`, batch by batch, before its first map), then
+    recorded (size and checksum, last); returns the table mapped."""
     partial = f"{target}.{os.getpid()}.{threading.get_ident()}.partial"
     writer = None
     try:
@@ -144,17 +159,33 @@ def _convert(paths: list[str], target: str, config: str) -> None:
                 writer.write_table(table.replace_schema_metadata(None))
         writer.close()
         writer = None
-        os.replace(partial, target)
+        put_in_place(partial, target)
     finally:
         if writer is not None:
             writer.close()
         if os.path.exists(partial):
             os.unlink(partial)
+    try:  # what was written reads back as valid Arrow data; its check then keeps it so
+        with pa.OSFile(target) as f:  # read, not mapped: one batch in memory at a time, no page left mapped
+            reader = pa.ipc.open_file(f)
+            for batch in range(reader.num_record_batches):
+                reader.get_batch(batch).validate(full=True)
+    except pa.ArrowInvalid as e:
+        os.unlink(target)  # ours, and of no use
+        raise SourceError(os.path.dirname(paths[0]), f"config {config}: its rows are not valid Arrow data once "
+                          f"converted ({' '.join(str(e).split())[:300]})") from None
+    record_file(target)
+    return _mapped(target)
+
+
+def _mapped(path: str) -> pa.Table:
+    return pa.ipc.open_file(pa.memory_map(path)).read_all()
 
 
 class Tables:
-    """The configs of one build, each converted to IPC in the cache (if not done yet) and memory-mapped on its first
-    use, so a start converts only what its first calls read; `folder` is where they are read from."""
+    """The configs of one build, each converted to IPC in the cache (if not done yet, or if the cached file fails
+    its check) and memory-mapped on its first use, so a start converts only what its first calls read; `folder`
+    is where they are read from."""
 
     def __init__(self, folder: str, converted: str):
         self.folder = folder
@@ -168,9 +199,14 @@ class Tables:
         with self._lock:
             if config not in self._tables:
                 target = os.path.join(self.converted, f"{config}.arrow")
-                if not os.path.exists(target):
-                    _convert(parquet_files(self.folder, config), target, config)
-                self._tables[config] = pa.ipc.open_file(pa.memory_map(target)).read_all()
+                with building(target):
+                    problem = file_problem(target)
+                    if problem is None:
+                        self._tables[config] = _mapped(target)
+                    else:
+                        if os.path.exists(target) or os.path.exists(target + CHECK_SUFFIX):
+                            warn_rebuilt(target, problem)
+                        self._tables[config] = _convert(parquet_files(self.folder, config), target, config)
             return self._tables[config]
 
 

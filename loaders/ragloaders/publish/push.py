@@ -82,6 +82,8 @@ class PushResult:
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     commits: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+    """Files of the plan left as they were: someone else changed them in the repository during the push."""
 
 
 def check_repo_id(repo_id: str) -> str:
@@ -317,6 +319,42 @@ def _same_content(staged: StagedFile, remote) -> bool:
     return remote.blob_id == staged.git_sha1()
 
 
+MAX_RACES = 8
+"""Commits by someone else during one push after which it stops (each one makes it read the repository again)."""
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    head: str | None
+    view: RepositoryView
+
+
+def _snapshot(api, repo_id: str, revision: str | None) -> _Snapshot:
+    """The branch's head commit, then what the branch holds. Read in this order, the view is never older than the
+    head the next commit is pinned to: a commit landing between the two reads makes that commit fail (HTTP 412)."""
+    head = api.repo_info(repo_id, repo_type="dataset", revision=revision).sha
+    remote = {entry.path: entry for entry in api.list_repo_tree(repo_id, repo_type="dataset", revision=revision,
+                                                                 recursive=True) if hasattr(entry, "blob_id")}
+    return _Snapshot(head, view_repository(repo_id, revision, remote))
+
+
+def _identity(remote) -> tuple:
+    return remote.blob_id, remote.lfs.sha256 if remote.lfs is not None else None
+
+
+RACE_STATUS = (412, 409)
+"""What the hub answers a commit racing another: 412 Precondition Failed (`parent_commit` is no longer the branch's
+head: "A commit has happened since"), 409 Conflict (another commit is in progress), as `datasets`' push_to_hub
+reads them."""
+
+
+def parent_moved(error: BaseException) -> bool:
+    """Whether the hub refused a commit because someone else committed meanwhile (RACE_STATUS, on the error or on
+    the one it was raised while handling)."""
+    return any(getattr(getattr(e, "response", None), "status_code", None) in RACE_STATUS
+               for e in (error, error.__context__) if e is not None)
+
+
 def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision: str | None = None,
            commit_message: str | None = None, overwrite_foreign: bool = False,
            log: Callable[[str], None] = print) -> PushResult:
@@ -326,8 +364,16 @@ def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision
     files it records, still holding what was published, are ragloaders'; a verified plan deletes those the new
     build no longer has (in the last commit). A file the push would overwrite that is not ragloaders' (the
     repository's own, or one changed since it was pushed) stops the push before any commit unless
-    `overwrite_foreign`; any other file of the repository is left as it is."""
+    `overwrite_foreign`; any other file of the repository is left as it is.
+
+    Each commit is pinned to the head commit the push last read (`parent_commit`). When someone else committed
+    since (the hub answers HTTP 412, or 409 while another commit is in progress: `parent_moved`), the repository is
+    read again and the push carries on without touching any file that is no longer ragloaders' (edited, replaced or
+    added at a path it writes since the push began; not even with `overwrite_foreign`, which covers only what the
+    push saw at its start); such files are named in one line at the end and listed in `PushResult.left`. A
+    HUB_MANIFEST replaced by something else, or more than MAX_RACES such commits, stop the push in one line."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, get_token
+    from huggingface_hub.errors import HfHubHTTPError
 
     if not get_token():
         raise ValueError("no Hugging Face token: set HF_TOKEN or run `hf auth login`")
@@ -335,54 +381,96 @@ def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision
     api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
     if revision:
         api.create_branch(repo_id, repo_type="dataset", branch=revision, exist_ok=True)
-    remote = {entry.path: entry for entry in api.list_repo_tree(repo_id, repo_type="dataset", revision=revision,
-                                                                 recursive=True) if hasattr(entry, "blob_id")}
-    view = view_repository(repo_id, revision, remote)
+    snapshot = _snapshot(api, repo_id, revision)
+    view = snapshot.view
     foreign = view.overlaps(push_plan.files)
     if foreign and not overwrite_foreign:
         shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
         raise ValueError(f"{repo_id} already holds {len(foreign)} file(s) the push would overwrite that ragloaders "
                          f"did not publish there or that were changed since ({shown}); nothing was sent: move them in "
                          "the repository, or pass --overwrite-foreign to replace them")
+    allowed = {path: _identity(view.remote[path]) for path in foreign}
+    """What the user allowed to be replaced: those files as the push found them."""
     result = PushResult(push_plan)
     local = {f.path_in_repo for f in push_plan.files}
+    may_delete = push_plan.verified
     stale = sorted(p for p in view.recorded if p not in local)
-    if stale and not push_plan.verified:
+    if stale and not may_delete:
         log(f"not deleting {len(stale)} files of {repo_id} that the staged folder lacks: it was not verified "
             "against a manifest in this run")
-        stale = []
-    left = sorted(p for p in remote if p.endswith(".parquet") and p not in local and not view.own(p))
+    left = sorted(p for p in view.remote if p.endswith(".parquet") and p not in local and not view.own(p))
     if left:
         log(f"leaving {len(left)} Parquet files of {repo_id} that no ragloaders push recorded ({', '.join(left[:3])}"
             f"{' ...' if len(left) > 3 else ''}): ragloaders deletes only files it published")
     recorded = dict(view.recorded)
-    manifest_now = remote.get(HUB_MANIFEST)
+    manifest_now = view.remote.get(HUB_MANIFEST)
+    head = snapshot.head
+    theirs: set[str] = set()
+    """Paths of the plan that became someone else's during the push: never written again."""
+    done: list[StagedFile] = []
+    races = 0
     message = commit_message or f"Upload {repo_id} built by ragloaders"
-    for number, commit in enumerate(push_plan.commits, start=1):
-        changed = [f for f in commit if not _same_content(f, remote.get(f.path_in_repo))]
-        result.unchanged += [f.path_in_repo for f in commit if f not in changed]
-        last = number == len(push_plan.commits)
-        recorded.update({f.path_in_repo: published_of(f) for f in commit})
-        if last:
-            for path in stale:
-                recorded.pop(path)
-        record = hub_manifest_bytes(recorded)
+    number = 0
+    while number < len(push_plan.commits):
+        commit = push_plan.commits[number]
+        last = number + 1 == len(push_plan.commits)
+        kept = [f for f in commit if f.path_in_repo not in theirs]
+        changed = [f for f in kept if not _same_content(f, view.remote.get(f.path_in_repo))]
+        record = {**recorded, **{f.path_in_repo: published_of(f) for f in kept}}
+        deleted = sorted(p for p in view.recorded if p not in local) if last and may_delete else []
+        for path in deleted:
+            record.pop(path, None)
+        record_bytes = hub_manifest_bytes(record)
         operations = [CommitOperationAdd(f.path_in_repo, f.local_path) for f in changed]
-        if last:
-            operations += [CommitOperationDelete(p) for p in stale]
-        if (operations or last) and (manifest_now is None or manifest_now.blob_id != _git_sha1(record)):
-            operations.append(CommitOperationAdd(HUB_MANIFEST, record))  # in the commit of the files it records
-        if not operations:
-            log(f"commit {number}/{len(push_plan.commits)}: already in {repo_id}, skipped")
-            continue
-        info = api.create_commit(repo_id, operations, commit_message=f"{message} ({number}/{len(push_plan.commits)})",
-                                 repo_type="dataset", revision=revision)
-        manifest_now = _Written(_git_sha1(record))
-        result.commits.append(info.oid)
-        result.uploaded += [f.path_in_repo for f in changed]
-        result.deleted += stale if last else []
-        log(f"commit {number}/{len(push_plan.commits)}: {len(changed)} files uploaded"
-            + (f", {len(stale)} stale files deleted" if last and stale else ""))
+        operations += [CommitOperationDelete(p) for p in deleted]
+        if (operations or last) and (manifest_now is None or manifest_now.blob_id != _git_sha1(record_bytes)):
+            operations.append(CommitOperationAdd(HUB_MANIFEST, record_bytes))  # in the commit of the files it records
+        progress = f"commit {number + 1}/{len(push_plan.commits)}"
+        if operations:
+            try:
+                info = api.create_commit(repo_id, operations, commit_message=f"{message} ({number + 1}/"
+                                         f"{len(push_plan.commits)})", repo_type="dataset", revision=revision,
+                                         parent_commit=head)
+            except HfHubHTTPError as error:
+                if not parent_moved(error):
+                    raise
+                races += 1
+                if races > MAX_RACES:
+                    raise ValueError(f"{repo_id} kept changing during the push ({races} commits by someone else); "
+                                     f"stopped before {progress}: push again when it is quiet") from None
+                log(f"{progress}: {repo_id} changed since it was read (a commit by someone else): reading it again")
+                snapshot = _snapshot(api, repo_id, revision)
+                view, head, manifest_now = snapshot.view, snapshot.head, snapshot.view.remote.get(HUB_MANIFEST)
+                if view.foreign_manifest and allowed.get(HUB_MANIFEST) != _identity(view.remote[HUB_MANIFEST]):
+                    raise ValueError(f"{repo_id}: {HUB_MANIFEST} was replaced during the push by a file that is not "
+                                     f"ragloaders' record; stopped before {progress}") from None
+                remaining = {f.path_in_repo for c in push_plan.commits[number:] for f in c}
+                theirs |= {p for p in view.overlaps(push_plan.files) if p in remaining
+                           and allowed.get(p) != _identity(view.remote[p])}
+                theirs |= {f.path_in_repo for f in done
+                           if f.path_in_repo in view.remote and not _same_content(f, view.remote[f.path_in_repo])}
+                recorded = {**{p: v for p, v in view.recorded.items() if p not in theirs},
+                            **{f.path_in_repo: published_of(f) for f in done
+                               if _same_content(f, view.remote.get(f.path_in_repo))}}
+                continue
+            head = info.oid
+            manifest_now = _Written(_git_sha1(record_bytes))
+            result.commits.append(info.oid)
+            result.uploaded += [f.path_in_repo for f in changed]
+            result.deleted += deleted
+            log(f"{progress}: {len(changed)} files uploaded"
+                + (f", {len(deleted)} stale files deleted" if deleted else ""))
+        else:
+            log(f"{progress}: already in {repo_id}, skipped")
+        result.unchanged += [f.path_in_repo for f in kept if f not in changed]
+        recorded = record
+        done += kept
+        number += 1
+    result.left = sorted(theirs)
+    if theirs:
+        shown = ", ".join(result.left[:5]) + (" ..." if len(theirs) > 5 else "")
+        log(f"left {len(theirs)} file(s) of {repo_id} as someone else changed them during the push ({shown}): they "
+            "are no longer ragloaders'; push again with --overwrite-foreign to replace them")
     return result
 
 

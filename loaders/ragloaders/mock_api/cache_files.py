@@ -1,0 +1,173 @@
+"""Files of the mock API's cache, written durably and checked before they are memory-mapped.
+
+A file is written under a partial name, fsynced, renamed into place and its folder fsynced; then its check
+(`<file>.sum`: the file's size and xxh3-128 checksum) is written the same way, last. A file is used only when its
+check is there and the file has exactly that size and checksum (`file_problem`): a crash or a full disk between the
+rename and the check, a truncated file, edited bytes all fail it, and the caller rebuilds the file, saying so in one
+line (a warning of the `ragloaders` logger naming the file, `warn_rebuilt`). `building` serialises the check and
+the rebuild of one file across processes (two servers starting on one cache), with an flock on `<file>.lock`.
+xxh3 (the `xxhash` package, which `datasets` depends on) reads several GB/s, so checking costs a read of the file
+through the page cache: no page is mapped, and resident memory still follows what calls touch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Iterator
+
+import xxhash
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no lock (one server per cache)
+    fcntl = None
+
+logger = logging.getLogger("ragloaders.mock_api")
+CHECK_SUFFIX = ".sum"
+CHECK_FORMAT = "ragloaders-cache-check"
+ALGORITHM = "xxh3_128"
+READ_CHUNK = 8 << 20
+MAX_CHECK_BYTES = 4096
+"""A check is a few dozen bytes; a larger file at its name is not ours."""
+
+
+def checksum(path: str) -> str:
+    """The xxh3-128 checksum of the file at `path`, read in chunks."""
+    digest = xxhash.xxh3_128()
+    with open(path, "rb") as f:
+        while chunk := f.read(READ_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def sync_folder(folder: str) -> None:
+    """fsync a folder, so the renames into it survive a crash (a no-op where folders cannot be opened)."""
+    try:
+        handle = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
+
+
+def put_in_place(partial: str, target: str) -> None:
+    """fsync the finished file `partial`, rename it to `target` and fsync the folder: after a crash `target` is
+    either absent or whole."""
+    with open(partial, "rb+") as f:
+        os.fsync(f.fileno())
+    os.replace(partial, target)
+    sync_folder(os.path.dirname(target) or ".")
+
+
+def record_file(path: str) -> None:
+    """Write the check of the file at `path` (put in place first): its size and checksum, durably."""
+    entry = {"format": CHECK_FORMAT, "size": os.path.getsize(path), ALGORITHM: checksum(path)}
+    partial = f"{path}{CHECK_SUFFIX}.{os.getpid()}.partial"
+    try:
+        with open(partial, "w", encoding="utf-8") as f:
+            json.dump(entry, f)
+        put_in_place(partial, path + CHECK_SUFFIX)
+    finally:
+        if os.path.exists(partial):
+            os.unlink(partial)
+
+
+def file_problem(path: str) -> str | None:
+    """Why the file at `path` may not be used (None: it exists and has the size and checksum its check records)."""
+    if not os.path.isfile(path):
+        return "not there"
+    try:
+        with open(path + CHECK_SUFFIX, "rb") as f:
+            raw = f.read(MAX_CHECK_BYTES + 1)
+    except OSError:
+        return "no check of its size and checksum (written last) is there"
+    try:
+        entry = json.loads(raw) if len(raw) <= MAX_CHECK_BYTES else None
+    except ValueError:
+        entry = None
+    if (not isinstance(entry, dict) or entry.get("format") != CHECK_FORMAT or type(entry.get("size")) is not int
+            or not isinstance(entry.get(ALGORITHM), str)):
+        return f"its check {path}{CHECK_SUFFIX} is not one ragloaders wrote"
+    size = os.path.getsize(path)
+    if size != entry["size"]:
+        return f"{size:,} bytes where {entry['size']:,} were written"
+    if checksum(path) != entry[ALGORITHM]:
+        return "its bytes differ from those written (checksum)"
+    return None
+
+
+FOLDER_CHECK = ".sum"
+"""A folder's check, inside it: every file's size and checksum."""
+
+
+def record_folder(folder: str) -> None:
+    """fsync every file of `folder` (one level, its entries' names only), then write its check inside it (last)
+    and fsync the folder; rename the folder into place afterwards."""
+    files = {}
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        with open(path, "rb+") as f:
+            os.fsync(f.fileno())
+        files[name] = {"size": os.path.getsize(path), ALGORITHM: checksum(path)}
+    check = os.path.join(folder, FOLDER_CHECK)
+    with open(check, "w", encoding="utf-8") as f:
+        json.dump({"format": CHECK_FORMAT, "files": files}, f)
+        f.flush()
+        os.fsync(f.fileno())
+    sync_folder(folder)
+
+
+def folder_files(folder: str) -> tuple[list[str] | None, str]:
+    """(the names of the files of `folder`, "") when each has the size and checksum its check records, else
+    (None, why not)."""
+    if not os.path.isdir(folder):
+        return None, "not there"
+    try:
+        with open(os.path.join(folder, FOLDER_CHECK), "rb") as f:
+            raw = f.read(MAX_CHECK_BYTES * 16 + 1)
+        entry = json.loads(raw) if len(raw) <= MAX_CHECK_BYTES * 16 else None
+    except OSError:
+        return None, "no check of its files' sizes and checksums (written last) is there"
+    except ValueError:
+        entry = None
+    files = entry.get("files") if isinstance(entry, dict) and entry.get("format") == CHECK_FORMAT else None
+    if not isinstance(files, dict) or not all(
+            isinstance(name, str) and os.sep not in name and name not in ("", ".", "..", FOLDER_CHECK)
+            and isinstance(item, dict) and type(item.get("size")) is int and isinstance(item.get(ALGORITHM), str)
+            for name, item in files.items()):
+        return None, "its check is not one ragloaders wrote"
+    for name, item in files.items():
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
+            return None, f"{name} is missing"
+        if os.path.getsize(path) != item["size"]:
+            return None, f"{name} has {os.path.getsize(path):,} bytes where {item['size']:,} were written"
+        if checksum(path) != item[ALGORITHM]:
+            return None, f"the bytes of {name} differ from those written (checksum)"
+    return sorted(files), ""
+
+
+def warn_rebuilt(path: str, why: str) -> None:
+    """The one line saying a cache file is rebuilt, and why."""
+    logger.warning("%s: this file of the mock API's cache cannot be used (%s); building it again", path, why)
+
+
+@contextlib.contextmanager
+def building(path: str) -> Iterator[None]:
+    """Hold the lock of the cache file `path` (flock on `<path>.lock`): one process checks or builds it at a time."""
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    handle = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)
