@@ -267,11 +267,11 @@ LOADERS = Path(__file__).parent.parent / "loaders"
 
 
 def decoded_in_child(cases: list[tuple[str, bytes]], folder: Path, limit: int = 256 << 20,
-                     timeout: float = 300) -> list[dict]:
+                     timeout: float = 300, seconds: tuple[float, float] | None = None) -> list[dict]:
     """The outcome of decoding each (kind, pickle) as crag/mock_kg does, in one child process under an address-space
     limit of `limit` bytes beyond its warmed-up size; a crash or running past `timeout` seconds is an outcome too
-    (for the case it stopped at)."""
-    args = []
+    (for the case it stopped at). `seconds` (base, per MB): each case's CPU time limit (pickle_child.py)."""
+    args = [] if seconds is None else ["--seconds", *map(str, seconds)]
     for number, (kind, data) in enumerate(cases):
         path = folder / f"{number}.{kind}.pickle"
         path.write_bytes(data)
@@ -335,7 +335,7 @@ def attack_outcomes(tmp_path_factory) -> dict[str, tuple[dict, str]]:
     cases = attacks()
     good = [("frame", pickle.dumps(FIVE_COLUMNS, protocol=5)), ("frame", pickle.dumps(NOMINEES, protocol=5))]
     outcomes = decoded_in_child(good + [(kind, data) for kind, data, _ in cases.values()], folder)
-    assert outcomes[:2] == [{"rows": 2}, {"rows": 3}]  # the unedited pickles read
+    assert [outcome.get("rows") for outcome in outcomes[:2]] == [2, 3], outcomes[:2]  # the unedited pickles read
     return {name: (outcome, why) for (name, (_, _, why)), outcome in zip(cases.items(), outcomes[2:])}
 
 

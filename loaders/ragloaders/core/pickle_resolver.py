@@ -36,6 +36,7 @@ from .pickled_values import (
     where,
     zone,
 )
+from .preview import preview
 
 KEY_VALUES = (datetime.date, datetime.time, datetime.timedelta, Timestamp, Timedelta)
 """Values resolved from calls that may be dict keys (their hash does not recurse)."""
@@ -205,8 +206,8 @@ class Resolver(PandasHandlers):
     def _encode(self, args: tuple, state: Any, node: Call) -> bytes:
         no_state(node, state)
         if len(args) != 2 or type(args[0]) is not str or args[1] not in ("latin1", "latin-1"):
-            raise Bad(f"_codecs.encode with encoding {args[1] if len(args) > 1 else None!r} refused (only latin1 is "
-                      "written)")
+            raise Bad(f"_codecs.encode with encoding {preview(args[1] if len(args) > 1 else None)} refused (only "
+                      "latin1 is written)")
         self.budget.charge(8 + len(args[0]))
         return args[0].encode("latin-1")
 
@@ -214,8 +215,8 @@ class Resolver(PandasHandlers):
         no_state(node, state)
         owner = node.args[0] if node.args else None
         if len(args) != 2 or not isinstance(owner, Global) or kind_of(owner) != "zoneinfo" or args[1] != "_unpickle":
-            raise Bad(f"getattr({owner!r}, {args[1] if len(args) > 1 else None!r}) refused (only ZoneInfo._unpickle is "
-                      "allowed)")
+            raise Bad(f"getattr({preview(owner)}, {preview(args[1] if len(args) > 1 else None)}) refused (only "
+                      "ZoneInfo._unpickle is allowed)")
         return "zoneinfo._unpickle"
 
     def _pytz(self, args: tuple, state: Any, node: Call) -> str:
@@ -292,7 +293,7 @@ class Resolver(PandasHandlers):
         byteorder, unit = "<", None
         if node.built:
             if type(state) is not tuple or len(state) not in (8, 9) or state[1] not in ("<", ">", "|", "="):
-                raise Bad(f"numpy dtype {name!r} with state {state!r:.80}")
+                raise Bad(f"numpy dtype {name!r} with state {preview(state)}")
             byteorder = state[1]
             if state[3] is not None or state[4] is not None:
                 raise Bad("structured numpy dtypes are not read")
@@ -307,7 +308,7 @@ class Resolver(PandasHandlers):
                 if metadata[1][1:] not in ((1, 1, 1), (1,)) and len(metadata[1]) != 4:
                     raise Bad("datetime64 dtype with a multiple of its unit")
                 if unit not in PER_SECOND and unit not in DATE_UNITS:
-                    raise Bad(f"datetime64 unit {unit!r}")
+                    raise Bad(f"datetime64 unit {preview(unit)}")
         if kind == "O":
             return DType("O", 8, "|")
         if kind in NUMERIC_KINDS:
@@ -345,7 +346,7 @@ class Resolver(PandasHandlers):
         arg_count(args, 4, "numpy _frombuffer")
         data, dtype, shape, order = args
         if order not in ("C", "F"):
-            raise Bad(f"array order {order!r}")
+            raise Bad(f"array order {preview(order)}")
         return self.array(dtype, shape, data, order == "F")
 
     def array(self, dtype: Any, shape: Any, data: Any, fortran: Any) -> Array:
@@ -353,7 +354,7 @@ class Resolver(PandasHandlers):
         if not isinstance(dtype, DType):
             raise Bad("a numpy array without a dtype")
         if type(shape) is not tuple or len(shape) > 2 or not all(type(n) is int and 0 <= n < 2**62 for n in shape):
-            raise Bad(f"numpy array shape {shape!r:.60} (one or two non-negative dimensions)")
+            raise Bad(f"numpy array shape {preview(shape)} (one or two non-negative dimensions)")
         count = math.prod(shape)
         if isinstance(data, bytearray):
             data = self.copied(data)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import SourceError
+from .preview import preview
 
 UNITS = {7: "s", 8: "ms", 9: "us", 10: "ns"}
 """pandas' resolution codes (numpy's datetime unit enum) for the units a timestamp may have."""
@@ -59,7 +60,7 @@ class Budget:
 
 
 def where(key: str | None) -> str:
-    return f"key {key!r}: " if key is not None else ""
+    return f"key {preview(key)}: " if key is not None else ""
 
 
 class Refused(pickle.UnpicklingError):
@@ -91,6 +92,9 @@ class Global:
     def __repr__(self) -> str:
         return f"<global {self.qualified}>"
 
+    def preview_text(self) -> str:
+        return repr(self)
+
 
 class Call:
     """`func(*args)` (REDUCE, or NEWOBJ when `new`) as the pickle wrote it, with the state a BUILD gave it."""
@@ -116,6 +120,9 @@ class Call:
 
     def __repr__(self) -> str:
         return f"<call of {self.name}>"
+
+    def preview_text(self) -> str:
+        return repr(self)
 
 
 def key_size(value: Any, most: int) -> int | None:
@@ -185,6 +192,9 @@ class Array:
     @property
     def size(self) -> int:
         return math.prod(self.shape)
+
+    def preview_text(self) -> str:
+        return f"<numpy array {self.dtype.kind}{self.dtype.itemsize} of shape {self.shape}>"
 
     def numpy(self) -> Any:
         """The array as numpy (read-only, over `data`); not for object arrays."""
@@ -367,7 +377,7 @@ def zone(key: str) -> datetime.tzinfo:
     try:
         return zoneinfo.ZoneInfo(key)
     except (ValueError, zoneinfo.ZoneInfoNotFoundError, OSError) as e:
-        raise Bad(f"unknown time zone {key!r} ({e})") from None
+        raise Bad(f"unknown time zone {preview(key)} ({preview(str(e))})") from None
 
 
 # ---------------------------------------------------------------- scalars
@@ -404,7 +414,7 @@ def datetime64(value: int, unit: str) -> Any:
         except OverflowError:
             raise Bad(f"date {value} days from 1970 is out of range") from None
     if unit not in PER_SECOND:
-        raise Bad(f"datetime64 unit {unit!r}")
+        raise Bad(f"datetime64 unit {preview(unit)}")
     return Timestamp(value, unit)
 
 
@@ -413,7 +423,7 @@ def datetime64(value: int, unit: str) -> Any:
 
 def integer(value: Any, low: int = -(2**63), high: int = 2**63 - 1) -> int:
     if type(value) is not int or not low <= value <= high:
-        raise Bad(f"expected an integer in [{low}, {high}], got {value!r:.40}")
+        raise Bad(f"expected an integer in [{low}, {high}], got {preview(value)}")
     return value
 
 

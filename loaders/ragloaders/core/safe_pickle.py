@@ -49,6 +49,7 @@ from .errors import SourceError
 from .pickle_allow_list import kind_of
 from .pickle_resolver import Resolver
 from .pickled_values import KEY_VISITS, MULTIPLE, Budget, Call, Global, Refused, key_work_left, where
+from .preview import cut, preview
 
 __all__ = ["MULTIPLE", "Budget", "load", "loads", "read_tree"]
 
@@ -76,12 +77,12 @@ class DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
             module = _compat_pickle.IMPORT_MAPPING.get(module, module)
         found = Global(module, name)
         if kind_of(found) is None:
-            self.refused = found.qualified
-            raise Refused(f"global {found.qualified} is not on the allow-list")
+            self.refused = cut(found.qualified)
+            raise Refused(f"global {self.refused} is not on the allow-list")
         return found
 
     def persistent_load(self, pid: Any) -> Any:
-        raise Refused(f"persistent id {pid!r} refused (the file refers to objects outside itself)")
+        raise Refused(f"persistent id {preview(pid)} refused (the file refers to objects outside itself)")
 
     def load_reduce(self) -> None:
         args = self.stack.pop()

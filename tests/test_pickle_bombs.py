@@ -1,0 +1,106 @@
+"""Pickles of a few hundred bytes that cost gigabytes or minutes when a value from the file is used unbounded:
+formatted into a message with repr(), hashed as a key, inserted as one of many keys that all hash alike. Each is
+decoded as crag/mock_kg decodes it, in a child under a memory limit and a CPU time limit per file: a SourceError
+naming the file, in bounded time."""
+
+from __future__ import annotations
+
+import pytest
+from ragloaders.core import preview as preview_module
+from ragloaders.core.preview import preview
+from test_hostile_kg import call, glob, pickle_of, raw, text, tup
+from test_safe_pickle import decoded_in_child
+
+SECONDS = (2.0, 5.0)
+"""CPU seconds a case may take: a base plus this per MB of the file (the README's time bound, with room for a loaded
+machine)."""
+
+
+def memo_put(number: int) -> bytes:
+    """BINPUT `number` and POP: memoize the top of the stack in two bytes."""
+    return b"q" + bytes([number]) + b"0"
+
+
+def memo_get(number: int) -> bytes:
+    return b"h" + bytes([number])
+
+
+def shared(width: int = 10, depth: int = 9, tuples: bool = False) -> tuple[bytes, bytes]:
+    """(opcodes that memoize the levels, the opcode that pushes the top): a list (or tuple) of `width` references to
+    the level below, `depth` levels: width**depth leaves (10^9) from about 230 bytes."""
+    opening, closing = (b"(", b"t") if tuples else (b"](", b"e")
+    body = opening + b"K\x00" * width + closing + memo_put(0)
+    for level in range(1, depth):
+        body += opening + memo_get(level - 1) * width + closing + memo_put(level)
+    return body, memo_get(depth - 1)
+
+
+LISTS, BOMB = shared()
+TUPLES, TUPLE_BOMB = shared(tuples=True)
+F8 = call(glob("numpy", "dtype"), text("f8"), b"\x89", b"\x88")
+
+
+def message_bombs() -> dict[str, tuple[str, bytes, str]]:
+    """name -> (kind, pickle, what the SourceError says): each formatted a 10^9-leaf value with repr()."""
+    zone_info = glob("zoneinfo", "ZoneInfo")
+    return {
+        "slice of a bomb (integer)": ("frame", pickle_of(LISTS + call(glob("builtins", "slice"), BOMB)),
+                                      "expected an integer in"),
+        "numpy dtype state": ("dict", pickle_of(LISTS + F8 + BOMB + b"b"), "numpy dtype 'f8' with state [[[["),
+        "persistent id": ("dict", pickle_of(LISTS + BOMB + b"Q"), "persistent id [[[["),
+        "_codecs.encode encoding": ("dict", pickle_of(LISTS + call(glob("_codecs", "encode"), text("x"), BOMB)),
+                                    "_codecs.encode with encoding [[[["),
+        "pyarrow type": ("dict", pickle_of(LISTS + call(glob("pyarrow.lib", "type_for_alias"), BOMB)),
+                         "pyarrow type [[[["),
+        "getattr attribute": ("dict", pickle_of(LISTS + call(glob("builtins", "getattr"), zone_info, BOMB)),
+                              "getattr(<global zoneinfo.ZoneInfo>, [[[["),
+        "getattr owner": ("dict", pickle_of(LISTS + call(glob("builtins", "getattr"), BOMB, text("_unpickle"))),
+                          "getattr([[[["),
+        "array shape": ("dict", pickle_of(LISTS + call(glob("numpy.core.numeric", "_frombuffer"), raw(b""), F8, BOMB,
+                                                       text("C"))), "numpy array shape [[[["),
+        "array order": ("dict", pickle_of(LISTS + call(glob("numpy.core.numeric", "_frombuffer"), raw(b""), F8,
+                                                       tup(), BOMB)), "array order [[[["),
+    }
+
+
+def all_bombs() -> dict[str, tuple[str, bytes, str]]:
+    return {**message_bombs()}
+
+
+@pytest.fixture(scope="module")
+def bomb_outcomes(tmp_path_factory) -> tuple[dict[str, dict], str]:
+    folder = tmp_path_factory.mktemp("bombs")
+    cases = all_bombs()
+    outcomes = decoded_in_child([(kind, data) for kind, data, _ in cases.values()], folder, timeout=120,
+                                seconds=SECONDS)
+    return dict(zip(cases, outcomes)), str(folder)
+
+
+def assert_refused_in_time(bomb_outcomes, name: str) -> None:
+    outcome, folder = bomb_outcomes[0][name], bomb_outcomes[1]
+    kind, data, why = all_bombs()[name]
+    assert outcome.get("error") == "SourceError", outcome
+    assert outcome["message"].startswith(folder) and why in outcome["message"], outcome
+    assert outcome["seconds"] < SECONDS[0] + SECONDS[1] * len(data) / 1e6
+
+
+@pytest.mark.parametrize("name", list(message_bombs()))
+def test_a_message_about_a_shared_reference_bomb_is_bounded(bomb_outcomes, name):
+    """Before, each formatted its argument with repr() before cutting it: 10^9 leaves from ~250 bytes, tens of
+    seconds and gigabytes, then a bare MemoryError (no file named) under the child's limit."""
+    assert len(all_bombs()[name][1]) < 400
+    assert_refused_in_time(bomb_outcomes, name)
+
+
+def test_preview_is_bounded_in_characters_and_in_values_visited():
+    nested: list = [0] * 10
+    for _ in range(8):
+        nested = [nested] * 10  # 10^9 leaves
+    text_of = preview(nested)
+    assert len(text_of) == preview_module.CHARS + 1 and text_of.startswith("[[[[[[[[[0, 0") and text_of.endswith("…")
+    assert preview(nested, chars=10_000, nodes=30).count("0") < 30  # the visits ran out, not the characters
+    assert preview("x" * 10**7) == repr("x" * preview_module.CHARS)[:preview_module.CHARS] + "…"
+    assert preview(b"\x00" * 10**7).startswith("b'\\x00")
+    assert preview(7**100_000) == f"<int of {(7**100_000).bit_length():,} bits>"  # str() refuses 4,300+ digits
+    assert preview({"a": (1,), "b": {2.5}, "c": None, "d": slice(1, None)}) == \
+        "{'a': (1,), 'b': {2.5}, 'c': None, 'd': slice(1, None, None)}"
