@@ -63,8 +63,16 @@ def message_bombs() -> dict[str, tuple[str, bytes, str]]:
     }
 
 
+def hash_bombs() -> dict[str, tuple[str, bytes, str]]:
+    """name -> (kind, pickle, what the SourceError says): each looked a tuple of 10^9 leaves up in a dict."""
+    stamp = call(glob("pandas._libs.tslibs.timestamps", "_unpickle_timestamp"), b"K\x00", b"N", b"N", TUPLE_BOMB)
+    delta = call(glob("pandas._libs.tslibs.timedeltas", "_timedelta_unpickle"), b"K\x00", TUPLE_BOMB)
+    return {"timestamp resolution": ("dict", pickle_of(TUPLES + stamp), "pandas resolution (((("),
+            "timedelta resolution": ("dict", pickle_of(TUPLES + delta), "pandas resolution ((((")}
+
+
 def all_bombs() -> dict[str, tuple[str, bytes, str]]:
-    return {**message_bombs()}
+    return {**message_bombs(), **hash_bombs()}
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +96,13 @@ def assert_refused_in_time(bomb_outcomes, name: str) -> None:
 def test_a_message_about_a_shared_reference_bomb_is_bounded(bomb_outcomes, name):
     """Before, each formatted its argument with repr() before cutting it: 10^9 leaves from ~250 bytes, tens of
     seconds and gigabytes, then a bare MemoryError (no file named) under the child's limit."""
+    assert len(all_bombs()[name][1]) < 400
+    assert_refused_in_time(bomb_outcomes, name)
+
+
+@pytest.mark.parametrize("name", list(hash_bombs()))
+def test_a_resolution_code_is_checked_to_be_an_integer_before_it_is_looked_up(bomb_outcomes, name):
+    """Before, `UNITS.get(args[3])` hashed the tuple leaf by leaf: the load never ended (out of CPU time here)."""
     assert len(all_bombs()[name][1]) < 400
     assert_refused_in_time(bomb_outcomes, name)
 

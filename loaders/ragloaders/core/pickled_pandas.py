@@ -10,8 +10,6 @@ from typing import Any
 
 from .pickle_allow_list import kind_of
 from .pickled_values import (
-    PER_SECOND,
-    UNITS,
     Array,
     ArrowStrings,
     Bad,
@@ -34,6 +32,7 @@ from .pickled_values import (
     column_length,
     integer,
     no_state,
+    unit_of,
     zone,
 )
 from .preview import preview
@@ -65,9 +64,7 @@ class PandasHandlers:
         no_state(node, state)
         arg_count(args, (3, 4), "pandas Timestamp")
         value = integer(args[0])
-        unit = UNITS.get(args[3], "") if len(args) == 4 else "ns"
-        if unit not in PER_SECOND:
-            raise Bad(f"pandas Timestamp resolution {preview(args[3])}")
+        unit = unit_of(args[3]) if len(args) == 4 else "ns"
         return None if value == -(2**63) else Timestamp(value, unit, zone_name(args[2]))
 
     def _nat(self, args: tuple, state: Any, node: Call) -> None:
@@ -77,7 +74,7 @@ class PandasHandlers:
     def _timedelta64(self, args: tuple, state: Any, node: Call) -> Timedelta:
         no_state(node, state)
         arg_count(args, (1, 2), "pandas Timedelta")
-        return Timedelta(integer(args[0]), UNITS.get(args[1], "ns") if len(args) == 2 else "ns")
+        return Timedelta(integer(args[0]), unit_of(args[1]) if len(args) == 2 else "ns")
 
     def _offset(self, args: tuple, state: Any, node: Call) -> None:
         """A DatetimeIndex's frequency (`Day(1)`): not data, read as nothing."""
