@@ -5,6 +5,8 @@ naming the file, in bounded time."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 from ragloaders.core import preview as preview_module
 from ragloaders.core.preview import preview
@@ -71,8 +73,48 @@ def hash_bombs() -> dict[str, tuple[str, bytes, str]]:
             "timedelta resolution": ("dict", pickle_of(TUPLES + delta), "pandas resolution ((((")}
 
 
+COLLIDING = 80_000
+MODULUS = 2**61 - 1
+"""An int's hash is the int modulo 2**61 - 1: every multiple of it hashes to 0."""
+
+
+def colliding_ints(count: int = COLLIDING) -> list[bytes]:
+    """LONG1 opcodes of i * (2**61 - 1), all hashing to 0: inserting them all into one dict or set is quadratic."""
+    out = []
+    for number in range(1, count + 1):
+        data = pickle.encode_long(number * MODULUS)  # type: ignore[attr-defined]
+        out.append(b"\x8a" + bytes([len(data)]) + data)
+    return out
+
+
+def batches(items: list[bytes], closing: bytes, size: int = 1000) -> bytes:
+    return b"".join(b"(" + b"".join(items[i:i + size]) + closing for i in range(0, len(items), size))
+
+
+def collision_bombs() -> dict[str, tuple[str, bytes, str]]:
+    """name -> (kind, pickle, what the SourceError says): 80,000 keys (or set items) that all hash alike, about 1 MB;
+    inserting them took 72 s, and only then was the file refused, if it was."""
+    ints = colliding_ints()
+    singles = [key + b"\x85" for key in ints]  # TUPLE1: (key,) hashes alike too
+    int64 = call(glob("numpy", "dtype"), text("i8"), b"\x89", b"\x88") + memo_put(1)
+    numpy_ints = [call(glob("numpy.core.multiarray", "scalar"), memo_get(1), raw(n.to_bytes(8, "little")))
+                  for n in range(3)]
+    value = text("k")
+    return {
+        "int keys": ("dict", pickle_of(b"}" + batches([key + b"N" for key in ints], b"u")), "of type int"),
+        "1-tuple keys": ("dict", pickle_of(b"}" + batches([key + b"N" for key in singles], b"u")), "of type tuple"),
+        "int set items": ("dict", pickle_of(b"}" + value + b"\x8f" + batches(ints, b"\x90") + b"s"), "of type int"),
+        "int frozenset items": ("dict", pickle_of(b"}" + value + b"(" + b"".join(ints) + b"\x91s"), "of type int"),
+        "builtins.set of an int list": ("dict", pickle_of(b"}" + value + call(glob("builtins", "set"),
+                                                                               b"]" + batches(ints, b"e")) + b"s"),
+                                        "of type int"),
+        "numpy ints resolved as set items": ("dict", pickle_of(int64 + b"}" + value + b"\x8f(" + b"".join(numpy_ints)
+                                                               + b"\x90s"), "of type int"),
+    }
+
+
 def all_bombs() -> dict[str, tuple[str, bytes, str]]:
-    return {**message_bombs(), **hash_bombs()}
+    return {**message_bombs(), **hash_bombs(), **collision_bombs()}
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +147,14 @@ def test_a_resolution_code_is_checked_to_be_an_integer_before_it_is_looked_up(bo
     """Before, `UNITS.get(args[3])` hashed the tuple leaf by leaf: the load never ended (out of CPU time here)."""
     assert len(all_bombs()[name][1]) < 400
     assert_refused_in_time(bomb_outcomes, name)
+
+
+@pytest.mark.parametrize("name", list(collision_bombs()))
+def test_a_key_other_than_a_string_is_refused_before_it_is_inserted(bomb_outcomes, name):
+    """Before, 80,000 colliding keys (1 MB) were inserted in quadratic time (out of the child's CPU time here), and
+    numpy ints as set items were read."""
+    assert_refused_in_time(bomb_outcomes, name)
+    assert "a dict key or set item of type" in bomb_outcomes[0][name]["message"]
 
 
 def test_preview_is_bounded_in_characters_and_in_values_visited():

@@ -170,7 +170,7 @@ def test_damaged_pickles_are_source_errors():
 def _sample() -> dict:
     return {
         "str": "Émile 🙂", "int": 2**70, "float": 1.5, "nan": float("nan"), "none": None, "bool": True,
-        "list": [1, "2", [3.0]], "tuple": (1, 2), "set": {"b", "a"}, "frozenset": frozenset({1}),
+        "list": [1, "2", [3.0]], "tuple": (1, 2), "set": {"b", "a"}, "frozenset": frozenset({"1"}),
         "bytes": b"\x00\xff", "bytearray": bytearray(b"ab"), "slice": slice(1, 5, 2),
         "date": datetime.date(2024, 3, 9), "datetime": datetime.datetime(2024, 3, 9, 12, 30, tzinfo=datetime.UTC),
         "time": datetime.time(12, 30), "timedelta": datetime.timedelta(days=2),
@@ -359,7 +359,7 @@ def test_a_series_over_a_huge_range_index_is_refused_when_described():
 def test_a_deeply_nested_tuple_as_a_key_is_refused_not_hashed():
     nested = b"N" + b"\x85" * 1_000_000  # a tuple 1,000,000 deep: hashing it recurses in C until the stack overflows
     data = b"\x80\x04}" + nested + b"Ns."
-    assert "nested deeper than 16 levels" in str(refused(data, key=None))
+    assert "a dict key or set item of type tuple" in str(refused(data, key=None))
 
 
 PANDAS2 = Path(__file__).parent / "data" / "pickles-pandas2"

@@ -16,7 +16,6 @@ from .pickle_allow_list import kind_of
 from .pickled_pandas import PandasHandlers
 from .pickled_values import (
     DATE_UNITS,
-    KEY_VISITS,
     NUMERIC_KINDS,
     PER_SECOND,
     Array,
@@ -26,21 +25,15 @@ from .pickled_values import (
     DType,
     Global,
     Refused,
-    Timedelta,
-    Timestamp,
     arg_count,
+    checked_key,
     integer,
-    key_work_left,
     no_state,
     scalar,
     where,
     zone,
 )
 from .preview import preview
-
-KEY_VALUES = (datetime.date, datetime.time, datetime.timedelta, Timestamp, Timedelta)
-"""Values resolved from calls that may be dict keys (their hash does not recurse)."""
-
 
 PLAIN = frozenset({str, int, float, bool, bytes, type(None)})
 """Values that stand for themselves: nothing to resolve inside them."""
@@ -52,7 +45,6 @@ class Resolver(PandasHandlers):
 
     def __init__(self, name: str, key: str | None, budget: Budget):
         self.name, self.key, self.budget = name, key, budget
-        self.key_work = KEY_VISITS * budget.nbytes  # as the unpickler's (safe_pickle.DataUnpickler.key)
         self.done: dict[int, Any] = {}
         self.busy: set[int] = set()
         self.keep: list[Any] = []  # keeps resolved nodes alive, so that their ids stay theirs
@@ -109,14 +101,12 @@ class Resolver(PandasHandlers):
             items = [(resolve(k), resolve(v)) for k, v in node.items()]
             node.clear()
             for k, v in items:
-                if not isinstance(k, KEY_VALUES):
-                    self.checked_key(k)
-                node[k] = v
+                node[checked_key(k)] = v
             return node
         if kind is tuple:
             return tuple(self.resolve(item) for item in node)
         if kind is set or kind is frozenset:
-            items = [self.checked_key(self.resolve(item)) for item in node]
+            items = [checked_key(self.resolve(item)) for item in node]
             return kind(items)
         if kind is bytearray:
             return node
@@ -146,11 +136,6 @@ class Resolver(PandasHandlers):
 
     # ------------------------------------------------------------ helpers
 
-    def checked_key(self, value: Any) -> Any:
-        """`value`, checked to be a safe dict key or set item; what hashing it visits is counted (`key_work`)."""
-        self.key_work = key_work_left(value, self.key_work)
-        return value
-
     def copied(self, data: bytes | bytearray) -> bytes:
         """`data` as bytes, charged to the budget when that copies it: a bytearray the file shares between calls
         would otherwise be copied once per call, unbounded by the file's size."""
@@ -172,9 +157,7 @@ class Resolver(PandasHandlers):
         arg_count(args, (0, 1), "set")
         items = list(args[0]) if args else []
         self.budget.charge(8 * len(items))  # each call copies its argument, which the file may share between calls
-        for item in items:
-            self.checked_key(item)
-        return set(items)
+        return {checked_key(item) for item in items}
 
     def _frozenset(self, args: tuple, state: Any, node: Call) -> frozenset:
         return frozenset(self._set(args, state, node))

@@ -31,14 +31,6 @@ class Bad(ValueError):
 
 MULTIPLE = 64
 """Units (8 per value, plus the bytes of text) a pickle may expand to, per byte of the file."""
-KEY_VISITS = 8
-"""Values that hashing a pickle's dict keys and set items may visit, per byte of the file (a key of the real files is
-a string: one visit, for at least two bytes)."""
-MAX_KEY_DEPTH = 16
-"""Deepest tuple allowed as a dict key or set item: hashing a tuple recurses in C without a guard, so a key
-nested a million deep would crash the interpreter."""
-
-
 class Budget:
     """How much a pickle may still expand to: MULTIPLE units per byte of the file it came from."""
 
@@ -125,37 +117,18 @@ class Call:
         return repr(self)
 
 
-def key_size(value: Any, most: int) -> int | None:
-    """How many values hashing `value` visits (a tuple's items, recursively: a tuple's hash is not cached, a
-    frozenset's is), counted no further than past `most`; None if `value` may not be a dict key or set item
-    (unhashable, or a tuple nested deeper than MAX_KEY_DEPTH, whose hash would recurse in C without a guard).
-    Counted because a file can use one large tuple as a key thousands of times, each hashed (and checked) anew."""
-    count, stack = 0, [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        count += 1
-        if count > most:
-            return count
-        if depth > MAX_KEY_DEPTH:
-            return None
-        if isinstance(item, tuple):
-            stack.extend((inner, depth + 1) for inner in item)
-        elif not (isinstance(item, (str, int, float, bytes, frozenset, Global, Call)) or item is None):
-            return None
-    return count
-
-
-def key_work_left(value: Any, left: int) -> int:
-    """`left` less the values hashing `value` visits; Refused if `value` may not be a dict key or set item, or if
-    the work runs out (`left` starts at KEY_VISITS per byte of the file)."""
-    size = key_size(value, left)
-    if size is None:
-        raise Refused(f"a {type(value).__name__} nested deeper than {MAX_KEY_DEPTH} levels (or unhashable) as a dict "
-                      "key or set item")
-    if size > left:
-        raise Refused(f"hashing its dict keys and set items visits more than {KEY_VISITS} values per byte of the "
-                      "file (a large tuple used as a key again and again)")
-    return left - size
+def checked_key(value: Any, records: bool = False) -> Any:
+    """`value`, refused before it is inserted into a dict or set unless it is a str (every key and set item of the
+    real files is). Python randomises a str's hash per process, so a file cannot choose keys that collide; an int's
+    hash is the int modulo 2**61 - 1, so 80,000 multiples of it (1 MB) all hash to 0 and inserting them is quadratic
+    (72 s; hours at 136 MB), and the hashes of tuples, floats, frozensets and the datetime types can be steered as
+    well. While the stream is read (`records`), a `Call` or `Global` (hashed by identity) is accepted too, and its
+    resolved value checked again."""
+    kind = type(value)
+    if kind is str or (records and (kind is Call or kind is Global)):
+        return value
+    raise Refused(f"a dict key or set item of type {kind.__name__} ({preview(value)}): only strings are read as keys "
+                  "(a file can make keys of other types collide, and inserting them takes quadratic time)")
 
 
 

@@ -23,8 +23,8 @@ description (`pickled_values`), checking every field before it is used:
   sizes checked against length and offset before pyarrow validates them in full.
 
 Any other global, a recorded call with arguments of the wrong shape, a persistent id, a malformed or
-truncated stream, a key that could not be hashed safely: a SourceError naming the file, the key (for
-a pickle stored under a key, such as a SqliteDict value) and what is wrong.
+truncated stream, a dict key or set item other than a string (`checked_key`, before it is inserted): a SourceError
+naming the file, the key (for a pickle stored under a key, such as a SqliteDict value) and what is wrong.
 
 Memory is bounded by the file. Reading keeps the file's bytes and the objects its opcodes make (each
 opcode makes at most one; a length field is checked against the bytes left before anything is
@@ -48,7 +48,7 @@ from typing import Any, BinaryIO
 from .errors import SourceError
 from .pickle_allow_list import kind_of
 from .pickle_resolver import Resolver
-from .pickled_values import KEY_VISITS, MULTIPLE, Budget, Call, Global, Refused, key_work_left, where
+from .pickled_values import MULTIPLE, Budget, Call, Global, Refused, checked_key, where
 from .preview import cut, preview
 
 __all__ = ["MULTIPLE", "Budget", "load", "loads", "read_tree"]
@@ -62,13 +62,10 @@ class DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
         super().__init__(io.BytesIO(data))
         self.size = len(data)
         self.refused: str | None = None
-        self.key_work = KEY_VISITS * len(data)
-        """Values that hashing dict keys and set items may still visit (see `key`)."""
 
     def key(self, value: Any) -> Any:
-        """`value`, checked to be a safe dict key or set item, its hashing charged to `key_work`."""
-        self.key_work = key_work_left(value, self.key_work)
-        return value
+        """`value`, checked to be a dict key or set item the reader accepts (`checked_key`) before it is inserted."""
+        return checked_key(value, records=True)
 
     def find_class(self, module: str, name: str) -> Global:
         if self.proto < 3 and (module, name) in _compat_pickle.NAME_MAPPING:
