@@ -150,6 +150,8 @@ class DType:
         order = ">" if self.byteorder == ">" else "<"
         if self.kind == "M":
             return numpy.dtype(f"{order}M8[{self.unit}]")
+        if self.kind == "U":  # numpy counts a str dtype's size in characters, of 4 bytes each
+            return numpy.dtype(f"{order}U{self.itemsize // 4}")
         return numpy.dtype(f"{order}{self.kind}{self.itemsize}")
 
 

@@ -170,6 +170,8 @@ def frame_table(path: str) -> pa.Table:
         for name, values in _frame_columns(frame, path):
             names.append(name)
             arrays.append(_column_array(values, name, path, budget))
-    except (pickled_values.Bad, pa.ArrowException) as e:
+    except SourceError:
+        raise
+    except (ValueError, pa.ArrowException) as e:  # Bad, and numpy's or Arrow's own refusal of the values
         raise SourceError(path, f"column {preview(names[-1]) if names else '?'}: {e}") from None
     return pa.Table.from_arrays(arrays, names=names) if names else pa.table({})
