@@ -10,7 +10,7 @@ import pickle
 import pytest
 from ragloaders.core import preview as preview_module
 from ragloaders.core.preview import preview
-from test_hostile_kg import call, glob, pickle_of, raw, text, tup
+from test_hostile_kg import call, glob, items, pickle_of, raw, text, tup
 from test_safe_pickle import decoded_in_child
 
 SECONDS = (2.0, 5.0)
@@ -113,16 +113,33 @@ def collision_bombs() -> dict[str, tuple[str, bytes, str]]:
     }
 
 
+LIMIT = 64 << 20
+"""The child's address space beyond its warmed-up size: what MEMORY_BOMBS need, within their budgets, is twice it."""
+SHARED_MB, USES = 4, 32
+
+
+def memory_bombs() -> dict[str, tuple[str, bytes, str]]:
+    """name -> (kind, pickle, what the SourceError says): 4 MB expanded 32 times, within the budget's 64 units a
+    byte, but more than the child may have: a MemoryError while resolving, and while converting to rows."""
+    shared_bytes = raw(bytes(SHARED_MB << 20)) + memo_put(1) + glob("builtins", "bytearray") + memo_put(2)
+    copies = items(*[memo_get(2) + b"(" + memo_get(1) + b"tR"] * USES)
+    shared_text = text("x" * (SHARED_MB << 20)) + memo_put(1)
+    why = "reading the pickle needs more memory than is available"
+    return {"bytearray copies": ("dict", pickle_of(shared_bytes + b"}" + text("k") + copies + b"s"), why),
+            "JSON of a shared text": ("dict", pickle_of(shared_text + b"}" + text("k") + items(*[memo_get(1)] * USES)
+                                                        + b"s"), why)}
+
+
 def all_bombs() -> dict[str, tuple[str, bytes, str]]:
-    return {**message_bombs(), **hash_bombs(), **collision_bombs()}
+    return {**message_bombs(), **hash_bombs(), **collision_bombs(), **memory_bombs()}
 
 
 @pytest.fixture(scope="module")
 def bomb_outcomes(tmp_path_factory) -> tuple[dict[str, dict], str]:
     folder = tmp_path_factory.mktemp("bombs")
     cases = all_bombs()
-    outcomes = decoded_in_child([(kind, data) for kind, data, _ in cases.values()], folder, timeout=120,
-                                seconds=SECONDS)
+    outcomes = decoded_in_child([(kind, data) for kind, data, _ in cases.values()], folder, limit=LIMIT,
+                                timeout=120, seconds=SECONDS)
     return dict(zip(cases, outcomes)), str(folder)
 
 
@@ -155,6 +172,13 @@ def test_a_key_other_than_a_string_is_refused_before_it_is_inserted(bomb_outcome
     numpy ints as set items were read."""
     assert_refused_in_time(bomb_outcomes, name)
     assert "a dict key or set item of type" in bomb_outcomes[0][name]["message"]
+
+
+@pytest.mark.parametrize("name", list(memory_bombs()))
+def test_running_out_of_memory_while_reading_a_pickle_names_the_file(bomb_outcomes, name):
+    """Before, a bare MemoryError escaped the resolver and the conversion to rows (no file named)."""
+    assert (SHARED_MB * USES) << 20 >= 2 * LIMIT
+    assert_refused_in_time(bomb_outcomes, name)
 
 
 def test_preview_is_bounded_in_characters_and_in_values_visited():

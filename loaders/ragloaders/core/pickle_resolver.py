@@ -33,7 +33,7 @@ from .pickled_values import (
     where,
     zone,
 )
-from .preview import preview
+from .preview import cut, preview
 
 PLAIN = frozenset({str, int, float, bool, bytes, type(None)})
 """Values that stand for themselves: nothing to resolve inside them."""
@@ -56,11 +56,9 @@ class Resolver(PandasHandlers):
             raise
         except (Bad, Refused) as e:
             raise SourceError(self.name, f"{where(self.key)}not a readable pickle of allowed types ({e})") from None
-        except RecursionError:
-            raise SourceError(self.name, f"{where(self.key)}pickle nested too deeply to read") from None
         except (TypeError, ValueError, OverflowError, AttributeError, KeyError, IndexError) as e:
             raise SourceError(self.name, f"{where(self.key)}not a readable pickle of allowed types "
-                              f"({type(e).__name__}: {e})") from None
+                              f"({type(e).__name__}: {cut(str(e))})") from None
 
     def refused(self, global_: Global) -> Bad:
         return Bad(f"{global_.qualified} is not read")

@@ -43,6 +43,8 @@ from __future__ import annotations
 import _compat_pickle
 import io
 import pickle
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, BinaryIO
 
 from .errors import SourceError
@@ -51,7 +53,7 @@ from .pickle_resolver import Resolver
 from .pickled_values import MULTIPLE, Budget, Call, Global, Refused, checked_key, where
 from .preview import cut, preview
 
-__all__ = ["MULTIPLE", "Budget", "load", "loads", "read_tree"]
+__all__ = ["MULTIPLE", "Budget", "load", "loads", "named_errors", "read_tree"]
 
 class DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
     """Python's own unpickler, with globals as `Global` markers and REDUCE, NEWOBJ, BUILD recorded as `Call`s."""
@@ -179,27 +181,40 @@ def refused_global(qualified: str, key: str | None) -> str:
 def read_tree(data: bytes, *, name: str, key: str | None = None) -> Any:
     """The pickle in `data` as plain containers and scalars, with `Global` and `Call` records for the rest."""
     unpickler = DataUnpickler(data)
+    with named_errors(name, key):
+        try:
+            return unpickler.load()
+        except Refused as e:
+            if unpickler.refused is not None:
+                raise SourceError(name, refused_global(unpickler.refused, key)) from None
+            raise SourceError(name, f"{where(key)}not a readable pickle of allowed types ({e})") from None
+        except (MemoryError, RecursionError):
+            raise
+        except Exception as e:
+            raise SourceError(name, f"{where(key)}not a readable pickle ({type(e).__name__}: {cut(str(e))})") from None
+
+
+@contextmanager
+def named_errors(name: str, key: str | None = None) -> Iterator[None]:
+    """Running out of memory or stack while reading the pickle `name` (or expanding its values) as a SourceError
+    naming it and `key`: a file within its budget may still need more memory than the process may have."""
     try:
-        return unpickler.load()
-    except Refused as e:
-        if unpickler.refused is not None:
-            raise SourceError(name, refused_global(unpickler.refused, key)) from None
-        raise SourceError(name, f"{where(key)}not a readable pickle of allowed types ({e})") from None
+        yield
+    except MemoryError:
+        raise SourceError(name, f"{where(key)}reading the pickle needs more memory than is available") from None
     except RecursionError:
         raise SourceError(name, f"{where(key)}pickle nested too deeply to read") from None
-    except MemoryError:
-        raise SourceError(name, f"{where(key)}pickle asks for more memory than is available") from None
-    except Exception as e:
-        raise SourceError(name, f"{where(key)}not a readable pickle ({type(e).__name__}: {e})") from None
 
 
 def loads(data: bytes, *, name: str, key: str | None = None, budget: Budget | None = None) -> Any:
     """The value pickled in `data` as plain Python values and `pickled_values` descriptions (see the module's
-    docstring); SourceError naming `name` and `key` for anything refused. `budget` (by default one for `data`'s
-    size) is charged for what the descriptions expand to and can be passed on to whoever expands them further."""
+    docstring); SourceError naming `name` and `key` for anything refused, or for running out of memory.
+    `budget` (by default one for `data`'s size) is charged for what the descriptions expand to and can be passed on
+    to whoever expands them further."""
     budget = budget or Budget(name, len(data), key)
     tree = read_tree(data, name=name, key=key)
-    return Resolver(name, key, budget).resolve_root(tree)
+    with named_errors(name, key):
+        return Resolver(name, key, budget).resolve_root(tree)
 
 
 def load(file: BinaryIO, *, name: str, key: str | None = None, budget: Budget | None = None) -> Any:

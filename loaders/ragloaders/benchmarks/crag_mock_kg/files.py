@@ -237,9 +237,10 @@ def iter_pickle_dict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]
     del data
     if type(mapping) is not dict:
         raise SourceError(path, f"expected a pickled dict, got {_describe(mapping)}")
-    for number, key in enumerate(list(mapping), start=1):
-        value = mapping.pop(key)
-        yield keyed_row(table, key, value, path, f"item {number} (key {preview(key)})", budget)
+    with safe_pickle.named_errors(path):
+        for number, key in enumerate(list(mapping), start=1):
+            value = mapping.pop(key)
+            yield keyed_row(table, key, value, path, f"item {number} (key {preview(key)})", budget)
 
 
 def read_company_csv(path: str) -> Iterator[pa.Table]:

@@ -167,9 +167,10 @@ def frame_table(path: str) -> pa.Table:
     frame, budget = load_frame(path)
     arrays, names = [], []
     try:
-        for name, values in _frame_columns(frame, path):
-            names.append(name)
-            arrays.append(_column_array(values, name, path, budget))
+        with safe_pickle.named_errors(path):
+            for name, values in _frame_columns(frame, path):
+                names.append(name)
+                arrays.append(_column_array(values, name, path, budget))
     except SourceError:
         raise
     except (ValueError, pa.ArrowException) as e:  # Bad, and numpy's or Arrow's own refusal of the values

@@ -87,7 +87,8 @@ def iter_sqlitedict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]
                     raise SourceError(path, f"key {preview(key)}: value is {_describe(blob)}, expected a pickle (blob)")
                 budget = safe_pickle.Budget(path, len(blob), key)
                 value = safe_pickle.loads(blob, name=path, key=key, budget=budget)
-                row, nbytes = keyed_row(table, key, value, path, f"key {preview(key)}", budget)
+                with safe_pickle.named_errors(path, key):
+                    row, nbytes = keyed_row(table, key, value, path, f"key {preview(key)}", budget)
                 yield row, max(nbytes, len(blob))
     finally:
         connection.close()
