@@ -267,11 +267,14 @@ LOADERS = Path(__file__).parent.parent / "loaders"
 
 
 def decoded_in_child(cases: list[tuple[str, bytes]], folder: Path, limit: int = 256 << 20,
-                     timeout: float = 300, seconds: tuple[float, float] | None = None) -> list[dict]:
+                     timeout: float = 300, seconds: tuple[float, float] | None = None,
+                     memory: tuple[float, float] | None = None) -> list[dict]:
     """The outcome of decoding each (kind, pickle) as crag/mock_kg does, in one child process under an address-space
     limit of `limit` bytes beyond its warmed-up size; a crash or running past `timeout` seconds is an outcome too
-    (for the case it stopped at). `seconds` (base, per MB): each case's CPU time limit (pickle_child.py)."""
+    (for the case it stopped at). `seconds` (base, per MB): each case's CPU time limit; `memory` (base, per byte):
+    each case's address-space limit (pickle_child.py)."""
     args = [] if seconds is None else ["--seconds", *map(str, seconds)]
+    args += [] if memory is None else ["--memory", *map(str, memory)]
     for number, (kind, data) in enumerate(cases):
         path = folder / f"{number}.{kind}.pickle"
         path.write_bytes(data)
