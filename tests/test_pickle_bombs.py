@@ -11,11 +11,8 @@ import pytest
 from ragloaders.core import preview as preview_module
 from ragloaders.core.preview import preview
 from test_hostile_kg import call, glob, items, pickle_of, raw, text, tup
+from test_pickle_fuzz import SECONDS
 from test_safe_pickle import decoded_in_child
-
-SECONDS = (2.0, 5.0)
-"""CPU seconds a case may take: a base plus this per MB of the file (the README's time bound, with room for a loaded
-machine)."""
 
 
 def memo_put(number: int) -> bytes:

@@ -13,8 +13,10 @@ import math
 import pickle
 import pickletools
 import random
+import re
 import struct
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -326,6 +328,13 @@ def test_the_fuzzer_composes_what_it_says():
     for number in range(8):
         keys = pickle.loads(b"\x80\x04" + colliding(random.Random(number), count=50) + b".")
         assert len(keys) == 50 and len({hash(key) for key in keys}) <= 2
+
+
+def test_the_readme_states_the_bounds_the_fuzzer_enforces():
+    readme = " ".join((Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8").split())
+    assert f"at most {MULTIPLE} units per byte of the file" in readme
+    stated = re.search(r"linear in the file, at most (\d+) s plus (\d+) s of CPU per MB", readme)
+    assert stated and tuple(map(float, stated.groups())) == SECONDS
 
 
 if __name__ == "__main__":
