@@ -5,14 +5,20 @@ naming the file, in bounded time."""
 
 from __future__ import annotations
 
+import json
+import os
 import pickle
+import subprocess
+import sys
+import textwrap
 
 import pytest
+from mock_kg_generated import grammy_frame
 from ragloaders.core import preview as preview_module
 from ragloaders.core.preview import preview
 from test_hostile_kg import call, glob, items, pickle_of, raw, text, tup
-from test_pickle_fuzz import SECONDS
-from test_safe_pickle import decoded_in_child
+from test_pickle_fuzz import MEMORY, SECONDS
+from test_safe_pickle import LOADERS, decoded_in_child
 
 
 def memo_put(number: int) -> bytes:
@@ -190,3 +196,85 @@ def test_preview_is_bounded_in_characters_and_in_values_visited():
     assert preview(7**100_000) == f"<int of {(7**100_000).bit_length():,} bits>"  # str() refuses 4,300+ digits
     assert preview({"a": (1,), "b": {2.5}, "c": None, "d": slice(1, None)}) == \
         "{'a': (1,), 'b': {2.5}, 'c': None, 'd': slice(1, None, None)}"
+
+
+# ---------------------------------------------------------------- through ragloaders.load
+
+
+LOAD_CHILD = textwrap.dedent("""
+    import json, os, resource, signal, sys, time
+    import ragloaders
+    from ragloaders.core.errors import SourceError
+
+    def virtual_memory():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+    class Timeout(BaseException):
+        pass
+
+    def out_of_time(signum, frame):
+        raise Timeout
+
+    (base_s, per_mb), (base_b, per_byte), cases = json.loads(sys.argv[1])
+    signal.signal(signal.SIGPROF, out_of_time)
+    for config, folder, path in cases:  # the first is a real frame: everything the load needs is imported
+        size = os.path.getsize(path)
+        if cases.index([config, folder, path]):
+            limit = virtual_memory() + int(base_b + per_byte * size)
+            resource.setrlimit(resource.RLIMIT_AS, (limit, resource.RLIM_INFINITY))
+            signal.setitimer(signal.ITIMER_PROF, base_s + per_mb * size / 1e6)
+        start = time.process_time()
+        try:
+            rows = len(ragloaders.load("crag/mock_kg", config, split="train", data_dir=folder,
+                                       cache_dir=os.path.join(folder, "cache")))
+            outcome = {"rows": rows}
+        except SourceError as e:
+            outcome = {"error": "SourceError", "path": e.path, "message": str(e)[:500]}
+        except Timeout:
+            outcome = {"error": "timeout"}
+        except BaseException as e:
+            outcome = {"error": type(e).__name__, "message": str(e)[:500]}
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        outcome["seconds"] = time.process_time() - start
+        print(json.dumps(outcome), flush=True)
+""")
+CONFIGS = {"frame": ("music_grammy", "music/grammy_df.pickle"),
+           "dict": ("music_artists", "music/artist_dict_simplified.pickle")}
+
+
+@pytest.fixture(scope="module")
+def load_outcomes(tmp_path_factory) -> dict[str, dict]:
+    """Each hostile file in a data_dir of its own, loaded by ragloaders.load in one child, each under MEMORY (64
+    units a byte) and SECONDS; a real Grammy frame first."""
+    named = {"real grammy frame": ("frame", pickle.dumps(grammy_frame(), protocol=5), ""), **all_bombs()}
+    cases = []
+    for number, (kind, data, _) in enumerate(named.values()):
+        config, file = CONFIGS[kind]
+        folder = tmp_path_factory.mktemp(f"kg{number}")
+        (folder / file).parent.mkdir(parents=True)
+        (folder / file).write_bytes(data)
+        cases.append([config, str(folder), str(folder / file)])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(LOADERS), os.environ.get("PYTHONPATH", "")]),
+           "HF_DATASETS_OFFLINE": "1"}
+    try:
+        done = subprocess.run([sys.executable, "-c", LOAD_CHILD, json.dumps([SECONDS, MEMORY, cases])],
+                              capture_output=True, text=True, env=env, timeout=300)
+        stdout, failure = done.stdout, f"exit {done.returncode}: {done.stderr[-300:]}"
+    except subprocess.TimeoutExpired as e:
+        stdout, failure = (e.stdout or b"").decode(), "still running after 300 s"
+    outcomes = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    outcomes += [{"error": f"not run ({failure})"}] * (len(cases) - len(outcomes))
+    return {name: {**outcome, "file": case[2]} for name, outcome, case in zip(named, outcomes, cases)}
+
+
+@pytest.mark.parametrize("name", list(all_bombs()))
+def test_load_of_a_hostile_file_is_a_source_error_naming_it_in_seconds_within_the_bound(load_outcomes, name):
+    """ragloaders.load("crag/mock_kg", ...) of each file above, as the file of its config: a SourceError naming it,
+    in SECONDS of CPU, within 64 units a byte of memory (MEMORY) beyond what the load had after a real frame."""
+    assert load_outcomes["real grammy frame"].get("rows") == len(grammy_frame()), load_outcomes["real grammy frame"]
+    outcome, data = load_outcomes[name], all_bombs()[name][1]
+    assert outcome.get("error") == "SourceError" and outcome["path"] == outcome["file"], outcome
+    assert outcome["seconds"] < SECONDS[0] + SECONDS[1] * len(data) / 1e6, outcome
