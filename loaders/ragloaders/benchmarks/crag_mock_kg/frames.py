@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from ...core import pickled_values, safe_pickle
 from ...core.errors import SourceError
-from ...core.preview import preview
+from ...core.preview import cut, preview
 from .catalogue import STRING, Json, Scalar, Shape
 from .shapes import Mismatch
 from .values import EXACT_FLOAT_INT, Converter, _describe, _is_missing
@@ -174,5 +174,5 @@ def frame_table(path: str) -> pa.Table:
     except SourceError:
         raise
     except (ValueError, pa.ArrowException) as e:  # Bad, and numpy's or Arrow's own refusal of the values
-        raise SourceError(path, f"column {preview(names[-1]) if names else '?'}: {e}") from None
+        raise SourceError(path, f"column {preview(names[-1]) if names else '?'}: {cut(str(e))}") from None
     return pa.Table.from_arrays(arrays, names=names) if names else pa.table({})
