@@ -1,12 +1,17 @@
 """Decodes one pickle the way `crag/mock_kg` does, in a child process under a memory limit; prints the outcome.
 
-    python pickle_child.py LIMIT_BYTES KIND PATH [KIND PATH ...]
+    python pickle_child.py LIMIT_BYTES [--seconds BASE PER_MB] [--memory BASE PER_BYTE] KIND PATH [KIND PATH ...]
 
 KIND is `frame` (a pickled DataFrame: frame_table), `series` (its values as a frame column) or `dict` (a
 pickled dict: the rows of a config whose value is
 JSON text, so that any value shape is tried). The address-space limit is set after everything is imported and one
 small pickle of each kind is decoded, so LIMIT_BYTES is what decoding may add on top. Prints one JSON line per
-file, in order: {"rows": n} or {"error": "<exception type>", "message": ...}; a crash ends the output early.
+file, in order: {"rows": n} or {"error": "<exception type>", "message": ...}, with "seconds": the CPU time the
+decoding took; a crash ends the output early. With --seconds, a file's decoding is stopped (the error "timeout")
+once it has used BASE + PER_MB seconds per MB of the file of CPU time (checked between Python bytecodes: one long C
+call, such as repr() of a huge value, overruns it, which the caller's wall-clock limit catches). With --memory, a
+file's decoding may add at most BASE + PER_BYTE bytes per byte of the file to the address space it starts with
+(within LIMIT_BYTES in all).
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ import json
 import os
 import pickle
 import resource
+import signal
 import sys
 import tempfile
+import time
 
 import pyarrow as pa
 
@@ -62,18 +69,44 @@ def warm_up() -> None:
         decode("dict", mapping)
 
 
+class Timeout(BaseException):
+    """The file's CPU time is used up (a BaseException: no reader's `except Exception` may swallow it)."""
+
+
+def out_of_time(signum: int, frame: object) -> None:
+    raise Timeout
+
+
 def main() -> None:
     limit, files = int(sys.argv[1]), sys.argv[2:]
+    options: dict[str, tuple[float, float]] = {}
+    while files[:1] in (["--seconds"], ["--memory"]):
+        options[files[0]], files = (float(files[1]), float(files[2])), files[3:]
+    seconds, memory = options.get("--seconds"), options.get("--memory")
     warm_up()
     bound = virtual_memory() + limit
     resource.setrlimit(resource.RLIMIT_AS, (bound, bound))
+    signal.signal(signal.SIGPROF, out_of_time)
     for kind, path in zip(files[0::2], files[1::2]):
+        size = os.path.getsize(path)
+        if seconds is not None:
+            signal.setitimer(signal.ITIMER_PROF, seconds[0] + seconds[1] * size / 1e6)
+        if memory is not None:
+            own = min(bound, virtual_memory() + int(memory[0] + memory[1] * size))
+            resource.setrlimit(resource.RLIMIT_AS, (own, bound))
+        start = time.process_time()
         try:
             outcome: dict = {"rows": decode(kind, path)}
         except SourceError as e:
-            outcome = {"error": "SourceError", "message": str(e)}
+            outcome = {"error": "SourceError", "message": str(e)[:2000]}
+        except Timeout:
+            outcome = {"error": "timeout"}
         except BaseException as e:  # noqa: BLE001 (any other type is what the tests look for)
             outcome = {"error": type(e).__name__, "message": str(e)[:500]}
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            resource.setrlimit(resource.RLIMIT_AS, (bound, bound))
+        outcome["seconds"] = time.process_time() - start
         print(json.dumps(outcome), flush=True)
 
 

@@ -325,9 +325,10 @@ def test_a_malicious_pickle_is_refused_and_never_runs(kg, tmp_path):
     ("music_artists", "music/artist_dict_simplified.pickle", {"A": {"birth_date": b"1987"}},
      "key 'A') at `birth_date`"),
     ("music_artists", "music/artist_dict_simplified.pickle", {"A": {"members": "not a list"}}, "at `members`"),
-    ("music_artists", "music/artist_dict_simplified.pickle", {"A": {"x": {1: "int key"}}}, "keys must be strings"),
+    ("music_artists", "music/artist_dict_simplified.pickle", {"A": {"x": {1: "int key"}}},
+     "a dict key or set item of type int (1): only strings are read as keys"),
     ("music_artists", "music/artist_dict_simplified.pickle", {"A": {"x": 1 + 2j}}, "complex"),
-    ("music_artists", "music/artist_dict_simplified.pickle", {7: {}}, "keys must be strings"),
+    ("music_artists", "music/artist_dict_simplified.pickle", {7: {}}, "a dict key or set item of type int (7)"),
     ("music_artist_works", "music/artist_work_dict.pickle", {"A": ["w", 3.5]}, "at `[1]`: expected a string"),
     ("music_songs", "music/song_dict_simplified.pickle", ["not", "a dict"], "expected a pickled dict"),
 ])

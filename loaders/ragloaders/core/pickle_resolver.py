@@ -16,7 +16,6 @@ from .pickle_allow_list import kind_of
 from .pickled_pandas import PandasHandlers
 from .pickled_values import (
     DATE_UNITS,
-    KEY_VISITS,
     NUMERIC_KINDS,
     PER_SECOND,
     Array,
@@ -26,20 +25,15 @@ from .pickled_values import (
     DType,
     Global,
     Refused,
-    Timedelta,
-    Timestamp,
     arg_count,
+    checked_key,
     integer,
-    key_work_left,
     no_state,
     scalar,
     where,
     zone,
 )
-
-KEY_VALUES = (datetime.date, datetime.time, datetime.timedelta, Timestamp, Timedelta)
-"""Values resolved from calls that may be dict keys (their hash does not recurse)."""
-
+from .preview import cut, preview
 
 PLAIN = frozenset({str, int, float, bool, bytes, type(None)})
 """Values that stand for themselves: nothing to resolve inside them."""
@@ -51,7 +45,6 @@ class Resolver(PandasHandlers):
 
     def __init__(self, name: str, key: str | None, budget: Budget):
         self.name, self.key, self.budget = name, key, budget
-        self.key_work = KEY_VISITS * budget.nbytes  # as the unpickler's (safe_pickle.DataUnpickler.key)
         self.done: dict[int, Any] = {}
         self.busy: set[int] = set()
         self.keep: list[Any] = []  # keeps resolved nodes alive, so that their ids stay theirs
@@ -63,11 +56,9 @@ class Resolver(PandasHandlers):
             raise
         except (Bad, Refused) as e:
             raise SourceError(self.name, f"{where(self.key)}not a readable pickle of allowed types ({e})") from None
-        except RecursionError:
-            raise SourceError(self.name, f"{where(self.key)}pickle nested too deeply to read") from None
         except (TypeError, ValueError, OverflowError, AttributeError, KeyError, IndexError) as e:
             raise SourceError(self.name, f"{where(self.key)}not a readable pickle of allowed types "
-                              f"({type(e).__name__}: {e})") from None
+                              f"({type(e).__name__}: {cut(str(e))})") from None
 
     def refused(self, global_: Global) -> Bad:
         return Bad(f"{global_.qualified} is not read")
@@ -108,14 +99,12 @@ class Resolver(PandasHandlers):
             items = [(resolve(k), resolve(v)) for k, v in node.items()]
             node.clear()
             for k, v in items:
-                if not isinstance(k, KEY_VALUES):
-                    self.checked_key(k)
-                node[k] = v
+                node[checked_key(k)] = v
             return node
         if kind is tuple:
             return tuple(self.resolve(item) for item in node)
         if kind is set or kind is frozenset:
-            items = [self.checked_key(self.resolve(item)) for item in node]
+            items = [checked_key(self.resolve(item)) for item in node]
             return kind(items)
         if kind is bytearray:
             return node
@@ -145,11 +134,6 @@ class Resolver(PandasHandlers):
 
     # ------------------------------------------------------------ helpers
 
-    def checked_key(self, value: Any) -> Any:
-        """`value`, checked to be a safe dict key or set item; what hashing it visits is counted (`key_work`)."""
-        self.key_work = key_work_left(value, self.key_work)
-        return value
-
     def copied(self, data: bytes | bytearray) -> bytes:
         """`data` as bytes, charged to the budget when that copies it: a bytearray the file shares between calls
         would otherwise be copied once per call, unbounded by the file's size."""
@@ -171,9 +155,7 @@ class Resolver(PandasHandlers):
         arg_count(args, (0, 1), "set")
         items = list(args[0]) if args else []
         self.budget.charge(8 * len(items))  # each call copies its argument, which the file may share between calls
-        for item in items:
-            self.checked_key(item)
-        return set(items)
+        return {checked_key(item) for item in items}
 
     def _frozenset(self, args: tuple, state: Any, node: Call) -> frozenset:
         return frozenset(self._set(args, state, node))
@@ -205,8 +187,8 @@ class Resolver(PandasHandlers):
     def _encode(self, args: tuple, state: Any, node: Call) -> bytes:
         no_state(node, state)
         if len(args) != 2 or type(args[0]) is not str or args[1] not in ("latin1", "latin-1"):
-            raise Bad(f"_codecs.encode with encoding {args[1] if len(args) > 1 else None!r} refused (only latin1 is "
-                      "written)")
+            raise Bad(f"_codecs.encode with encoding {preview(args[1] if len(args) > 1 else None)} refused (only "
+                      "latin1 is written)")
         self.budget.charge(8 + len(args[0]))
         return args[0].encode("latin-1")
 
@@ -214,8 +196,8 @@ class Resolver(PandasHandlers):
         no_state(node, state)
         owner = node.args[0] if node.args else None
         if len(args) != 2 or not isinstance(owner, Global) or kind_of(owner) != "zoneinfo" or args[1] != "_unpickle":
-            raise Bad(f"getattr({owner!r}, {args[1] if len(args) > 1 else None!r}) refused (only ZoneInfo._unpickle is "
-                      "allowed)")
+            raise Bad(f"getattr({preview(owner)}, {preview(args[1] if len(args) > 1 else None)}) refused (only "
+                      "ZoneInfo._unpickle is allowed)")
         return "zoneinfo._unpickle"
 
     def _pytz(self, args: tuple, state: Any, node: Call) -> str:
@@ -292,7 +274,7 @@ class Resolver(PandasHandlers):
         byteorder, unit = "<", None
         if node.built:
             if type(state) is not tuple or len(state) not in (8, 9) or state[1] not in ("<", ">", "|", "="):
-                raise Bad(f"numpy dtype {name!r} with state {state!r:.80}")
+                raise Bad(f"numpy dtype {name!r} with state {preview(state)}")
             byteorder = state[1]
             if state[3] is not None or state[4] is not None:
                 raise Bad("structured numpy dtypes are not read")
@@ -307,7 +289,7 @@ class Resolver(PandasHandlers):
                 if metadata[1][1:] not in ((1, 1, 1), (1,)) and len(metadata[1]) != 4:
                     raise Bad("datetime64 dtype with a multiple of its unit")
                 if unit not in PER_SECOND and unit not in DATE_UNITS:
-                    raise Bad(f"datetime64 unit {unit!r}")
+                    raise Bad(f"datetime64 unit {preview(unit)}")
         if kind == "O":
             return DType("O", 8, "|")
         if kind in NUMERIC_KINDS:
@@ -345,7 +327,7 @@ class Resolver(PandasHandlers):
         arg_count(args, 4, "numpy _frombuffer")
         data, dtype, shape, order = args
         if order not in ("C", "F"):
-            raise Bad(f"array order {order!r}")
+            raise Bad(f"array order {preview(order)}")
         return self.array(dtype, shape, data, order == "F")
 
     def array(self, dtype: Any, shape: Any, data: Any, fortran: Any) -> Array:
@@ -353,7 +335,7 @@ class Resolver(PandasHandlers):
         if not isinstance(dtype, DType):
             raise Bad("a numpy array without a dtype")
         if type(shape) is not tuple or len(shape) > 2 or not all(type(n) is int and 0 <= n < 2**62 for n in shape):
-            raise Bad(f"numpy array shape {shape!r:.60} (one or two non-negative dimensions)")
+            raise Bad(f"numpy array shape {preview(shape)} (one or two non-negative dimensions)")
         count = math.prod(shape)
         if isinstance(data, bytearray):
             data = self.copied(data)

@@ -10,8 +10,6 @@ from typing import Any
 
 from .pickle_allow_list import kind_of
 from .pickled_values import (
-    PER_SECOND,
-    UNITS,
     Array,
     ArrowStrings,
     Bad,
@@ -34,8 +32,10 @@ from .pickled_values import (
     column_length,
     integer,
     no_state,
+    unit_of,
     zone,
 )
+from .preview import preview
 
 ARROW_STRING_TYPES = ("string", "utf8", "large_string", "large_utf8")
 
@@ -64,9 +64,7 @@ class PandasHandlers:
         no_state(node, state)
         arg_count(args, (3, 4), "pandas Timestamp")
         value = integer(args[0])
-        unit = UNITS.get(args[3], "") if len(args) == 4 else "ns"
-        if unit not in PER_SECOND:
-            raise Bad(f"pandas Timestamp resolution {args[3]!r}")
+        unit = unit_of(args[3]) if len(args) == 4 else "ns"
         return None if value == -(2**63) else Timestamp(value, unit, zone_name(args[2]))
 
     def _nat(self, args: tuple, state: Any, node: Call) -> None:
@@ -76,7 +74,7 @@ class PandasHandlers:
     def _timedelta64(self, args: tuple, state: Any, node: Call) -> Timedelta:
         no_state(node, state)
         arg_count(args, (1, 2), "pandas Timedelta")
-        return Timedelta(integer(args[0]), UNITS.get(args[1], "ns") if len(args) == 2 else "ns")
+        return Timedelta(integer(args[0]), unit_of(args[1]) if len(args) == 2 else "ns")
 
     def _offset(self, args: tuple, state: Any, node: Call) -> None:
         """A DatetimeIndex's frequency (`Day(1)`): not data, read as nothing."""
@@ -165,7 +163,7 @@ class PandasHandlers:
     def _arrow_type(self, args: tuple, state: Any, node: Call) -> str:
         no_state(node, state)
         if len(args) != 1 or args[0] not in ARROW_STRING_TYPES:
-            raise Bad(f"pyarrow type {args[0] if args else None!r} (only strings are read)")
+            raise Bad(f"pyarrow type {preview(args[0] if args else None)} (only strings are read)")
         return "large_string" if args[0].startswith("large") else "string"
 
     def _arrow_buffer(self, args: tuple, state: Any, node: Call) -> bytes:
@@ -321,7 +319,8 @@ class PandasHandlers:
                     raise Bad(f"a block of shape {values.shape} for {len(positions)} columns of {rows} rows")
             elif isinstance(values, (Masked, Categorical, Datetimes, ArrowStrings)):
                 if len(positions) != 1 or len(values) != rows:
-                    raise Bad(f"a column of {len(values)} rows placed at {positions} in a frame of {rows} rows")
+                    raise Bad(f"a column of {len(values)} rows placed at {preview(positions)} in a frame of {rows} "
+                              "rows")
             else:
                 raise Bad(f"a block of {type(values).__name__}")
             placed.extend(positions)

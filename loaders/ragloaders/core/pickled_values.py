@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import SourceError
+from .preview import preview
 
 UNITS = {7: "s", 8: "ms", 9: "us", 10: "ns"}
 """pandas' resolution codes (numpy's datetime unit enum) for the units a timestamp may have."""
@@ -30,14 +31,6 @@ class Bad(ValueError):
 
 MULTIPLE = 64
 """Units (8 per value, plus the bytes of text) a pickle may expand to, per byte of the file."""
-KEY_VISITS = 8
-"""Values that hashing a pickle's dict keys and set items may visit, per byte of the file (a key of the real files is
-a string: one visit, for at least two bytes)."""
-MAX_KEY_DEPTH = 16
-"""Deepest tuple allowed as a dict key or set item: hashing a tuple recurses in C without a guard, so a key
-nested a million deep would crash the interpreter."""
-
-
 class Budget:
     """How much a pickle may still expand to: MULTIPLE units per byte of the file it came from."""
 
@@ -59,7 +52,7 @@ class Budget:
 
 
 def where(key: str | None) -> str:
-    return f"key {key!r}: " if key is not None else ""
+    return f"key {preview(key)}: " if key is not None else ""
 
 
 class Refused(pickle.UnpicklingError):
@@ -91,6 +84,9 @@ class Global:
     def __repr__(self) -> str:
         return f"<global {self.qualified}>"
 
+    def preview_text(self) -> str:
+        return repr(self)
+
 
 class Call:
     """`func(*args)` (REDUCE, or NEWOBJ when `new`) as the pickle wrote it, with the state a BUILD gave it."""
@@ -117,38 +113,22 @@ class Call:
     def __repr__(self) -> str:
         return f"<call of {self.name}>"
 
-
-def key_size(value: Any, most: int) -> int | None:
-    """How many values hashing `value` visits (a tuple's items, recursively: a tuple's hash is not cached, a
-    frozenset's is), counted no further than past `most`; None if `value` may not be a dict key or set item
-    (unhashable, or a tuple nested deeper than MAX_KEY_DEPTH, whose hash would recurse in C without a guard).
-    Counted because a file can use one large tuple as a key thousands of times, each hashed (and checked) anew."""
-    count, stack = 0, [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        count += 1
-        if count > most:
-            return count
-        if depth > MAX_KEY_DEPTH:
-            return None
-        if isinstance(item, tuple):
-            stack.extend((inner, depth + 1) for inner in item)
-        elif not (isinstance(item, (str, int, float, bytes, frozenset, Global, Call)) or item is None):
-            return None
-    return count
+    def preview_text(self) -> str:
+        return repr(self)
 
 
-def key_work_left(value: Any, left: int) -> int:
-    """`left` less the values hashing `value` visits; Refused if `value` may not be a dict key or set item, or if
-    the work runs out (`left` starts at KEY_VISITS per byte of the file)."""
-    size = key_size(value, left)
-    if size is None:
-        raise Refused(f"a {type(value).__name__} nested deeper than {MAX_KEY_DEPTH} levels (or unhashable) as a dict "
-                      "key or set item")
-    if size > left:
-        raise Refused(f"hashing its dict keys and set items visits more than {KEY_VISITS} values per byte of the "
-                      "file (a large tuple used as a key again and again)")
-    return left - size
+def checked_key(value: Any, records: bool = False) -> Any:
+    """`value`, refused before it is inserted into a dict or set unless it is a str (every key and set item of the
+    real files is). Python randomises a str's hash per process, so a file cannot choose keys that collide; an int's
+    hash is the int modulo 2**61 - 1, so 80,000 multiples of it (1 MB) all hash to 0 and inserting them is quadratic
+    (72 s; hours at 136 MB), and the hashes of tuples, floats, frozensets and the datetime types can be steered as
+    well. While the stream is read (`records`), a `Call` or `Global` (hashed by identity) is accepted too, and its
+    resolved value checked again."""
+    kind = type(value)
+    if kind is str or (records and (kind is Call or kind is Global)):
+        return value
+    raise Refused(f"a dict key or set item of type {kind.__name__} ({preview(value)}): only strings are read as keys "
+                  "(a file can make keys of other types collide, and inserting them takes quadratic time)")
 
 
 
@@ -170,6 +150,8 @@ class DType:
         order = ">" if self.byteorder == ">" else "<"
         if self.kind == "M":
             return numpy.dtype(f"{order}M8[{self.unit}]")
+        if self.kind == "U":  # numpy counts a str dtype's size in characters, of 4 bytes each
+            return numpy.dtype(f"{order}U{self.itemsize // 4}")
         return numpy.dtype(f"{order}{self.kind}{self.itemsize}")
 
 
@@ -185,6 +167,9 @@ class Array:
     @property
     def size(self) -> int:
         return math.prod(self.shape)
+
+    def preview_text(self) -> str:
+        return f"<numpy array {self.dtype.kind}{self.dtype.itemsize} of shape {self.shape}>"
 
     def numpy(self) -> Any:
         """The array as numpy (read-only, over `data`); not for object arrays."""
@@ -367,7 +352,7 @@ def zone(key: str) -> datetime.tzinfo:
     try:
         return zoneinfo.ZoneInfo(key)
     except (ValueError, zoneinfo.ZoneInfoNotFoundError, OSError) as e:
-        raise Bad(f"unknown time zone {key!r} ({e})") from None
+        raise Bad(f"unknown time zone {preview(key)} ({preview(str(e))})") from None
 
 
 # ---------------------------------------------------------------- scalars
@@ -404,7 +389,7 @@ def datetime64(value: int, unit: str) -> Any:
         except OverflowError:
             raise Bad(f"date {value} days from 1970 is out of range") from None
     if unit not in PER_SECOND:
-        raise Bad(f"datetime64 unit {unit!r}")
+        raise Bad(f"datetime64 unit {preview(unit)}")
     return Timestamp(value, unit)
 
 
@@ -413,8 +398,16 @@ def datetime64(value: int, unit: str) -> Any:
 
 def integer(value: Any, low: int = -(2**63), high: int = 2**63 - 1) -> int:
     if type(value) is not int or not low <= value <= high:
-        raise Bad(f"expected an integer in [{low}, {high}], got {value!r:.40}")
+        raise Bad(f"expected an integer in [{low}, {high}], got {preview(value)}")
     return value
+
+
+def unit_of(code: Any) -> str:
+    """The unit of pandas' resolution `code` (UNITS); Bad for anything else. The type is checked before the lookup:
+    hashing a value from the file (a tuple of shared references, 328 bytes) visits every one of its 10^9 leaves."""
+    if type(code) is not int or code not in UNITS:
+        raise Bad(f"pandas resolution {preview(code)} (expected one of {sorted(UNITS)})")
+    return UNITS[code]
 
 
 def no_state(node: Call, state: Any) -> None:

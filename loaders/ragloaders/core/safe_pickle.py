@@ -23,8 +23,8 @@ description (`pickled_values`), checking every field before it is used:
   sizes checked against length and offset before pyarrow validates them in full.
 
 Any other global, a recorded call with arguments of the wrong shape, a persistent id, a malformed or
-truncated stream, a key that could not be hashed safely: a SourceError naming the file, the key (for
-a pickle stored under a key, such as a SqliteDict value) and what is wrong.
+truncated stream, a dict key or set item other than a string (`checked_key`, before it is inserted): a SourceError
+naming the file, the key (for a pickle stored under a key, such as a SqliteDict value) and what is wrong.
 
 Memory is bounded by the file. Reading keeps the file's bytes and the objects its opcodes make (each
 opcode makes at most one; a length field is checked against the bytes left before anything is
@@ -43,14 +43,17 @@ from __future__ import annotations
 import _compat_pickle
 import io
 import pickle
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, BinaryIO
 
 from .errors import SourceError
 from .pickle_allow_list import kind_of
 from .pickle_resolver import Resolver
-from .pickled_values import KEY_VISITS, MULTIPLE, Budget, Call, Global, Refused, key_work_left, where
+from .pickled_values import MULTIPLE, Budget, Call, Global, Refused, checked_key, where
+from .preview import cut, preview
 
-__all__ = ["MULTIPLE", "Budget", "load", "loads", "read_tree"]
+__all__ = ["MULTIPLE", "Budget", "load", "loads", "named_errors", "read_tree"]
 
 class DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
     """Python's own unpickler, with globals as `Global` markers and REDUCE, NEWOBJ, BUILD recorded as `Call`s."""
@@ -61,13 +64,10 @@ class DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
         super().__init__(io.BytesIO(data))
         self.size = len(data)
         self.refused: str | None = None
-        self.key_work = KEY_VISITS * len(data)
-        """Values that hashing dict keys and set items may still visit (see `key`)."""
 
     def key(self, value: Any) -> Any:
-        """`value`, checked to be a safe dict key or set item, its hashing charged to `key_work`."""
-        self.key_work = key_work_left(value, self.key_work)
-        return value
+        """`value`, checked to be a dict key or set item the reader accepts (`checked_key`) before it is inserted."""
+        return checked_key(value, records=True)
 
     def find_class(self, module: str, name: str) -> Global:
         if self.proto < 3 and (module, name) in _compat_pickle.NAME_MAPPING:
@@ -76,12 +76,12 @@ class DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
             module = _compat_pickle.IMPORT_MAPPING.get(module, module)
         found = Global(module, name)
         if kind_of(found) is None:
-            self.refused = found.qualified
-            raise Refused(f"global {found.qualified} is not on the allow-list")
+            self.refused = cut(found.qualified)
+            raise Refused(f"global {self.refused} is not on the allow-list")
         return found
 
     def persistent_load(self, pid: Any) -> Any:
-        raise Refused(f"persistent id {pid!r} refused (the file refers to objects outside itself)")
+        raise Refused(f"persistent id {preview(pid)} refused (the file refers to objects outside itself)")
 
     def load_reduce(self) -> None:
         args = self.stack.pop()
@@ -181,27 +181,40 @@ def refused_global(qualified: str, key: str | None) -> str:
 def read_tree(data: bytes, *, name: str, key: str | None = None) -> Any:
     """The pickle in `data` as plain containers and scalars, with `Global` and `Call` records for the rest."""
     unpickler = DataUnpickler(data)
+    with named_errors(name, key):
+        try:
+            return unpickler.load()
+        except Refused as e:
+            if unpickler.refused is not None:
+                raise SourceError(name, refused_global(unpickler.refused, key)) from None
+            raise SourceError(name, f"{where(key)}not a readable pickle of allowed types ({e})") from None
+        except (MemoryError, RecursionError):
+            raise
+        except Exception as e:
+            raise SourceError(name, f"{where(key)}not a readable pickle ({type(e).__name__}: {cut(str(e))})") from None
+
+
+@contextmanager
+def named_errors(name: str, key: str | None = None) -> Iterator[None]:
+    """Running out of memory or stack while reading the pickle `name` (or expanding its values) as a SourceError
+    naming it and `key`: a file within its budget may still need more memory than the process may have."""
     try:
-        return unpickler.load()
-    except Refused as e:
-        if unpickler.refused is not None:
-            raise SourceError(name, refused_global(unpickler.refused, key)) from None
-        raise SourceError(name, f"{where(key)}not a readable pickle of allowed types ({e})") from None
+        yield
+    except MemoryError:
+        raise SourceError(name, f"{where(key)}reading the pickle needs more memory than is available") from None
     except RecursionError:
         raise SourceError(name, f"{where(key)}pickle nested too deeply to read") from None
-    except MemoryError:
-        raise SourceError(name, f"{where(key)}pickle asks for more memory than is available") from None
-    except Exception as e:
-        raise SourceError(name, f"{where(key)}not a readable pickle ({type(e).__name__}: {e})") from None
 
 
 def loads(data: bytes, *, name: str, key: str | None = None, budget: Budget | None = None) -> Any:
     """The value pickled in `data` as plain Python values and `pickled_values` descriptions (see the module's
-    docstring); SourceError naming `name` and `key` for anything refused. `budget` (by default one for `data`'s
-    size) is charged for what the descriptions expand to and can be passed on to whoever expands them further."""
+    docstring); SourceError naming `name` and `key` for anything refused, or for running out of memory.
+    `budget` (by default one for `data`'s size) is charged for what the descriptions expand to and can be passed on
+    to whoever expands them further."""
     budget = budget or Budget(name, len(data), key)
     tree = read_tree(data, name=name, key=key)
-    return Resolver(name, key, budget).resolve_root(tree)
+    with named_errors(name, key):
+        return Resolver(name, key, budget).resolve_root(tree)
 
 
 def load(file: BinaryIO, *, name: str, key: str | None = None, budget: Budget | None = None) -> Any:

@@ -23,6 +23,7 @@ from ijson.common import ObjectBuilder
 from ...core import safe_pickle
 from ...core.compressed import open_bz2
 from ...core.errors import SourceError
+from ...core.preview import preview
 from ...core.readers.json_array import JSON_ARRAY_BACKEND
 from ...core.readers.lines import BLOCK_BYTES, iter_lines
 from ...core.readers.strict_json import (  # KEY_END and count_keys: loads_strict's rule, key-like tokens vs keys parsed
@@ -236,9 +237,10 @@ def iter_pickle_dict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]
     del data
     if type(mapping) is not dict:
         raise SourceError(path, f"expected a pickled dict, got {_describe(mapping)}")
-    for number, key in enumerate(list(mapping), start=1):
-        value = mapping.pop(key)
-        yield keyed_row(table, key, value, path, f"item {number} (key {key!r})", budget)
+    with safe_pickle.named_errors(path):
+        for number, key in enumerate(list(mapping), start=1):
+            value = mapping.pop(key)
+            yield keyed_row(table, key, value, path, f"item {number} (key {preview(key)})", budget)
 
 
 def read_company_csv(path: str) -> Iterator[pa.Table]:

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 from ...core import pickled_values, safe_pickle
 from ...core.errors import SourceError
+from ...core.preview import cut, preview
 from .catalogue import STRING, Json, Scalar, Shape
 from .shapes import Mismatch
 from .values import EXACT_FLOAT_INT, Converter, _describe, _is_missing
@@ -50,7 +51,7 @@ def _frame_columns(frame: pickled_values.Frame, path: str) -> list[tuple[str, An
     if isinstance(index, pickled_values.MultiIndex):
         for level, (name, values, codes) in enumerate(zip(index.names, index.levels, index.codes)):
             if not isinstance(name, str):
-                raise SourceError(path, f"MultiIndex level {level} has the name {name!r}, expected a string")
+                raise SourceError(path, f"MultiIndex level {level} has the name {preview(name)}, expected a string")
             columns.append((name, (values.values, codes)))
     elif isinstance(index, pickled_values.RangeIndex):
         if not (index.start == 0 and index.step == 1 and index.name is None):
@@ -60,12 +61,12 @@ def _frame_columns(frame: pickled_values.Frame, path: str) -> list[tuple[str, An
         columns.append((index.name if isinstance(index.name, str) else "index", index.values))
     for position, name in enumerate(_labels(frame.columns, path)):
         if not isinstance(name, str):
-            raise SourceError(path, f"column {position} has the name {name!r}, expected a string")
+            raise SourceError(path, f"column {position} has the name {preview(name)}, expected a string")
         columns.append((name, frame.column(position)))
     counts = Counter(name for name, _ in columns)
     repeated = sorted(name for name, count in counts.items() if count > 1)
     if repeated:
-        raise SourceError(path, f"column or index level name {repeated[0]!r} occurs twice")
+        raise SourceError(path, f"column or index level name {preview(repeated[0])} occurs twice")
     return columns
 
 
@@ -81,7 +82,7 @@ def _native(array: pickled_values.Array) -> Any:
 
 def _timestamps(array: pickled_values.Array, tz: str | None, name: str, path: str) -> pa.Array:
     if array.dtype.unit not in ("s", "ms", "us", "ns"):
-        raise SourceError(path, f"column {name!r}: datetime64 unit {array.dtype.unit!r} is not supported")
+        raise SourceError(path, f"column {preview(name)}: datetime64 unit {preview(array.dtype.unit)} is not supported")
     ticks = _native(array).view(f"i{array.dtype.itemsize}")
     return pa.array(ticks, mask=ticks == NAT, type=pa.int64()).view(pa.timestamp(array.dtype.unit, tz=tz))
 
@@ -119,12 +120,12 @@ def _column_array(values: Any, name: str, path: str, budget: safe_pickle.Budget)
     elif isinstance(values, pickled_values.Array):
         array = pa.array(_native(values), from_pandas=True)  # NaN -> null
     else:
-        raise SourceError(path, f"column {name!r}: a {_describe(values)} is not supported")
+        raise SourceError(path, f"column {preview(name)}: a {_describe(values)} is not supported")
     budget.charge(8 * len(array) + (array.nbytes if not isinstance(values, pickled_values.Array) else 0))
     if pa.types.is_large_string(array.type):  # pandas 3's string dtype: stored as pandas 2's object strings are
         array = array.cast(STRING)
     if not any(check(array.type) for check in _ARROW_KINDS):
-        raise SourceError(path, f"column {name!r}: Arrow {array.type} is not supported")
+        raise SourceError(path, f"column {preview(name)}: Arrow {array.type} is not supported")
     return array
 
 
@@ -157,7 +158,7 @@ def _object_array(values: list, name: str, path: str, budget: safe_pickle.Budget
             converted.append(converter.value(value, shape))
         except Mismatch as e:
             inside = f" at `{e.place}`" if e.place else ""
-            raise SourceError(path, f"column {name!r}, row {row}{inside}: {e.message}") from None
+            raise SourceError(path, f"column {preview(name)}, row {row}{inside}: {e.message}") from None
     return pa.array(converted, type=kind or STRING)
 
 
@@ -166,9 +167,12 @@ def frame_table(path: str) -> pa.Table:
     frame, budget = load_frame(path)
     arrays, names = [], []
     try:
-        for name, values in _frame_columns(frame, path):
-            names.append(name)
-            arrays.append(_column_array(values, name, path, budget))
-    except (pickled_values.Bad, pa.ArrowException) as e:
-        raise SourceError(path, f"column {names[-1] if names else '?'}: {e}") from None
+        with safe_pickle.named_errors(path):
+            for name, values in _frame_columns(frame, path):
+                names.append(name)
+                arrays.append(_column_array(values, name, path, budget))
+    except SourceError:
+        raise
+    except (ValueError, pa.ArrowException) as e:  # Bad, and numpy's or Arrow's own refusal of the values
+        raise SourceError(path, f"column {preview(names[-1]) if names else '?'}: {cut(str(e))}") from None
     return pa.Table.from_arrays(arrays, names=names) if names else pa.table({})

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from ...core import safe_pickle
 from ...core.errors import SourceError
+from ...core.preview import preview
 from .catalogue import STRING, MockKgTable
 from .values import EXACT_FLOAT_INT, _describe, keyed_row
 
@@ -81,12 +82,13 @@ def iter_sqlitedict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]
             for key, blob in rows:
                 number += 1
                 if not isinstance(key, str):
-                    raise SourceError(path, f"row {number}: key {key!r} is not text")
+                    raise SourceError(path, f"row {number}: key {preview(key)} is not text")
                 if not isinstance(blob, bytes):
-                    raise SourceError(path, f"key {key!r}: value is {_describe(blob)}, expected a pickle (blob)")
+                    raise SourceError(path, f"key {preview(key)}: value is {_describe(blob)}, expected a pickle (blob)")
                 budget = safe_pickle.Budget(path, len(blob), key)
                 value = safe_pickle.loads(blob, name=path, key=key, budget=budget)
-                row, nbytes = keyed_row(table, key, value, path, f"key {key!r}", budget)
+                with safe_pickle.named_errors(path, key):
+                    row, nbytes = keyed_row(table, key, value, path, f"key {preview(key)}", budget)
                 yield row, max(nbytes, len(blob))
     finally:
         connection.close()

@@ -10,13 +10,13 @@ from __future__ import annotations
 import datetime
 import json
 import math
-import reprlib
 from typing import Any
 
 import pyarrow as pa
 
 from ...core import pickled_values, safe_pickle
 from ...core.errors import SourceError
+from ...core.preview import preview
 from .catalogue import OTHER, Entries, Json, ListOf, MockKgTable, Record, Scalar, Shape
 from .shapes import Mismatch
 
@@ -31,19 +31,12 @@ def _is_missing(value: Any) -> bool:
     return value is None or (type(value) is float and value != value)
 
 
-_SHORT = reprlib.Repr()
-_SHORT.maxstring = _SHORT.maxother = 60
-
-
 def _describe(value: Any) -> str:
     if isinstance(value, pickled_values.Array):
         return f"numpy array of shape {value.shape}"
     if type(value).__module__ == pickled_values.__name__:
         return f"pickled {type(value).__name__}"
-    try:
-        return f"{type(value).__name__} {_SHORT.repr(value)}"
-    except RecursionError:
-        return type(value).__name__
+    return f"{type(value).__name__} {preview(value)}"
 
 
 def _date_text(value: Any) -> str | None:
@@ -148,7 +141,7 @@ class Converter:
                 else:
                     row[shape.value_name] = self.value(item, shape.value, depth + 1)
             except Mismatch as e:
-                raise e.under(f"[{key!r}]") from None
+                raise e.under(f"[{preview(key)}]") from None
             rows.append(row)
         return rows
 
@@ -169,7 +162,7 @@ class Converter:
             names = {name for name, _ in shape.fields}
             extra = {self._key(key): item for key, item in mapping.items() if key not in names}
             if not shape.other:
-                raise Mismatch("", f"unexpected field {sorted(extra)[0]!r}; expected only {sorted(names)}")
+                raise Mismatch("", f"unexpected field {preview(sorted(extra)[0])}; expected only {sorted(names)}")
             try:
                 row[OTHER] = self.value(extra, Json(), depth + 1)
             except Mismatch as e:
@@ -259,7 +252,7 @@ class Converter:
                     try:
                         converted[self._key(key)] = self.plain(item, depth + 1)
                     except Mismatch as e:
-                        raise e.under(f"[{key!r}]") from None
+                        raise e.under(f"[{preview(key)}]") from None
                 return converted
             items = []
             for index, item in enumerate(self._sequence(value)):
