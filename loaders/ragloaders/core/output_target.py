@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import tempfile
 from collections.abc import Iterator
 from typing import Literal
+
+from .log import warn
 
 
 class OutputFolderError(ValueError):
@@ -85,9 +86,8 @@ def partial_file(target: str) -> tuple[int, str]:
     except OSError:  # a folder that cannot be listed: mkstemp says why it cannot write there
         leftovers = []
     if leftovers:
-        print(f"ragloaders: warning: {len(leftovers)} unfinished file(s) of an interrupted earlier write of {target}, "
-              f"left as they are (delete them yourself): {', '.join(os.path.join(folder, e) for e in leftovers)}",
-              file=sys.stderr)
+        warn(f"{len(leftovers)} unfinished file(s) of an interrupted earlier write of {target}, left as they are "
+             f"(delete them yourself): {', '.join(os.path.join(folder, e) for e in leftovers)}")
     return tempfile.mkstemp(prefix=name + ".", suffix=PARTIAL_SUFFIX, dir=folder)
 
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 from ...core import safe_pickle
 from ...core.errors import SourceError
 from .catalogue import STRING, MockKgTable
-from .values import EXACT_FLOAT_INT, _describe, keyed_row
+from .values import EXACT_FLOAT_INT, describe_object, keyed_row
 
 BATCH_ROWS = 10_000
 BATCH_BYTES = 32 << 20
@@ -83,7 +83,7 @@ def iter_sqlitedict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]
                 if not isinstance(key, str):
                     raise SourceError(path, f"row {number}: key {key!r} is not text")
                 if not isinstance(blob, bytes):
-                    raise SourceError(path, f"key {key!r}: value is {_describe(blob)}, expected a pickle (blob)")
+                    raise SourceError(path, f"key {key!r}: value is {describe_object(blob)}, expected a pickle (blob)")
                 budget = safe_pickle.Budget(path, len(blob), key)
                 value = safe_pickle.loads(blob, name=path, key=key, budget=budget)
                 row, nbytes = keyed_row(table, key, value, path, f"key {key!r}", budget)
