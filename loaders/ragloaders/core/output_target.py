@@ -91,6 +91,28 @@ def partial_file(target: str) -> tuple[int, str]:
     return tempfile.mkstemp(prefix=name + ".", suffix=PARTIAL_SUFFIX, dir=folder)
 
 
+
+def put_in_place(partial: str, path: str) -> bool:
+    """Give the finished file its name, never over a file that appeared meanwhile (FileExistsError): a hard link
+    fails where a rename would replace; where the filesystem has no hard links, a rename after a last check.
+    Returns whether the partial name is still there (after a link)."""
+    try:
+        os.link(partial, path)
+        return True
+    except FileExistsError:
+        raise
+    except OSError:
+        if os.path.lexists(path):
+            raise FileExistsError(f"{path} appeared while it was written; it is left as it is") from None
+        os.rename(partial, path)
+        return False
+
+
+def refuse_existing(path: str, option: str) -> None:
+    """FileExistsError unless nothing is at `path` yet: `option` writes a new file and replaces nothing."""
+    if os.path.lexists(path):
+        raise FileExistsError(f"{path}: already exists; {option} writes a new file and replaces nothing")
+
 def _protected(data_dir: str | None, cache_dir: str | None) -> Iterator[tuple[str, str]]:
     if data_dir:
         yield "data dir", os.path.realpath(os.path.expanduser(data_dir))

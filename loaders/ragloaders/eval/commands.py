@@ -8,7 +8,7 @@ import argparse
 import os
 
 from ..core.errors import UsageError
-from ..core.output_target import check_output
+from ..core.output_target import check_output, refuse_existing
 from ..core.user_cache import user_cache_dir
 from .crag_answers import AnswerReport, score_answers
 from .judge import Judge, read_prompt
@@ -50,10 +50,9 @@ def run_eval(args: argparse.Namespace) -> EvalReport | AnswerReport:
         if args.metrics or args.relevance_level is not None or args.per_query:
             raise UsageError("--metrics, --relevance-level and --per-query apply to runs; answers are written per "
                              "record with --verdicts")
-        if args.verdicts and os.path.lexists(args.verdicts):
-            raise FileExistsError(f"{args.verdicts}: already exists; --verdicts writes a new file and replaces "
-                                  "nothing")
-        if args.verdicts:  # the rules every writer follows: never into the data or cache dir
+        if args.verdicts:
+            refuse_existing(args.verdicts, "--verdicts")
+            # the rules every writer follows: never into the data or cache dir
             check_output(args.verdicts, kind="file", data_dir=args.data_dir, cache_dir=args.cache_dir,
                          option="--verdicts")
         report = score_answers(args.path, args.predictions_file, split=args.split, tokenizer=args.tokenizer,
