@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from ...core import json_range_reader, json_ranges
+from ...core import json_array_cuts, json_cut_tables
 from ...core.builder import RagBuilder
 from ...core.errors import DownloadError, SourceError, is_no_space
 from ...core.readers.arrow_batches import tables_from_rows
@@ -152,13 +152,13 @@ def refuse_what_orjson_refuses(shard: Shard) -> None:
     with shard.open() as stream:
         document = stream.read()
     try:
-        orjson.loads(document.removeprefix(json_ranges.UTF8_BOM))
+        orjson.loads(document.removeprefix(json_array_cuts.UTF8_BOM))
     except orjson.JSONDecodeError as e:
         with shard.open() as stream:  # what the streaming parser refuses too: its message (truncation, ...)
             for _ in iter_json_array_batches(stream, shard.name):
                 pass
-        offset, problem = json_ranges.orjson_problem(document.removeprefix(json_ranges.UTF8_BOM), e)
-        offset += len(document) - len(document.removeprefix(json_ranges.UTF8_BOM))
+        offset, problem = json_array_cuts.orjson_problem(document.removeprefix(json_array_cuts.UTF8_BOM), e)
+        offset += len(document) - len(document.removeprefix(json_array_cuts.UTF8_BOM))
         with shard.open() as stream:
             index = array_elements_before(stream, shard.name, offset)
         raise SourceError(shard.name, problem, record=index) from None
@@ -272,23 +272,23 @@ def corpus_ranges(shard: Shard) -> list[tuple[int, int]] | None:
     """Byte ranges of the corpus array, cut at record boundaries, for the parallel path; None for the exact one."""
     if not shard.files.is_seekable_file(shard.relpath):
         return None
-    return json_range_reader.array_ranges(shard.files.local_path(shard.relpath), CORPUS_BOUNDARY, CORPUS_RANGE_BYTES)
+    return json_cut_tables.array_ranges(shard.files.local_path(shard.relpath), CORPUS_BOUNDARY, CORPUS_RANGE_BYTES)
 
 
 def _piece_table(piece: bytes | memoryview, name: str) -> pa.Table | None:
     """The corpus table of one piece, parsed by pyarrow; NotCut when anything is off (see
-    json_range_reader.parse_piece; also a missing or null field, or a chunk id of no source): the caller then finds
+    json_cut_tables.parse_piece; also a missing or null field, or a chunk id of no source): the caller then finds
     the exact error."""
-    parsed = json_range_reader.parse_piece(piece, CORPUS_SEPARATOR, PIECE_PARSING, BATCH_MEMORY)
+    parsed = json_cut_tables.parse_piece(piece, CORPUS_SEPARATOR, PIECE_PARSING, BATCH_MEMORY)
     if parsed is None:
         return None
     ids, texts = (parsed.column(field).combine_chunks(memory_pool=BATCH_MEMORY) for field in CORPUS_FIELDS)
     if ids.null_count or texts.null_count:
-        raise json_ranges.NotCut("a record that is not {id, text}")
+        raise json_array_cuts.NotCut("a record that is not {id, text}")
     try:
         return corpus_table(ids, texts, 0, name)
     except SourceError as e:
-        raise json_ranges.NotCut(str(e)) from None
+        raise json_array_cuts.NotCut(str(e)) from None
 
 
 def _raise_exact_error(shard: Shard, path: str, start: int, piece: bytes | memoryview) -> None:
@@ -296,12 +296,12 @@ def _raise_exact_error(shard: Shard, path: str, start: int, piece: bytes | memor
     streaming path reads the array up to the piece's end; what it accepts but orjson refuses (an unpaired
     surrogate escape) is located by byte offset."""
     end = start + len(piece)
-    for _ in read_corpus_stream(json_ranges.joined((path, 0, end), b"]"), shard.name):
+    for _ in read_corpus_stream(json_array_cuts.joined((path, 0, end), b"]"), shard.name):
         pass
     try:
         orjson.loads(b"[" + piece + b"]")
     except orjson.JSONDecodeError as e:
-        offset, problem = json_ranges.orjson_problem(b"[" + piece + b"]", e)
+        offset, problem = json_array_cuts.orjson_problem(b"[" + piece + b"]", e)
         with open(path, "rb") as stream:
             index = array_elements_before(stream, shard.name, start + max(0, offset - 1))
         raise SourceError(shard.name, problem, record=index) from None
@@ -309,9 +309,9 @@ def _raise_exact_error(shard: Shard, path: str, start: int, piece: bytes | memor
 
 def read_corpus_ranges(shard: Shard, ranges: list[tuple[int, int]]) -> Iterator[pa.Table]:
     """Corpus tables of byte ranges of the array, parsed piece by piece on several threads
-    (core/json_range_reader.py); any piece the fast path refuses ends in `_raise_exact_error`."""
+    (core/json_cut_tables.py); any piece the fast path refuses ends in `_raise_exact_error`."""
     path = shard.files.local_path(shard.relpath)
-    return json_range_reader.read_ranges(
+    return json_cut_tables.read_ranges(
         path, ranges, CORPUS_BOUNDARY,
         parse=lambda piece: _piece_table(piece, shard.name),
         raise_exact_error=lambda offset, piece: _raise_exact_error(shard, path, offset, piece),
