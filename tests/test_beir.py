@@ -420,7 +420,7 @@ def test_download_with_wrong_md5_is_refused_and_not_kept(served, tmp_path):
 
 def test_build_then_load_dataset_round_trip(tmp_path, nfcorpus_build, nfcorpus_loaded):
     out = nfcorpus_build.out
-    assert sorted(p.name for p in out.parent.iterdir()) == ["beir--nfcorpus", "cache"]  # no work folder left
+    assert out.is_dir() and [p.name for p in out.parent.iterdir() if p.name.startswith(".")] == []  # no work folder
     for config in beir_layout.CONFIG_PLANS:
         published = datasets.load_dataset(str(out), config, cache_dir=str(tmp_path / "hf"))
         assert list(published) == list(nfcorpus_loaded[config])

@@ -4,6 +4,7 @@ split of every built sample with the same rows as `datasets`; a split cut into s
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from pathlib import Path
@@ -42,6 +43,7 @@ def splits_of(built: dict[str, Path]):
                 yield path, folder, config, split, files
 
 
+@functools.cache  # read once for the DuckDB and the polars test
 def rows_of_datasets(folder: Path, config: str, split: str) -> list[dict]:
     return datasets.load_dataset(str(folder), config, split=split).to_list()
 

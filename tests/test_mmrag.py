@@ -301,7 +301,7 @@ def test_truncated_corpus(tmp_path, indent):
         ({"id": "nq_1_2"}, "missing field `text`"),
         ({"text": "x"}, "missing field `id`"),
         ({"id": "nq_1_2", "text": "x", "title": "t"}, "unexpected field 'title'"),
-        ({"id": "nq_1_2", "text": None}, "`text` must be a string, got None"),
+        ({"id": "nq_1_2", "text": None}, "`text` must be a string, got null"),
         ({"id": 12, "text": "x"}, "`id` must be a string, got 12"),
         (["nq_1_2", "x"], "expected a JSON object"),
         ({"id": "wiki_1_2", "text": "x"}, "chunk id 'wiki_1_2' fits no source"),

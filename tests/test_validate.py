@@ -139,6 +139,7 @@ def test_beir_published_counts_protocol():
     assert beir_facts.known_defects("beir/scifact") == ()
 
 
+@pytest.mark.slow  # a generated corpus of 70,000 chunks built and validated: tens of seconds; CI runs it
 def test_mmrag_complete_query_files_match_published_counts(tmp_path):
     """The complete mmRAG query files (real) with a generated corpus of every judged chunk."""
     from mmrag_generated import dump_array, generated_corpus, judged_chunk_ids
