@@ -9,8 +9,14 @@ os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="ragloaders-tests-hf-")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 DATA = Path(__file__).parent / "data"
-SAMPLES = {"beir/nfcorpus": DATA / "beir", "crag/task_1_and_2": DATA / "crag", "mmrag": DATA / "mmrag"}
-"""The bundled sample of each benchmark, as the shared builds below read it."""
+
+
+def declared_samples() -> dict[str, Path]:
+    """path -> data_dir of every sample a benchmark declares (`Benchmark.samples`, what `.ci/run` builds): the
+    sample tests read this registry, so a benchmark's new sample is tested without naming it here."""
+    from ragloaders.benchmarks import BENCHMARKS  # imported here: datasets 3.6 runs test_hub_compat without ragloaders
+
+    return {sample.path: DATA / sample.data_dir for benchmark in BENCHMARKS for sample in benchmark.samples}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -30,10 +36,11 @@ class SharedBuild:
     """One sample built once per test session: the `ragloaders build` folder, the cache it prepared, and what
     `build_folder` returned. Tests read it; one that changes files copies the folder first."""
 
-    def __init__(self, path: str, root: Path):
+    def __init__(self, path: str, root: Path, cache_dir: Path, data_dir: Path | None = None):
         from ragloaders.publish.build import build_folder  # imported here: datasets 3.6 runs test_hub_compat alone
 
-        self.path, self.data_dir, self.cache_dir = path, str(SAMPLES[path]), str(root / "cache")
+        data_dir = declared_samples()[path] if data_dir is None else data_dir
+        self.path, self.data_dir, self.cache_dir = path, str(data_dir), str(cache_dir)
         self.out = root / path.replace("/", "--")
         self.outputs = build_folder(path, str(self.out), data_dir=self.data_dir, cache_dir=self.cache_dir)
 
@@ -44,19 +51,73 @@ class SharedBuild:
         return ragloaders.load(self.path, config, data_dir=self.data_dir, cache_dir=self.cache_dir, **kwargs)
 
 
+class SampleBuilds:
+    """Every declared sample, each built the first time a test asks for it and then kept for the session; all in
+    one datasets cache (`cache_dir`)."""
+
+    def __init__(self, root: Path, cache_dir: Path):
+        self.root, self.cache_dir, self.built = root, cache_dir, {}
+
+    def __iter__(self):
+        return iter(declared_samples())
+
+    def __getitem__(self, path: str) -> SharedBuild:
+        if path not in self.built:
+            self.built[path] = SharedBuild(path, self.root, self.cache_dir)
+        return self.built[path]
+
+
 @pytest.fixture(scope="session")
-def nfcorpus_build(tmp_path_factory) -> SharedBuild:
+def cache_dir(tmp_path_factory) -> str:
+    """The session's datasets cache: the shared builds prepare their samples there, so a test that builds a sample
+    again from this cache does not prepare it again. Tests may build into it, never alter what it holds."""
+    return str(tmp_path_factory.mktemp("cache"))
+
+
+@pytest.fixture(scope="session")
+def sample_builds(tmp_path_factory, cache_dir) -> SampleBuilds:
+    """`sample_builds[path]`: the declared sample of `path` built once; iterating gives every declared path."""
+    return SampleBuilds(tmp_path_factory.mktemp("shared"), Path(cache_dir))
+
+
+@pytest.fixture(scope="session")
+def nfcorpus_build(sample_builds) -> SharedBuild:
     """beir/nfcorpus (the official zip) built once."""
-    return SharedBuild("beir/nfcorpus", tmp_path_factory.mktemp("shared-nfcorpus"))
+    return sample_builds["beir/nfcorpus"]
 
 
 @pytest.fixture(scope="session")
-def crag_build(tmp_path_factory) -> SharedBuild:
+def crag_build(sample_builds) -> SharedBuild:
     """crag/task_1_and_2 (the official example file) built once."""
-    return SharedBuild("crag/task_1_and_2", tmp_path_factory.mktemp("shared-crag"))
+    return sample_builds["crag/task_1_and_2"]
 
 
 @pytest.fixture(scope="session")
-def mmrag_build(tmp_path_factory) -> SharedBuild:
+def mmrag_build(sample_builds) -> SharedBuild:
     """mmrag (the bundled sample) built once."""
-    return SharedBuild("mmrag", tmp_path_factory.mktemp("shared-mmrag"))
+    return sample_builds["mmrag"]
+
+
+@pytest.fixture(scope="session")
+def nfcorpus_with_reranking(tmp_path_factory, cache_dir) -> Path:
+    """beir/nfcorpus built once with `ragloaders build --with top_ranked,hard_negatives` (the BM25 configs)."""
+    from ragloaders.cli import main
+
+    out = tmp_path_factory.mktemp("shared-nfcorpus-with") / "out"
+    assert main(["build", "beir/nfcorpus", "--data-dir", str(DATA / "beir"), "--with", "top_ranked,hard_negatives",
+                 "--out", str(out), "--cache-dir", cache_dir]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
+def mock_kg_build(tmp_path_factory, cache_dir) -> SharedBuild:
+    """crag/mock_kg built once from generated cragkg files (tests/mock_kg_generated.write_cragkg, 20 entries per
+    table); `counts` holds the source entries of each config, `kg` the generated folder. Tests that change the
+    files copy them first."""
+    from mock_kg_generated import write_cragkg
+
+    root = tmp_path_factory.mktemp("shared-mock-kg")
+    counts = write_cragkg(root / "cragkg")
+    build = SharedBuild("crag/mock_kg", root, Path(cache_dir), data_dir=root / "cragkg")
+    build.kg, build.counts = root / "cragkg", counts
+    return build

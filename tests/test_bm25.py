@@ -16,6 +16,7 @@ import pytest
 import pytrec_eval
 import ragloaders
 import Stemmer
+from beir_files import write_beir
 from conftest import DATA
 from ragloaders.cli import main
 from ragloaders.eval import bm25, evaluate, read_run, reranking_tables
@@ -29,8 +30,10 @@ CQADUPSTACK_FORUMS = ("android", "english", "gaming", "gis", "mathematica", "phy
 
 
 @pytest.fixture(scope="module")
-def nfcorpus(tmp_path_factory) -> dict:
-    return {"data_dir": str(NFCORPUS_ZIP.parent), "cache_dir": str(tmp_path_factory.mktemp("cache"))}
+def nfcorpus(nfcorpus_build) -> dict:
+    """The official zip and the session's cache, where the shared build prepared it."""
+    assert nfcorpus_build.data_dir == str(NFCORPUS_ZIP.parent)
+    return {"data_dir": nfcorpus_build.data_dir, "cache_dir": nfcorpus_build.cache_dir}
 
 
 def nfcorpus_queries(nfcorpus: dict) -> list[tuple[str, str]]:
@@ -141,20 +144,10 @@ def test_reranking_tables_are_the_bm25_top_k(nfcorpus, nfcorpus_tables):
     assert any(len(negatives[q]) < len(expected[q]) for q in expected)
 
 
-def write_beir_folder(folder, docs: dict[str, str], queries: dict[str, str], qrels: list[tuple[str, str, int]]):
-    folder.mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": i, "title": "", "text": t}) + "\n"
-                                                 for i, t in docs.items()))
-    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": i, "text": t}) + "\n" for i, t in queries.items()))
-    (folder / "qrels").mkdir()
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{s}\n"
-                                                                                       for q, d, s in qrels))
-
-
 def test_arguana_self_matches_are_ignored_end_to_end(tmp_path):
     docs = {"a1": "nuclear power is safe and clean", "a2": "nuclear power is dangerous and dirty",
             "a3": "solar panels are cheap"}
-    write_beir_folder(tmp_path / "data" / "arguana", docs, {"a1": docs["a1"]}, [("a1", "a2", 1)])
+    write_beir(tmp_path / "data" / "arguana", list(docs.items()), [("a1", docs["a1"])], {"test": [("a1", "a2", 1)]})
     where = {"data_dir": str(tmp_path / "data"), "cache_dir": str(tmp_path / "cache")}  # the run goes outside both
     bm25("beir/arguana", out=tmp_path / "run.trec", **where)
     assert list(read_run(str(tmp_path / "run.trec"))["a1"]) == ["a1", "a2"]
@@ -170,7 +163,8 @@ def test_cqadupstack_is_the_mean_of_its_forums_from_one_prefixed_run(tmp_path, c
         # the same ids in every forum (as in the real zip); forum n's query finds its duplicate first iff n is even
         best, other = f"{forum} install guide", f"{forum} problem"
         docs = {"1": other, "2": best} if n % 2 == 0 else {"1": best, "2": other}
-        write_beir_folder(tmp_path / "data" / "cqadupstack" / forum, docs, {"9": f"{forum} install"}, [("9", "2", 1)])
+        write_beir(tmp_path / "data" / "cqadupstack" / forum, list(docs.items()), [("9", f"{forum} install")],
+                   {"test": [("9", "2", 1)]})
     where = ["--data-dir", str(tmp_path / "data"), "--cache-dir", str(tmp_path / "cache")]
     run = tmp_path / "run.trec"
     assert main(["bm25", "beir/cqadupstack", "--out", str(run), *where]) == 0
@@ -238,10 +232,8 @@ def test_crag_has_no_reranking_configs(tmp_path):
 
 
 
-def test_build_with_reranking_configs_loads_and_says_how_they_were_made(nfcorpus, tmp_path):
-    out = tmp_path / "out"
-    assert main(["build", "beir/nfcorpus", "--out", str(out), "--with", "top_ranked,hard_negatives",
-                 "--data-dir", nfcorpus["data_dir"], "--cache-dir", nfcorpus["cache_dir"]]) == 0
+def test_build_with_reranking_configs_loads_and_says_how_they_were_made(nfcorpus, nfcorpus_with_reranking, tmp_path):
+    out = nfcorpus_with_reranking
     expected = reranking_tables("beir/nfcorpus", **nfcorpus)
     for config in ("top_ranked", "hard_negatives"):
         loaded = datasets.load_dataset(str(out), config, cache_dir=str(tmp_path / "hf"))

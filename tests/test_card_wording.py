@@ -9,16 +9,7 @@ from pathlib import Path
 import pytest
 import ragloaders
 import yaml
-from conftest import DATA
-from mock_kg_generated import write_cragkg
 from ragloaders.cli import main as cli_main
-
-
-def build(tmp_path_factory, path: str, *options: str) -> Path:
-    base = tmp_path_factory.mktemp(path.replace("/", "-"))
-    out = base / "out"
-    assert cli_main(["build", path, *options, "--out", str(out), "--cache-dir", str(base / "cache")]) == 0
-    return out
 
 
 def card(folder: Path) -> str:
@@ -34,21 +25,18 @@ def config_folders(folder: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def nfcorpus_with(tmp_path_factory) -> Path:
-    return build(tmp_path_factory, "beir/nfcorpus", "--data-dir", str(DATA / "beir"), "--with",
-                 "top_ranked,hard_negatives")
+def nfcorpus_with(nfcorpus_with_reranking) -> Path:
+    return nfcorpus_with_reranking
 
 
 @pytest.fixture(scope="module")
-def crag_example(tmp_path_factory) -> Path:
-    return build(tmp_path_factory, "crag/task_1_and_2", "--data-dir", str(DATA / "crag"))
+def crag_example(crag_build) -> Path:
+    return crag_build.out
 
 
 @pytest.fixture(scope="module")
-def mock_kg(tmp_path_factory) -> tuple[Path, dict[str, int]]:
-    kg = tmp_path_factory.mktemp("kg") / "cragkg"
-    counts = write_cragkg(kg, count=8)
-    return build(tmp_path_factory, "crag/mock_kg", "--data-dir", str(kg)), counts
+def mock_kg(mock_kg_build) -> tuple[Path, dict[str, int]]:
+    return mock_kg_build.out, mock_kg_build.counts
 
 
 def test_the_card_counts_the_configs_the_folder_has(nfcorpus_with):
@@ -103,11 +91,8 @@ def test_the_mock_kg_card_accounts_for_its_files_and_tables(mock_kg):
         assert re.search(r"\| `[0-9a-f]{64}` \|", row) and "not the published file" in row, row
 
 
-def test_validate_mock_kg_prints_its_source_lines(mock_kg, tmp_path, capsys):
-    folder, _ = mock_kg
-    kg = tmp_path / "cragkg"
-    write_cragkg(kg, count=8)
-    cli_main(["validate", "crag/mock_kg", "--data-dir", str(kg), "--cache-dir", str(tmp_path / "c")])
+def test_validate_mock_kg_prints_its_source_lines(mock_kg_build, capsys):
+    cli_main(["validate", "crag/mock_kg", "--data-dir", str(mock_kg_build.kg), "--cache-dir", mock_kg_build.cache_dir])
     lines = capsys.readouterr().out.splitlines()
     sources = [line for line in lines if line.startswith("source: ")]
     assert any(line.startswith("source: company_name.dict (") for line in sources)

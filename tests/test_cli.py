@@ -113,3 +113,58 @@ def test_a_misspelt_data_dir_is_named_with_the_closest_folder_beside_it(capsys, 
     with pytest.raises(MissingSourceError, match="nope: no such file or folder; pass the folder") as error:
         ragloaders.load("mmrag", "corpus", data_dir=str(tmp_path / "nope"))
     assert "did you mean" not in str(error.value)
+
+
+# --- errors, warnings and --debug --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["eval", "beir/nfcorpus", "--run", "no-such-run.trec"],
+                                  ["bm25", "beir/nfcorpus", "--out", "run.trec", "--data-dir", "no-such-folder"]])
+def test_debug_shows_the_traceback_of_every_command(argv, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ragloaders: error: ") and err.count("\n") == 1 and "--debug" not in err  # the user's
+    with pytest.raises(OSError):
+        cli.main([*argv, "--debug"])
+
+
+def test_a_bug_is_told_apart_from_the_users_error(monkeypatch, capsys):
+    from ragloaders.core.errors import UsageError
+
+    def failing(error):
+        def run(args):
+            raise error
+        return run
+
+    for error, bug in ((UsageError("--with: unknown config(s) x"), False), (KeyError("oops"), True)):
+        monkeypatch.setattr(cli, "cmd_list", failing(error))
+        assert cli.main(["list"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and ("(--debug shows where)" in err) == bug, err
+        assert isinstance(UsageError("x"), ValueError)  # callers catching ValueError see usage errors as before
+
+
+def test_warnings_of_the_ragloaders_loggers_are_one_line_each_on_stderr(tmp_path, capsys):
+    import logging
+
+    from ragloaders.core.log import show_warnings_on_stderr, warn
+
+    show_warnings_on_stderr()
+    show_warnings_on_stderr()  # once only
+    warn("first\nsecond")
+    logging.getLogger("ragloaders.benchmarks.crag.builder").warning("a %s one", "module's")
+    assert capsys.readouterr().err == "ragloaders: warning: first second\nragloaders: warning: a module's one\n"
+
+
+def test_every_default_cache_folder_honours_xdg_cache_home(tmp_path, monkeypatch):
+    from ragloaders.mock_api.tables import default_cache_dir
+    from ragloaders.publish.push import STAGING_ENV, staging_root
+
+    monkeypatch.delenv(STAGING_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == str(tmp_path / "xdg" / "ragloaders")
+    assert staging_root() == str(tmp_path / "xdg" / "ragloaders" / "staging")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert staging_root() == str(tmp_path / "home" / ".cache" / "ragloaders" / "staging")

@@ -481,7 +481,7 @@ def test_validate_knows_crag(v5_dir, tmp_path):
     from ragloaders.publish.validate import integrity
 
     report = integrity("crag/task_1_and_2", data_dir=str(v5_dir), cache_dir=str(tmp_path))
-    # a 10-record file named like v5 is not the published v5 file: its counts are shown, not compared (issue 11)
+    # a 10-record file named like v5 is not the published v5 file: its counts are shown, not compared
     assert report["errors"] == [] and report["source"]["release"] == "v5"
     assert set(report["source"]["not_compared"]) >= {"records", "queries"}
     note = report["source"]["files"][0]["note"]

@@ -4,6 +4,7 @@ split of every built sample with the same rows as `datasets`; a split cut into s
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from pathlib import Path
@@ -14,35 +15,18 @@ import polars
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import DATA
+from conftest import DATA, declared_samples
 from datasets.distributed import split_dataset_by_node
 from hypothesis import example, given
 from hypothesis import strategies as st
-from mock_kg_generated import write_cragkg
 from ragloaders.cli import main as cli_main
 from ragloaders.publish import parquet
 
-SAMPLES = {
-    "beir/nfcorpus": ["--data-dir", str(DATA / "beir")],
-    "crag/task_1_and_2": ["--data-dir", str(DATA / "crag"), "--release", "example"],
-    "mmrag": ["--data-dir", str(DATA / "mmrag")],
-    "crag/mock_kg": [],  # its data_dir is generated below
-}
-
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> dict[str, Path]:
-    """Every bundled sample (and a generated mock KG) built as a user would, with `ragloaders build --out`."""
-    base = tmp_path_factory.mktemp("engines")
-    kg = base / "cragkg"
-    write_cragkg(kg, count=8)
-    folders = {}
-    for path, options in SAMPLES.items():
-        out = base / path.replace("/", "--")
-        options = options or ["--data-dir", str(kg)]
-        assert cli_main(["build", path, *options, "--out", str(out), "--cache-dir", str(base / "cache")]) == 0
-        folders[path] = out
-    return folders
+def built(sample_builds, mock_kg_build) -> dict[str, Path]:
+    """The session's build of every declared sample (Benchmark.samples) and of the generated mock KG."""
+    return {**{path: sample_builds[path].out for path in sample_builds}, mock_kg_build.path: mock_kg_build.out}
 
 
 def card_configs(folder: Path) -> dict[str, dict[str, list[str]]]:
@@ -59,13 +43,18 @@ def splits_of(built: dict[str, Path]):
                 yield path, folder, config, split, files
 
 
+@functools.cache  # read once for the DuckDB and the polars test
 def rows_of_datasets(folder: Path, config: str, split: str) -> list[dict]:
     return datasets.load_dataset(str(folder), config, split=split).to_list()
 
 
-def test_the_release_option_reached_the_builder(built):
+def test_the_release_option_reached_the_builder(built, tmp_path, capsys):
     card = (built["crag/task_1_and_2"] / "README.md").read_text(encoding="utf-8")
-    assert "release `example`" in card  # `build --release example`: the card says which release was read
+    assert "release `example`" in card  # the card says which release was read
+    out = tmp_path / "out"
+    assert cli_main(["build", "crag/task_1_and_2", "--data-dir", str(DATA / "crag"), "--release", "v4", "--out",
+                     str(out), "--cache-dir", str(tmp_path / "c")]) == 2
+    assert "crag_task_1_and_2_dev_v4.jsonl.bz2" in capsys.readouterr().err and not out.exists()
 
 
 def test_every_sample_split_is_one_file_so_its_bytes_did_not_change(built):
@@ -153,13 +142,11 @@ def spark_value(value):
     return value
 
 
-SPARK_SAMPLES = ("beir/nfcorpus", "crag/task_1_and_2", "mmrag")
-"""Spark runs a job per split (seconds each): the mock KG's 32 tables are left to DuckDB and polars."""
-
-
 @pytest.mark.slow  # a JVM and a Spark job per split: about a minute; CI runs it
 def test_spark_reads_every_config_and_split_as_datasets_does(built, spark):
-    for path, folder, config, split, _ in splits_of({path: built[path] for path in SPARK_SAMPLES}):
+    """Every declared sample (Spark runs a job per split, seconds each: the mock KG's 32 tables are left to DuckDB
+    and polars)."""
+    for path, folder, config, split, _ in splits_of({path: built[path] for path in declared_samples()}):
         expected = rows_of_datasets(folder, config, split)
         frame = spark.read.parquet(f"{folder}/{config}/{split}-*.parquet")  # the README's line
         rows = [{k: spark_value(v) for k, v in row.asDict().items()} for row in frame.collect()]
@@ -177,3 +164,23 @@ def test_shard_rows_always_cover_every_row_in_files_of_equal_counts(num_rows, nb
     assert (len(rows) > 1) == (nbytes > parquet.MAX_SHARD_BYTES and num_rows > 1)
     if len(rows) > 1 and len(rows) % parquet.SHARD_COUNT_MULTIPLE:
         assert rows == [1] * num_rows and "a split with fewer rows than that multiple is one file per row" in rule
+
+
+def test_the_registry_drives_the_sample_tests(monkeypatch, tmp_path):
+    """The sample tests read Benchmark.samples (as .ci/run does): a sample a benchmark declares is in the session's
+    shared builds, read here by every engine and held to mteb's contract, without a test naming it."""
+    import dataclasses
+
+    import ragloaders.benchmarks
+    import test_mteb_contract
+    from conftest import SampleBuilds
+    from ragloaders.core.facts import Sample
+
+    declared = {sample.path: DATA / sample.data_dir for b in ragloaders.benchmarks.BENCHMARKS for sample in b.samples}
+    assert declared_samples() == declared and set(SampleBuilds(tmp_path, tmp_path)) == set(declared)
+    assert test_mteb_contract.SAMPLES == sorted(declared)
+    first, *others = ragloaders.benchmarks.BENCHMARKS
+    added = dataclasses.replace(first, samples=(*first.samples, Sample("beir/scifact", "beir/scifact")))
+    monkeypatch.setattr(ragloaders.benchmarks, "BENCHMARKS", (added, *others))
+    assert declared_samples() == {**declared, "beir/scifact": DATA / "beir" / "scifact"}
+    assert "beir/scifact" in set(SampleBuilds(tmp_path, tmp_path))

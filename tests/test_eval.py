@@ -26,9 +26,10 @@ TREC_MEASURES = {"NDCG": "ndcg_cut", "Recall": "recall", "MAP": "map_cut", "P": 
 
 
 @pytest.fixture(scope="module")
-def nfcorpus(tmp_path_factory) -> dict:
-    """Where the official nfcorpus.zip is, and one cache for every test of this module."""
-    return {"data_dir": str(NFCORPUS_ZIP.parent), "cache_dir": str(tmp_path_factory.mktemp("cache"))}
+def nfcorpus(nfcorpus_build) -> dict:
+    """Where the official nfcorpus.zip is, and the session's cache, where the shared build prepared it."""
+    assert nfcorpus_build.data_dir == str(NFCORPUS_ZIP.parent)
+    return {"data_dir": nfcorpus_build.data_dir, "cache_dir": nfcorpus_build.cache_dir}
 
 
 def raw_qrels(split: str) -> dict[str, dict[str, int]]:

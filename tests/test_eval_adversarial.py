@@ -1,4 +1,4 @@
-"""Adversarial checks of issue 24's scoring: a hostile judge endpoint (slow, redirecting, huge, rate limiting,
+"""CRAG answer scoring against hostile input: a hostile judge endpoint (slow, redirecting, huge, rate limiting,
 odd verdicts), a hostile judge cache and odd predictions files."""
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from __future__ import annotations
 import bz2
 import csv
 import json
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -169,6 +170,23 @@ def test_verdicts_file_is_new_and_never_replaced(crafted, tmp_path, capsys):
     assert main(args) == 2
     assert "already exists" in capsys.readouterr().err and target.read_text() == "mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.jsonl", "verdicts.jsonl"]
+
+
+def test_verdicts_are_written_where_the_filesystem_has_no_hard_links(crafted, tmp_path, monkeypatch, capsys):
+    """The finished file takes its name by a rename there (after a last check), as a run file does."""
+    import errno
+
+    path = write_jsonl(tmp_path / "p.jsonl", crafted_rows(crafted))
+    target = tmp_path / "verdicts.jsonl"
+
+    def no_link(*args, **kwargs):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_link)
+    assert main(["eval", "crag/task_1_and_2", "--predictions", path, "--verdicts", str(target), "--data-dir",
+                 crafted["data_dir"], "--cache-dir", crafted["cache_dir"]]) == 0, capsys.readouterr().err
+    assert len(target.read_text(encoding="utf-8").splitlines()) == len(PREDICTIONS)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.jsonl", "verdicts.jsonl"]  # no partial file left
 
 
 def tiny_tokenizer(path) -> str:

@@ -49,11 +49,17 @@ class Oracle:
 _ORACLE: list[Oracle] = []
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture(scope="module")
 def ranx_process():
+    """The oracle subprocess, started for the first test that asks for it (Numba compiles ranx there: minutes)."""
     _ORACLE.append(Oracle())
     yield
     _ORACLE.pop().close()
+
+
+def compares_with_ranx(test):
+    """A test that asks the oracle: slow (CI and --runslow run it)."""
+    return pytest.mark.slow(pytest.mark.usefixtures("ranx_process")(test))
 
 
 def oracle(request: dict) -> dict:
@@ -102,6 +108,7 @@ def random_case(seed: int) -> tuple[dict, dict]:
     return qrels, run
 
 
+@compares_with_ranx
 def test_paper_measures_equal_ranx_on_random_runs():
     metrics = PAPER + ["ndcg@10", "map@100", "hits@20"]
     cases = [(*random_case(seed), metrics) for seed in range(4)]
@@ -116,6 +123,7 @@ def test_paper_measures_equal_ranx_on_random_runs():
         assert sorted(ours.unranked_queries) == sorted(q for q in qrels if not run.get(q))
 
 
+@compares_with_ranx
 def test_relevance_level_2_equals_ranx_l2_measures():
     """`--relevance-level 2`: ranx's `-l2` measures drop grade-1 chunks from the gains and the ideal alike."""
     metrics = ["ndcg@1", "ndcg@5", "map@3", "map@100", "hits@1", "hits@5"]
@@ -127,6 +135,7 @@ def test_relevance_level_2_equals_ranx_l2_measures():
         assert ours[query_id] == pytest.approx({ranx_name(m): values[f"{m}-l2"] for m in metrics}, abs=1e-9)
 
 
+@compares_with_ranx
 def test_tie_order_is_ranx_run_order_which_keeps_the_run_order_only_up_to_15_documents():
     rng = random.Random(7)
     runs = [{f"d{i}": float(rng.randint(0, 3)) for i in range(size)}
@@ -141,6 +150,7 @@ def test_tie_order_is_ranx_run_order_which_keeps_the_run_order_only_up_to_15_doc
     assert differs > 0, "long tied runs are reordered by ranx's quicksort"
 
 
+@compares_with_ranx
 def test_quicksort_order_sorts_and_matches_numba_argsort():
     rng = random.Random(3)
     keys = [[float(rng.randint(-3, 3)) for _ in range(size)] for size in (0, 1, 2, 16, 17, 33, 500)]
@@ -164,10 +174,13 @@ def raw_records(split: str) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def where(tmp_path_factory) -> dict:
-    return {"data_dir": str(SAMPLE), "cache_dir": str(tmp_path_factory.mktemp("cache"))}
+def where(mmrag_build) -> dict:
+    """The sample and the session's cache, where the shared build prepared it."""
+    assert mmrag_build.data_dir == str(SAMPLE)
+    return {"data_dir": mmrag_build.data_dir, "cache_dir": mmrag_build.cache_dir}
 
 
+@compares_with_ranx
 def test_eval_mmrag_gives_the_paper_measures_as_ranx_on_the_raw_file(where, tmp_path):
     records = raw_records("test")
     qrels = {r["id"]: r["relevant_chunks"] for r in records}
@@ -256,6 +269,7 @@ def write_routing(run: dict, path, fmt: str) -> None:
                                  "score": [r[2] for r in rows]}), path)
 
 
+@compares_with_ranx
 def test_routing_equals_ranx_in_every_run_format(where, tmp_path):
     records = raw_records("test")
     labels = {r["id"]: r["dataset_score"] for r in records}

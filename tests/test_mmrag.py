@@ -256,8 +256,8 @@ def edited_sample(tmp_path: Path, split: str, index: int, edit) -> Path:
         (lambda r: r.pop("query"), "missing field `query`"),
         (lambda r: r["relevant_chunks"].update({"nq_1_2": 3}), "must be a grade in [0, 1, 2], got 3"),
         (lambda r: r["relevant_chunks"].update({"nq_1_2": -1}), "got -1"),
-        (lambda r: r["relevant_chunks"].update({"nq_1_2": "1"}), "got '1'"),
-        (lambda r: r["relevant_chunks"].update({"nq_1_2": True}), "got True"),
+        (lambda r: r["relevant_chunks"].update({"nq_1_2": "1"}), 'got "1"'),
+        (lambda r: r["relevant_chunks"].update({"nq_1_2": True}), "got true"),
         (lambda r: r.update(answer=["a"]), "`answer` must be a str"),
         (lambda r: r["dataset_score"].pop("kg"), "`dataset_score` must have the keys"),
         (lambda r: r.update(extra=1), "unexpected field 'extra'"),
@@ -301,7 +301,7 @@ def test_truncated_corpus(tmp_path, indent):
         ({"id": "nq_1_2"}, "missing field `text`"),
         ({"text": "x"}, "missing field `id`"),
         ({"id": "nq_1_2", "text": "x", "title": "t"}, "unexpected field 'title'"),
-        ({"id": "nq_1_2", "text": None}, "`text` must be a string, got None"),
+        ({"id": "nq_1_2", "text": None}, "`text` must be a string, got null"),
         ({"id": 12, "text": "x"}, "`id` must be a string, got 12"),
         (["nq_1_2", "x"], "expected a JSON object"),
         ({"id": "wiki_1_2", "text": "x"}, "chunk id 'wiki_1_2' fits no source"),
@@ -489,10 +489,10 @@ def hostile_corpus(chunk_ids: list[str]) -> list[dict]:
 def small_ranges(monkeypatch):
     """Ranges and pieces of a few KB, so that a test file is cut in many places."""
     from ragloaders.benchmarks.mmrag import builder as mmrag_builder
-    from ragloaders.core import json_ranges
+    from ragloaders.core import json_array_cuts
 
     monkeypatch.setattr(mmrag_builder, "CORPUS_RANGE_BYTES", 20_000)
-    monkeypatch.setattr(json_ranges, "PIECE_BYTES", 3_000)
+    monkeypatch.setattr(json_array_cuts, "PIECE_BYTES", 3_000)
 
 
 @pytest.mark.parametrize("layout", ["compact", "indent 4", "spaced", "ascii"])
@@ -530,10 +530,10 @@ def test_parallel_corpus_equals_json_load(tmp_path, small_ranges, monkeypatch, l
 def test_records_longer_than_a_piece_are_read_exactly(tmp_path, small_ranges, monkeypatch, max_record_bytes):
     """A record of 30 KB spans ten 3 KB pieces: the piece grows to hold it, or, past MAX_RECORD_BYTES, the rest of
     the range is read by the streaming path; rows are json.load's either way."""
-    from ragloaders.core import json_ranges
+    from ragloaders.core import json_array_cuts
 
     if max_record_bytes:
-        monkeypatch.setattr(json_ranges, "MAX_RECORD_BYTES", max_record_bytes)
+        monkeypatch.setattr(json_array_cuts, "MAX_RECORD_BYTES", max_record_bytes)
     source = hostile_corpus(judged_chunk_ids(SAMPLE))
     for index in (5, 6, 200):
         source[index]["text"] = "long é " * 5_000

@@ -16,28 +16,24 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from mock_kg_generated import write_cragkg
 from ragloaders import CragMockAPI, SourceError
 from ragloaders.cli import main as cli_main
 from ragloaders.mock_api import client as client_module
 from ragloaders.mock_api.tables import REQUIRED_COLUMNS
-from ragloaders.publish.build import build_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def kg(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("mock_api_kg") / "cragkg"
-    write_cragkg(root)
-    return root
+def kg(mock_kg_build) -> Path:
+    """The session's generated cragkg folder (read only)."""
+    return mock_kg_build.kg
 
 
 @pytest.fixture(scope="module")
-def built(kg, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("mock_api_built") / "kg"
-    build_folder("crag/mock_kg", str(out), data_dir=str(kg), cache_dir=str(out.parent / "cache"))
-    return out
+def built(mock_kg_build) -> Path:
+    """The session's build of it (read only: copy_of for a test that changes it)."""
+    return mock_kg_build.out
 
 
 def copy_of(built: Path, tmp_path: Path) -> Path:
@@ -100,6 +96,15 @@ def test_a_folder_that_is_not_a_whole_build_is_one_clear_error(built, tmp_path, 
     make(folder)
     with pytest.raises(SourceError, match=expected):
         CragMockAPI(str(folder), cache_dir=str(tmp_path / "cache"))
+
+
+def test_each_endpoint_is_answered_by_the_method_its_path_names():
+    from ragloaders.mock_api.endpoints import DOMAINS, ENDPOINTS
+
+    assert len({endpoint.path for endpoint in ENDPOINTS}) == len(ENDPOINTS) == 38
+    for endpoint in ENDPOINTS:
+        name = endpoint.client_method.removeprefix(endpoint.domain + "_")
+        assert endpoint.answer.__name__ == name and vars(DOMAINS[endpoint.domain])[name] is endpoint.answer, endpoint
 
 
 def test_every_config_the_api_reads_is_built(built):
@@ -222,12 +227,52 @@ def test_a_hub_repository_is_downloaded_and_answers(built, tmp_path):
     assert downloaded == set(REQUIRED_COLUMNS)  # only the configs the API reads
 
 
-def test_a_hub_id_with_no_folder_of_that_name_is_taken_as_a_repository(monkeypatch, tmp_path):
+@pytest.fixture
+def hub(monkeypatch):
+    """A local hub whose dataset repositories are HUB_REPOS: the probe of any other answers 404."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from huggingface_hub import constants
+    from local_http import send_body
+
+    class Hub(BaseHTTPRequestHandler):
+        def do_GET(self):
+            known = self.path.removeprefix("/api/datasets/") in HUB_REPOS
+            send_body(self, b'{"id": "x"}' if known else b'{"error": "not found"}', status=200 if known else 404)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    yield
+    server.shutdown()
+    server.server_close()
+
+
+HUB_REPOS = {"org/name"}
+
+
+def test_a_hub_id_with_no_folder_of_that_name_is_taken_as_a_repository(hub, monkeypatch, tmp_path):
     asked = []
     monkeypatch.setattr(client_module, "download_repository", lambda repo, cache: asked.append(repo) or str(tmp_path))
     with pytest.raises(SourceError, match="not a crag/mock_kg build"):
         CragMockAPI("org/name", cache_dir=str(tmp_path))
     assert asked == ["org/name"]
+
+
+def test_a_repository_the_hub_does_not_have_is_one_line_with_the_remedies_and_nothing_downloaded(hub, monkeypatch,
+                                                                                                 tmp_path, capsys):
+    asked = []
+    monkeypatch.setattr(client_module, "download_repository", lambda repo, cache: asked.append(repo) or str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["serve", "crag/mock_kg", "--from", "org/missing", "--cache-dir", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "has no dataset repository org/missing (HTTP 404" in err, err
+    assert asked == []
 
 
 def test_key_index_finds_what_a_dict_of_the_rows_finds():

@@ -10,17 +10,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from mock_kg_generated import write_cragkg
 from ragloaders import CragMockAPI, SourceError
-from ragloaders.publish.build import build_folder
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("mock_api_lazy")
-    write_cragkg(root / "cragkg")
-    build_folder("crag/mock_kg", str(root / "kg"), data_dir=str(root / "cragkg"), cache_dir=str(root / "cache"))
-    return root / "kg"
+def built(mock_kg_build) -> Path:
+    """The session's build of the generated cragkg files (read only: a test that changes it copies it)."""
+    return mock_kg_build.out
 
 
 def converted(cache: Path) -> set[str]:

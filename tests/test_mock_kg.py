@@ -23,13 +23,12 @@ import duckdb
 import pytest
 import ragloaders
 from mock_api_generated import ODD_MOVIES, extend_movie
-from mock_kg_generated import COMPANY_CUT, ODD_KEYS, sqlitedict_file, write_cragkg
+from mock_kg_generated import COMPANY_CUT, ODD_KEYS, sqlitedict_file
 from ragloaders.benchmarks.crag_mock_kg import builder as mock_kg_builder
 from ragloaders.benchmarks.crag_mock_kg import catalogue as mock_kg_catalogue
 from ragloaders.benchmarks.crag_mock_kg import facts as mock_kg_facts
 from ragloaders.benchmarks.crag_mock_kg import sqlite as mock_kg_sqlite
 from ragloaders.benchmarks.crag_mock_kg.files import scan_json_text
-from ragloaders.cli import main as cli_main
 from ragloaders.core.errors import MissingSourceError, SourceError
 from ragloaders.publish.validate import integrity
 
@@ -38,18 +37,15 @@ CONFIGS = [table.config for table in mock_kg_catalogue.TABLES]
 
 
 @pytest.fixture(scope="module")
-def kg(tmp_path_factory) -> tuple[Path, dict[str, int]]:
-    root = tmp_path_factory.mktemp("kg") / "cragkg"
-    return root, write_cragkg(root)
+def kg(mock_kg_build) -> tuple[Path, dict[str, int]]:
+    """The session's generated cragkg folder (read only: tests copy what they change) and its entries per config."""
+    return mock_kg_build.kg, mock_kg_build.counts
 
 
 @pytest.fixture(scope="module")
-def built(kg, tmp_path_factory) -> Path:
-    root, _ = kg
-    base = tmp_path_factory.mktemp("built")
-    out = base / "hub"
-    assert cli_main(["build", PATH, "--data-dir", str(root), "--out", str(out), "--cache-dir", str(base / "c")]) == 0
-    return out
+def built(mock_kg_build) -> Path:
+    """The session's build of it (`build_folder`, what `ragloaders build --out` runs)."""
+    return mock_kg_build.out
 
 
 def load(config: str, data_dir: Path, cache: Path) -> datasets.Dataset:

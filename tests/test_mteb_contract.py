@@ -13,56 +13,51 @@ import importlib.util
 import datasets
 import pyarrow as pa
 import pytest
-from conftest import DATA
+from conftest import declared_samples
 from mteb_layout import beir_tables, check_contract, roles, write_repository
 from ragloaders.api import configs_of
 
-BUILDS = {
-    "beir": ("beir/nfcorpus", DATA / "beir"),
-    "crag": ("crag/task_1_and_2", DATA / "crag"),
-    "mmrag": ("mmrag", DATA / "mmrag"),
-}
+SAMPLES = sorted(declared_samples())
+"""Every sample a benchmark declares (Benchmark.samples), each built once in the session."""
+WITH_QRELS = [path for path in SAMPLES if "qrels" in configs_of(path)]
 
 
 @pytest.fixture(scope="module")
-def built(nfcorpus_build, crag_build, mmrag_build, tmp_path_factory):
-    """The session's shared builds of the three samples, and a datasets cache of this module's own."""
-    shared = {"beir": nfcorpus_build, "crag": crag_build, "mmrag": mmrag_build}
-    assert {name: (b.path, b.data_dir) for name, b in shared.items()} == {
-        name: (path, str(data_dir)) for name, (path, data_dir) in BUILDS.items()}
-    return {name: str(b.out) for name, b in shared.items()}, str(tmp_path_factory.mktemp("cache"))
+def built(sample_builds, tmp_path_factory):
+    """The session's build of every declared sample, and a datasets cache of this module's own."""
+    return {path: str(sample_builds[path].out) for path in SAMPLES}, str(tmp_path_factory.mktemp("cache"))
 
 
-@pytest.mark.parametrize("name", list(BUILDS))
-def test_no_built_folder_has_a_config_named_default(built, name):
+@pytest.mark.parametrize("path", SAMPLES)
+def test_no_built_folder_has_a_config_named_default(built, path):
     folders, _ = built
-    configs = datasets.get_dataset_config_names(folders[name])
+    configs = datasets.get_dataset_config_names(folders[path])
     assert "default" not in configs
-    assert set(configs) <= set(configs_of(BUILDS[name][0]))
+    assert set(configs) <= set(configs_of(path))
 
 
-@pytest.mark.parametrize("name", ["beir", "mmrag"])
-def test_folders_with_qrels_meet_the_contract_for_every_qrels_split(built, name):
+@pytest.mark.parametrize("path", WITH_QRELS)
+def test_folders_with_qrels_meet_the_contract_for_every_qrels_split(built, path):
     folders, cache = built
-    loaded = check_contract(folders[name], cache)
-    qrels_splits = datasets.get_dataset_split_names(folders[name], config_name="qrels")
+    loaded = check_contract(folders[path], cache)
+    qrels_splits = datasets.get_dataset_split_names(folders[path], config_name="qrels")
     assert sorted(loaded) == sorted(qrels_splits)
     for requested, splits in loaded.items():
         assert splits["qrels"] == requested
         assert splits["corpus"] == "corpus"  # the only split of corpus
-    if name == "beir":
-        assert loaded["test"]["queries"] == "queries"
-    else:
+    if path == "mmrag":
         assert loaded["test"]["queries"] == "test"  # mmRAG's queries have the requested split itself
+    else:
+        assert loaded["test"]["queries"] == "queries"  # BEIR's layout: one split of queries
 
 
 def test_crag_retrieval_configs_meet_the_contract(built):
     """CRAG has no relevance labels (no qrels), so mteb cannot score it; its corpus, queries and any `top_ranked`
     still follow the contract, split by split."""
     folders, cache = built
-    configs = datasets.get_dataset_config_names(folders["crag"])
+    configs = datasets.get_dataset_config_names(folders["crag/task_1_and_2"])
     assert "qrels" not in configs
-    loaded = check_contract(folders["crag"], cache)
+    loaded = check_contract(folders["crag/task_1_and_2"], cache)
     assert list(loaded) == ["test"]  # the example file has only test records
     assert loaded["test"]["queries"] == "test" and loaded["test"]["corpus"] == "corpus"
     if "top_ranked" in configs:
@@ -103,12 +98,12 @@ HAS_MTEB = importlib.util.find_spec("mteb") is not None
 
 
 @pytest.mark.skipif(not HAS_MTEB, reason="mteb is not installed (it pulls torch; see README: evaluating with mteb)")
-@pytest.mark.parametrize("name, split", [("beir", "test"), ("mmrag", "dev")])
-def test_mteb_own_loader_reads_the_built_folder(built, name, split):
+@pytest.mark.parametrize("path, split", [("beir/nfcorpus", "test"), ("mmrag", "dev")])
+def test_mteb_own_loader_reads_the_built_folder(built, path, split):
     from mteb.abstasks.retrieval_dataset_loaders import RetrievalDatasetLoader
 
     folders, cache = built
-    folder = folders[name]
+    folder = folders[path]
     data = RetrievalDatasetLoader(hf_repo=folder, revision=None, split=split).load()
     corpus = datasets.load_dataset(folder, "corpus", split="corpus", cache_dir=cache)
     qrels = datasets.load_dataset(folder, "qrels", split=split, cache_dir=cache)

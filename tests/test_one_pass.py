@@ -143,7 +143,7 @@ def test_damaged_record_splits_file_is_an_error_not_a_reordering(sources, tmp_pa
     path, data_dir = sources["v5"]
     records = ragloaders.builder(path, "records", data_dir=str(data_dir), cache_dir=str(tmp_path))
     records.download_and_prepare()
-    order = Path(records._output_dir) / crag.RECORD_SPLITS_FILE
+    order = Path(records.prepared_dir) / crag.RECORD_SPLITS_FILE
     assert order.read_bytes() == bytes(json.loads(line)["split"] for line in release_lines("v5"))
     order.write_bytes(order.read_bytes()[:-1] + bytes([1 - order.read_bytes()[-1]]))
     with pytest.raises(Exception, match="damaged `records` cache"):

@@ -1,5 +1,5 @@
-"""Adversarial cases of issue 20 §2/§3 found after the output work landed: a user's read-only folders in a build,
-ids trec_eval cannot hold, grades that exhaust memory, an eval output that ignored the target rules.
+"""What ragloaders writes, against hostile folders and input: a user's read-only folders in a build, ids trec_eval
+cannot hold, grades that exhaust memory, eval outputs under the target rules (never into the data or cache dir).
 
 Builds that need the kernel's permission checks run in a child without root's override (setpriv) when the tests
 run as root; whatever could crash the process (pytrec_eval) runs in a child too, so a crash fails the test."""
@@ -22,11 +22,6 @@ ROOT = Path(__file__).resolve().parent.parent
 ENVIRONMENT = {**os.environ, "PYTHONPATH": str(ROOT / "loaders")}
 NEW, OLD = "beir/nfcorpus", "crag/task_1_and_2"
 SOURCES = {NEW: str(DATA / "beir"), OLD: str(DATA / "crag")}
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> str:
-    return str(tmp_path_factory.mktemp("cache"))
 
 
 def as_plain_user() -> list[str]:

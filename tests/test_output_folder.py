@@ -33,24 +33,20 @@ SOURCES = {NEW: str(DATA / "beir"), OLD: str(DATA / "crag")}
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> str:
-    return str(tmp_path_factory.mktemp("cache"))
-
-
-@pytest.fixture(scope="module")
 def loads(tmp_path_factory) -> Path:
     """Where load_dataset caches what the tests load (away from the folders whose siblings are checked)."""
     return tmp_path_factory.mktemp("loads")
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory, cache_dir) -> dict[str, tuple[Path, dict]]:
-    """A complete build of each path (copied into place by tests) and its {config: {split: rows}}."""
+def built(sample_builds) -> dict[str, tuple[Path, dict]]:
+    """The session's complete build of each path (copied into place by tests) and its {config: {split: rows}}."""
     folders = {}
     for path in (NEW, OLD):
-        out = tmp_path_factory.mktemp("built") / path.replace("/", "-")
-        outputs = build_folder(path, str(out), data_dir=SOURCES[path], cache_dir=cache_dir)
-        folders[path] = out, {o.name: {s.name: s.num_examples for s in o.splits.values()} for o in outputs}
+        shared = sample_builds[path]
+        assert shared.data_dir == SOURCES[path]
+        folders[path] = shared.out, {o.name: {s.name: s.num_examples for s in o.splits.values()}
+                                     for o in shared.outputs}
     return folders
 
 
@@ -292,7 +288,7 @@ def reached():
     time.sleep(300)
 
 real_exchange, real_write, real_rename = of.exchange, build.write_parquet, os.rename
-real_inside = of._regular_file_inside
+real_inside = of.regular_file_inside
 
 def exchange(a, b):
     if point == "sealed":
@@ -326,7 +322,7 @@ def rename(a, b):
             reached()
     return real_rename(a, b)
 
-of.exchange, build.write_parquet, of._regular_file_inside, os.rename = exchange, write_parquet, inside, rename
+of.exchange, build.write_parquet, of.regular_file_inside, os.rename = exchange, write_parquet, inside, rename
 build.build_folder("beir/nfcorpus", out, data_dir=sys.argv[5], cache_dir=cache)
 """
 

@@ -1,4 +1,4 @@
-"""Issue 20 §2: what ragloaders writes never costs the user anything, interrupted, killed, nested, on a full disk.
+"""What ragloaders writes never costs the user anything, interrupted, killed, nested, on a full disk.
 
 Each test puts a build (a child process where it is interrupted, killed or aborted, so that the test sees the
 process end as a user would) in a situation that lost data before, then checks byte for byte that the old folder,
@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 from conftest import DATA
 from ragloaders.cli import main
-from ragloaders.publish.build import build_folder
 from ragloaders.publish.manifest import MANIFEST, Manifest, hash_folder, verify
 from ragloaders.publish.target_lock import lock_path
 
@@ -32,16 +31,10 @@ ENVIRONMENT = {**os.environ, "PYTHONPATH": str(ROOT / "loaders")}
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> str:
-    return str(tmp_path_factory.mktemp("cache"))
-
-
-@pytest.fixture(scope="module")
-def previous(tmp_path_factory, cache_dir) -> Path:
-    """A complete build of OLD, copied into place by the tests as the folder's previous build."""
-    out = tmp_path_factory.mktemp("built") / "crag"
-    build_folder(OLD, str(out), data_dir=SOURCES[OLD], cache_dir=cache_dir)
-    return out
+def previous(crag_build) -> Path:
+    """The session's complete build of OLD, copied into place by the tests as the folder's previous build."""
+    assert (crag_build.path, crag_build.data_dir) == (OLD, SOURCES[OLD])
+    return crag_build.out
 
 
 def build_args(out, path: str = NEW, *extra: str, cache_dir: str) -> list[str]:
@@ -195,9 +188,9 @@ def mount_tmpfs(where: Path, size: str) -> None:
 
 def unmount_under(root: Path) -> None:
     """Unmount what a test mounted under its folder, also where a failing build moved it; the deepest first."""
-    from ragloaders.publish.user_metadata import _mount_points
+    from ragloaders.publish.user_metadata import mount_points
 
-    for point in sorted(_mount_points(), key=len, reverse=True):
+    for point in sorted(mount_points(), key=len, reverse=True):
         if point.startswith(str(root) + os.sep):
             subprocess.run(["umount", point], check=True)
 

@@ -51,7 +51,7 @@ def beir_files(draw, min_rows: int = 0) -> dict:
     }
 
 
-def write_beir(folder: Path, files: dict) -> None:
+def write_styled_beir(folder: Path, files: dict) -> None:
     """A scifact-shaped BEIR folder (corpus without metadata; splits train and test)."""
     (folder / "qrels").mkdir(parents=True)
     style = (files["ascii_only"], files["line_end"])
@@ -80,7 +80,7 @@ def rows_of(dataset) -> list[dict]:
 @given(files=beir_files())
 def test_beir_files_round_trip_through_load(files):
     with tempfile.TemporaryDirectory() as tmp:
-        write_beir(Path(tmp, "scifact"), files)
+        write_styled_beir(Path(tmp, "scifact"), files)
         for (config, split), rows in expected_beir(files).items():
             loaded = ragloaders.load("beir/scifact", config, split=split, data_dir=os.path.join(tmp, "scifact"),
                                      cache_dir=os.path.join(tmp, "cache"))
@@ -91,7 +91,7 @@ def test_beir_files_round_trip_through_load(files):
 @given(files=beir_files(min_rows=1))
 def test_beir_files_round_trip_through_build_and_load_dataset(files):
     with tempfile.TemporaryDirectory() as tmp:
-        write_beir(Path(tmp, "scifact"), files)
+        write_styled_beir(Path(tmp, "scifact"), files)
         out = os.path.join(tmp, "out")
         build_folder("beir/scifact", out, data_dir=os.path.join(tmp, "scifact"), cache_dir=os.path.join(tmp, "cache"))
         for (config, split), rows in expected_beir(files).items():

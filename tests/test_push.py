@@ -28,11 +28,6 @@ TOKEN = "hf_fakePushToken_5f0c2e9a71b3"
 CONFIGS = ("corpus", "queries", "qrels")
 
 
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> str:
-    return str(tmp_path_factory.mktemp("datasets-cache"))
-
-
 def run_push(tmp_path: Path, cache_dir: str, *args: str, token: str | None = TOKEN, max_files: int = 2,
              env: dict | None = None) -> subprocess.CompletedProcess:
     environment = {key: value for key, value in os.environ.items() if not key.startswith("HF_")}
@@ -189,7 +184,7 @@ def test_the_plan_puts_the_card_last_and_bounds_commits(tmp_path):
                                                               ["README.md"]]
 
 
-# --- the staging folder and the repo id (issue 10: never destroy, never trust an unverified folder) ----------------
+# --- the staging folder and the repo id: never destroy, never trust an unverified folder ---------------------------
 
 
 def test_a_staged_file_changed_or_missing_is_rebuilt_not_trusted(tmp_path, cache_dir):
@@ -327,7 +322,7 @@ def test_a_staging_folder_of_an_older_ragloaders_is_refused_with_what_to_do(tmp_
     assert (staged / "corpus" / "corpus-00000-of-00001.parquet").read_bytes() == b"PAR1 staged by ragloaders 0.2"
 
 
-# --- a repository with files of its own (issue 20: delete and overwrite only what ragloaders published) ------------
+# --- a repository with files of its own: delete and overwrite only what ragloaders published ----------------------
 
 FOREIGN = {"data/train-00000-of-00001.parquet": b"PAR1 the repository's own training data",
            "eval/results.parquet": b"PAR1 the repository's own results",

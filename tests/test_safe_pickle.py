@@ -254,8 +254,9 @@ def test_every_allow_list_entry_resolves_and_none_is_a_code_runner():
     # each allowed global is read by a handler of pickled_values.Resolver: our code, which builds no library object
     ours = {pickle_resolver.__name__, pickled_pandas.__name__}
     for (module, name), kind in pickle_allow_list.FUNCTIONS.items():
-        handler = getattr(pickle_resolver.Resolver, f"_{kind}")
+        handler = pickle_resolver.HANDLERS[kind]
         assert handler.__module__ in ours, f"{module}.{name}"
+    assert set(pickle_resolver.HANDLERS) == set(pickle_allow_list.FUNCTIONS.values())  # no handler nothing names
     marker = pickled_values.Global("os", "system")
     assert pickle_allow_list.kind_of(marker) is None
 

@@ -37,12 +37,10 @@ def work(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def built(work) -> Path:
-    """The bundled nfcorpus sample built into a folder, as a user would (`ragloaders build ... --out`)."""
-    out = work / "nf"
-    assert cli.main(["build", PATH, "--data-dir", str(DATA / "beir"), "--out", str(out),
-                     "--cache-dir", str(work / "cache")]) == 0
-    return out
+def built(nfcorpus_build) -> Path:
+    """The session's build of the bundled nfcorpus sample (read only)."""
+    assert nfcorpus_build.path == PATH
+    return nfcorpus_build.out
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import shutil
 
 import pyarrow as pa
 import pytest
+from beir_files import write_beir
 from ragloaders import cli
 from ragloaders.benchmarks.beir import catalogue as beir
 from ragloaders.benchmarks.beir import facts as beir_facts
@@ -16,20 +17,6 @@ from ragloaders.publish import validate
 from ragloaders.publish.validate import integrity
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "beir")
-
-
-def write_beir(folder, corpus, queries, qrels):
-    """A BEIR folder: corpus [(id, text)], queries [(id, text)], qrels {split: [(qid, did, score)]}."""
-    os.makedirs(folder / "qrels", exist_ok=True)
-    with open(folder / "corpus.jsonl", "w", encoding="utf-8") as f:
-        f.writelines(json.dumps({"_id": i, "title": "", "text": t}) + "\n" for i, t in corpus)
-    with open(folder / "queries.jsonl", "w", encoding="utf-8") as f:
-        f.writelines(json.dumps({"_id": i, "text": t}) + "\n" for i, t in queries)
-    for split, rows in qrels.items():
-        with open(folder / "qrels" / f"{split}.tsv", "w", encoding="utf-8") as f:
-            f.write("query-id\tcorpus-id\tscore\n")
-            f.writelines(f"{q}\t{d}\t{s}\n" for q, d, s in rows)
-    return str(folder)
 
 
 def by_check(findings):
@@ -67,7 +54,7 @@ def test_cli_validate_exit_zero_and_json(tmp_path, capsys):
 @pytest.fixture
 def broken_scifact(tmp_path, monkeypatch):
     """scifact files with undeclared defects of every kind."""
-    folder = write_beir(
+    folder = str(write_beir(
         tmp_path / "scifact",
         corpus=[("d1", "one"), ("d2", "  "), ("d1", "again"), ("007", "seven")],
         queries=[("q1", "first"), ("q2", ""), ("007", "also a doc")],
@@ -75,7 +62,7 @@ def broken_scifact(tmp_path, monkeypatch):
             "train": [("q1", "d1", 1)],
             "test": [("q1", "d1", 1), ("q1", "d1", 2), ("q9", "d2", 0), ("q2", "d404", -1)],
         },
-    )
+    ))
     monkeypatch.setattr(validate, "published_counts_of", lambda path: {("qrels", "test"): 5, ("corpus", "corpus"): 4})
     return folder
 
@@ -106,12 +93,12 @@ def test_cli_exit_one_on_structural_errors(broken_scifact, tmp_path, capsys):
 
 
 def arguana_like(tmp_path, monkeypatch, missing_docs):
-    folder = write_beir(
+    folder = str(write_beir(
         tmp_path / "arguana",
         corpus=[("a1", "pro"), ("a2", "con"), ("a3", "other")],
         queries=[("a1", "pro"), ("a2", "con")],
         qrels={"test": [("a1", "a2", 1), ("a2", "a1", 1)] + [("a1", f"gone{i}", 1) for i in range(missing_docs)]},
-    )
+    ))
     monkeypatch.setattr(validate, "published_counts_of", lambda path: {("qrels", "test"): 2, ("corpus", "corpus"): 3})
     return folder
 
@@ -152,6 +139,7 @@ def test_beir_published_counts_protocol():
     assert beir_facts.known_defects("beir/scifact") == ()
 
 
+@pytest.mark.slow  # a generated corpus of 70,000 chunks built and validated: tens of seconds; CI runs it
 def test_mmrag_complete_query_files_match_published_counts(tmp_path):
     """The complete mmRAG query files (real) with a generated corpus of every judged chunk."""
     from mmrag_generated import dump_array, generated_corpus, judged_chunk_ids
@@ -173,7 +161,7 @@ def test_mmrag_complete_query_files_match_published_counts(tmp_path):
         assert split_facts(report, "records", split)["rows"] == count
 
 
-# --- published counts belong to a release; repositories (issue 11) ----------------------------------------------
+# --- published counts belong to a release; repositories ----------------------------------------------------------
 
 CRAG_DATA = os.path.join(os.path.dirname(__file__), "data", "crag")
 MMRAG_SAMPLE = os.path.join(os.path.dirname(__file__), "data", "mmrag")
@@ -241,13 +229,12 @@ def test_identify_by_size_then_checksum():
     assert _identify("a.zip", 10, [(bare, bare.files[0])], {})["status"] == "unverified"
 
 
-def test_a_built_folder_gets_the_same_report_without_its_sources(tmp_path, capsys):
-    from ragloaders.publish.build import build_folder
+def test_a_built_folder_gets_the_same_report_without_its_sources(mmrag_build, tmp_path, capsys):
     from ragloaders.publish.validate import integrity_of_repository
 
-    out = tmp_path / "built"
-    build_folder("mmrag", str(out), data_dir=MMRAG_SAMPLE, cache_dir=str(tmp_path / "c"))
-    from_sources = integrity("mmrag", data_dir=MMRAG_SAMPLE, cache_dir=str(tmp_path / "c"))
+    out = mmrag_build.out
+    assert mmrag_build.data_dir == MMRAG_SAMPLE
+    from_sources = integrity("mmrag", data_dir=MMRAG_SAMPLE, cache_dir=mmrag_build.cache_dir)
     from_folder = integrity_of_repository(str(out), cache_dir=str(tmp_path / "c2"))
     assert from_folder["ok"] and from_folder["source"] is None
     def strip(facts):
@@ -260,12 +247,12 @@ def test_a_built_folder_gets_the_same_report_without_its_sources(tmp_path, capsy
 
 
 def test_a_built_crag_folder_keeps_its_known_defects_as_warnings_and_so_does_one_validated_as_it(tmp_path,
-                                                                                             capsys):
-    from ragloaders.publish.build import build_folder
+                                                                                             crag_build, capsys):
     from ragloaders.publish.validate import integrity_of_repository
 
-    out = tmp_path / "built"
-    build_folder("crag/task_1_and_2", str(out), data_dir=CRAG_DATA, cache_dir=str(tmp_path / "c"))
+    assert crag_build.data_dir == CRAG_DATA
+    out = tmp_path / "built"  # a copy of the session's build: its card is changed below
+    shutil.copytree(crag_build.out, out)
     report = integrity_of_repository(str(out), cache_dir=str(tmp_path / "c2"))
     assert report["ok"] and report["built_from"] == "crag/task_1_and_2"
     assert [(w["check"], w["config"], w["count"]) for w in report["warnings"]] == [

@@ -9,9 +9,14 @@ from collections.abc import Sequence
 
 from . import __version__
 from .api import catalogue_path, configs_of, normalized, registry
-from .core.errors import MissingSourceError, SourceError
+from .core.errors import MissingSourceError, SourceError, UsageError
+from .core.log import show_warnings_on_stderr, warn
 from .mock_api import command as mock_api_command
 
+USERS_ERRORS = (UsageError, SourceError, MissingSourceError, OSError, ImportError, ValueError)
+"""Errors about the user's input, files or machine (ImportError: an extra not installed), printed as one line; any
+other exception is a bug of ragloaders, printed with the hint that --debug shows its traceback. ValueError is here
+until every usage error is a UsageError."""
 SOURCE_HELP = ("a benchmark path (beir/scifact; with --data-dir or a download), a folder `ragloaders build` wrote "
                "(./scifact), or a hub dataset repository id in ragloaders' or mteb's layout (org/name; with "
                "HF_HUB_OFFLINE=1 its copy in the hub cache)")
@@ -119,7 +124,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     if is_folder_source(args.path):
         if (args.data_dir or args.staging_dir or args.into_existing or args.license or args.pretty_name
                 or args.with_configs):
-            raise ValueError(f"{args.path}: --data-dir, --staging-dir, --into-existing, --license, --pretty-name and "
+            raise UsageError(f"{args.path}: --data-dir, --staging-dir, --into-existing, --license, --pretty-name and "
                              "--with are for a benchmark path; a built folder is pushed as it is")
         result = push_folder(args.path, args.repo_id, private=args.private, revision=args.revision,
                              commit_message=args.commit_message, dry_run=args.dry_run,
@@ -149,15 +154,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     (warnings also on stderr)."""
     from .eval.commands import run_eval
 
-    try:
-        report = run_eval(args)
-    except (ImportError, OSError) as e:  # the extra is missing; the run file or --out folder is not there
-        print(f"ragloaders: error: {' '.join(str(e).splitlines())}", file=sys.stderr)
-        return 2
+    report = run_eval(args)
     if args.json:
         print(json.dumps(report.as_json(), indent=1, ensure_ascii=False))
         for warning in report.warnings():
-            print(f"ragloaders: warning: {warning}", file=sys.stderr)
+            warn(warning)
     else:
         print(report.text())
     return 0
@@ -167,12 +168,8 @@ def cmd_bm25(args: argparse.Namespace) -> int:
     """Write the BM25 baseline run of a path."""
     from .eval import bm25
 
-    try:
-        result = bm25(args.path, out=args.out, split=args.split, top_k=args.top_k, data_dir=args.data_dir,
-                      cache_dir=args.cache_dir, benchmark=args.benchmark)
-    except (ImportError, OSError) as e:  # the extra is missing; the run file or --out folder is not there
-        print(f"ragloaders: error: {' '.join(str(e).splitlines())}", file=sys.stderr)
-        return 2
+    result = bm25(args.path, out=args.out, split=args.split, top_k=args.top_k, data_dir=args.data_dir,
+                  cache_dir=args.cache_dir, benchmark=args.benchmark)
     print(f"wrote {result.out}: {result.lines} lines for {result.queries} {result.split} queries, "
           f"{result.unranked} of which got no document (no word in common with any) "
           f"({result.settings.describe()}, top {args.top_k})")
@@ -209,7 +206,7 @@ def derived_names(args: argparse.Namespace) -> list[str]:
 
     unknown = [name for name in wanted if name not in RERANKING_CONFIGS]
     if unknown:
-        raise ValueError(f"--with: unknown config(s) {', '.join(unknown)}; choose from {', '.join(RERANKING_CONFIGS)}")
+        raise UsageError(f"--with: unknown config(s) {', '.join(unknown)}; choose from {', '.join(RERANKING_CONFIGS)}")
     return wanted
 
 
@@ -223,7 +220,7 @@ def derived_configs(args: argparse.Namespace) -> dict:
     try:
         tables = reranking_tables(args.path, data_dir=args.data_dir, cache_dir=args.cache_dir)
     except ImportError as e:
-        raise ValueError(str(e)) from None
+        raise UsageError(str(e)) from None
     notes = reranking_description()
     return {"extra_tables": {name: tables[name] for name in wanted},
             "extra_notes": {name: notes[name] for name in wanted}}
@@ -364,12 +361,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if getattr(args, "path", None) is not None:
         args.path = catalogue_path(args.path)
+    show_warnings_on_stderr()
     try:
         return args.run(args)
     except Exception as e:  # one line a user can act on; the traceback only with --debug
         if args.debug:
             raise
-        known = isinstance(e, (SourceError, MissingSourceError, ValueError, OSError))
+        known = isinstance(e, USERS_ERRORS)
         message = str(e) if known else f"{type(e).__name__}: {e} (--debug shows where)"
         print(f"ragloaders: error: {' '.join(message.splitlines())}", file=sys.stderr)
         return 2

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-import errno
 import functools
 import hashlib
 import json
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import datasets
-from datasets.exceptions import DatasetGenerationError
-from datasets.table import InMemoryTable
 
-from .errors import SourceError
+from .datasets_compat import CompatBuilder
+from .errors import UsageError, is_no_space, precise_cause
 from .memory import release_freed_memory
 
 VERSION = datasets.Version("1.0.0")
@@ -41,26 +38,7 @@ def identity_hash(*parts: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
-
-
-def is_no_space(error: BaseException) -> bool:
-    return isinstance(error, OSError) and error.errno in NO_SPACE
-
-
-def precise_cause(error: BaseException) -> BaseException | None:
-    """The SourceError (or missing file, or full disk) that a datasets wrapper was raised from, if any."""
-    seen = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, (SourceError, FileNotFoundError)) or is_no_space(current):
-            return current
-        current = current.__cause__ or current.__context__
-    return None
-
-
-class RagBuilder(datasets.ArrowBasedBuilder):
+class RagBuilder(CompatBuilder):
     """Base of the benchmark builders.
 
     Subclasses set BUILDER_CONFIGS and implement `_info`, `_split_generators`, `_generate_tables`
@@ -91,7 +69,7 @@ class RagBuilder(datasets.ArrowBasedBuilder):
         """The declared config `name` with `parameters` set, as datasets will build it."""
         declared = next((config for config in cls.BUILDER_CONFIGS if config.name == name), None)
         if declared is None:
-            raise ValueError(f"no config {name!r}; the configs are {', '.join(c.name for c in cls.BUILDER_CONFIGS)}")
+            raise UsageError(f"no config {name!r}; the configs are {', '.join(c.name for c in cls.BUILDER_CONFIGS)}")
         return dataclasses.replace(declared, **parameters) if parameters else declared
 
     def source_identity(self, data_dir: str | None, config: datasets.BuilderConfig) -> Any:
@@ -119,7 +97,7 @@ class RagBuilder(datasets.ArrowBasedBuilder):
             return dl_manager
         return datasets.DownloadManager(
             dataset_name=self.dataset_name,
-            download_config=datasets.DownloadConfig(cache_dir=self._cache_downloaded_dir),
+            download_config=datasets.DownloadConfig(cache_dir=self.downloads_dir),
         )
 
     def download_and_prepare(self, *args: Any, **kwargs: Any) -> None:
@@ -131,28 +109,8 @@ class RagBuilder(datasets.ArrowBasedBuilder):
                 raise
             raise OSError(
                 cause.errno, f"No space left on device while building {self.path} {self.config.name} "
-                "(free space there, or pass another cache_dir)", self._cache_dir_root,
+                "(free space there, or pass another cache_dir)", self.cache_root,
             ) from cause
         # What the preparation freed (parsed rows, decompression buffers) would otherwise stay in the allocators,
         # under whatever the caller does next: the next config, Parquet, as_dataset.
         release_freed_memory()
-
-    def _as_dataset(self, split: Any = datasets.Split.TRAIN, in_memory: bool = False) -> datasets.Dataset:
-        # datasets cannot read back a split with no rows ("corresponds to no data"): give it empty, with its columns.
-        # (A published folder leaves such a split out: publish.build writes only splits with rows.)
-        split_info = self.info.splits.get(str(split)) if self.info.splits else None
-        if split_info is not None and split_info.num_examples == 0:
-            table = InMemoryTable(self.info.features.arrow_schema.empty_table())
-            return datasets.Dataset(table, info=self.info.copy(), split=split_info.name)
-        return super()._as_dataset(split, in_memory)
-
-    def _prepare_split_single(self, *args: Any, **kwargs: Any) -> Iterator:
-        # datasets wraps any error in a generic DatasetGenerationError, and its cause does not survive
-        # the trip back from a num_proc worker: raise the precise error itself instead.
-        try:
-            yield from super()._prepare_split_single(*args, **kwargs)
-        except DatasetGenerationError as e:
-            cause = precise_cause(e)
-            if cause is None:
-                raise
-            raise cause from None

@@ -2,6 +2,21 @@
 
 from __future__ import annotations
 
+import errno
+
+NO_SPACE = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG)
+"""The errnos of a full disk: no space, the user's quota, a file over the filesystem's largest."""
+
+
+def is_no_space(error: BaseException) -> bool:
+    """Whether `error` is a full disk (NO_SPACE)."""
+    return isinstance(error, OSError) and error.errno in NO_SPACE
+
+
+class UsageError(ValueError):
+    """A command or call that cannot be done as asked (an unknown option value, a conflicting choice): says what to
+    give instead. A ValueError, so callers catching ValueError see it as before."""
+
 
 class SourceError(ValueError):
     """Bad or incomplete source data: names the file, the line or record, and what was expected."""
@@ -47,3 +62,15 @@ class DownloadError(SourceError):
 
 class MissingSourceError(FileNotFoundError):
     """A dataset's files are not there and cannot be downloaded; says where to get them."""
+
+
+def precise_cause(error: BaseException) -> BaseException | None:
+    """The SourceError (or missing file, or full disk) that a datasets wrapper was raised from, if any."""
+    seen = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (SourceError, FileNotFoundError)) or is_no_space(current):
+            return current
+        current = current.__cause__ or current.__context__
+    return None

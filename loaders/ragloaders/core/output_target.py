@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import tempfile
 from collections.abc import Iterator
 from typing import Literal
+
+from .log import warn
 
 
 class OutputFolderError(ValueError):
@@ -85,11 +86,32 @@ def partial_file(target: str) -> tuple[int, str]:
     except OSError:  # a folder that cannot be listed: mkstemp says why it cannot write there
         leftovers = []
     if leftovers:
-        print(f"ragloaders: warning: {len(leftovers)} unfinished file(s) of an interrupted earlier write of {target}, "
-              f"left as they are (delete them yourself): {', '.join(os.path.join(folder, e) for e in leftovers)}",
-              file=sys.stderr)
+        warn(f"{len(leftovers)} unfinished file(s) of an interrupted earlier write of {target}, left as they are "
+             f"(delete them yourself): {', '.join(os.path.join(folder, e) for e in leftovers)}")
     return tempfile.mkstemp(prefix=name + ".", suffix=PARTIAL_SUFFIX, dir=folder)
 
+
+
+def put_in_place(partial: str, path: str) -> bool:
+    """Give the finished file its name, never over a file that appeared meanwhile (FileExistsError): a hard link
+    fails where a rename would replace; where the filesystem has no hard links, a rename after a last check.
+    Returns whether the partial name is still there (after a link)."""
+    try:
+        os.link(partial, path)
+        return True
+    except FileExistsError:
+        raise
+    except OSError:
+        if os.path.lexists(path):
+            raise FileExistsError(f"{path} appeared while it was written; it is left as it is") from None
+        os.rename(partial, path)
+        return False
+
+
+def refuse_existing(path: str, option: str) -> None:
+    """FileExistsError unless nothing is at `path` yet: `option` writes a new file and replaces nothing."""
+    if os.path.lexists(path):
+        raise FileExistsError(f"{path}: already exists; {option} writes a new file and replaces nothing")
 
 def _protected(data_dir: str | None, cache_dir: str | None) -> Iterator[tuple[str, str]]:
     if data_dir:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import math
+from collections.abc import Callable
 from typing import Any
 
 from .errors import SourceError
@@ -127,10 +128,10 @@ class Resolver(PandasHandlers):
         what = kind_of(func)
         if what is None:
             raise self.refused(func)
-        handler = getattr(self, f"_{what}")
+        handler = HANDLERS[what]
         args = tuple(self.resolve(a) for a in node.args)
         state = self.resolve(node.state) if node.built else None
-        return handler(args, state, node)
+        return handler(self, args, state, node)
 
     # ------------------------------------------------------------ helpers
 
@@ -355,3 +356,22 @@ class Resolver(PandasHandlers):
             raise Bad("numpy scalar except (dtype, bytes)")
         self.budget.charge(8 + len(args[1]))  # a str scalar is as long as its bytes, which the file may share
         return scalar(args[0], bytes(args[1]))
+
+
+HANDLERS: dict[str, Callable[..., Any]] = {
+    "arrow_array": Resolver._arrow_array, "arrow_buffer": Resolver._arrow_buffer,
+    "arrow_strings": Resolver._arrow_strings, "arrow_type": Resolver._arrow_type, "block": Resolver._block,
+    "bytearray": Resolver._bytearray, "bytes": Resolver._bytes, "categorical": Resolver._categorical,
+    "date": Resolver._date, "datetime": Resolver._datetime, "datetimes": Resolver._datetimes,
+    "dtype": Resolver._dtype, "encode": Resolver._encode, "frame": Resolver._frame,
+    "frombuffer": Resolver._frombuffer, "frozenset": Resolver._frozenset, "getattr": Resolver._getattr,
+    "index": Resolver._index, "manager": Resolver._manager, "masked": Resolver._masked, "missing": Resolver._missing,
+    "multi": Resolver._multi, "nat": Resolver._nat, "ndarray": Resolver._ndarray,
+    "ndarray_backed": Resolver._ndarray_backed, "new_index": Resolver._new_index,
+    "numpy_dtype": Resolver._numpy_dtype, "offset": Resolver._offset, "pytz": Resolver._pytz,
+    "range": Resolver._range, "reconstruct": Resolver._reconstruct, "scalar": Resolver._scalar,
+    "series": Resolver._series, "set": Resolver._set, "slice": Resolver._slice, "strings": Resolver._strings,
+    "time": Resolver._time, "timedelta": Resolver._timedelta, "timedelta64": Resolver._timedelta64,
+    "timestamp": Resolver._timestamp, "timezone": Resolver._timezone, "zoneinfo": Resolver._zoneinfo,
+}
+"""Each kind of the allow list (pickle_allow_list.FUNCTIONS) -> the Resolver method that builds its value."""

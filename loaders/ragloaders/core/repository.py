@@ -27,8 +27,8 @@ PROBE_TIMEOUT_SECONDS = 3.0
 """How long the one request that checks the hub may take (connect and read)."""
 REMEDIES = ("set HF_ENDPOINT to a hub or mirror you can reach, set HF_HUB_OFFLINE=1 to use the copy in the hub cache, "
             "or work from local files (a built folder, or --data-dir with a benchmark path)")
-_REPO_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)?")
-"""The shape of a hub repo id (`name` or `owner/name`); anything else can only be a local folder."""
+REPO_ID_PART = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?")
+"""An owner or a name of a hub repo id (the hub's rules)."""
 
 
 class HubError(ConnectionError):
@@ -60,9 +60,20 @@ def innermost_cause(error: BaseException) -> str:
     return f"{type(error).__name__}: {' '.join(str(error).split())}"[:300]
 
 
+def repo_id_problem(repo_id: str) -> str | None:
+    """What makes `repo_id` not a hub repo id (`owner/name` or `name`, by the hub's rules); None when it is one."""
+    parts = repo_id.split("/") if isinstance(repo_id, str) else []
+    if not 1 <= len(parts) <= 2 or not all(REPO_ID_PART.fullmatch(part) for part in parts):
+        return ("expected OWNER/NAME or NAME, each of letters, digits, '-', '_' and '.', not starting or ending with "
+                "'-' or '.', 96 characters at most")
+    if "--" in repo_id or ".." in repo_id or repo_id.endswith(".git"):
+        return "'--' and '..' are not allowed, nor a name ending in '.git'"
+    return None
+
+
 def looks_like_repo_id(name: str) -> bool:
-    """`owner/name` or `name` of the characters a repo id may hold (so `./x`, `/x`, `a/b/c`, `~/x` are not)."""
-    return bool(_REPO_ID.fullmatch(name)) and ".." not in name and "--" not in name
+    """`owner/name` or `name` as the hub allows it (so `./x`, `/x`, `a/b/c`, `~/x` are not)."""
+    return repo_id_problem(name) is None
 
 
 def probe_hub(repo_id: str, *, what: str = "dataset repository") -> int:

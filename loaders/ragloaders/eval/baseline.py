@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from ..api import load, normalized
+from ..core.errors import UsageError
 from ..core.facts import EvalConventions
 from ..core.output_target import check_output
 from .bm25 import DEFAULT_SETTINGS, Bm25Settings, rank
@@ -110,7 +111,7 @@ def reranking_tables(
     conventions = conventions_of(path)
     require_extra("Stemmer")
     if conventions.unlabelled or conventions.mean_over:
-        raise ValueError(f"{path}: top_ranked and hard_negatives are built for a path with relevance labels "
+        raise UsageError(f"{path}: top_ranked and hard_negatives are built for a path with relevance labels "
                          f"({conventions.unlabelled or 'build each member path'})")
     where = {"data_dir": data_dir, "cache_dir": cache_dir}
     splits = list(load(path, "qrels", **where))

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from ..core.errors import UsageError
+
 LUCENE_ENGLISH_STOPWORDS = (
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not",
     "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was",
@@ -209,7 +211,7 @@ def rank(
     (tables with `_id` and the text fields, read once). Only documents sharing a term with the query are
     returned, so a query may get fewer than `top_k_docs` (none if all its words are stopwords)."""
     if top_k_docs < 1:
-        raise ValueError(f"top_k must be at least 1, got {top_k_docs}")
+        raise UsageError(f"top_k must be at least 1, got {top_k_docs}")
     analyzer = Analyzer(settings)
     vocabulary: dict[str, int] = {}
     query_terms = []

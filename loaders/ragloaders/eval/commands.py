@@ -7,12 +7,13 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..core.output_target import check_output
+from ..core.errors import UsageError
+from ..core.output_target import check_output, refuse_existing
+from ..core.user_cache import user_cache_dir
 from .crag_answers import AnswerReport, score_answers
 from .judge import RETRIES, TIMEOUT_SECONDS, Judge, check_limits, read_prompt
 from .report import EvalReport, evaluate, evaluate_routing
 
-DEFAULT_JUDGE_CACHE = os.path.join("~", ".cache", "ragloaders", "judge")
 ANSWER_OPTIONS = ("tokenizer", "judge_url", "judge_model", "judge_prompt", "judge_cache", "judge_timeout",
                   "judge_retries", "verdicts", "missing_as_idk")
 """Options that only apply to --predictions."""
@@ -21,34 +22,34 @@ ANSWER_OPTIONS = ("tokenizer", "judge_url", "judge_model", "judge_prompt", "judg
 def judge_from(args: argparse.Namespace) -> Judge | None:
     """The judge `--judge-url` and `--judge-model` ask for (both or neither)."""
     if bool(args.judge_url) != bool(args.judge_model):
-        raise ValueError("--judge-url and --judge-model go together")
+        raise UsageError("--judge-url and --judge-model go together")
     if not args.judge_url:
         given = [f"--{name.replace('_', '-')}" for name in ("judge_prompt", "judge_timeout", "judge_retries")
                  if getattr(args, name)]
         if given:
-            raise ValueError(f"{', '.join(given)} need(s) --judge-url and --judge-model")
+            raise UsageError(f"{', '.join(given)} need(s) --judge-url and --judge-model")
         return None
     limits = judge_limits(args.judge_timeout, args.judge_retries)
     if args.judge_cache:  # a folder the user names follows the rules of every writer (never the data or cache dir)
         check_output(args.judge_cache, kind="folder", data_dir=args.data_dir, cache_dir=args.cache_dir,
                      option="--judge-cache")
-    cache = os.path.expanduser(args.judge_cache or DEFAULT_JUDGE_CACHE)
+    cache = os.path.expanduser(args.judge_cache) if args.judge_cache else user_cache_dir("judge")
     prompt = {"prompt": read_prompt(args.judge_prompt)} if args.judge_prompt else {}
     return Judge(args.judge_url, args.judge_model, cache, **prompt, **limits)
 
 
 def judge_limits(timeout: str | None, retries: str | None) -> dict:
     """`Judge`'s `timeout` and `retries` from `--judge-timeout SECONDS` and `--judge-retries N` as typed (defaults
-    TIMEOUT_SECONDS and RETRIES); a ValueError in one line for anything but a positive number of seconds and a
+    TIMEOUT_SECONDS and RETRIES); a UsageError in one line for anything but a positive number of seconds and a
     whole number of retries, 0 or more."""
     try:
         seconds = float(timeout) if timeout is not None else TIMEOUT_SECONDS
     except ValueError:
-        raise ValueError(f"--judge-timeout must be a positive number of seconds, got {timeout[:40]!r}") from None
+        raise UsageError(f"--judge-timeout must be a positive number of seconds, got {timeout[:40]!r}") from None
     try:
         count = int(retries) if retries is not None else RETRIES
     except ValueError:
-        raise ValueError(f"--judge-retries must be a whole number, 0 or more, got {retries[:40]!r}") from None
+        raise UsageError(f"--judge-retries must be a whole number, 0 or more, got {retries[:40]!r}") from None
     check_limits(seconds, count)
     return {"timeout": seconds, "retries": count}
 
@@ -59,20 +60,19 @@ def run_eval(args: argparse.Namespace) -> EvalReport | AnswerReport:
     if args.predictions_file is None:
         used = [f"--{name.replace('_', '-')}" for name in ANSWER_OPTIONS if getattr(args, name)]
         if used:
-            raise ValueError(f"{', '.join(used)} apply to CRAG answers (--predictions) only")
+            raise UsageError(f"{', '.join(used)} apply to CRAG answers (--predictions) only")
     if args.routing_file is not None:
         if args.metrics or args.relevance_level is not None:
-            raise ValueError("--metrics and --relevance-level apply to --run; routing uses the authors' measures")
+            raise UsageError("--metrics and --relevance-level apply to --run; routing uses the authors' measures")
         return evaluate_routing(args.path, args.routing_file, split=args.split or "test", per_query=args.per_query,
                                 **where)
     if args.predictions_file is not None:
         if args.metrics or args.relevance_level is not None or args.per_query:
-            raise ValueError("--metrics, --relevance-level and --per-query apply to runs; answers are written per "
+            raise UsageError("--metrics, --relevance-level and --per-query apply to runs; answers are written per "
                              "record with --verdicts")
-        if args.verdicts and os.path.lexists(args.verdicts):
-            raise FileExistsError(f"{args.verdicts}: already exists; --verdicts writes a new file and replaces "
-                                  "nothing")
-        if args.verdicts:  # the rules every writer follows: never into the data or cache dir
+        if args.verdicts:
+            refuse_existing(args.verdicts, "--verdicts")
+            # the rules every writer follows: never into the data or cache dir
             check_output(args.verdicts, kind="file", data_dir=args.data_dir, cache_dir=args.cache_dir,
                          option="--verdicts")
         report = score_answers(args.path, args.predictions_file, split=args.split, tokenizer=args.tokenizer,

@@ -47,7 +47,7 @@ import pyarrow.parquet as pq
 
 from ..api import load, normalized
 from ..core.errors import SourceError
-from ..core.output_target import partial_file
+from ..core.output_target import partial_file, put_in_place, refuse_existing
 from ..core.readers.jsonl import Shard, iter_json_records
 from ..core.sources import SourceFiles
 from .judge import Judge, JudgeError
@@ -343,9 +343,9 @@ class AnswerReport:
         """Every record's verdict as JSONL to a new file `target`; an existing file is never replaced (FileExistsError)
         and the file appears only when complete."""
         target = os.fspath(target)
-        if os.path.lexists(target):
-            raise FileExistsError(f"{target}: already exists; --verdicts writes a new file and replaces nothing")
+        refuse_existing(target, "--verdicts")
         handle, partial = partial_file(target)
+        linked = True  # the partial file is still there to remove
         try:
             with os.fdopen(handle, "wb") as f:
                 for v in self.verdicts:
@@ -354,9 +354,10 @@ class AnswerReport:
                         "prediction": v.prediction, "judge_explanation": v.judge_explanation,
                         "unparseable_judgements": v.unparseable,
                     }) + b"\n")
-            os.link(partial, target)  # fails if the target appeared meanwhile: nothing is replaced
+            linked = put_in_place(partial, target)  # never over a target that appeared meanwhile
         finally:
-            os.unlink(partial)
+            if linked:
+                os.unlink(partial)
 
 
 def load_records(path: str, splits: list[str] | None, where: dict) -> tuple[list[Record], set[str], list[str]]:

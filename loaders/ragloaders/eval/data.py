@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from ..api import configs_of, is_benchmark_path, load, normalized
 from ..benchmarks import BENCHMARKS, benchmark_of
+from ..core.errors import UsageError
 from ..core.facts import EvalConventions
 from ..core.repository import open_repository
 from .metrics import Qrels
@@ -31,7 +32,7 @@ def conventions_of(path: str) -> EvalConventions:
     for benchmark in BENCHMARKS:
         if path.split("/")[0] == benchmark.name and (conventions := benchmark.eval_conventions(path)).mean_over:
             return conventions
-    raise ValueError(f"unknown path {path!r}; `ragloaders list` shows the known paths")
+    raise UsageError(f"unknown path {path!r}; `ragloaders list` shows the known paths")
 
 
 ROLE_CONFIGS = {"qrels": ("default", "qrels"), "queries": ("query", "queries"), "corpus": ("corpus",)}
@@ -49,19 +50,19 @@ def open_source(source: str, benchmark: str | None = None) -> tuple[str, EvalCon
     conventions of `benchmark` (`--as`) or else of the path its card says ragloaders built it from."""
     if is_benchmark_path(source):
         if benchmark is not None:
-            raise ValueError(f"{source} is a benchmark path: --as is for a built folder or a hub repository")
+            raise UsageError(f"{source} is a benchmark path: --as is for a built folder or a hub repository")
         return normalized(source), conventions_of(source)
     repository = open_repository(source).local()
     named = benchmark or repository.built_from()
     if named is None:
-        raise ValueError(f"{source}: its card does not say which benchmark it holds (it was not built by ragloaders), "
+        raise UsageError(f"{source}: its card does not say which benchmark it holds (it was not built by ragloaders), "
                          "so the conventions to score it by are not known; pass --as PATH, e.g. --as beir/scifact")
     try:
         conventions = conventions_of(named)
     except ValueError:
-        raise ValueError(f"{source}: {named!r} is not a benchmark path (`ragloaders list` shows them)") from None
+        raise UsageError(f"{source}: {named!r} is not a benchmark path (`ragloaders list` shows them)") from None
     if conventions.mean_over:
-        raise ValueError(f"{source}: a folder or repository holds one path, not the group {named}; pass a member")
+        raise UsageError(f"{source}: a folder or repository holds one path, not the group {named}; pass a member")
     return repository.folder, conventions
 
 
@@ -69,12 +70,12 @@ def config_for(path: str, role: str) -> str:
     """The config that plays `role` (qrels, queries, corpus) in a benchmark path, folder or repository."""
     if is_benchmark_path(path):
         if role not in configs_of(path):
-            raise ValueError(f"{path} has no {role} config")
+            raise UsageError(f"{path} has no {role} config")
         return role
     configs = open_repository(path).configs()
     found = next((name for name in ROLE_CONFIGS[role] if name in configs), None)
     if found is None:
-        raise ValueError(f"{path} has no {' or '.join(ROLE_CONFIGS[role])} config; its configs are "
+        raise UsageError(f"{path} has no {' or '.join(ROLE_CONFIGS[role])} config; its configs are "
                          f"{', '.join(configs)}")
     return found
 
@@ -82,14 +83,14 @@ def config_for(path: str, role: str) -> str:
 def require_labels(path: str, conventions: EvalConventions) -> None:
     """Refuse to score a path whose benchmark has no relevance labels."""
     if conventions.unlabelled:
-        raise ValueError(f"{path} cannot be scored: {conventions.unlabelled}")
+        raise UsageError(f"{path} cannot be scored: {conventions.unlabelled}")
 
 
 def _split(path: str, config: str, split: str, **kwargs) -> datasets.Dataset:
     """The split of a config; in a folder or repository a config's only split stands for any (mteb's rule)."""
     splits = load(path, config, **kwargs)
     if split not in splits and not (len(splits) == 1 and not is_benchmark_path(path)):
-        raise ValueError(f"{path} {config} has no split {split!r}; its splits are {', '.join(splits)}")
+        raise UsageError(f"{path} {config} has no split {split!r}; its splits are {', '.join(splits)}")
     return with_ids(splits[split] if split in splits else next(iter(splits.values())))
 
 
@@ -112,7 +113,7 @@ def load_grades(
     """A config of (`query-id`, `item_column`, `score`) rows as {query id: {item: grade}}, in file order (a
     repeated pair keeps its last grade): the qrels, or mmRAG's `routing` labels (item column `dataset`)."""
     if is_benchmark_path(path) and config not in configs_of(path):
-        raise ValueError(f"{path} has no {config} config")
+        raise UsageError(f"{path} has no {config} config")
     table = _split(path, config, split, data_dir=data_dir, cache_dir=cache_dir).data.table
     grades: Qrels = {}
     for query_id, item, grade in zip(*(table.column(n).to_pylist() for n in ("query-id", item_column, "score"))):
@@ -132,7 +133,7 @@ def load_queries(
     elif len(splits) == 1 and only is not None:
         dataset = next(iter(splits.values()))
     else:
-        raise ValueError(f"{path} queries has no split {split!r}; its splits are {', '.join(splits)}")
+        raise UsageError(f"{path} queries has no split {split!r}; its splits are {', '.join(splits)}")
     table = with_ids(dataset).data.table
     pairs = zip(table.column("_id").to_pylist(), table.column("text").to_pylist())
     if only is None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import normalized
+from ..core.errors import UsageError
 from ..core.facts import AuthorsMeasures, EvalConventions
 from .data import (
     all_query_ids,
@@ -208,7 +209,7 @@ def evaluate_routing(
     path = normalized(path)
     authors = conventions_of(path).authors_routing
     if authors is None:
-        raise ValueError(f"{path} has no routing task; routing runs are scored on mmrag")
+        raise UsageError(f"{path} has no routing task; routing runs are scored on mmrag")
     run = checked_run(run) if isinstance(run, dict) else read_routing_run(run)
     where = {"data_dir": data_dir, "cache_dir": cache_dir}
     labels = load_grades(path, "routing", "dataset", split, **where)

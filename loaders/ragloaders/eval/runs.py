@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.errors import SourceError
-from ..core.output_target import partial_file
+from ..core.output_target import partial_file, put_in_place
 from ..core.readers.jsonl import Shard, iter_json_records
 from ..core.readers.lines import UTF8_BOM, iter_lines
 from ..core.readers.values import conform
@@ -268,29 +268,13 @@ def write_run(
     try:
         writer = {"trec": _write_trec, "parquet": _write_parquet, "jsonl": _write_jsonl}[fmt]
         count = writer(partial, rankings, tag)
-        linked = _put_in_place(partial, path)
+        linked = put_in_place(partial, path)
     except BaseException:
         os.unlink(partial)
         raise
     if linked:
         os.unlink(partial)
     return count
-
-
-def _put_in_place(partial: str, path: str) -> bool:
-    """Give the finished file its name, never over a file that appeared meanwhile (FileExistsError): a hard link
-    fails where a rename would replace; where the filesystem has no hard links, a rename after a last check.
-    Returns whether the partial name is still there (after a link)."""
-    try:
-        os.link(partial, path)
-        return True
-    except FileExistsError:
-        raise
-    except OSError:
-        if os.path.lexists(path):
-            raise FileExistsError(f"{path} appeared while the run was written; it is left as it is") from None
-        os.rename(partial, path)
-        return False
 
 
 def _write_trec(path: str, rankings: Iterable[tuple[str, Sequence[str], Sequence[float]]], tag: str) -> int:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..core.errors import SourceError
+from ..core.errors import SourceError, UsageError
+from ..core.repository import hub_offline, open_repository
 from .tables import default_cache_dir, download_repository, is_repo_id, open_tables
 
 
@@ -19,12 +20,14 @@ def resolve_source(source: str | None, data_dir: str | None, cache_dir: str | No
     """The local folder of a build: `source` itself, the snapshot of hub repository `source`, or a build of the
     `cragkg` folder `data_dir` made in the cache (once per version of its files)."""
     if (source is None) == (data_dir is None):
-        raise ValueError("give either a crag/mock_kg build (a folder or hub repository id) or data_dir (a cragkg "
+        raise UsageError("give either a crag/mock_kg build (a folder or hub repository id) or data_dir (a cragkg "
                          "folder), not both and not neither")
     if source is not None:
         if os.path.isdir(source):
             return source
         if is_repo_id(source):
+            if not hub_offline():
+                open_repository(source)  # the one probe every command makes: HubError in one line, with remedies
             return download_repository(source, cache_dir)
         raise SourceError(source, "no such folder, and not a hub repository id (org/name)")
     return build_into_cache(data_dir or "", cache_dir)

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..api import normalized
+from ..core.errors import UsageError
 
 PATH = "crag/mock_kg"
 EXAMPLES = ["ragloaders serve crag/mock_kg --from ./crag_mock_kg --port 8000",
@@ -16,12 +17,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """Open the build (or build `--data-dir` first), then answer on http://HOST:PORT until Ctrl-C. Errors are
     raised (SourceError, ValueError, OSError for a port in use) and `main` prints them in one line."""
     if normalized(args.path) != PATH:
-        raise ValueError(f"ragloaders serve answers CRAG's mock API, path {PATH}; got {args.path!r}")
+        raise UsageError(f"ragloaders serve answers CRAG's mock API, path {PATH}; got {args.path!r}")
     from .http import check_port, missing_stack, serve
 
     hint = missing_stack()
     if hint:
-        raise ValueError(hint)
+        raise UsageError(hint)
     check_port(args.host, args.port)  # before the tables are opened: a port in use fails at once
     from .client import CragMockAPI
 

@@ -1,9 +1,11 @@
-"""The 38 endpoints of CRAG's mock API as data: path, the official client's method, the request body's fields
-(name, type, default) and the domain method that answers; and `MockKg`, which answers them from a build."""
+"""The 38 endpoints of CRAG's mock API as data: the path (which also names the official client's method), the
+domain method that answers and the request body's fields (name, type, default); and `MockKg`, which answers them
+from a build."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +18,6 @@ from .tables import Tables
 
 REQUIRED = object()
 """A body field without a default."""
-FIELD_TYPES = ("str", "int", "str | None", "list[str]")
 
 
 @dataclass(frozen=True)
@@ -26,81 +27,73 @@ class Field:
     default: Any = REQUIRED
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    path: str
-    client_method: str
-    """The method of the official client (`apiwrapper/pycragapi.py`, class CRAG) that posts to `path`."""
-    answer: str
-    """`domain.method` of MockKg answering it, called with the body's fields in order."""
-    body: tuple[Field, ...]
-
-
 def _query(kind: str = "str") -> tuple[Field, ...]:
     return (Field("query", kind),)
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    path: str
+    """`/<domain>/<name>`: the domain that answers, and the name of the method that does (its slashes as `_`)."""
+    answer: Callable[..., Any]
+    """The domain's method answering it (`MovieDomain.get_person_info`), called on the domain with the body's fields
+    in order."""
+    body: tuple[Field, ...] = _query()
+
+    @property
+    def domain(self) -> str:
+        """The key of DOMAINS whose domain answers."""
+        return self.path.split("/")[1]
+
+    @property
+    def client_method(self) -> str:
+        """The method of the official client (`apiwrapper/pycragapi.py`, class CRAG) that posts to `path`."""
+        return self.path.strip("/").replace("/", "_")
+
+
 _DATED = (Field("date", "str"), Field("team_name", "str | None", None))
 ENDPOINTS: tuple[Endpoint, ...] = (
-    Endpoint("/open/search_entity_by_name", "open_search_entity_by_name", "open.search_entity_by_name", _query()),
-    Endpoint("/open/get_entity", "open_get_entity", "open.get_entity", _query()),
-    Endpoint("/movie/get_person_info", "movie_get_person_info", "movie.get_person_info", _query()),
-    Endpoint("/movie/get_movie_info", "movie_get_movie_info", "movie.get_movie_info", _query()),
-    Endpoint("/movie/get_year_info", "movie_get_year_info", "movie.get_year_info", _query()),
-    Endpoint("/movie/get_movie_info_by_id", "movie_get_movie_info_by_id", "movie.get_movie_info_by_id",
-             _query("int")),
-    Endpoint("/movie/get_person_info_by_id", "movie_get_person_info_by_id", "movie.get_person_info_by_id",
-             _query("int")),
-    Endpoint("/finance/get_company_name", "finance_get_company_name", "finance.get_company_name", _query()),
-    Endpoint("/finance/get_ticker_by_name", "finance_get_ticker_by_name", "finance.get_ticker_by_name", _query()),
-    Endpoint("/finance/get_price_history", "finance_get_price_history", "finance.get_price_history", _query()),
-    Endpoint("/finance/get_detailed_price_history", "finance_get_detailed_price_history",
-             "finance.get_detailed_price_history", _query()),
-    Endpoint("/finance/get_dividends_history", "finance_get_dividends_history", "finance.get_dividends_history",
-             _query()),
-    Endpoint("/finance/get_market_capitalization", "finance_get_market_capitalization",
-             "finance.get_market_capitalization", _query()),
-    Endpoint("/finance/get_eps", "finance_get_eps", "finance.get_eps", _query()),
-    Endpoint("/finance/get_pe_ratio", "finance_get_pe_ratio", "finance.get_pe_ratio", _query()),
-    Endpoint("/finance/get_info", "finance_get_info", "finance.get_info", _query()),
-    Endpoint("/music/search_artist_entity_by_name", "music_search_artist_entity_by_name",
-             "music.search_artist_entity_by_name", _query()),
-    Endpoint("/music/search_song_entity_by_name", "music_search_song_entity_by_name",
-             "music.search_song_entity_by_name", _query()),
-    Endpoint("/music/get_billboard_rank_date", "music_get_billboard_rank_date", "music.get_billboard_rank_date",
+    Endpoint("/open/search_entity_by_name", OpenDomain.search_entity_by_name),
+    Endpoint("/open/get_entity", OpenDomain.get_entity),
+    Endpoint("/movie/get_person_info", MovieDomain.get_person_info),
+    Endpoint("/movie/get_movie_info", MovieDomain.get_movie_info),
+    Endpoint("/movie/get_year_info", MovieDomain.get_year_info),
+    Endpoint("/movie/get_movie_info_by_id", MovieDomain.get_movie_info_by_id, _query("int")),
+    Endpoint("/movie/get_person_info_by_id", MovieDomain.get_person_info_by_id, _query("int")),
+    Endpoint("/finance/get_company_name", FinanceDomain.get_company_name),
+    Endpoint("/finance/get_ticker_by_name", FinanceDomain.get_ticker_by_name),
+    Endpoint("/finance/get_price_history", FinanceDomain.get_price_history),
+    Endpoint("/finance/get_detailed_price_history", FinanceDomain.get_detailed_price_history),
+    Endpoint("/finance/get_dividends_history", FinanceDomain.get_dividends_history),
+    Endpoint("/finance/get_market_capitalization", FinanceDomain.get_market_capitalization),
+    Endpoint("/finance/get_eps", FinanceDomain.get_eps),
+    Endpoint("/finance/get_pe_ratio", FinanceDomain.get_pe_ratio),
+    Endpoint("/finance/get_info", FinanceDomain.get_info),
+    Endpoint("/music/search_artist_entity_by_name", MusicDomain.search_artist_entity_by_name),
+    Endpoint("/music/search_song_entity_by_name", MusicDomain.search_song_entity_by_name),
+    Endpoint("/music/get_billboard_rank_date", MusicDomain.get_billboard_rank_date,
              (Field("rank", "int"), Field("date", "str | None", None))),
-    Endpoint("/music/get_billboard_attributes", "music_get_billboard_attributes", "music.get_billboard_attributes",
+    Endpoint("/music/get_billboard_attributes", MusicDomain.get_billboard_attributes,
              (Field("date", "str"), Field("attribute", "str"), Field("song_name", "str"))),
-    Endpoint("/music/grammy_get_best_artist_by_year", "music_grammy_get_best_artist_by_year",
-             "music.grammy_get_best_artist_by_year", _query("int")),
-    Endpoint("/music/grammy_get_award_count_by_artist", "music_grammy_get_award_count_by_artist",
-             "music.grammy_get_award_count_by_artist", _query()),
-    Endpoint("/music/grammy_get_award_count_by_song", "music_grammy_get_award_count_by_song",
-             "music.grammy_get_award_count_by_song", _query()),
-    Endpoint("/music/grammy_get_best_song_by_year", "music_grammy_get_best_song_by_year",
-             "music.grammy_get_best_song_by_year", _query("int")),
-    Endpoint("/music/grammy_get_award_date_by_artist", "music_grammy_get_award_date_by_artist",
-             "music.grammy_get_award_date_by_artist", _query()),
-    Endpoint("/music/grammy_get_best_album_by_year", "music_grammy_get_best_album_by_year",
-             "music.grammy_get_best_album_by_year", _query("int")),
-    Endpoint("/music/grammy_get_all_awarded_artists", "music_grammy_get_all_awarded_artists",
-             "music.grammy_get_all_awarded_artists", ()),
-    Endpoint("/music/get_artist_birth_place", "music_get_artist_birth_place", "music.get_artist_birth_place",
-             _query()),
-    Endpoint("/music/get_artist_birth_date", "music_get_artist_birth_date", "music.get_artist_birth_date", _query()),
-    Endpoint("/music/get_members", "music_get_members", "music.get_members", _query()),
-    Endpoint("/music/get_lifespan", "music_get_lifespan", "music.get_lifespan", _query()),
-    Endpoint("/music/get_song_author", "music_get_song_author", "music.get_song_author", _query()),
-    Endpoint("/music/get_song_release_country", "music_get_song_release_country", "music.get_song_release_country",
-             _query()),
-    Endpoint("/music/get_song_release_date", "music_get_song_release_date", "music.get_song_release_date", _query()),
-    Endpoint("/music/get_artist_all_works", "music_get_artist_all_works", "music.get_artist_all_works", _query()),
-    Endpoint("/sports/soccer/get_games_on_date", "sports_soccer_get_games_on_date",
-             "sports.soccer_get_games_on_date", _DATED),
-    Endpoint("/sports/nba/get_games_on_date", "sports_nba_get_games_on_date", "sports.nba_get_games_on_date",
-             _DATED),
-    Endpoint("/sports/nba/get_play_by_play_data_by_game_ids", "sports_nba_get_play_by_play_data_by_game_ids",
-             "sports.nba_get_play_by_play_data_by_game_ids", (Field("game_ids", "list[str]"),)),
+    Endpoint("/music/grammy_get_best_artist_by_year", MusicDomain.grammy_get_best_artist_by_year, _query("int")),
+    Endpoint("/music/grammy_get_award_count_by_artist", MusicDomain.grammy_get_award_count_by_artist),
+    Endpoint("/music/grammy_get_award_count_by_song", MusicDomain.grammy_get_award_count_by_song),
+    Endpoint("/music/grammy_get_best_song_by_year", MusicDomain.grammy_get_best_song_by_year, _query("int")),
+    Endpoint("/music/grammy_get_award_date_by_artist", MusicDomain.grammy_get_award_date_by_artist),
+    Endpoint("/music/grammy_get_best_album_by_year", MusicDomain.grammy_get_best_album_by_year, _query("int")),
+    Endpoint("/music/grammy_get_all_awarded_artists", MusicDomain.grammy_get_all_awarded_artists, ()),
+    Endpoint("/music/get_artist_birth_place", MusicDomain.get_artist_birth_place),
+    Endpoint("/music/get_artist_birth_date", MusicDomain.get_artist_birth_date),
+    Endpoint("/music/get_members", MusicDomain.get_members),
+    Endpoint("/music/get_lifespan", MusicDomain.get_lifespan),
+    Endpoint("/music/get_song_author", MusicDomain.get_song_author),
+    Endpoint("/music/get_song_release_country", MusicDomain.get_song_release_country),
+    Endpoint("/music/get_song_release_date", MusicDomain.get_song_release_date),
+    Endpoint("/music/get_artist_all_works", MusicDomain.get_artist_all_works),
+    Endpoint("/sports/soccer/get_games_on_date", SportsDomain.soccer_get_games_on_date, _DATED),
+    Endpoint("/sports/nba/get_games_on_date", SportsDomain.nba_get_games_on_date, _DATED),
+    Endpoint("/sports/nba/get_play_by_play_data_by_game_ids", SportsDomain.nba_get_play_by_play_data_by_game_ids,
+             (Field("game_ids", "list[str]"),)),
 )
 BY_PATH = {endpoint.path: endpoint for endpoint in ENDPOINTS}
 BY_CLIENT_METHOD = {endpoint.client_method: endpoint for endpoint in ENDPOINTS}
@@ -129,5 +122,4 @@ class MockKg:
 
     def answer(self, endpoint: Endpoint, values: list[Any]) -> dict[str, Any]:
         """The server's JSON body for a request whose body fields (validated) are `values`."""
-        domain, method = endpoint.answer.split(".")
-        return {"result": getattr(self.domain(domain), method)(*values)}
+        return {"result": endpoint.answer(self.domain(endpoint.domain), *values)}

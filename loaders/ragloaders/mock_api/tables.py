@@ -17,7 +17,6 @@ import glob
 import hashlib
 import json
 import os
-import re
 import threading
 
 import pyarrow as pa
@@ -25,7 +24,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..core.errors import SourceError
-from ..core.repository import require_own_file
+from ..core.repository import looks_like_repo_id, require_own_file
+from ..core.user_cache import user_cache_dir
 from ..publish.repository import built_from
 from .cache_files import CHECK_SUFFIX, building, file_problem, put_in_place, record_file, warn_rebuilt
 from .indexes import Store
@@ -59,13 +59,12 @@ CONVERTED_FORMAT = 3
 
 
 def default_cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "ragloaders")
+    return user_cache_dir()
 
 
 def is_repo_id(source: str) -> bool:
-    """`org/name` (the hub's repository id form) that is not an existing folder."""
-    return not os.path.exists(source) and re.fullmatch(r"[\w.-]+/[\w.-]+", source) is not None
+    """A hub repository id (`org/name` or `name`, core.repository's rule) that is not an existing path."""
+    return not os.path.exists(source) and looks_like_repo_id(source)
 
 
 def download_repository(repo_id: str, cache_dir: str | None) -> str:

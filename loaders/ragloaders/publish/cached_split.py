@@ -14,6 +14,7 @@ import datasets
 import pyarrow as pa
 from datasets.table import ConcatenationTable, MemoryMappedTable
 
+from ..core.datasets_compat import has_indices_mapping
 from ..core.readers.arrow_batches import iter_ipc_batches
 
 SAME_ROWS = frozenset({"replace_schema_metadata"})
@@ -24,7 +25,7 @@ prepared split carries its features in the schema's metadata)."""
 def cache_files(dataset: datasets.Dataset) -> list[str] | None:
     """The Arrow files that hold exactly `dataset`'s rows and values, in order; None when it is anything else (in
     memory, an indices mapping, a slice or a cast of its files)."""
-    if dataset._indices is not None:
+    if has_indices_mapping(dataset):
         return None
     table = dataset.data
     rows = table.blocks if isinstance(table, ConcatenationTable) else [[table]]

@@ -23,6 +23,7 @@ from huggingface_hub import DatasetCardData
 from ..api import configs_of
 from ..benchmarks import benchmark_of
 from ..core.card_yaml import load_yaml
+from ..core.errors import UsageError
 from ..core.facts import Benchmark, CardFacts
 from ..core.repository import BUILT_FROM, BUILT_FROM_PATTERN  # noqa: F401 (validate reads the pattern here)
 from .parquet import CUTTING_RULE, LARGE_ROW_BYTES, ConfigOutput
@@ -51,10 +52,10 @@ class CardOptions:
 
     def __post_init__(self) -> None:
         if self.license is not None and (not LICENSE_ID.fullmatch(self.license) or self.license == "other"):
-            raise ValueError(f"--license {self.license!r}: expected a hub licence id such as cc-by-4.0 or apache-2.0 "
+            raise UsageError(f"--license {self.license!r}: expected a hub licence id such as cc-by-4.0 or apache-2.0 "
                              "(lower case; `other` needs a name and link: edit the card after building)")
         if self.pretty_name is not None and (not self.pretty_name.strip() or len(self.pretty_name.splitlines()) > 1):
-            raise ValueError(f"--pretty-name {self.pretty_name!r}: expected a non-empty name on one line")
+            raise UsageError(f"--pretty-name {self.pretty_name!r}: expected a non-empty name on one line")
 
     def given(self) -> dict[str, str]:
         return {name: value for name, value in dataclasses.asdict(self).items() if value is not None}
@@ -63,7 +64,7 @@ class CardOptions:
 def check_options(path: str, options: CardOptions) -> None:
     """Refuse card options for a path whose card states its publisher's facts (before anything is built)."""
     if options.given() and not facts_for(benchmark_of(path), path).own_data:
-        raise ValueError(f"--license and --pretty-name describe your own data (beir-format); the card of {path} "
+        raise UsageError(f"--license and --pretty-name describe your own data (beir-format); the card of {path} "
                          "states what its publisher declares")
 
 

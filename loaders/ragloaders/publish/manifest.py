@@ -97,7 +97,7 @@ def sha256_of(path: str) -> str:
     return file_digest(path, "sha256")
 
 
-def _regular_file_inside(root: str, name: str) -> os.stat_result | None:
+def regular_file_inside(root: str, name: str) -> os.stat_result | None:
     """lstat of root/name when it is a regular file reached through real folders only (no symlink on the way)."""
     parts = name.split("/")
     current = root
@@ -112,7 +112,7 @@ def _regular_file_inside(root: str, name: str) -> os.stat_result | None:
     return info if stat.S_ISREG(info.st_mode) else None
 
 
-def _signature(info: os.stat_result) -> tuple:
+def file_signature(info: os.stat_result) -> tuple:
     return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
@@ -135,20 +135,20 @@ def verify(folder: str, manifest: Manifest | None = None) -> Verdict:
     verdict = Verdict(manifest=manifest)
     listed = manifest.files if manifest else {}
     for name, record in listed.items():
-        info = _regular_file_inside(folder, name)
+        info = regular_file_inside(folder, name)
         if info is None:
             (verdict.altered if os.path.lexists(os.path.join(folder, name)) else verdict.missing).append(name)
         elif info.st_size == record.size and sha256_of(os.path.join(folder, name)) == record.sha256:
-            verdict.own[name] = _signature(info)
+            verdict.own[name] = file_signature(info)
         else:
             verdict.altered.append(name)
-    for name in _entries(folder):
+    for name in folder_entries(folder):
         if name not in listed and not (manifest and name == MANIFEST):
             verdict.others.append(name)
     return verdict
 
 
-def _entries(folder: str, prefix: str = "") -> Iterator[str]:
+def folder_entries(folder: str, prefix: str = "") -> Iterator[str]:
     """Leaf entries ('/' paths) of a folder: files, symlinks and other non-folders, and empty folders.
     Symlinks are never followed."""
     with os.scandir(folder) as scan:
@@ -156,7 +156,7 @@ def _entries(folder: str, prefix: str = "") -> Iterator[str]:
     for entry in items:
         name = prefix + entry.name
         if entry.is_dir(follow_symlinks=False):
-            inner = list(_entries(entry.path, name + "/"))
+            inner = list(folder_entries(entry.path, name + "/"))
             yield from inner if inner else [name + "/"]
         else:
             yield name
@@ -165,7 +165,7 @@ def _entries(folder: str, prefix: str = "") -> Iterator[str]:
 def hash_folder(folder: str) -> dict[str, FileRecord]:
     """Every regular file of a folder ragloaders just wrote (its manifest aside), with sha256 and size."""
     files = {}
-    for name in _entries(folder):
+    for name in folder_entries(folder):
         if name == MANIFEST or name.endswith("/"):
             continue
         path = os.path.join(folder, name)

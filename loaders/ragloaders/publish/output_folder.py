@@ -46,7 +46,6 @@ The rules, in the order a build meets them (each module named holds the rest of 
 
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 import tempfile
@@ -54,29 +53,29 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
+from ..core.errors import is_no_space
+from ..core.log import warn
 from ..core.output_target import OutputFolderError, check_target, is_inside
 from .manifest import (
     MANIFEST,
     Manifest,
     Verdict,
-    _entries,
-    _regular_file_inside,
-    _signature,
+    file_signature,
+    folder_entries,
     hash_folder,
     read_manifest,
+    regular_file_inside,
     verify,
 )
 from .swap import deferred_signals, exchange, sigterm_as_interrupt
-from .target_lock import TargetLock, _warn, running_builds_around
-from .user_metadata import _keep_metadata, _mount_points, other_devices
+from .target_lock import TargetLock, running_builds_around
+from .user_metadata import keep_metadata, mount_points, other_devices
 
 WORK_TAG = ".ragloaders-work-"
 OLD_TAG = ".ragloaders-old-"
 KEPT_TAG = ".ragloaders-kept-"
 
 Altered = Literal["refuse", "set_aside"]
-
-NO_SPACE = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG)
 
 
 class OutputFolder:
@@ -87,17 +86,15 @@ class OutputFolder:
     `clear_old` does. A full disk is reported in one line naming the folder."""
 
     def __init__(self, out: str, *, data_dir: str | None = None, cache_dir: str | None = None,
-                 into_existing: bool = False, altered: Altered = "refuse", option: str = "--out",
-                 log: Callable[[str], None] = _warn):
+                 into_existing: bool = False, altered: Altered = "refuse", option: str = "--out"):
         self.target = check_target(out, data_dir=data_dir, cache_dir=cache_dir, option=option)
         self.given = out
         self.option = option
         self.into_existing = into_existing
         self.altered = altered
-        self.log = log
         self.parent = os.path.dirname(self.target)
         self.name = os.path.basename(self.target)
-        self.lock = TargetLock(self.target, log)
+        self.lock = TargetLock(self.target)
         self.work: str = ""
         self.old: str = ""
         """After the swap: where the replaced folder is until clear_old is done with it."""
@@ -132,14 +129,14 @@ class OutputFolder:
     def __exit__(self, kind, error, traceback) -> None:
         try:
             if self.old:
-                clear_old(self.old, self.target, self.before.own if self.before else None, self.log, self.name)
+                clear_old(self.old, self.target, self.before.own if self.before else None, self.name)
                 self.old = ""
             elif not self.committed:
                 self._remove_work()
         finally:
             self.lock.release()
             self._signals.__exit__(None, None, None)
-        if isinstance(error, OSError) and error.errno in NO_SPACE:
+        if is_no_space(error):
             written = os.fspath(error.filename) if error.filename else ""
             where = self.parent if not written or is_inside(os.path.realpath(written), self.parent) else written
             raise OutputFolderError(f"{self.option} {self.given}: no space left on the device of {where} "
@@ -169,7 +166,7 @@ class OutputFolder:
         if not os.path.isdir(self.target):
             return None
         where = f"{self.option} {self.given}"
-        if os.lstat(self.target).st_dev != os.lstat(self.parent).st_dev or self.target in _mount_points():
+        if os.lstat(self.target).st_dev != os.lstat(self.parent).st_dev or self.target in mount_points():
             raise OutputFolderError(f"{where} is a mount point; a build swaps folders and cannot swap a mount "
                                     "point: build into a folder inside it")
         mounted = other_devices(self.target)
@@ -204,7 +201,7 @@ class OutputFolder:
                    name.endswith("/"))
         folders = {folder for name in keep for folder in _folders_of(name)}
         for folder in sorted(folders, key=lambda f: -f.count("/")):  # the user's folders stay as they were
-            _keep_metadata(os.path.join(self.target, folder), os.path.join(self.work, folder), times=True)
+            keep_metadata(os.path.join(self.target, folder), os.path.join(self.work, folder), times=True)
         if self.before is None:
             with deferred_signals():
                 try:  # onto nothing (or an empty folder, which rename replaces); never onto something new
@@ -214,7 +211,7 @@ class OutputFolder:
                                             f"build ({e.strerror}); it is left as it is") from e
                 self.work, self.committed = "", True
         else:
-            _keep_metadata(self.target, self.work, times=False)  # the folder keeps its owner, mode, attributes
+            keep_metadata(self.target, self.work, times=False)  # the folder keeps its owner, mode, attributes
             self._swap()
         return manifest
 
@@ -253,7 +250,7 @@ class OutputFolder:
             self.work, self.committed = "", True
             if read_manifest(self.old) is None:  # the user's folder or an empty one: mark it as this target's old one
                 _mark_old(self.old, self.target)
-        clear_old(self.old, self.target, self.before.own if self.before else None, self.log, self.name)
+        clear_old(self.old, self.target, self.before.own if self.before else None, self.name)
         self.old = ""
 
     # -- after a kill
@@ -278,19 +275,19 @@ class OutputFolder:
             aside = [(p, m) for p, m in found if OLD_TAG in os.path.basename(p) and (m is None or m.complete)]
             if aside:  # the two-rename swap was killed between its renames: the old folder is the only copy
                 path = aside[0][0]
-                self.log(f"{self.target} was left aside by a killed build: putting it back from {path}")
+                warn(f"{self.target} was left aside by a killed build: putting it back from {path}")
                 os.rename(path, self.target)
                 return self._recover()
         for path, manifest in found:
             if manifest is not None and not manifest.complete and manifest.target == self.target:
-                self.log(f"removing {path}, the unfinished work folder of a killed build of {self.target}")
+                warn(f"removing {path}, the unfinished work folder of a killed build of {self.target}")
                 shutil.rmtree(path)
             else:
                 if manifest is None:  # swapped out by a build killed before it marked the folder
                     _mark_old(path, self.target)
-                self.log(f"clearing {path}, the folder a killed build of {self.target} replaced (what is not "
+                warn(f"clearing {path}, the folder a killed build of {self.target} replaced (what is not "
                          "ragloaders' nor in the target is kept)")
-                clear_old(path, self.target, None, self.log, self.name)
+                clear_old(path, self.target, None, self.name)
 
 
 def _mark_old(folder: str, target: str) -> None:
@@ -331,7 +328,7 @@ def _same_entry(old: str, new: str) -> bool:
         return False
 
 
-def clear_old(old: str, target: str, own: dict[str, tuple] | None, log: Callable[[str], None], name: str) -> None:
+def clear_old(old: str, target: str, own: dict[str, tuple] | None, name: str) -> None:
     """Remove a replaced folder: its own files (whose stat signature is still the one hashed, or, with `own`
     None, that verify now), entries that are the same inode as the target's, then the folders this emptied (and
     empty ones the target has too) and its manifest. What is left is
@@ -342,10 +339,10 @@ def clear_old(old: str, target: str, own: dict[str, tuple] | None, log: Callable
     failed: list[str] = []
     empty = {folder for folder, folders, files in os.walk(old) if not folders and not files and folder != old}
     for entry, signature in own.items():
-        info = _regular_file_inside(old, entry)
-        if info is not None and _signature(info) == signature:
+        info = regular_file_inside(old, entry)
+        if info is not None and file_signature(info) == signature:
             _remove(os.unlink, os.path.join(old, entry), failed)
-    for entry in _entries(old):
+    for entry in folder_entries(old):
         if entry != MANIFEST and not entry.endswith("/") and _same_entry(os.path.join(old, entry),
                                                                            os.path.join(target, entry)):
             _remove(os.unlink, os.path.join(old, entry), failed)
@@ -370,7 +367,7 @@ def clear_old(old: str, target: str, own: dict[str, tuple] | None, log: Callable
     if os.path.lexists(os.path.join(kept, MANIFEST)):  # after the rename: a kill before it leaves a leftover
         _remove(os.unlink, os.path.join(kept, MANIFEST), failed)
     reason = f" (could not remove {failed[0]}{' ...' if len(failed) > 1 else ''})" if failed else ""
-    log(f"files of {target} that ragloaders did not write unchanged, or could not remove, were kept in "
+    warn(f"files of {target} that ragloaders did not write unchanged, or could not remove, were kept in "
         f"{kept}{reason}")
 
 

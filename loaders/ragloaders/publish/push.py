@@ -36,7 +36,9 @@ from dataclasses import dataclass, field
 
 from ..api import configs_of
 from ..core.output_target import OutputFolderError
+from ..core.repository import REPO_ID_PART, repo_id_problem
 from ..core.sources import file_digest
+from ..core.user_cache import user_cache_dir
 from .build import build_identity
 from .cards import CardOptions
 from .manifest import MANIFEST, Manifest, Verdict, safe_relative, verify
@@ -45,7 +47,7 @@ MAX_COMMIT_FILES = 50
 MAX_COMMIT_BYTES = 2 << 30
 STAGING_ENV = "RAGLOADERS_STAGING"
 CARD = "README.md"
-_NAME_PART = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?")
+_NAME_PART = REPO_ID_PART  # each part of a benchmark path, as of a repo id
 """One part of a repo id (the hub's rules): letters, digits, '-', '_', '.'; no leading or trailing '-' or '.' (so
 never '.' or '..'); 96 characters at most."""
 
@@ -88,17 +90,14 @@ class PushResult:
 
 def check_repo_id(repo_id: str) -> str:
     """`owner/name` or `name` of legal characters (the hub's rules), else a ValueError saying what is wrong."""
-    parts = repo_id.split("/") if isinstance(repo_id, str) else []
-    if not 1 <= len(parts) <= 2 or not all(_NAME_PART.fullmatch(part) for part in parts):
-        raise ValueError(f"--repo-id {repo_id!r}: expected OWNER/NAME or NAME, each of letters, digits, '-', '_' "
-                         "and '.', not starting or ending with '-' or '.', 96 characters at most")
-    if "--" in repo_id or ".." in repo_id or repo_id.endswith(".git"):
-        raise ValueError(f"--repo-id {repo_id!r}: '--' and '..' are not allowed, nor a name ending in '.git'")
+    problem = repo_id_problem(repo_id)
+    if problem is not None:
+        raise ValueError(f"--repo-id {repo_id!r}: {problem}")
     return repo_id
 
 
 def staging_root() -> str:
-    return os.environ.get(STAGING_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "ragloaders", "staging")
+    return os.environ.get(STAGING_ENV) or user_cache_dir("staging")
 
 
 def default_staging_dir(path: str, repo_id: str) -> str:

@@ -15,11 +15,11 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
+from ..core.log import warn
 from ..core.output_target import OutputFolderError
-from .user_metadata import _same_device
+from .user_metadata import same_device
 
 try:
     import fcntl
@@ -29,20 +29,15 @@ except ImportError:  # pragma: no cover - Windows: filelock's msvcrt lock instea
 LOCK_TAG = ".ragloaders-lock"
 
 
-def _warn(message: str) -> None:
-    print(f"ragloaders: warning: {message}", file=sys.stderr)
-
-
 class TargetLock:
     """An exclusive lock on a target, held through a sibling lock file that is removed on release.
 
     A waiter that obtains the lock on a file another holder already removed (and someone re-created) tries
     again, so removing the file on release never lets two holders in at once."""
 
-    def __init__(self, target: str, log: Callable[[str], None] = _warn):
+    def __init__(self, target: str):
         self.path = lock_path(target)
         self.target = target
-        self.log = log
         self.fd: int | None = None
         self._fallback = None
 
@@ -60,7 +55,7 @@ class TargetLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 if not told:
-                    self.log(f"another ragloaders build is writing {self.target}; waiting for it to finish")
+                    warn(f"another ragloaders build is writing {self.target}; waiting for it to finish")
                     told = True
                 fcntl.flock(fd, fcntl.LOCK_EX)
             try:
@@ -143,7 +138,7 @@ def running_builds_around(target: str) -> Iterator[tuple[str, str]]:
         return
     device = info.st_dev
     for root, folders, files in os.walk(target):
-        folders[:] = [f for f in folders if _same_device(os.path.join(root, f), device)]
+        folders[:] = [f for f in folders if same_device(os.path.join(root, f), device)]
         for name in files:
             if name.startswith(".") and name.endswith(LOCK_TAG) and _held(os.path.join(root, name)):
                 yield os.path.join(root, name[1:-len(LOCK_TAG)]), "lies inside"

@@ -19,7 +19,7 @@ import stat
 from ..core.output_target import OutputFolderError, is_inside
 
 
-def _keep_metadata(source: str, destination: str, *, times: bool) -> None:
+def keep_metadata(source: str, destination: str, *, times: bool) -> None:
     """Give `destination` the owner, mode, extended attributes (and, with `times`, times) of `source`: a folder
     of the user's that a build recreates stays as it was. What cannot be kept is refused, not changed silently."""
     before, now = os.lstat(source), os.lstat(destination)
@@ -59,7 +59,7 @@ def _xattr_names(path: str) -> list[str]:
         raise
 
 
-def _mount_points() -> list[str]:
+def mount_points() -> list[str]:
     """Every mount point the kernel lists (/proc/self/mountinfo; bind mounts of the same filesystem included,
     which st_dev cannot tell apart); none where there is no such file."""
     try:
@@ -75,7 +75,7 @@ def _mount_points() -> list[str]:
 def other_devices(folder: str) -> list[str]:
     """Entries under `folder` ('/' paths) on another filesystem than the folder itself, or mount points (a bind
     mount too): a build neither enters nor moves them."""
-    inner = [os.path.relpath(point, folder).replace(os.sep, "/") for point in _mount_points()
+    inner = [os.path.relpath(point, folder).replace(os.sep, "/") for point in mount_points()
              if point != folder and is_inside(point, folder)]
     if inner:
         return sorted(inner)
@@ -88,11 +88,11 @@ def other_devices(folder: str) -> list[str]:
                     found.append(os.path.relpath(path, folder).replace(os.sep, "/"))
             except OSError:
                 continue
-        folders[:] = [f for f in folders if _same_device(os.path.join(root, f), device)]
+        folders[:] = [f for f in folders if same_device(os.path.join(root, f), device)]
     return found
 
 
-def _same_device(path: str, device: int) -> bool:
+def same_device(path: str, device: int) -> bool:
     try:
         info = os.lstat(path)
     except OSError:

@@ -36,6 +36,7 @@ from datasets.exceptions import DatasetGenerationError
 from ..api import builder, configs_of, registry
 from ..benchmarks import benchmark_of
 from ..core.card_yaml import check_card
+from ..core.errors import UsageError
 from ..core.facts import KnownDefect, PublishedCounts
 from ..core.repository import require_own_data_files
 from .cached_split import CachedSplit
@@ -337,11 +338,11 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
     if card is not None:  # before `datasets` parses it: an alias bomb would exhaust memory there
         check_card(card, os.path.join(repository, README))
     if as_path is not None and as_path not in registry():
-        raise ValueError(f"--as {as_path!r}: not a benchmark path (a group names each member; `ragloaders list` "
+        raise UsageError(f"--as {as_path!r}: not a benchmark path (a group names each member; `ragloaders list` "
                          "shows them)")
     configs = datasets.get_dataset_config_names(repository)
     if not configs:
-        raise ValueError(f"{repository}: no configs (not a dataset folder or repository)")
+        raise UsageError(f"{repository}: no configs (not a dataset folder or repository)")
     for config in configs:
         require_own_data_files(repository, config)
     files = declared_files(repository, card)

@@ -352,7 +352,7 @@ class CragBuilder(RagBuilder):
     def _download_and_prepare(self, dl_manager, verification_mode, **kwargs):
         # Only a full preparation generates both splits one after the other in this process: only
         # then may the first split's pass keep the second split's rows for it.
-        output = self._output_dir if os.path.isdir(str(self._output_dir)) else None
+        output = self.prepared_dir if os.path.isdir(str(self.prepared_dir)) else None
         self._spool_dir = tempfile.mkdtemp(prefix="ragloaders-crag-spool-", dir=output)
         try:
             super()._download_and_prepare(dl_manager, verification_mode, **kwargs)
@@ -380,42 +380,44 @@ class CragBuilder(RagBuilder):
         source = self.source(dl_manager)
         if config == "corpus":
             return [datasets.SplitGenerator(name="corpus", gen_kwargs={
-                "generate": CragBuilder._tables_from_source, "source": source})]
+                "generate": "source", "source": source})]
         if self._spool_dir is None:  # streaming, or one split alone: each split reads the source
             return [datasets.SplitGenerator(name=name, gen_kwargs={
-                "generate": CragBuilder._tables_from_source, "source": source, "split": code})
+                "generate": "source", "source": source, "split": code})
                 for code, name in SPLITS.items()]
         spool = Spool(os.path.join(self._spool_dir, f"{config}-test.arrow"))
-        order = os.path.join(self._output_dir, RECORD_SPLITS_FILE) if config == "records" else None
+        order = os.path.join(self.prepared_dir, RECORD_SPLITS_FILE) if config == "records" else None
         return [
             datasets.SplitGenerator(name="validation", gen_kwargs={
-                "generate": CragBuilder._tables_from_source, "source": source, "split": 0, "spool_out": spool,
+                "generate": "source", "source": source, "split": 0, "spool_out": spool,
                 "order_out": order}),
             datasets.SplitGenerator(name="test", gen_kwargs={
-                "generate": CragBuilder._tables_from_spool, "spool": spool, "source": source, "split": 1}),
+                "generate": "spool", "spool": spool, "source": source, "split": 1}),
         ]
 
     def _derived_split_generators(self) -> list[datasets.SplitGenerator]:
         records = self.records_builder()
         files = {
             split: [path for path in filenames_for_dataset_split(
-                records._output_dir, records.dataset_name, split, "arrow", records.info.splits[split].shard_lengths)
+                records.prepared_dir, records.dataset_name, split, "arrow", records.info.splits[split].shard_lengths)
                 if records.info.splits[split].num_examples]
             for split in SPLITS.values()
         }
         if self.config.name == "corpus":
-            order = os.path.join(records._output_dir, RECORD_SPLITS_FILE)
+            order = os.path.join(records.prepared_dir, RECORD_SPLITS_FILE)
             split_paths = tuple(tuple(files[name]) for _, name in sorted(SPLITS.items()))
             return [datasets.SplitGenerator(name="corpus", gen_kwargs={
-                "generate": CragBuilder._tables_from_records_in_file_order, "split_paths": split_paths,
+                "generate": "records_in_file_order", "split_paths": split_paths,
                 "order": order})]
         return [datasets.SplitGenerator(name=split, gen_kwargs={
-            "generate": CragBuilder._tables_from_records, "paths": paths}) for split, paths in files.items()]
+            "generate": "records", "paths": paths}) for split, paths in files.items()]
 
-    def _generate_tables(self, generate: Callable[..., Iterator[tuple[int, pa.Table]]], **kwargs: Any
-                         ) -> Iterator[tuple[int, pa.Table]]:
+    def _generate_tables(self, generate: str, **kwargs: Any) -> Iterator[tuple[int, pa.Table]]:
         """The split's tables, from the generator `_split_generators` chose for it (one of the four below)."""
-        yield from generate(self, **kwargs)
+        generators = {"source": self._tables_from_source, "spool": self._tables_from_spool,
+                      "records": self._tables_from_records,
+                      "records_in_file_order": self._tables_from_records_in_file_order}
+        yield from generators[generate](**kwargs)
 
     def _tables_from_records(self, paths: Sequence[str]) -> Iterator[tuple[int, pa.Table]]:
         """A derived config's split, from the prepared `records` Arrow files of that split."""

@@ -36,7 +36,7 @@ from ...core.readers.strict_json import (  # KEY_END and count_keys: loads_stric
     refuse_duplicate_keys,
 )
 from .catalogue import RECORD_JSON, STRING, MockKgTable
-from .values import MAX_DEPTH, _describe, keyed_row
+from .values import MAX_DEPTH, describe_object, keyed_row
 
 SURROGATE_ESCAPE = re.compile(
     rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
@@ -223,7 +223,7 @@ def iter_jsonl_pairs(paths: list[str], table: MockKgTable) -> Iterator[tuple[dic
                 pair = _json_line(line, path, number)
                 if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
                     raise SourceError(path, f"expected a JSON array [entity name, attributes], got "
-                                      f"{_describe(pair)}", line=number)
+                                      f"{describe_object(pair)}", line=number)
                 row, nbytes = keyed_row(table, pair[0], pair[1], path, f"line {number} (entity {pair[0]!r})")
                 yield row, max(nbytes, len(line))
 
@@ -236,7 +236,7 @@ def iter_pickle_dict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]
     mapping = safe_pickle.loads(data, name=path, budget=budget)
     del data
     if type(mapping) is not dict:
-        raise SourceError(path, f"expected a pickled dict, got {_describe(mapping)}")
+        raise SourceError(path, f"expected a pickled dict, got {describe_object(mapping)}")
     with safe_pickle.named_errors(path):
         for number, key in enumerate(list(mapping), start=1):
             value = mapping.pop(key)

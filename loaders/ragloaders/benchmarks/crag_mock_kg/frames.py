@@ -18,7 +18,7 @@ from ...core.errors import SourceError
 from ...core.preview import cut, preview
 from .catalogue import STRING, Json, Scalar, Shape
 from .shapes import Mismatch
-from .values import EXACT_FLOAT_INT, Converter, _describe, _is_missing
+from .values import EXACT_FLOAT_INT, Converter, describe_object, is_missing
 
 
 def load_frame(path: str) -> tuple[pickled_values.Frame, safe_pickle.Budget]:
@@ -28,7 +28,7 @@ def load_frame(path: str) -> tuple[pickled_values.Frame, safe_pickle.Budget]:
     budget = safe_pickle.Budget(path, len(data))
     frame = safe_pickle.loads(data, name=path, budget=budget)
     if not isinstance(frame, pickled_values.Frame):
-        raise SourceError(path, f"expected a pickled pandas DataFrame, got {_describe(frame)}")
+        raise SourceError(path, f"expected a pickled pandas DataFrame, got {describe_object(frame)}")
     return frame, budget
 
 
@@ -41,7 +41,7 @@ def _labels(index: Any, path: str) -> list:
         return values.array.to_pylist()
     if isinstance(values, pickled_values.Array) and values.dtype.kind in "OUS":
         return values.items()
-    raise SourceError(path, f"the frame's column labels are a {_describe(values or index)}, expected strings")
+    raise SourceError(path, f"the frame's column labels are a {describe_object(values or index)}, expected strings")
 
 
 def _frame_columns(frame: pickled_values.Frame, path: str) -> list[tuple[str, Any]]:
@@ -120,7 +120,7 @@ def _column_array(values: Any, name: str, path: str, budget: safe_pickle.Budget)
     elif isinstance(values, pickled_values.Array):
         array = pa.array(_native(values), from_pandas=True)  # NaN -> null
     else:
-        raise SourceError(path, f"column {preview(name)}: a {_describe(values)} is not supported")
+        raise SourceError(path, f"column {preview(name)}: a {describe_object(values)} is not supported")
     budget.charge(8 * len(array) + (array.nbytes if not isinstance(values, pickled_values.Array) else 0))
     if pa.types.is_large_string(array.type):  # pandas 3's string dtype: stored as pandas 2's object strings are
         array = array.cast(STRING)
@@ -133,22 +133,22 @@ def _object_array(values: list, name: str, path: str, budget: safe_pickle.Budget
     converter = Converter(budget)
     kinds = set()
     for value in values:
-        if _is_missing(value):
+        if is_missing(value):
             continue
         if isinstance(value, str):
             kinds.add("string")
         elif type(value) is bool:
             kinds.add("bool")
-        elif Converter._integer(value) is not None:
+        elif Converter.integer(value) is not None:
             kinds.add("int")
-        elif Converter._is_float(value):
+        elif Converter.is_float(value):
             kinds.add("float")
         else:
             kinds.add("other")
     typed = {frozenset(): STRING, frozenset({"string"}): STRING, frozenset({"bool"}): pa.bool_(),
              frozenset({"int"}): pa.int64(), frozenset({"float"}): pa.float64()}
     if frozenset(kinds) == {"int", "float"} and all(
-            abs(v) <= EXACT_FLOAT_INT for v in values if Converter._integer(v) is not None):
+            abs(v) <= EXACT_FLOAT_INT for v in values if Converter.integer(v) is not None):
         typed[frozenset(kinds)] = pa.float64()
     kind = typed.get(frozenset(kinds))
     shape: Shape = Scalar(kind) if kind is not None else Json()

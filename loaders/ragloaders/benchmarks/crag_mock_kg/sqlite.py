@@ -19,7 +19,7 @@ from ...core import safe_pickle
 from ...core.errors import SourceError
 from ...core.preview import preview
 from .catalogue import STRING, MockKgTable
-from .values import EXACT_FLOAT_INT, _describe, keyed_row
+from .values import EXACT_FLOAT_INT, describe_object, keyed_row
 
 BATCH_ROWS = 10_000
 BATCH_BYTES = 32 << 20
@@ -84,7 +84,8 @@ def iter_sqlitedict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]
                 if not isinstance(key, str):
                     raise SourceError(path, f"row {number}: key {preview(key)} is not text")
                 if not isinstance(blob, bytes):
-                    raise SourceError(path, f"key {preview(key)}: value is {_describe(blob)}, expected a pickle (blob)")
+                    raise SourceError(path, f"key {preview(key)}: value is {describe_object(blob)}, "
+                                            "expected a pickle (blob)")
                 budget = safe_pickle.Budget(path, len(blob), key)
                 value = safe_pickle.loads(blob, name=path, key=key, budget=budget)
                 with safe_pickle.named_errors(path, key):

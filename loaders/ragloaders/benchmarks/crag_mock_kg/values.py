@@ -27,11 +27,11 @@ PYTHON_BYTES = 400
 price and movie records: 300-500 bytes); batches are bounded by this estimate."""
 EXACT_FLOAT_INT = 2**53
 
-def _is_missing(value: Any) -> bool:
+def is_missing(value: Any) -> bool:
     return value is None or (type(value) is float and value != value)
 
 
-def _describe(value: Any) -> str:
+def describe_object(value: Any) -> str:
     if isinstance(value, pickled_values.Array):
         return f"numpy array of shape {value.shape}"
     if type(value).__module__ == pickled_values.__name__:
@@ -107,7 +107,7 @@ class Converter:
             text = json.dumps(plain, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
             self.bytes += len(text)
             return text
-        if _is_missing(value):
+        if is_missing(value):
             return None
         self._container(value, depth)
         self._open.add(id(value))
@@ -135,7 +135,7 @@ class Converter:
         rows = []
         for key, item in mapping.items():
             try:
-                row = {shape.key_name: self._key(key)}
+                row = {shape.key_name: self.key(key)}
                 if shape.value_name is None:
                     row.update(self.record(item, shape.value, depth + 1, required=True))  # type: ignore[arg-type]
                 else:
@@ -147,7 +147,7 @@ class Converter:
 
     def record(self, value: Any, shape: Record, depth: int, *, required: bool = False) -> dict | None:
         """A dict as the fields of `shape` (missing ones null); undeclared keys go to `other` or are a Mismatch."""
-        if _is_missing(value) and not required:
+        if is_missing(value) and not required:
             return None
         mapping = self._mapping(value)
         self.nodes += 1  # (a record reached through Entries is not seen by `value`)
@@ -160,7 +160,7 @@ class Converter:
                 raise e.under(f".{name}") from None
         if len(mapping) > len(row) or any(key not in row for key in mapping):
             names = {name for name, _ in shape.fields}
-            extra = {self._key(key): item for key, item in mapping.items() if key not in names}
+            extra = {self.key(key): item for key, item in mapping.items() if key not in names}
             if not shape.other:
                 raise Mismatch("", f"unexpected field {preview(sorted(extra)[0])}; expected only {sorted(names)}")
             try:
@@ -191,7 +191,7 @@ class Converter:
             return value
         if python is bool and kind == "bool":
             return value
-        if _is_missing(value):
+        if is_missing(value):
             return None
         if kind == "text":
             if isinstance(value, str):
@@ -201,18 +201,18 @@ class Converter:
             if text is not None:
                 return text
         elif kind == "int":
-            number = self._integer(value)
+            number = self.integer(value)
             if number is not None:
                 return self.scalar(number, arrow)
         elif kind == "float":
-            number = self._integer(value)
+            number = self.integer(value)
             if number is not None:
                 return _float(number)
-            if self._is_float(value):
+            if self.is_float(value):
                 return float(value)
         elif python is bool:
             return value
-        raise Mismatch("", f"expected {_EXPECTED[kind]}, got {_describe(value)}")
+        raise Mismatch("", f"expected {_EXPECTED[kind]}, got {describe_object(value)}")
 
     def plain(self, value: Any, depth: int) -> Any:
         """`value` as plain JSON-able Python (dict with string keys, list, str, int, float, bool, None)."""
@@ -230,15 +230,15 @@ class Converter:
             if math.isinf(value):
                 raise Mismatch("", f"{value} cannot be written as JSON")
             return None if value != value else value
-        if _is_missing(value):
+        if is_missing(value):
             return None
         if isinstance(value, str):
             self.bytes += len(value)
             return str(value)
-        number = self._integer(value)
+        number = self.integer(value)
         if number is not None:
             return number
-        if self._is_float(value):
+        if self.is_float(value):
             return self.plain(float(value), depth)
         text = _date_text(value)
         if text is not None:
@@ -250,7 +250,7 @@ class Converter:
                 converted = {}
                 for key, item in value.items():
                     try:
-                        converted[self._key(key)] = self.plain(item, depth + 1)
+                        converted[self.key(key)] = self.plain(item, depth + 1)
                     except Mismatch as e:
                         raise e.under(f"[{preview(key)}]") from None
                 return converted
@@ -265,27 +265,27 @@ class Converter:
             self._open.discard(id(value))
 
     @staticmethod
-    def _integer(value: Any) -> int | None:
+    def integer(value: Any) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool):
             return int(value)
         return None
 
     @staticmethod
-    def _is_float(value: Any) -> bool:
+    def is_float(value: Any) -> bool:
         return isinstance(value, float)
 
     @staticmethod
-    def _key(key: Any) -> str:
+    def key(key: Any) -> str:
         if type(key) is str:
             return key
         if not isinstance(key, str):
-            raise Mismatch("", f"keys must be strings, got the key {_describe(key)}")
+            raise Mismatch("", f"keys must be strings, got the key {describe_object(key)}")
         return str(key)
 
     @staticmethod
     def _mapping(value: Any) -> dict:
         if not isinstance(value, dict):
-            raise Mismatch("", f"expected an object (dict), got {_describe(value)}")
+            raise Mismatch("", f"expected an object (dict), got {describe_object(value)}")
         return value
 
     def _sequence(self, value: Any) -> list:
@@ -302,7 +302,7 @@ class Converter:
                 return value.items()
             except pickled_values.Bad as e:
                 raise Mismatch("", str(e)) from None
-        raise Mismatch("", f"expected a list, got {_describe(value)}")
+        raise Mismatch("", f"expected a list, got {describe_object(value)}")
 
 
 def keyed_row(table: MockKgTable, key: Any, value: Any, name: str, where: str,
@@ -311,7 +311,7 @@ def keyed_row(table: MockKgTable, key: Any, value: Any, name: str, where: str,
     what it expands to is charged to `budget` (a pickle's)."""
     converter = Converter(budget)
     try:
-        key = Converter._key(key)
+        key = Converter.key(key)
         if table.value_column is not None:
             row = {table.key[0]: key, table.value_column: converter.value(value, table.value)}  # type: ignore[arg-type]
         else:

@@ -23,13 +23,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from ...core import json_range_reader, json_ranges
-from ...core.builder import RagBuilder, is_no_space
-from ...core.errors import DownloadError, SourceError
+from ...core import json_array_cuts, json_cut_tables
+from ...core.builder import RagBuilder
+from ...core.errors import DownloadError, SourceError, is_no_space
 from ...core.readers.arrow_batches import tables_from_rows
 from ...core.readers.json_array import array_elements_before, iter_json_array, iter_json_array_batches
 from ...core.readers.jsonl import Shard
-from ...core.readers.values import fits_int32, literal_string_list
+from ...core.readers.values import fits_int32, literal_string_list, preview
 from ...core.repository import HubError, hub_offline, probe_hub
 from ...core.sources import SourceFiles, download_cause
 from .catalogue import (
@@ -72,11 +72,6 @@ class InvalidRecord(ValueError):
     """What is wrong with one record; raised again as SourceError with the file and the record index."""
 
 
-def _describe(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def parse_answers(answer: str) -> tuple[list[str], bool]:
     """(`answer` as a list of strings, whether it fell back to [answer] because it looks like a list but is not one)."""
     text = answer.strip()
@@ -95,28 +90,28 @@ def _int(value: Any) -> bool:
 def check_query_record(record: Any) -> None:
     """Raise InvalidRecord saying what is wrong with one query record, if anything."""
     if not isinstance(record, dict):
-        raise InvalidRecord(f"expected a JSON object, got {_describe(record)}")
+        raise InvalidRecord(f"expected a JSON object, got {preview(record)}")
     for name, kind in QUERY_FIELDS.items():
         if name not in record:
             raise InvalidRecord(f"missing field `{name}`")
         if not isinstance(record[name], kind):
-            raise InvalidRecord(f"`{name}` must be a {kind.__name__}, got {_describe(record[name])}")
+            raise InvalidRecord(f"`{name}` must be a {kind.__name__}, got {preview(record[name])}")
     unknown = [key for key in record if key not in QUERY_FIELDS]
     if unknown:
         raise InvalidRecord(f"unexpected field {unknown[0]!r}; expected only {list(QUERY_FIELDS)}")
     for chunk_id, grade in record["relevant_chunks"].items():
         if not _int(grade) or grade not in GRADES:
             where = f"relevant_chunks[{chunk_id!r}]"
-            raise InvalidRecord(f"`{where}` must be a grade in {list(GRADES)}, got {_describe(grade)}")
+            raise InvalidRecord(f"`{where}` must be a grade in {list(GRADES)}, got {preview(grade)}")
     for position, doc in enumerate(record["ori_context"]):
         if not isinstance(doc, str):
-            raise InvalidRecord(f"`ori_context[{position}]` must be a string, got {_describe(doc)}")
+            raise InvalidRecord(f"`ori_context[{position}]` must be a string, got {preview(doc)}")
     scores = record["dataset_score"]
     if sorted(scores) != sorted(DATASET_SCORE_KEYS):
         raise InvalidRecord(f"`dataset_score` must have the keys {list(DATASET_SCORE_KEYS)}, got {list(scores)}")
     for key, score in scores.items():
         if not _int(score) or not fits_int32(score):
-            raise InvalidRecord(f"`dataset_score.{key}` must be an int32, got {_describe(score)}")
+            raise InvalidRecord(f"`dataset_score.{key}` must be an int32, got {preview(score)}")
 
 
 def query_rows(record: dict) -> Iterator[tuple[dict, int]]:
@@ -157,13 +152,13 @@ def refuse_what_orjson_refuses(shard: Shard) -> None:
     with shard.open() as stream:
         document = stream.read()
     try:
-        orjson.loads(document.removeprefix(json_ranges.UTF8_BOM))
+        orjson.loads(document.removeprefix(json_array_cuts.UTF8_BOM))
     except orjson.JSONDecodeError as e:
         with shard.open() as stream:  # what the streaming parser refuses too: its message (truncation, ...)
             for _ in iter_json_array_batches(stream, shard.name):
                 pass
-        offset, problem = json_ranges.orjson_problem(document.removeprefix(json_ranges.UTF8_BOM), e)
-        offset += len(document) - len(document.removeprefix(json_ranges.UTF8_BOM))
+        offset, problem = json_array_cuts.orjson_problem(document.removeprefix(json_array_cuts.UTF8_BOM), e)
+        offset += len(document) - len(document.removeprefix(json_array_cuts.UTF8_BOM))
         with shard.open() as stream:
             index = array_elements_before(stream, shard.name, offset)
         raise SourceError(shard.name, problem, record=index) from None
@@ -215,7 +210,7 @@ def string_arrays(ids: list, texts: list, first_index: int, name: str) -> tuple[
         if columns[field] is None or columns[field].null_count:
             position = next(i for i, value in enumerate(values) if not isinstance(value, str))
             raise SourceError(
-                name, f"`{field}` must be a string, got {_describe(values[position])}", record=first_index + position
+                name, f"`{field}` must be a string, got {preview(values[position])}", record=first_index + position
             ) from None
     return columns["id"], columns["text"]
 
@@ -237,7 +232,7 @@ def corpus_table(chunk_ids: pa.Array, texts: pa.Array, first_index: int, name: s
 
 def _bad_corpus_record(record: Any) -> str | None:
     if not isinstance(record, dict):
-        return f"expected a JSON object with `id` and `text`, got {_describe(record)}"
+        return f"expected a JSON object with `id` and `text`, got {preview(record)}"
     for name in CORPUS_FIELDS:
         if name not in record:
             return f"missing field `{name}`"
@@ -277,23 +272,23 @@ def corpus_ranges(shard: Shard) -> list[tuple[int, int]] | None:
     """Byte ranges of the corpus array, cut at record boundaries, for the parallel path; None for the exact one."""
     if not shard.files.is_seekable_file(shard.relpath):
         return None
-    return json_range_reader.array_ranges(shard.files.local_path(shard.relpath), CORPUS_BOUNDARY, CORPUS_RANGE_BYTES)
+    return json_cut_tables.array_ranges(shard.files.local_path(shard.relpath), CORPUS_BOUNDARY, CORPUS_RANGE_BYTES)
 
 
 def _piece_table(piece: bytes | memoryview, name: str) -> pa.Table | None:
     """The corpus table of one piece, parsed by pyarrow; NotCut when anything is off (see
-    json_range_reader.parse_piece; also a missing or null field, or a chunk id of no source): the caller then finds
+    json_cut_tables.parse_piece; also a missing or null field, or a chunk id of no source): the caller then finds
     the exact error."""
-    parsed = json_range_reader.parse_piece(piece, CORPUS_SEPARATOR, PIECE_PARSING, BATCH_MEMORY)
+    parsed = json_cut_tables.parse_piece(piece, CORPUS_SEPARATOR, PIECE_PARSING, BATCH_MEMORY)
     if parsed is None:
         return None
     ids, texts = (parsed.column(field).combine_chunks(memory_pool=BATCH_MEMORY) for field in CORPUS_FIELDS)
     if ids.null_count or texts.null_count:
-        raise json_ranges.NotCut("a record that is not {id, text}")
+        raise json_array_cuts.NotCut("a record that is not {id, text}")
     try:
         return corpus_table(ids, texts, 0, name)
     except SourceError as e:
-        raise json_ranges.NotCut(str(e)) from None
+        raise json_array_cuts.NotCut(str(e)) from None
 
 
 def _raise_exact_error(shard: Shard, path: str, start: int, piece: bytes | memoryview) -> None:
@@ -301,12 +296,12 @@ def _raise_exact_error(shard: Shard, path: str, start: int, piece: bytes | memor
     streaming path reads the array up to the piece's end; what it accepts but orjson refuses (an unpaired
     surrogate escape) is located by byte offset."""
     end = start + len(piece)
-    for _ in read_corpus_stream(json_ranges.joined((path, 0, end), b"]"), shard.name):
+    for _ in read_corpus_stream(json_array_cuts.joined((path, 0, end), b"]"), shard.name):
         pass
     try:
         orjson.loads(b"[" + piece + b"]")
     except orjson.JSONDecodeError as e:
-        offset, problem = json_ranges.orjson_problem(b"[" + piece + b"]", e)
+        offset, problem = json_array_cuts.orjson_problem(b"[" + piece + b"]", e)
         with open(path, "rb") as stream:
             index = array_elements_before(stream, shard.name, start + max(0, offset - 1))
         raise SourceError(shard.name, problem, record=index) from None
@@ -314,9 +309,9 @@ def _raise_exact_error(shard: Shard, path: str, start: int, piece: bytes | memor
 
 def read_corpus_ranges(shard: Shard, ranges: list[tuple[int, int]]) -> Iterator[pa.Table]:
     """Corpus tables of byte ranges of the array, parsed piece by piece on several threads
-    (core/json_range_reader.py); any piece the fast path refuses ends in `_raise_exact_error`."""
+    (core/json_cut_tables.py); any piece the fast path refuses ends in `_raise_exact_error`."""
     path = shard.files.local_path(shard.relpath)
-    return json_range_reader.read_ranges(
+    return json_cut_tables.read_ranges(
         path, ranges, CORPUS_BOUNDARY,
         parse=lambda piece: _piece_table(piece, shard.name),
         raise_exact_error=lambda offset, piece: _raise_exact_error(shard, path, offset, piece),
@@ -372,7 +367,7 @@ class MmragBuilder(RagBuilder):
             files = SourceFiles(self.config.data_dir)
             files.require(filename)
             return Shard(files, filename)
-        path = download_from_hub(filename, os.path.join(self._cache_downloaded_dir, "huggingface"))
+        path = download_from_hub(filename, os.path.join(self.downloads_dir, "huggingface"))
         return Shard(SourceFiles(os.path.dirname(path)), os.path.basename(path))
 
     def source_files_read(self) -> list[str]:

@@ -7,7 +7,7 @@ import re
 import datasets
 import pyarrow as pa
 
-from ...core.json_ranges import boundary_pattern, separator_pattern
+from ...core.json_array_cuts import boundary_pattern, separator_pattern
 from ...core.readers.qrels import QRELS_SCHEMA
 
 PATH = "mmrag"
@@ -44,7 +44,7 @@ CORPUS_BATCH_BYTES = 1 << 20
 CORPUS_RANGE_BYTES = 64 << 20
 """Bytes of processed_documents.json per range of the parallel path (what num_proc shares out)."""
 CORPUS_BOUNDARY = boundary_pattern(("id", "text"))
-"""Where a corpus record starts: `,` then `{"id":` or `{"text":` (whitespace allowed); see core/json_ranges.py."""
+"""Where a corpus record starts: `,` then `{"id":` or `{"text":` (whitespace allowed); see core/json_array_cuts.py."""
 CORPUS_SEPARATOR = separator_pattern(("id", "text"))
 """The `,` between two corpus records (CORPUS_BOUNDARY without the record's start)."""
 

@@ -218,7 +218,7 @@ class BeirLayoutBuilder(RagBuilder):
         if self.config.data_dir:
             files = self.source_files_in(self.config.data_dir)
             if files.is_zip and self.layout.md5:  # once per zip identity: the marker lives in the cache
-                verify_md5_once(files.location, self.layout.md5, os.path.join(self._cache_dir_root, "ragloaders-md5"))
+                verify_md5_once(files.location, self.layout.md5, os.path.join(self.cache_root, "ragloaders-md5"))
             return files
         if self.layout.download is None:
             raise MissingSourceError(f"{type(self).CARD_FACTS(self.path).pretty_name} is {self.layout.obtain}")

@@ -15,7 +15,8 @@ JSON_FIELD = {b"ragloaders": b"json"}
 """Field metadata marking a string column that holds a JSON value serialised as text."""
 
 
-def _describe(value: Any) -> str:
+def preview(value: Any) -> str:
+    """A value read from JSON as JSON text, cut to 60 characters: what error messages show of it."""
     text = json_text(value)  # integers beyond 64 bits too (orjson.dumps refuses them)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -59,7 +60,7 @@ def _conform_value(value: Any, field: pa.Field, where: str) -> Any:
         expected = "an object"
     else:
         raise TypeError(f"unsupported type {kind}")
-    raise ValueError(f"`{where}` must be {expected}, got {_describe(value)}")
+    raise ValueError(f"`{where}` must be {expected}, got {preview(value)}")
 
 
 def conform(record: Any, fields: Iterable[pa.Field], where: str = "") -> dict:
@@ -68,7 +69,7 @@ def conform(record: Any, fields: Iterable[pa.Field], where: str = "") -> dict:
     Raises ValueError naming the offending key; unknown keys are an error, never dropped.
     """
     if not isinstance(record, dict):
-        raise ValueError(f"expected a JSON object{' at `' + where + '`' if where else ''}, got {_describe(record)}")
+        raise ValueError(f"expected a JSON object{' at `' + where + '`' if where else ''}, got {preview(record)}")
     fields = list(fields)
     names = {field.name for field in fields}
     unknown = [key for key in record if key not in names]

@@ -179,17 +179,6 @@ def joined(*parts: bytes | tuple[str, int, int]) -> BinaryIO:
     return io.BufferedReader(_Joined(parts), 1 << 20)  # type: ignore[return-value]
 
 
-def comma_before(path: str, offset: int) -> int:
-    """The offset of the `,` that precedes `offset` across whitespace (the end of the previous element)."""
-    window = max(0, offset - (1 << 16))
-    with open(path, "rb") as f:
-        f.seek(window)
-        before = f.read(offset - window).rstrip(WHITESPACE)
-    if not before.endswith(b","):
-        raise ValueError(f"{path}: no ',' before offset {offset}")
-    return window + len(before) - 1
-
-
 def orjson_problem(document: bytes, error: orjson.JSONDecodeError) -> tuple[int, str]:
     """(byte offset in `document`, what is wrong) for orjson's refusal of `document`."""
     try:

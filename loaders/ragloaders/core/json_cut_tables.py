@@ -1,10 +1,10 @@
 """Tables from byte ranges of a top-level JSON array of flat objects, parsed on several threads.
 
-The ranges are cut at element boundaries (json_ranges.cut_ranges, where the argument for why such cuts are safe
-is); each range is read piece by piece (json_ranges.iter_pieces) and each piece parsed by pyarrow's JSON reader on
+The ranges are cut at element boundaries (json_array_cuts.cut_ranges, where the argument for why such cuts are safe
+is); each range is read piece by piece (json_array_cuts.iter_pieces) and each piece parsed by pyarrow's JSON reader on
 PARSE_THREADS threads (map_ahead) while the next pieces are read and the previous tables used. Anything the fast
 path does not accept as is goes to the caller's exact path, which raises the precise error; a range with a piece
-that holds no element boundary within json_ranges.MAX_RECORD_BYTES is read on by the caller's streaming reader.
+that holds no element boundary within json_array_cuts.MAX_RECORD_BYTES is read on by the caller's streaming reader.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import BinaryIO
 import pyarrow as pa
 import pyarrow.json as pa_json
 
-from .json_ranges import WHITESPACE, NotCut, array_body, cut_ranges, elements_as_lines, iter_pieces, joined
+from .json_array_cuts import WHITESPACE, NotCut, array_body, cut_ranges, elements_as_lines, iter_pieces, joined
 from .readers.threads import map_ahead
 
 

@@ -1,4 +1,4 @@
-"""core/json_range_reader.py on an array that is not mmRAG's: the parallel byte-range reader knows no benchmark."""
+"""core/json_cut_tables.py on an array that is not mmRAG's: the parallel byte-range reader knows no benchmark."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import pyarrow as pa
 import pyarrow.json as pa_json
 import pytest
-from ragloaders.core import json_range_reader
-from ragloaders.core.json_ranges import NotCut, boundary_pattern, separator_pattern
+from ragloaders.core import json_cut_tables
+from ragloaders.core.json_array_cuts import NotCut, boundary_pattern, separator_pattern
 
 KEYS = ("name", "size")
 PARSING = pa_json.ParseOptions(explicit_schema=pa.schema([("name", pa.string()), ("size", pa.int64())]),
@@ -21,10 +21,10 @@ def never_called(*args):
 
 
 def read(path, range_bytes: int, **callbacks) -> list[dict]:
-    ranges = json_range_reader.array_ranges(str(path), boundary_pattern(KEYS), range_bytes)
+    ranges = json_cut_tables.array_ranges(str(path), boundary_pattern(KEYS), range_bytes)
     assert ranges is not None
-    parse = callbacks.pop("parse", lambda piece: json_range_reader.parse_piece(piece, separator_pattern(KEYS), PARSING))
-    tables = json_range_reader.read_ranges(str(path), ranges, boundary_pattern(KEYS), parse=parse,
+    parse = callbacks.pop("parse", lambda piece: json_cut_tables.parse_piece(piece, separator_pattern(KEYS), PARSING))
+    tables = json_cut_tables.read_ranges(str(path), ranges, boundary_pattern(KEYS), parse=parse,
                                            raise_exact_error=callbacks.get("raise_exact_error", never_called),
                                            read_stream=callbacks.get("read_stream", never_called))
     return [row for table in tables for row in table.to_pylist()]
