@@ -214,7 +214,8 @@ def test_a_hub_repository_is_downloaded_and_answers(built, tmp_path):
 
 def test_a_hub_id_with_no_folder_of_that_name_is_taken_as_a_repository(monkeypatch, tmp_path):
     asked = []
-    monkeypatch.setattr(client_module, "download_repository", lambda repo, cache: asked.append(repo) or str(tmp_path))
+    monkeypatch.setattr(client_module, "download_repository", lambda repo, cache, revision: asked.append(repo)
+                        or str(tmp_path))
     with pytest.raises(SourceError, match="not a crag/mock_kg build"):
         CragMockAPI("org/name", cache_dir=str(tmp_path))
     assert asked == ["org/name"]

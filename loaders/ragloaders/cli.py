@@ -17,6 +17,8 @@ SOURCE_HELP = ("a benchmark path (beir/scifact; with --data-dir or a download), 
                "HF_HUB_OFFLINE=1 its copy in the hub cache)")
 AS_HELP = ("the benchmark path whose conventions score a folder or repository whose card does not name one (any "
            "repository ragloaders did not build), e.g. --as beir/scifact for mteb/scifact")
+REVISION_HELP = ("a hub repository's commit, branch or tag to read (default its main branch); the commit read is "
+                 "reported")
 DATA_DIR_HELP = ("a folder holding the benchmark's files as it distributes them: the archive (e.g. nfcorpus.zip) or "
                  "its extracted files; default: download them")
 EXAMPLES = {
@@ -100,7 +102,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     as_path = normalized(args.benchmark) if args.benchmark is not None else None
     return validate_source(args.path, data_dir=args.data_dir, cache_dir=args.cache_dir, as_json=args.json,
-                           as_path=as_path)
+                           as_path=as_path, revision=args.revision)
 
 
 def cmd_push(args: argparse.Namespace) -> int:
@@ -169,13 +171,13 @@ def cmd_bm25(args: argparse.Namespace) -> int:
 
     try:
         result = bm25(args.path, out=args.out, split=args.split, top_k=args.top_k, data_dir=args.data_dir,
-                      cache_dir=args.cache_dir, benchmark=args.benchmark)
+                      cache_dir=args.cache_dir, benchmark=args.benchmark, revision=args.revision)
     except (ImportError, OSError) as e:  # the extra is missing; the run file or --out folder is not there
         print(f"ragloaders: error: {' '.join(str(e).splitlines())}", file=sys.stderr)
         return 2
     print(f"wrote {result.out}: {result.lines} lines for {result.queries} {result.split} queries, "
           f"{result.unranked} of which got no document (no word in common with any) "
-          f"({result.settings.describe()}, top {args.top_k})")
+          f"({result.settings.describe()}, top {args.top_k})" + (f"; read {result.read}" if result.read else ""))
     return 0
 
 
@@ -277,6 +279,7 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:
         command.add_argument("--as", dest="benchmark", metavar="PATH", help=AS_HELP)
         command.add_argument("--data-dir", help=DATA_DIR_HELP)
         command.add_argument("--cache-dir", help="datasets cache folder")
+        command.add_argument("--revision", help=REVISION_HELP)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -304,6 +307,7 @@ def parser() -> argparse.ArgumentParser:
     validate.add_argument("--as", dest="benchmark", metavar="PATH",
                           help="the benchmark path whose declared defects and keys apply to a folder or repository "
                                "whose card does not name one, e.g. --as beir/scifact for mteb/scifact")
+    validate.add_argument("--revision", help=REVISION_HELP)
     validate.set_defaults(run=cmd_validate)
 
     push = commands.add_parser("push", help="upload a built folder as it is, or build a path into a staging folder "

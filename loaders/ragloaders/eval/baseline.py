@@ -13,7 +13,7 @@ from ..api import load, normalized
 from ..core.facts import EvalConventions
 from ..core.output_target import check_output
 from .bm25 import DEFAULT_SETTINGS, Bm25Settings, rank
-from .data import conventions_of, corpus_tables, display_name, load_qrels, load_queries, open_source
+from .data import conventions_of, corpus_tables, display_name, load_qrels, load_queries, open_scored_source
 from .metrics import Qrels, require_extra
 from .report import member_prefix
 from .runs import write_run
@@ -38,6 +38,8 @@ class Bm25Run:
     settings: Bm25Settings
     unranked: int = 0
     """Queries that got no document (no word shared with any document): they have no line in the run."""
+    read: str = ""
+    """For a hub repository: which commit was read (`org/name at commit <sha>`); "" otherwise."""
 
 
 def _judged_queries(
@@ -68,14 +70,17 @@ def bm25(
     data_dir: str | None = None,
     cache_dir: str | None = None,
     benchmark: str | None = None,
+    revision: str | None = None,
 ) -> Bm25Run:
     """Rank the corpus of `path` for each query of `split` with BM25 and write the top `top_k` as a run to `out`
     (TREC, or a table for `.parquet` / `.jsonl`). A group path (beir/cqadupstack) ranks each member's corpus for its
     own queries and writes one run whose ids are `<member>/<id>`. `path` may also be a built folder or a hub
-    repository (see data.open_source; `benchmark` names its path when its card does not)."""
+    repository (at `revision`: a commit, branch or tag; see data.open_source; `benchmark` names its path when its
+    card does not)."""
     shown = display_name(path)
     out = check_output(out, kind="file", data_dir=data_dir, cache_dir=cache_dir)  # the rules every writer follows
-    path, conventions = open_source(path, benchmark)
+    opened = open_scored_source(path, benchmark, revision)
+    path, conventions = opened.read, opened.conventions
     require_extra("Stemmer")
     where = {"data_dir": data_dir, "cache_dir": cache_dir}
     counted = {"queries": 0, "unranked": 0}
@@ -91,7 +96,8 @@ def bm25(
                 yield prefix + query_id, [prefix + doc_id for doc_id in doc_ids], scores
 
     lines = write_run(out, rankings(), tag=RUN_TAG)
-    return Bm25Run(shown, split, out, counted["queries"], lines, settings, counted["unranked"])
+    read = opened.repository.describe() if opened.repository and opened.repository.repo_id else ""
+    return Bm25Run(shown, split, out, counted["queries"], lines, settings, counted["unranked"], read)
 
 
 def reranking_tables(

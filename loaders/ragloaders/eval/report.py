@@ -22,7 +22,7 @@ from .data import (
     load_grades,
     load_qrels,
     missing_doc_ids,
-    open_source,
+    open_scored_source,
     require_labels,
 )
 from .metrics import Metric, parse_metrics, require_extra, score
@@ -150,13 +150,15 @@ def evaluate(
     data_dir: str | None = None,
     cache_dir: str | None = None,
     benchmark: str | None = None,
+    revision: str | None = None,
 ) -> EvalReport:
     """Score `run` (a run file, or {query id: {document id: score}}) against the `split` qrels of `path`, the way
     the benchmark's authors do (see EvalConventions); `relevance_level` overrides the benchmark's. `path` may also
-    be a built folder or a hub repository (see data.open_source; `benchmark` names its path when its card does
-    not)."""
+    be a built folder or a hub repository (at `revision`: a commit, branch or tag; see data.open_source;
+    `benchmark` names its path when its card does not)."""
     shown = display_name(path)
-    path, conventions = open_source(path, benchmark)
+    opened = open_scored_source(path, benchmark, revision)
+    path, conventions = opened.read, opened.conventions
     require_labels(shown, conventions)
     require_extra("pytrec_eval")
     run = checked_run(run) if isinstance(run, dict) else read_run(os.fspath(run))
