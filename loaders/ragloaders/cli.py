@@ -248,6 +248,9 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--metrics", help="comma-separated, e.g. ndcg@10,recall@100 (default: BEIR's set)")
     evaluate.add_argument("--per-query", action="store_true", help="also print every query's values")
     evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
+    evaluate.add_argument("--keep-identical-ids", action="store_true",
+                          help="BEIR and beir-format: score a retrieved document whose id is its query's (by default "
+                               "dropped, as BEIR's EvaluateRetrieval and Pyserini's --remove-query do)")
     evaluate.add_argument("--relevance-level", type=int,
                           help="binary measures count grade >= this (default: the benchmark's, 1)")
     answers = evaluate.add_argument_group("CRAG answers (--predictions)")

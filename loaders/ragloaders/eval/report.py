@@ -25,7 +25,7 @@ from .data import (
     open_scored_source,
     require_labels,
 )
-from .metrics import Metric, parse_metrics, require_extra, score
+from .metrics import DEFAULT_METRICS, Metric, parse_metrics, require_extra, score
 from .ranx_metrics import RANX_TIES, TREC_EVAL_TIES, parse_ranx_metrics, ranx_score
 from .routing import read_routing_run
 from .runs import Run, checked_run, read_run
@@ -151,25 +151,30 @@ def evaluate(
     cache_dir: str | None = None,
     benchmark: str | None = None,
     revision: str | None = None,
+    keep_identical_ids: bool = False,
 ) -> EvalReport:
     """Score `run` (a run file, or {query id: {document id: score}}) against the `split` qrels of `path`, the way
     the benchmark's authors do (see EvalConventions); `relevance_level` overrides the benchmark's. `path` may also
     be a built folder or a hub repository (at `revision`: a commit, branch or tag; see data.open_source;
-    `benchmark` names its path when its card does not)."""
+    `benchmark` names its path when its card does not). Where the benchmark drops a retrieved document whose id is
+    its query's (BEIR's ignore_identical_ids, every BEIR and beir-format path), `keep_identical_ids` keeps them; the
+    report says which, and how many were dropped. With `metrics` None: DEFAULT_METRICS and the benchmark's extra
+    measures (BEIR: R_cap@k)."""
     shown = display_name(path)
     opened = open_scored_source(path, benchmark, revision)
     path, conventions = opened.read, opened.conventions
     require_labels(shown, conventions)
     require_extra("pytrec_eval")
     run = checked_run(run) if isinstance(run, dict) else read_run(os.fspath(run))
-    chosen = parse_metrics(metrics)
+    chosen = parse_metrics((*DEFAULT_METRICS, *conventions.extra_metrics) if metrics is None else metrics)
     level = conventions.relevance_level if relevance_level is None else relevance_level
     where = {"data_dir": data_dir, "cache_dir": cache_dir}
     if conventions.mean_over:
-        return _evaluate_group(path, run, conventions, split, chosen, level, per_query, where)
+        return _evaluate_group(path, run, conventions, split, chosen, level, per_query, where, keep_identical_ids)
     qrels = load_qrels(path, split, **where)
     known = all_query_ids(path, **where)
-    scores = score(qrels, run, chosen, relevance_level=level, ignore_identical_ids=conventions.ignore_identical_ids)
+    scores = score(qrels, run, chosen, relevance_level=level,
+                   ignore_identical_ids=conventions.ignore_identical_ids and not keep_identical_ids)
     doc_ids = (doc_id for docs in run.values() for doc_id in docs)
     report = EvalReport(
         shown, split, level, scores.mean, len(qrels), scores.per_query if per_query else None,
@@ -179,11 +184,24 @@ def evaluate(
         unknown_documents=missing_doc_ids(doc_ids, corpus_tables(path, ["_id"], **where)),
         identical_ids_dropped=scores.identical_ids_dropped,
         notes=list(conventions.notes),
-        conventions=[f"{BEIR_SHORT}: {TREC_EVAL_TIES}"],
+        conventions=[f"{BEIR_SHORT}: {TREC_EVAL_TIES}", *identical_ids_convention(conventions, keep_identical_ids,
+                                                                                 scores.identical_ids_dropped)],
     )
     if conventions.authors_retrieval:
         _add_authors_measures(report, conventions.authors_retrieval, qrels, run, per_query)
     return report
+
+
+def identical_ids_convention(conventions: EvalConventions, keep: bool, dropped: int) -> list[str]:
+    """The report's line on identical ids, where the benchmark drops them (none elsewhere)."""
+    if not conventions.ignore_identical_ids:
+        return []
+    if keep:
+        return ["identical ids kept (--keep-identical-ids): a retrieved document whose id is its query's is scored, "
+                "where BEIR's EvaluateRetrieval (ignore_identical_ids=True) drops it"]
+    return [f"identical ids dropped: {dropped} retrieved documents whose id is their query's, as BEIR's "
+            "EvaluateRetrieval (ignore_identical_ids=True) and Pyserini's --remove-query do (--keep-identical-ids "
+            "keeps them)"]
 
 
 def _add_authors_measures(
@@ -237,7 +255,7 @@ def member_prefix(group: str, member: str) -> str:
 
 def _evaluate_group(
     path: str, run: Run, conventions: EvalConventions, split: str, metrics: list[Metric], level: int,
-    per_query: bool, where: dict,
+    per_query: bool, where: dict, keep_identical_ids: bool = False,
 ) -> EvalReport:
     """A group path: the run's ids are `<member>/<id>`; each member is scored alone and the means averaged."""
     prefixes = {member_prefix(path, member): member for member in conventions.mean_over}
@@ -260,7 +278,7 @@ def _evaluate_group(
                         conventions=[f"{BEIR_SHORT}: {TREC_EVAL_TIES}"])
     for member, member_run in runs.items():
         part = evaluate(member, member_run, split=split, metrics=names, relevance_level=level, per_query=per_query,
-                        **where)
+                        keep_identical_ids=keep_identical_ids, **where)
         prefix = member_prefix(path, member)
         report.members[member] = part.metrics
         report.judged_queries += part.judged_queries
@@ -274,4 +292,5 @@ def _evaluate_group(
     report.unknown_queries = unknown_queries + report.unknown_queries
     report.metrics = {name: sum(means[name] for means in report.members.values()) / len(report.members)
                       for name in names}
+    report.conventions += identical_ids_convention(conventions, keep_identical_ids, report.identical_ids_dropped)
     return report

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ...core.facts import CardFacts, EvalConventions, KnownDefect, PublishedCounts
+from dataclasses import replace
+
+from ...core.facts import BEIR_CAPPED_RECALL, CardFacts, EvalConventions, KnownDefect, PublishedCounts
 from .catalogue import BASE_URL, DATASETS, PUBLISHED_QUERY_SPLIT
 from .citations import BEIR_CITATION
 
@@ -56,6 +58,8 @@ FIELD_NOTES = {
     "corpus-id": "a `_id` of the corpus config",
     "score": "relevance grade as in the qrels file (0 and negative grades kept)",
     "corpus-ids": "`_id`s of the corpus config in BM25 rank order (optional configs made by `ragloaders build --with`)",
+    "scores": "the BM25 score of each of `corpus-ids`, aligned with it and non-increasing (float32; to fuse or "
+              "threshold)",
 }
 
 
@@ -97,23 +101,27 @@ def card_facts(path: str) -> CardFacts:
 
 
 CQADUPSTACK = "beir/cqadupstack"
-_SELF_MATCH_NOTE = ("a query retrieving itself is dropped before scoring, as BEIR's EvaluateRetrieval "
-                    "(ignore_identical_ids) and mteb do for this dataset",)
+BEIR_SCORING = EvalConventions(ignore_identical_ids=True, extra_metrics=BEIR_CAPPED_RECALL)
+"""How BEIR's EvaluateRetrieval scores every dataset: a retrieved document whose id is its query's dropped (its
+default, ignore_identical_ids=True; Pyserini's `--remove-query`), capped recall beside trec_eval's measures."""
+_SELF_MATCH_NOTE = ("its queries are also corpus entries, so without dropping identical ids a query retrieves "
+                    "itself first (beir-cellar/beir#72, PR #91)",)
 EVAL_CONVENTIONS: dict[str, EvalConventions] = {
-    "beir/arguana": EvalConventions(ignore_identical_ids=True, notes=_SELF_MATCH_NOTE),
-    "beir/quora": EvalConventions(ignore_identical_ids=True, notes=_SELF_MATCH_NOTE),
-    CQADUPSTACK: EvalConventions(
+    "beir/arguana": replace(BEIR_SCORING, notes=_SELF_MATCH_NOTE),
+    "beir/quora": replace(BEIR_SCORING, notes=_SELF_MATCH_NOTE),
+    CQADUPSTACK: replace(
+        BEIR_SCORING,
         mean_over=tuple(path for path in DATASETS if path.startswith(CQADUPSTACK + "/")),
         notes=("cqadupstack is the mean of its 12 forums' scores, as BEIR and Pyserini report it; the run's ids "
                "are `<forum>/<id>` (what `ragloaders bm25 beir/cqadupstack` writes)",),
     ),
 }
-"""Paths whose runs BEIR scores other than plainly (every other path: EvalConventions())."""
+"""Paths whose runs BEIR scores with more than BEIR_SCORING (every other path: BEIR_SCORING)."""
 
 
 def eval_conventions(path: str) -> EvalConventions:
     """How BEIR scores runs on `path` (also the group path beir/cqadupstack)."""
-    return EVAL_CONVENTIONS.get(path, EvalConventions())
+    return EVAL_CONVENTIONS.get(path, BEIR_SCORING)
 
 
 PUBLISHED_BM25_SOURCE = (
