@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import io
 import json
 import zipfile
@@ -143,3 +144,44 @@ def test_top_ranked_and_hard_negatives_carry_aligned_non_increasing_scores(nfcor
         scored = dict(zip(row["corpus-ids"], row["scores"]))
         negative = negatives[row["query-id"]]
         assert negative["scores"] == [scored[d] for d in negative["corpus-ids"]]
+
+
+# --- what was scored: the identity block -------------------------------------------------------------------------
+
+
+def sha256_file(path) -> str:
+    import hashlib
+
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def test_the_report_names_the_catalogue_files_the_split_the_conventions_and_the_run(nfcorpus_run, capsys):
+    where = nfcorpus_run["where"]
+    args = ["eval", "beir/nfcorpus", "--run", nfcorpus_run["run"], "--metrics", "ndcg@10",
+            "--data-dir", where["data_dir"], "--cache-dir", where["cache_dir"]]
+    assert cli.main([*args, "--json"]) == 0
+    identity = json.loads(capsys.readouterr().out)["identity"]
+    import ragloaders
+
+    assert identity["ragloaders"] == ragloaders.__version__
+    assert identity["source"] == {"form": "benchmark path", "path": "beir/nfcorpus", "files": [
+        {"name": "nfcorpus.zip", "bytes": NFCORPUS_ZIP.stat().st_size, "sha256": sha256_file(NFCORPUS_ZIP)}]}
+    assert identity["split"] == "test"
+    assert identity["conventions"] == {"relevance_level": 1, "identical_ids": "dropped", "identical_ids_dropped": 0}
+    run = nfcorpus_run["run"]
+    assert identity["run"] == {"file": "bm25.trec", "bytes": os.path.getsize(run), "sha256": sha256_file(run)}
+    assert cli.main(args) == 0
+    last = capsys.readouterr().out.splitlines()[-2:]
+    assert last[0].startswith("scored: ragloaders ") and sha256_file(NFCORPUS_ZIP) in last[0]
+    assert last[1].startswith("scored: split test;") and sha256_file(run) in last[1]
+
+
+def test_a_built_folder_is_named_by_its_manifest_digest(nfcorpus_build, nfcorpus_run):
+    report = evaluate(str(nfcorpus_build.out), nfcorpus_run["run"], metrics="ndcg@10",
+                      cache_dir=nfcorpus_build.cache_dir, keep_identical_ids=True)
+    source = report.identity["source"]
+    assert source == {"form": "built folder", "folder": str(nfcorpus_build.out),
+                      "manifest_sha256": sha256_file(nfcorpus_build.out / ".ragloaders-manifest.json")}
+    assert report.identity["conventions"]["identical_ids"] == "kept (--keep-identical-ids)"
+    assert evaluate("mmrag", {"q": {"d": 1.0}}, data_dir=str(DATA / "mmrag"), metrics="ndcg@10",
+                    cache_dir=nfcorpus_build.cache_dir).identity["run"] == {"file": None}

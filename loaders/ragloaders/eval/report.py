@@ -25,6 +25,7 @@ from .data import (
     open_scored_source,
     require_labels,
 )
+from .identity import identity, identity_lines, source_identity
 from .metrics import DEFAULT_METRICS, Metric, parse_metrics, require_extra, score
 from .ranx_metrics import RANX_TIES, TREC_EVAL_TIES, parse_ranx_metrics, ranx_score
 from .routing import read_routing_run
@@ -68,6 +69,9 @@ class EvalReport:
     """The conventions applied: which tie rule each set of measures follows."""
     task: str = "retrieval"
     """`retrieval` (a run of documents) or `routing` (a run of mmRAG's source datasets)."""
+    identity: dict[str, Any] | None = None
+    """What was scored (eval.identity): ragloaders' version, the source and what pins it, the split, the conventions,
+    the run file's sha256. Set for a retrieval run."""
 
     def as_json(self) -> dict[str, Any]:
         """The report as JSON-ready data; metric names are the keys. `authors_metrics` (when the authors' measures
@@ -90,6 +94,8 @@ class EvalReport:
             data["per_query"] = self.per_query
         if self.authors_per_query is not None:
             data["authors_per_query"] = self.authors_per_query
+        if self.identity is not None:
+            data["identity"] = self.identity
         return data
 
     def warnings(self) -> list[str]:
@@ -136,6 +142,8 @@ class EvalReport:
             for query_id in tables[0]:
                 values = [f"{v:.5f}" for t in tables for v in t[query_id].values()]
                 lines.append("\t".join([query_id, *values]))
+        if self.identity is not None:
+            lines += identity_lines(self.identity)
         return "\n".join(lines)
 
 
@@ -165,12 +173,27 @@ def evaluate(
     path, conventions = opened.read, opened.conventions
     require_labels(shown, conventions)
     require_extra("pytrec_eval")
+    given = run
     run = checked_run(run) if isinstance(run, dict) else read_run(os.fspath(run))
     chosen = parse_metrics((*DEFAULT_METRICS, *conventions.extra_metrics) if metrics is None else metrics)
     level = conventions.relevance_level if relevance_level is None else relevance_level
     where = {"data_dir": data_dir, "cache_dir": cache_dir}
     if conventions.mean_over:
-        return _evaluate_group(path, run, conventions, split, chosen, level, per_query, where, keep_identical_ids)
+        report = _evaluate_group(path, run, conventions, split, chosen, level, per_query, where, keep_identical_ids)
+    else:
+        report = _evaluate_path(shown, path, run, conventions, split, chosen, level, per_query, where,
+                                keep_identical_ids)
+    source = source_identity(shown, conventions.mean_over or (path,), opened.repository, **where)
+    report.identity = identity(source, split, given, relevance_level=level,
+                               ignore_identical_ids=conventions.ignore_identical_ids,
+                               keep_identical_ids=keep_identical_ids, dropped=report.identical_ids_dropped)
+    return report
+
+
+def _evaluate_path(
+    shown: str, path: str, run: Run, conventions: EvalConventions, split: str, chosen: list[Metric], level: int,
+    per_query: bool, where: dict, keep_identical_ids: bool,
+) -> EvalReport:
     qrels = load_qrels(path, split, **where)
     known = all_query_ids(path, **where)
     scores = score(qrels, run, chosen, relevance_level=level,
@@ -277,8 +300,8 @@ def _evaluate_group(
     report = EvalReport(path, split, level, {}, 0, {} if per_query else None, notes=list(conventions.notes),
                         conventions=[f"{BEIR_SHORT}: {TREC_EVAL_TIES}"])
     for member, member_run in runs.items():
-        part = evaluate(member, member_run, split=split, metrics=names, relevance_level=level, per_query=per_query,
-                        keep_identical_ids=keep_identical_ids, **where)
+        part = _evaluate_path(member, member, member_run, conventions_of(member), split, metrics, level, per_query,
+                              where, keep_identical_ids)
         prefix = member_prefix(path, member)
         report.members[member] = part.metrics
         report.judged_queries += part.judged_queries
