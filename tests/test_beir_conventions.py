@@ -185,3 +185,16 @@ def test_a_built_folder_is_named_by_its_manifest_digest(nfcorpus_build, nfcorpus
     assert report.identity["conventions"]["identical_ids"] == "kept (--keep-identical-ids)"
     assert evaluate("mmrag", {"q": {"d": 1.0}}, data_dir=str(DATA / "mmrag"), metrics="ndcg@10",
                     cache_dir=nfcorpus_build.cache_dir).identity["run"] == {"file": None}
+
+
+def test_the_readmes_example_report_is_the_bundled_zips():
+    """The README's JSON report names the bundled nfcorpus.zip by its real size and sha256, and holds every key
+    eval's identity block has."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    block = next(part.split("```", 1)[0] for part in readme.split("```json\n")[1:] if '"identity"' in part)
+    identity = json.loads(block)["identity"]
+    assert identity["source"]["files"] == [
+        {"name": "nfcorpus.zip", "bytes": NFCORPUS_ZIP.stat().st_size, "sha256": sha256_file(NFCORPUS_ZIP)}]
+    assert set(identity) == {"ragloaders", "source", "split", "conventions", "run"}
