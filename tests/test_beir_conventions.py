@@ -5,9 +5,9 @@
 from __future__ import annotations
 
 import csv
-import os
 import io
 import json
+import os
 import zipfile
 
 import pytest
