@@ -167,11 +167,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_bm25(args: argparse.Namespace) -> int:
     """Write the BM25 baseline run of a path."""
-    from .eval import bm25
+    from .eval import Bm25Settings, bm25
 
     try:
         result = bm25(args.path, out=args.out, split=args.split, top_k=args.top_k, data_dir=args.data_dir,
-                      cache_dir=args.cache_dir, benchmark=args.benchmark, revision=args.revision)
+                      cache_dir=args.cache_dir, benchmark=args.benchmark, revision=args.revision,
+                      settings=Bm25Settings(multifield=args.multifield))
     except (ImportError, OSError) as e:  # the extra is missing; the run file or --out folder is not there
         print(f"ragloaders: error: {' '.join(str(e).splitlines())}", file=sys.stderr)
         return 2
@@ -275,6 +276,9 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:
                           "prefixed `<forum>/`")
     baseline.add_argument("--out", required=True, help="run file: TREC, or a table if it ends in .parquet / .jsonl")
     baseline.add_argument("--top-k", type=int, default=1000, help="documents per query (default 1000)")
+    baseline.add_argument("--multifield", action="store_true",
+                          help="Pyserini's multifield condition: title and text as two fields, each with its own BM25 "
+                               "statistics, scores summed (default: flat, title + text as one field)")
     baseline.set_defaults(run=cmd_bm25)
     evaluate.add_argument("--split", help="split to score (default test; CRAG answers: every split)")
     baseline.add_argument("--split", default="test", help="queries split (default test)")
