@@ -31,7 +31,8 @@ EXAMPLES = {
                  "ragloaders validate mmrag --data-dir ~/mmrag --json",
                  "ragloaders validate ./scifact            # a built folder",
                  "ragloaders validate mteb/scifact          # a hub repository (network)",
-                 "ragloaders validate mteb/scifact --as beir/scifact   # scifact's declared defects apply"],
+                 "ragloaders validate mteb/scifact --as beir/scifact   # scifact's declared defects apply",
+                 "ragloaders validate my-org/scifact --revision v1     # a commit, branch or tag; the commit is named"],
     "push": ["ragloaders push beir/scifact --repo-id my-org/scifact --dry-run",
              "ragloaders push ./scifact --repo-id my-org/scifact    # a built folder, as it is"],
     "eval": ["ragloaders eval beir/scifact --run bm25.trec --metrics ndcg@10",
@@ -41,6 +42,7 @@ EXAMPLES = {
              "ragloaders eval mmrag --routing routing.jsonl",
              "ragloaders eval crag/task_1_and_2 --predictions pred.jsonl --tokenizer tokenizer.json"],
     "bm25": ["ragloaders bm25 beir/scifact --out bm25.trec",
+             "ragloaders bm25 beir/scifact --multifield --out bm25-mf.trec   # Pyserini's multifield condition",
              "ragloaders bm25 ./scifact --out bm25.trec"],
     "serve": mock_api_command.EXAMPLES,
 }
