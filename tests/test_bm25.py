@@ -194,8 +194,9 @@ def test_arguana_self_matches_are_ignored_end_to_end(tmp_path):
     report = evaluate("beir/arguana", str(tmp_path / "run.trec"), metrics="MRR@10", **where)
     assert report.metrics == {"MRR@10": 1.0} and report.identical_ids_dropped == 1
     tables = reranking_tables("beir/arguana", **where)
-    assert tables["top_ranked"]["test"].to_pylist() == [{"query-id": "a1", "corpus-ids": ["a2"]}]
-    assert tables["hard_negatives"]["test"].to_pylist() == [{"query-id": "a1", "corpus-ids": []}]
+    [top] = tables["top_ranked"]["test"].to_pylist()
+    assert (top["query-id"], top["corpus-ids"], len(top["scores"])) == ("a1", ["a2"], 1) and top["scores"][0] > 0
+    assert tables["hard_negatives"]["test"].to_pylist() == [{"query-id": "a1", "corpus-ids": [], "scores": []}]
 
 
 def test_cqadupstack_is_the_mean_of_its_forums_from_one_prefixed_run(tmp_path, capsys):
