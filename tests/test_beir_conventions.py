@@ -89,6 +89,7 @@ def test_identical_ids_are_dropped_for_every_beir_path_unless_kept(nfcorpus_run,
     dropped = evaluate("beir/nfcorpus", selfish, metrics="NDCG@10,MRR@10", **where)
     assert added > 50 and dropped.identical_ids_dropped == added
     assert dropped.metrics == plain.metrics  # BEIR's default: as if the run had not named them
+    assert dropped.unknown_documents == []  # the query ids are no corpus ids, but dropped, they are not scored
     assert any(f"identical ids dropped: {added} retrieved" in line for line in dropped.conventions)
     args = ["eval", "beir/nfcorpus", "--run", selfish, "--metrics", "ndcg@10", "--data-dir", where["data_dir"],
             "--cache-dir", where["cache_dir"], "--json"]
@@ -98,6 +99,7 @@ def test_identical_ids_are_dropped_for_every_beir_path_unless_kept(nfcorpus_run,
     report = json.loads(capsys.readouterr().out)
     assert report["identical_ids_dropped"] == 0 and report["metrics"]["NDCG@10"] < plain.metrics["NDCG@10"]
     assert any("identical ids kept (--keep-identical-ids)" in line for line in report["conventions"])
+    assert report["unknown_documents"]["count"] == added  # kept and scored: not in the corpus, so said
 
 
 @pytest.mark.slow

@@ -196,9 +196,10 @@ def _evaluate_path(
 ) -> EvalReport:
     qrels = load_qrels(path, split, **where)
     known = all_query_ids(path, **where)
-    scores = score(qrels, run, chosen, relevance_level=level,
-                   ignore_identical_ids=conventions.ignore_identical_ids and not keep_identical_ids)
-    doc_ids = (doc_id for docs in run.values() for doc_id in docs)
+    drop = conventions.ignore_identical_ids and not keep_identical_ids
+    scores = score(qrels, run, chosen, relevance_level=level, ignore_identical_ids=drop)
+    # a dropped document is not scored, so it is not reported as missing from the corpus either
+    doc_ids = (doc_id for query_id, docs in run.items() for doc_id in docs if not (drop and doc_id == query_id))
     report = EvalReport(
         shown, split, level, scores.mean, len(qrels), scores.per_query if per_query else None,
         unranked_queries=scores.unranked_queries,
