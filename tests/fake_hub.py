@@ -5,7 +5,9 @@ Served through huggingface_hub's client factory with an httpx `MockTransport` (h
 FAKE_HUB_EXIT_ON_COMMIT) can be resumed by another process. Endpoints: repo create, branch create, tree
 listing, repo info, file download (resolve), validate-yaml, preupload, the LFS batch API with basic PUT upload and
 verify, commit (refused with HTTP 412, as the hub does, when its parentCommit is not the branch's head), revision
-info. FAKE_HUB_OWNER_EDITS makes the repository's owner commit while a push runs.
+info, tag create. A read (revision info, tree, resolve) takes a branch, a tag or a commit id: every commit keeps the
+files it left, so a repository can be read as it was at any of them. FAKE_HUB_OWNER_EDITS makes the repository's
+owner commit while a push runs.
 
 Run as a script, it is `ragloaders` with the fake hub in place:
     python tests/fake_hub.py STATE_DIR [--max-commit-files N] -- push beir/nfcorpus --repo-id org/name ...
@@ -135,6 +137,7 @@ class FakeHub:
         routes = [
             ("POST", r"/api/repos/create", self.create_repo),
             ("POST", rf"/api/datasets/{REPO}/branch/(?P<branch>.+)", self.create_branch),
+            ("POST", rf"/api/datasets/{REPO}/tag/(?P<rev>.+)", self.create_tag),
             ("GET", rf"/api/datasets/{REPO}/tree/(?P<rev>[^/]+)(?P<sub>/.*)?", self.tree),
             ("GET", rf"/api/datasets/{REPO}/revision/(?P<rev>.+)", self.revision_info),
             ("GET", rf"/api/datasets/{REPO}", lambda request, repo: self.revision_info(request, repo, "main")),
@@ -159,6 +162,28 @@ class FakeHub:
     def _repo(self, state: dict, repo: str):
         return state["repos"].get(repo)
 
+    def at(self, state: dict, repo: str, rev: str) -> tuple[dict, str] | None:
+        """(the files, the commit id) of `repo` at `rev`: a branch (its last commit; "0" * 40 for a branch with none,
+        as seeded), a tag, or a commit id; None when there is no such revision."""
+        entry = self._repo(state, repo)
+        if entry is None:
+            return None
+        branches = entry["branches"]
+        if rev in branches:
+            commits = branches[rev]["commits"]
+            return branches[rev]["files"], commits[-1]["oid"] if commits else "0" * 40
+        rev = entry.get("tags", {}).get(rev, rev)
+        for branch in branches.values():
+            if rev == "0" * 40 and not branch["commits"]:
+                return branch["files"], rev
+            for commit in branch["commits"]:
+                if commit["oid"] == rev and "files" in commit:
+                    return commit["files"], rev
+        return None
+
+    def _no_revision(self, rev: str):
+        return 404, {"error": f"Invalid rev id: {rev}"}, {"X-Error-Code": "RevisionNotFound"}
+
     def _not_found(self, repo: str):
         return 404, {"error": f"Repository {repo} not found"}, {"X-Error-Code": "RepoNotFound"}
 
@@ -180,7 +205,28 @@ class FakeHub:
         branches = state["repos"][repo]["branches"]
         if branch in branches:
             return 409, {"error": "Reference already exists"}
-        branches[branch] = json.loads(json.dumps(branches["main"]))
+        start = (json.loads(request.content or b"{}") or {}).get("startingPoint") or "main"
+        found = self.at(state, repo, start)
+        if found is None:
+            return self._no_revision(start)
+        files, sha = found
+        commits = [{"oid": sha, "summary": f"branch {branch}", "paths": [], "files": files}] if sha != "0" * 40 else []
+        branches[branch] = json.loads(json.dumps({"files": files, "commits": commits}))
+        self.save(state)
+        return 200, {}
+
+    def create_tag(self, request, repo, rev):
+        state = self.load()
+        if self._repo(state, repo) is None:
+            return self._not_found(repo)
+        found = self.at(state, repo, rev)
+        if found is None:
+            return self._no_revision(rev)
+        tag = json.loads(request.content)["tag"]
+        tags = state["repos"][repo].setdefault("tags", {})
+        if tag in tags:
+            return 409, {"error": "Tag already exists"}
+        tags[tag] = found[1]
         self.save(state)
         return 200, {}
 
@@ -188,22 +234,41 @@ class FakeHub:
         state = self.load()
         if self._repo(state, repo) is None:
             return self._not_found(repo)
-        files = state["repos"][repo]["branches"][rev]["files"]
-        entries = []
+        found = self.at(state, repo, rev)
+        if found is None:
+            return self._no_revision(rev)
+        files = found[0]
+        prefix = (sub or "").strip("/")
+        prefix = prefix + "/" if prefix else ""
+        recursive = request.url.params.get("recursive", "").lower() == "true"
+        entries, folders = [], set()
         for path, entry in sorted(files.items()):
+            if not path.startswith(prefix):
+                continue
+            rest = path[len(prefix):].split("/")
+            for depth in range(1, len(rest) if recursive else min(len(rest), 2)):
+                folders.add(prefix + "/".join(rest[:depth]))
+            if len(rest) > 1 and not recursive:
+                continue
             item = {"type": "file", "path": path, "size": entry["size"], "oid": entry["oid"]}
             if entry["lfs"]:
                 item["lfs"] = {"oid": entry["sha256"], "size": entry["size"], "pointerSize": 134}
             entries.append(item)
+        if prefix and not entries and not folders:
+            return 404, {"error": f"{sub} not found"}, {"X-Error-Code": "EntryNotFound"}
+        entries += [{"type": "directory", "path": folder, "oid": git_sha1(folder.encode())}
+                    for folder in sorted(folders)]
         return 200, entries
 
     def revision_info(self, request, repo, rev):
         state = self.load()
         if self._repo(state, repo) is None:
             return self._not_found(repo)
-        branch = state["repos"][repo]["branches"][rev]
-        sha = branch["commits"][-1]["oid"] if branch["commits"] else "0" * 40
-        return 200, {"id": repo, "sha": sha, "siblings": [{"rfilename": p} for p in branch["files"]]}
+        found = self.at(state, repo, rev)
+        if found is None:
+            return self._no_revision(rev)
+        files, sha = found
+        return 200, {"id": repo, "sha": sha, "siblings": [{"rfilename": p} for p in files]}
 
     def preupload(self, request, repo, rev):
         state = self.load()
@@ -243,7 +308,8 @@ class FakeHub:
         state = self.load()
         if self._repo(state, repo) is None:
             return self._not_found(repo)
-        entry = state["repos"][repo]["branches"].get(rev, {"files": {}})["files"].get(file)
+        found = self.at(state, repo, rev)
+        entry = found[0].get(file) if found else None
         if entry is None:
             return 404, {"error": "Entry not found"}, {"X-Error-Code": "EntryNotFound"}
         with open(self.object_path(entry["sha256"]), "rb") as f:
@@ -252,11 +318,11 @@ class FakeHub:
     def resolve_head(self, request, repo, rev, file):
         """What hf_hub_download asks before it downloads: the file's commit, etag and size."""
         state = self.load()
-        branch = (self._repo(state, repo) or {"branches": {}})["branches"].get(rev)
-        entry = branch["files"].get(file) if branch else None
+        found = self.at(state, repo, rev)
+        entry = found[0].get(file) if found else None
         if entry is None:
             return 404, b"", {"X-Error-Code": "EntryNotFound"}
-        sha = branch["commits"][-1]["oid"] if branch["commits"] else "0" * 40
+        sha = found[1]
         return 200, b"", {"X-Repo-Commit": sha, "ETag": f'"{entry["oid"]}"', "Content-Length": str(entry["size"])}
 
     def commit(self, request, repo, rev):
@@ -295,7 +361,8 @@ class FakeHub:
                 del branch["files"][value["path"]]
         oid = hashlib.sha1(request.content).hexdigest()
         branch["commits"].append({"oid": oid, "summary": lines[0]["value"]["summary"],
-                                  "paths": [line["value"]["path"] for line in lines[1:]]})
+                                  "paths": [line["value"]["path"] for line in lines[1:]],
+                                  "files": json.loads(json.dumps(branch["files"]))})
         self.save(state)
         return 200, {"commitUrl": f"{ENDPOINT}/datasets/{repo}/commit/{oid}", "commitOid": oid,
                      "pullRequestUrl": None}

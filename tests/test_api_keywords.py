@@ -18,7 +18,7 @@ def files_under(folder) -> set[str]:
 
 
 @pytest.mark.parametrize("keyword, value", [
-    ("hash", "../../escaped"), ("name", "corpus"), ("data_files", "elsewhere.jsonl"), ("revision", "main"),
+    ("hash", "../../escaped"), ("name", "corpus"), ("data_files", "elsewhere.jsonl"),
     ("config_name", "corpus"), ("dataset_name", "x"), ("features", None), ("base_path", "/"), ("token", "t"),
 ])
 def test_load_refuses_an_undocumented_keyword_naming_it_and_writes_nothing(tmp_path, keyword, value):

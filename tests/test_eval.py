@@ -199,7 +199,10 @@ def test_metric_names_any_case_keep_beir_spelling():
 def test_conventions_are_declared_per_benchmark():
     assert conventions_of("beir/arguana").ignore_identical_ids
     assert conventions_of("beir/quora").ignore_identical_ids
-    assert not conventions_of("beir/nfcorpus").ignore_identical_ids
+    assert conventions_of("beir/nfcorpus").ignore_identical_ids  # BEIR's default, every BEIR path
+    assert conventions_of("beir/cqadupstack/android").ignore_identical_ids
+    assert conventions_of("beir-format").ignore_identical_ids and not conventions_of("mmrag").ignore_identical_ids
+    assert "R_cap@10" in conventions_of("beir/nfcorpus").extra_metrics and not conventions_of("mmrag").extra_metrics
     group = conventions_of("beir/cqadupstack")
     assert len(group.mean_over) == 12 and all(p.startswith("beir/cqadupstack/") for p in group.mean_over)
     assert conventions_of("mmrag").relevance_level == 1

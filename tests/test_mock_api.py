@@ -209,6 +209,14 @@ HUB_SCRIPT = textwrap.dedent('''
     api = CragMockAPI("org/kg", cache_dir=sys.argv[4])
     print(json.dumps(api.finance_get_ticker_by_name("Apple Inc. Common Stock")))
     print(json.dumps(api.sports_nba_get_play_by_play_data_by_game_ids(["0012200049"])["result"]["eventnum"]))
+    from huggingface_hub import HfApi
+    from ragloaders.core.errors import SourceError
+    HfApi().create_tag("org/kg", repo_type="dataset", tag="v0")
+    print(api.commit, CragMockAPI("org/kg", cache_dir=sys.argv[4], revision="v0").commit)
+    try:
+        CragMockAPI("org/kg", cache_dir=sys.argv[4], revision="no-such-tag")
+    except SourceError as e:
+        print(" ".join(str(e).split())[:160])
 ''')
 
 
@@ -223,6 +231,8 @@ def test_a_hub_repository_is_downloaded_and_answers(built, tmp_path):
     lines = done.stdout.strip().splitlines()
     assert json.loads(lines[0]) == {"result": "AAPL"}
     assert list(json.loads(lines[1]).values()) == list(range(7))
+    assert lines[2] == f"{'0' * 40} {'0' * 40}"  # the seeded repository's one commit, by default and by its tag
+    assert "org/kg at revision 'no-such-tag' could not be downloaded" in lines[3]
     downloaded = {p.parent.name for p in (tmp_path / "cache" / "hub").rglob("*.parquet")}
     assert downloaded == set(REQUIRED_COLUMNS)  # only the configs the API reads
 
@@ -258,7 +268,8 @@ HUB_REPOS = {"org/name"}
 
 def test_a_hub_id_with_no_folder_of_that_name_is_taken_as_a_repository(hub, monkeypatch, tmp_path):
     asked = []
-    monkeypatch.setattr(client_module, "download_repository", lambda repo, cache: asked.append(repo) or str(tmp_path))
+    monkeypatch.setattr(client_module, "download_repository", lambda repo, cache, revision: asked.append(repo)
+                        or str(tmp_path))
     with pytest.raises(SourceError, match="not a crag/mock_kg build"):
         CragMockAPI("org/name", cache_dir=str(tmp_path))
     assert asked == ["org/name"]

@@ -324,10 +324,11 @@ def test_a_hub_repo_id_is_loaded_by_its_id(tmp_path, monkeypatch):
     seen = []
     monkeypatch.setattr(repository, "hub_offline", lambda: False)
     monkeypatch.setattr(repository, "probe_hub", lambda repo, **kwargs: seen.append(repo) or 200)
+    monkeypatch.setattr(repository, "resolve_commit", lambda repo, revision: seen.append(repo) or "c" * 40)
     monkeypatch.setattr(repository, "cached_snapshot", lambda repo, **kwargs: seen.append(repo) or folder)
     monkeypatch.chdir(tmp_path)
     assert cli.main(["validate", "some-org/beir-copy", "--json", "--cache-dir", str(tmp_path / "c")]) == 0
-    assert seen == ["some-org/beir-copy", "some-org/beir-copy"]
+    assert seen == ["some-org/beir-copy"] * 3
 
 
 def hostile_repository(tmp_path, config, split, table):

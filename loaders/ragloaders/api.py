@@ -11,7 +11,7 @@ import datasets
 from .benchmarks import BENCHMARKS
 from .core.builder import RagBuilder
 from .core.errors import MissingSourceError
-from .core.repository import open_repository
+from .core.repository import open_repository, refuse_revision
 
 
 def registry() -> dict[str, type[RagBuilder]]:
@@ -83,7 +83,7 @@ def _builder_class(path: str) -> type[RagBuilder]:
 BUILDER_KEYWORDS = ("data_dir", "cache_dir", "storage_options")
 """What `builder` passes on to every builder besides its config parameters (`RagBuilder.BUILDER_PARAMETERS`). The
 builder sets datasets' `hash`, `name`, `config_name`, `dataset_name` itself (a caller's `hash="../x"` would move
-the cache outside `cache_dir`), reads its own files (no `data_files`), and has no hub `revision`."""
+the cache outside `cache_dir`), reads its own files (no `data_files`); `revision` is for a hub repository."""
 LOAD_KEYWORDS = ("split", "data_dir", "streaming", "cache_dir", "num_proc", "download_mode", "verification_mode",
                  "keep_in_memory", "storage_options")
 """`datasets.load_dataset`'s arguments that `load` takes."""
@@ -98,15 +98,18 @@ def refuse_unknown_keywords(function: str, given: dict[str, Any], accepted: list
                          f"{', '.join(accepted)}")
 
 
-def builder(path: str, config: str, **kwargs: Any) -> datasets.DatasetBuilder:
+def builder(path: str, config: str, *, revision: str | None = None, **kwargs: Any) -> datasets.DatasetBuilder:
     """The `datasets.DatasetBuilder` behind `load(path, config)`, not yet prepared.
 
     Args:
-        path: a benchmark path, e.g. `beir/scifact`, `crag/task_1_and_2`, `mmrag` (`ragloaders list`).
+        path: a benchmark path, e.g. `beir/scifact`, `crag/task_1_and_2`, `mmrag` (`ragloaders list`); or a built
+            folder or hub dataset repository id, as in `load` (then only `cache_dir` is passed on).
         config: one of the path's configs (`configs_of(path)`), e.g. `corpus`, `qrels`, `records`, `top_ranked`.
         **kwargs: passed to the builder: `data_dir` (a folder with the files as the benchmark distributes them),
             `cache_dir`, `storage_options`, and the path's config parameters (CRAG's `release`: "v5", "v4",
             "example"). Any other keyword is refused (BUILDER_KEYWORDS says why).
+        revision: for a hub repository: the commit, branch or tag to read (default the main branch); a ValueError
+            for a benchmark path or a folder.
 
     Returns:
         A `datasets.DatasetBuilder`: call `download_and_prepare()`, then `as_dataset()`, or `as_streaming_dataset()`.
@@ -121,6 +124,10 @@ def builder(path: str, config: str, **kwargs: Any) -> datasets.DatasetBuilder:
         >>> b.download_and_prepare(); b.as_dataset()["test"].num_rows  # doctest: +SKIP
         339
     """
+    if not is_benchmark_path(path):
+        refuse_unknown_keywords("builder", kwargs, ["cache_dir"])
+        return open_repository(path, revision).builder(config, **kwargs)
+    refuse_revision(path, revision, "a benchmark path")
     path = normalized(path)
     cls = _builder_class(path)
     names = [c.name for c in cls.BUILDER_CONFIGS]
@@ -157,6 +164,7 @@ def load(
     verification_mode: str | None = None,
     keep_in_memory: bool | None = None,
     storage_options: dict | None = None,
+    revision: str | None = None,
     **config_kwargs: Any,
 ) -> datasets.DatasetDict | datasets.Dataset | datasets.IterableDatasetDict | datasets.IterableDataset:
     """Load a benchmark config as `datasets.load_dataset` would load its published hub repository.
@@ -178,8 +186,11 @@ def load(
         cache_dir: where `datasets` keeps the prepared Arrow files (default: its own cache).
         num_proc: processes for preparing large files.
         download_mode, verification_mode, keep_in_memory, storage_options: as in `datasets.load_dataset`.
+        revision: for a hub repository: the commit, branch or tag to read, card and files (default the main
+            branch); it is resolved to a commit id once, and the log says which (`ragloaders.core.repository`). A
+            benchmark path or a folder given one is a ValueError.
         **config_kwargs: the path's config parameters (CRAG's `release`: "v5", "v4", "example"). Any other keyword
-            (`hash`, `name`, `data_files`, `revision`, ...) is a ValueError naming it and listing the accepted ones:
+            (`hash`, `name`, `data_files`, ...) is a ValueError naming it and listing the accepted ones:
             the builder sets the cache identity and reads its own files.
 
     Returns:
@@ -207,8 +218,9 @@ def load(
         refuse_unknown_keywords("load", config_kwargs, [])
         given = {"num_proc": num_proc, "download_mode": download_mode, "verification_mode": verification_mode,
                  "keep_in_memory": keep_in_memory, "storage_options": storage_options}
-        return open_repository(path).load(config, split=split, streaming=streaming, cache_dir=cache_dir,
+        return open_repository(path, revision).load(config, split=split, streaming=streaming, cache_dir=cache_dir,
                                           **{name: value for name, value in given.items() if value is not None})
+    refuse_revision(path, revision, "a benchmark path (built from its source files)")
     path = normalized(path)
     parameters = list(_builder_class(path).BUILDER_PARAMETERS)
     refuse_unknown_keywords("load", config_kwargs, [*LOAD_KEYWORDS, *parameters])

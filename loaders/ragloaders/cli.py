@@ -22,6 +22,8 @@ SOURCE_HELP = ("a benchmark path (beir/scifact; with --data-dir or a download), 
                "HF_HUB_OFFLINE=1 its copy in the hub cache)")
 AS_HELP = ("the benchmark path whose conventions score a folder or repository whose card does not name one (any "
            "repository ragloaders did not build), e.g. --as beir/scifact for mteb/scifact")
+REVISION_HELP = ("a hub repository's commit, branch or tag to read (default its main branch); the commit read is "
+                 "reported")
 DATA_DIR_HELP = ("a folder holding the benchmark's files as it distributes them: the archive (e.g. nfcorpus.zip) or "
                  "its extracted files; default: download them")
 EXAMPLES = {
@@ -34,7 +36,8 @@ EXAMPLES = {
                  "ragloaders validate mmrag --data-dir ~/mmrag --json",
                  "ragloaders validate ./scifact            # a built folder",
                  "ragloaders validate mteb/scifact          # a hub repository (network)",
-                 "ragloaders validate mteb/scifact --as beir/scifact   # scifact's declared defects apply"],
+                 "ragloaders validate mteb/scifact --as beir/scifact   # scifact's declared defects apply",
+                 "ragloaders validate my-org/scifact --revision v1     # a commit, branch or tag; the commit is named"],
     "push": ["ragloaders push beir/scifact --repo-id my-org/scifact --dry-run",
              "ragloaders push ./scifact --repo-id my-org/scifact    # a built folder, as it is"],
     "eval": ["ragloaders eval beir/scifact --run bm25.trec --metrics ndcg@10",
@@ -44,6 +47,7 @@ EXAMPLES = {
              "ragloaders eval mmrag --routing routing.jsonl",
              "ragloaders eval crag/task_1_and_2 --predictions pred.jsonl --tokenizer tokenizer.json"],
     "bm25": ["ragloaders bm25 beir/scifact --out bm25.trec",
+             "ragloaders bm25 beir/scifact --multifield --out bm25-mf.trec   # Pyserini's multifield condition",
              "ragloaders bm25 ./scifact --out bm25.trec"],
     "serve": mock_api_command.EXAMPLES,
 }
@@ -105,7 +109,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     as_path = normalized(args.benchmark) if args.benchmark is not None else None
     return validate_source(args.path, data_dir=args.data_dir, cache_dir=args.cache_dir, as_json=args.json,
-                           as_path=as_path)
+                           as_path=as_path, revision=args.revision)
 
 
 def cmd_push(args: argparse.Namespace) -> int:
@@ -166,13 +170,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_bm25(args: argparse.Namespace) -> int:
     """Write the BM25 baseline run of a path."""
-    from .eval import bm25
+    from .eval import Bm25Settings, bm25
 
     result = bm25(args.path, out=args.out, split=args.split, top_k=args.top_k, data_dir=args.data_dir,
-                  cache_dir=args.cache_dir, benchmark=args.benchmark)
+                  cache_dir=args.cache_dir, benchmark=args.benchmark, revision=args.revision,
+                  settings=Bm25Settings(multifield=args.multifield))
     print(f"wrote {result.out}: {result.lines} lines for {result.queries} {result.split} queries, "
           f"{result.unranked} of which got no document (no word in common with any) "
-          f"({result.settings.describe()}, top {args.top_k})")
+          f"({result.settings.describe()}, top {args.top_k})" + (f"; read {result.read}" if result.read else ""))
     return 0
 
 
@@ -243,6 +248,9 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--metrics", help="comma-separated, e.g. ndcg@10,recall@100 (default: BEIR's set)")
     evaluate.add_argument("--per-query", action="store_true", help="also print every query's values")
     evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
+    evaluate.add_argument("--keep-identical-ids", action="store_true",
+                          help="BEIR and beir-format: score a retrieved document whose id is its query's (by default "
+                               "dropped, as BEIR's EvaluateRetrieval and Pyserini's --remove-query do)")
     evaluate.add_argument("--relevance-level", type=int,
                           help="binary measures count grade >= this (default: the benchmark's, 1)")
     answers = evaluate.add_argument_group("CRAG answers (--predictions)")
@@ -271,6 +279,9 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:
                           "prefixed `<forum>/`")
     baseline.add_argument("--out", required=True, help="run file: TREC, or a table if it ends in .parquet / .jsonl")
     baseline.add_argument("--top-k", type=int, default=1000, help="documents per query (default 1000)")
+    baseline.add_argument("--multifield", action="store_true",
+                          help="Pyserini's multifield condition: title and text as two fields, each with its own BM25 "
+                               "statistics, scores summed (default: flat, title + text as one field)")
     baseline.set_defaults(run=cmd_bm25)
     evaluate.add_argument("--split", help="split to score (default test; CRAG answers: every split)")
     baseline.add_argument("--split", default="test", help="queries split (default test)")
@@ -278,6 +289,7 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:
         command.add_argument("--as", dest="benchmark", metavar="PATH", help=AS_HELP)
         command.add_argument("--data-dir", help=DATA_DIR_HELP)
         command.add_argument("--cache-dir", help="datasets cache folder")
+        command.add_argument("--revision", help=REVISION_HELP)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -305,6 +317,7 @@ def parser() -> argparse.ArgumentParser:
     validate.add_argument("--as", dest="benchmark", metavar="PATH",
                           help="the benchmark path whose declared defects and keys apply to a folder or repository "
                                "whose card does not name one, e.g. --as beir/scifact for mteb/scifact")
+    validate.add_argument("--revision", help=REVISION_HELP)
     validate.set_defaults(run=cmd_validate)
 
     push = commands.add_parser("push", help="upload a built folder as it is, or build a path into a staging folder "

@@ -109,8 +109,11 @@ class EvalConventions:
     unlabelled: str = ""
     """Why runs cannot be scored (the benchmark has no relevance labels); empty when they can."""
     ignore_identical_ids: bool = False
-    """Drop a retrieved document whose id equals the query id before scoring (BEIR's EvaluateRetrieval and mteb do
-    where queries are also corpus entries)."""
+    """Drop a retrieved document whose id equals the query id before scoring (BEIR's EvaluateRetrieval does by
+    default, `ignore_identical_ids=True`, and Pyserini's BEIR runs with `--remove-query`); `eval
+    --keep-identical-ids` keeps them."""
+    extra_metrics: tuple[str, ...] = ()
+    """Measures reported besides `eval.metrics.DEFAULT_METRICS` when none are asked for (BEIR: R_cap@k)."""
     relevance_level: int = 1
     """Binary measures (Recall, MAP, MRR, P) count a grade >= this as relevant; nDCG uses the grades as gains."""
     mean_over: tuple[str, ...] = ()
@@ -122,6 +125,11 @@ class EvalConventions:
     """The retrieval measures the authors report, printed first (mmRAG's paper: ranx's NDCG/MAP/Hits@k)."""
     authors_routing: AuthorsMeasures | None = None
     """The measures of a routing task (`eval --routing`) scored against the `routing` config; None: no such task."""
+
+
+BEIR_CAPPED_RECALL = ("R_cap@1", "R_cap@3", "R_cap@5", "R_cap@10", "R_cap@100")
+"""BEIR's capped recall (`evaluate_custom(..., metric="r_cap")`) at its usual k up to 100: BEIR's and beir-format's
+reports carry it."""
 
 
 def _standard_conventions(path: str) -> EvalConventions:

@@ -16,6 +16,10 @@ from typing import Literal
 
 from .log import warn
 
+MANIFEST = ".ragloaders-manifest.json"
+"""The file in every folder ragloaders builds that lists the files it wrote (publish/manifest.py writes and reads it;
+`eval` reports its sha256 as the digest of a built folder it scores)."""
+
 
 class OutputFolderError(ValueError):
     """A target folder (or file) that ragloaders will not write: names it and what to do."""

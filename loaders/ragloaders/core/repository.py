@@ -6,10 +6,15 @@ and every failure to reach the hub said in one line that names the repository, t
 is asked once, with a short timeout and no retries, before any call that would retry: an unreachable hub costs
 seconds, not a minute of `Retrying in 8s`. `HF_HUB_OFFLINE=1` is honoured: the hub cache's copy is used, or the
 error says there is none.
+
+A hub repository is read at one commit: the `revision` asked for (a commit, branch or tag; default the main branch)
+is resolved to its commit id once, when the repository is opened, and its card and every file are read at that
+commit (so a push in between cannot mix two versions); `Repository.commit` says which, and a log line too.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from dataclasses import dataclass
@@ -29,6 +34,8 @@ REMEDIES = ("set HF_ENDPOINT to a hub or mirror you can reach, set HF_HUB_OFFLIN
             "or work from local files (a built folder, or --data-dir with a benchmark path)")
 REPO_ID_PART = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?")
 """An owner or a name of a hub repo id (the hub's rules)."""
+COMMIT_ID = re.compile(r"[0-9a-f]{40}")
+logger = logging.getLogger(__name__)
 
 
 class HubError(ConnectionError):
@@ -110,6 +117,10 @@ class Repository:
     """A local folder holding its files (a built folder, or the hub cache's copy of a repository)."""
     repo_id: str | None = None
     """The hub repository id, when it is one."""
+    commit: str | None = None
+    """The commit id of the hub repository that is read (every file and the card at that commit)."""
+    revision: str | None = None
+    """The revision asked for (a commit, branch or tag), None for the default branch."""
 
     @property
     def location(self) -> str:
@@ -121,13 +132,28 @@ class Repository:
         or found there when offline)."""
         if self.folder is not None:
             return self
-        return Repository(self.name, cached_snapshot(self.repo_id or self.name, offline=False), self.repo_id)
+        folder = cached_snapshot(self.repo_id or self.name, offline=False, revision=self.commit)
+        return Repository(self.name, folder, self.repo_id, self.commit, self.revision)
+
+    @property
+    def hub_revision(self) -> str | None:
+        """What `datasets` and huggingface_hub are given as `revision`: the commit, when the repository is read from
+        the hub (a local folder, the hub cache's snapshot included, is that commit already)."""
+        return self.commit if self.folder is None else None
+
+    def describe(self) -> str:
+        """How a report names what is read: `org/name at commit <sha>` (`(revision v1)` when one was asked for), or
+        the folder."""
+        if self.repo_id is None:
+            return self.name
+        asked = f" (revision {self.revision})" if self.revision and self.revision != self.commit else ""
+        return f"{self.repo_id} at commit {self.commit}{asked}"
 
     def configs(self) -> list[str]:
         import datasets
 
         self.check_card()
-        return list(datasets.get_dataset_config_names(self.location))
+        return list(datasets.get_dataset_config_names(self.location, revision=self.hub_revision))
 
     def check_card(self) -> None:
         """The card's YAML within core/card_yaml's budget before `datasets` parses it (an alias bomb in its
@@ -145,13 +171,23 @@ class Repository:
         configs = self.configs()
         if config not in configs:
             raise ValueError(f"{self.name} has no config {config!r}; its configs are {', '.join(configs)}")
-        require_own_data_files(self.location, config)
+        require_own_data_files(self.location, config, revision=self.hub_revision)
         return datasets.load_dataset(self.location, config, split=split, streaming=streaming, cache_dir=cache_dir,
-                                     **kwargs)
+                                     revision=self.hub_revision, **kwargs)
+
+    def builder(self, config: str, *, cache_dir: str | None = None) -> Any:
+        """`datasets.load_dataset_builder` of one config, checked as `load` checks it."""
+        import datasets
+
+        configs = self.configs()
+        if config not in configs:
+            raise ValueError(f"{self.name} has no config {config!r}; its configs are {', '.join(configs)}")
+        require_own_data_files(self.location, config, revision=self.hub_revision)
+        return datasets.load_dataset_builder(self.location, config, cache_dir=cache_dir, revision=self.hub_revision)
 
     def card_text(self) -> str | None:
-        """Its README.md, or None when it has none (a hub repository's is downloaded alone)."""
-        return card_text(self.location)
+        """Its README.md, or None when it has none (a hub repository's is downloaded alone, at its commit)."""
+        return card_text(self.location, revision=self.hub_revision)
 
     def built_from(self) -> str | None:
         """The benchmark path its card says ragloaders built it from (the card's last BUILT_FROM line), if any."""
@@ -159,19 +195,20 @@ class Repository:
         return found[-1] if found else None
 
 
-def require_own_data_files(location: str, config: str) -> None:
+def require_own_data_files(location: str, config: str, *, revision: str | None = None) -> None:
     """SourceError naming the card when a config's data files, as `datasets` resolves the card's `configs:`, lie
     outside the folder or repository `location` (`../`, an absolute path, another repository, a URL: a card chooses
     what of its own is read, not what of the reader's), or, in a local folder, when one resolves (symlinks
     followed, as opening it would) to a file outside it (see `data_file_bounds`); or when a split's declared files
-    match none there (a partial copy, as a hub cache left by an interrupted download)."""
+    match none there (a partial copy, as a hub cache left by an interrupted download). `revision`: the commit of a
+    hub repository."""
     import datasets
 
     local = os.path.isdir(location)
     card = os.path.join(location, CARD) if local else f"{location}/{CARD}"
     offline = " (HF_HUB_OFFLINE is set: the hub cache holds part of this repository)" if hub_offline() else ""
     try:
-        data_files = datasets.load_dataset_builder(location, config).config.data_files or {}
+        data_files = datasets.load_dataset_builder(location, config, revision=revision).config.data_files or {}
     except FileNotFoundError as e:  # a file the card names exactly; its message also lists every extension known
         missing = re.match(r"Unable to find ('[^']*')", str(e))
         if missing is None:
@@ -217,16 +254,16 @@ def data_file_bounds(location: str) -> list[str]:
     return bounds
 
 
-def card_text(location: str) -> str | None:
-    """The README.md of a folder, or of the hub dataset repository `location` (downloaded alone); None when it has
-    none."""
+def card_text(location: str, *, revision: str | None = None) -> str | None:
+    """The README.md of a folder, or of the hub dataset repository `location` (downloaded alone, at `revision`: a
+    commit, branch or tag, default the main branch); None when it has none."""
     readme = os.path.join(location, CARD)
     if not os.path.isdir(location):
         from huggingface_hub import hf_hub_download
         from huggingface_hub.errors import EntryNotFoundError
 
         try:
-            readme = hf_hub_download(location, CARD, repo_type="dataset")
+            readme = hf_hub_download(location, CARD, repo_type="dataset", revision=revision)
         except EntryNotFoundError:
             return None
     if not os.path.isfile(readme):
@@ -235,37 +272,70 @@ def card_text(location: str) -> str | None:
         return f.read()
 
 
-def cached_snapshot(repo_id: str, *, offline: bool) -> str:
-    """The local folder of the dataset repository `repo_id` in the hub cache: downloaded (the hub was probed
-    first), or, `offline`, the copy already there (HubError when there is none)."""
+def cached_snapshot(repo_id: str, *, offline: bool, revision: str | None = None) -> str:
+    """The local folder of the dataset repository `repo_id` at `revision` (a commit, branch or tag; default the main
+    branch) in the hub cache: downloaded (the hub was probed first), or, `offline`, the copy already there (HubError
+    when there is none). The folder's name is the commit id (the hub cache's `snapshots/<commit>`)."""
     from huggingface_hub import constants, snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
     if offline:
         try:
-            return snapshot_download(repo_id, repo_type="dataset", local_files_only=True)
+            return snapshot_download(repo_id, repo_type="dataset", local_files_only=True, revision=revision)
         except LocalEntryNotFoundError:
+            at = f" at revision {revision}" if revision else ""
             raise HubError(f"{repo_id}: HF_HUB_OFFLINE is set and the hub cache ({constants.HF_HUB_CACHE}) holds no "
-                           "copy of this dataset repository; unset HF_HUB_OFFLINE to download it, or pass a built "
+                           f"copy of this dataset repository{at}; unset HF_HUB_OFFLINE to download it, or pass a built "
                            "folder") from None
     from huggingface_hub.errors import HfHubHTTPError
 
     probe_hub(repo_id)
     try:
-        return snapshot_download(repo_id, repo_type="dataset")
+        return snapshot_download(repo_id, repo_type="dataset", revision=revision)
     except (HfHubHTTPError, LocalEntryNotFoundError) as e:  # the hub answered the probe, then failed a download
         cause = innermost_cause(e)
         raise HubError(f"{repo_id}: the hub at {hub_endpoint()} failed while this dataset repository was downloaded "
                        f"({cause}); {REMEDIES}", unreachable=cause) from None
 
 
-def open_repository(name: str) -> Repository:
+def refuse_revision(name: str, revision: str | None, what: str) -> None:
+    """ValueError in one line when a revision is given for something that is not a hub repository (`what`)."""
+    if revision is not None:
+        raise ValueError(f"{name}: a revision (revision= / --revision) is for a hub repository, and {name} is {what}, "
+                         "read as it is")
+
+
+def resolve_commit(repo_id: str, revision: str | None) -> str:
+    """The commit id that `revision` (a commit, branch or tag; None: the main branch) of the hub dataset repository
+    `repo_id` points at now. ValueError naming the revision when the repository has none of that name."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError, RevisionNotFoundError
+
+    try:
+        sha = HfApi().dataset_info(repo_id, revision=revision).sha
+    except RevisionNotFoundError:
+        raise ValueError(f"{repo_id}: the hub dataset repository has no revision {revision!r} (a commit id, branch "
+                         "or tag)") from None
+    except HfHubHTTPError as e:
+        cause = innermost_cause(e)
+        raise HubError(f"{repo_id}: the hub at {hub_endpoint()} failed to say which commit revision "
+                       f"{revision or 'main'} is ({cause}); {REMEDIES}", unreachable=cause) from None
+    if not isinstance(sha, str) or not COMMIT_ID.fullmatch(sha):
+        raise HubError(f"{repo_id}: the hub at {hub_endpoint()} named no commit id for revision {revision or 'main'}; "
+                       f"{REMEDIES}", unreachable="no commit id")
+    return sha
+
+
+def open_repository(name: str, revision: str | None = None) -> Repository:
     """The SOURCE `name` that is not a benchmark path: an existing folder, else a hub dataset repository (its copy
-    in the hub cache with HF_HUB_OFFLINE). Raises MissingSourceError for a name that can only be a folder and is
-    not one, HubError (one line) when the hub cannot be reached or has no such repository -- saying also that no
-    local folder of that name exists."""
+    in the hub cache with HF_HUB_OFFLINE) at `revision` (a commit, branch or tag; default the main branch),
+    resolved to the commit it is read at (`Repository.commit`, also logged). Raises MissingSourceError for a name
+    that can only be a folder and is not one, ValueError for a revision given with a folder or one the repository
+    does not have, HubError (one line) when the hub cannot be reached or has no such repository -- saying also that
+    no local folder of that name exists."""
     location = os.path.expanduser(name)
     if os.path.isdir(location):
+        refuse_revision(name, revision, "a local folder")
         return Repository(name, folder=location)
     if os.path.exists(location):
         raise MissingSourceError(f"{name}: a file, not a folder: pass a folder ragloaders built (README.md + "
@@ -277,9 +347,11 @@ def open_repository(name: str) -> Repository:
     repo_id = name.strip("/")
     if hub_offline():
         try:
-            return Repository(name, folder=cached_snapshot(repo_id, offline=True), repo_id=repo_id)
+            folder = cached_snapshot(repo_id, offline=True, revision=revision)
         except HubError as e:
             raise HubError(f"{name}: {here}; {str(e).split(': ', 1)[1]}") from None
+        return opened(Repository(name, folder=folder, repo_id=repo_id, commit=os.path.basename(folder),
+                                 revision=revision))
     try:
         status = probe_hub(repo_id)
     except HubError as e:
@@ -288,4 +360,9 @@ def open_repository(name: str) -> Repository:
     if status in (401, 403, 404):
         raise HubError(f"{name}: {here}, and the hub at {hub_endpoint()} has no dataset repository {repo_id} "
                        f"(HTTP {status}; a private one needs HF_TOKEN)")
-    return Repository(name, repo_id=repo_id)
+    return opened(Repository(name, repo_id=repo_id, commit=resolve_commit(repo_id, revision), revision=revision))
+
+
+def opened(repository: Repository) -> Repository:
+    logger.info("ragloaders: reading %s", repository.describe())
+    return repository

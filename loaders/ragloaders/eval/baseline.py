@@ -14,7 +14,7 @@ from ..core.errors import UsageError
 from ..core.facts import EvalConventions
 from ..core.output_target import check_output
 from .bm25 import DEFAULT_SETTINGS, Bm25Settings, rank
-from .data import conventions_of, corpus_tables, display_name, load_qrels, load_queries, open_source
+from .data import conventions_of, corpus_tables, display_name, load_qrels, load_queries, open_scored_source
 from .metrics import Qrels, require_extra
 from .report import member_prefix
 from .runs import write_run
@@ -22,8 +22,10 @@ from .runs import write_run
 RUN_TAG = "ragloaders-bm25"
 RERANKING_TOP_K = 100
 """BEIR's reranking setup re-ranks BM25's top 100."""
-RERANKING_SCHEMA = pa.schema([("query-id", pa.string()), ("corpus-ids", pa.list_(pa.string()))])
-"""mteb's reranking shape: a query and document ids in rank order."""
+RERANKING_SCHEMA = pa.schema([("query-id", pa.string()), ("corpus-ids", pa.list_(pa.string())),
+                              ("scores", pa.list_(pa.float32()))])
+"""mteb's reranking shape (a query and document ids in rank order), and beside the ids their BM25 scores (`scores`,
+aligned with `corpus-ids`, non-increasing), so that a reranking study can fuse or threshold them."""
 RERANKING_CONFIGS = ("top_ranked", "hard_negatives")
 
 
@@ -39,6 +41,8 @@ class Bm25Run:
     settings: Bm25Settings
     unranked: int = 0
     """Queries that got no document (no word shared with any document): they have no line in the run."""
+    read: str = ""
+    """For a hub repository: which commit was read (`org/name at commit <sha>`); "" otherwise."""
 
 
 def _judged_queries(
@@ -69,14 +73,17 @@ def bm25(
     data_dir: str | None = None,
     cache_dir: str | None = None,
     benchmark: str | None = None,
+    revision: str | None = None,
 ) -> Bm25Run:
     """Rank the corpus of `path` for each query of `split` with BM25 and write the top `top_k` as a run to `out`
     (TREC, or a table for `.parquet` / `.jsonl`). A group path (beir/cqadupstack) ranks each member's corpus for its
     own queries and writes one run whose ids are `<member>/<id>`. `path` may also be a built folder or a hub
-    repository (see data.open_source; `benchmark` names its path when its card does not)."""
+    repository (at `revision`: a commit, branch or tag; see data.open_source; `benchmark` names its path when its
+    card does not)."""
     shown = display_name(path)
     out = check_output(out, kind="file", data_dir=data_dir, cache_dir=cache_dir)  # the rules every writer follows
-    path, conventions = open_source(path, benchmark)
+    opened = open_scored_source(path, benchmark, revision)
+    path, conventions = opened.read, opened.conventions
     require_extra("Stemmer")
     where = {"data_dir": data_dir, "cache_dir": cache_dir}
     counted = {"queries": 0, "unranked": 0}
@@ -92,7 +99,8 @@ def bm25(
                 yield prefix + query_id, [prefix + doc_id for doc_id in doc_ids], scores
 
     lines = write_run(out, rankings(), tag=RUN_TAG)
-    return Bm25Run(shown, split, out, counted["queries"], lines, settings, counted["unranked"])
+    read = opened.repository.describe() if opened.repository and opened.repository.repo_id else ""
+    return Bm25Run(shown, split, out, counted["queries"], lines, settings, counted["unranked"], read)
 
 
 def reranking_tables(
@@ -103,7 +111,8 @@ def reranking_tables(
     data_dir: str | None = None,
     cache_dir: str | None = None,
 ) -> dict[str, dict[str, pa.Table]]:
-    """{`top_ranked` | `hard_negatives`: {qrels split: table of `query-id`, `corpus-ids`}} from one BM25 pass over
+    """{`top_ranked` | `hard_negatives`: {qrels split: table of `query-id`, `corpus-ids`, `scores` (the BM25 score
+    of each id, aligned)}} from one BM25 pass over
     the corpus for the judged queries of every qrels split. `top_ranked` lists the BM25 top `top_k` in rank order;
     `hard_negatives` the same without the documents judged relevant (grade >= the benchmark's relevance level).
     Where the benchmark ignores identical ids (arguana, quora), a query's own document is left out of both."""
@@ -119,17 +128,19 @@ def reranking_tables(
     union = dict.fromkeys(query_id for qrels in judged.values() for query_id in qrels)
     queries = _all_queries(path, union, where)
     depth = top_k + 1 if conventions.ignore_identical_ids else top_k
-    ranked: dict[str, list[str]] = {}
-    for query_id, doc_ids, _ in _path_rankings(path, queries, depth, settings, where):
-        if conventions.ignore_identical_ids:
-            doc_ids = [doc_id for doc_id in doc_ids if doc_id != query_id]
-        ranked[query_id] = doc_ids[:top_k]
+    ranked: dict[str, list[tuple[str, float]]] = {}
+    for query_id, doc_ids, scores in _path_rankings(path, queries, depth, settings, where):
+        pairs = [(doc_id, score) for doc_id, score in zip(doc_ids, scores)
+                 if not (conventions.ignore_identical_ids and doc_id == query_id)]
+        ranked[query_id] = pairs[:top_k]
     tables: dict[str, dict[str, pa.Table]] = {name: {} for name in RERANKING_CONFIGS}
     for split, qrels in judged.items():
         order = [query_id for query_id in ranked if query_id in qrels]
-        negatives = [[d for d in ranked[q] if qrels[q].get(d, 0) < conventions.relevance_level] for q in order]
-        tables["top_ranked"][split] = pa.table([order, [ranked[q] for q in order]], schema=RERANKING_SCHEMA)
-        tables["hard_negatives"][split] = pa.table([order, negatives], schema=RERANKING_SCHEMA)
+        negatives = [[(d, s) for d, s in ranked[q] if qrels[q].get(d, 0) < conventions.relevance_level]
+                     for q in order]
+        for name, lists in (("top_ranked", [ranked[q] for q in order]), ("hard_negatives", negatives)):
+            tables[name][split] = pa.table([order, [[d for d, _ in pairs] for pairs in lists],
+                                            [[s for _, s in pairs] for pairs in lists]], schema=RERANKING_SCHEMA)
     return tables
 
 
@@ -145,7 +156,8 @@ def reranking_description(top_k: int = RERANKING_TOP_K, settings: Bm25Settings =
     """What a dataset card says about how each reranking config was made."""
     made = f"{settings.describe()}; top {top_k} per judged query, made by `ragloaders build --with`"
     return {
-        "top_ranked": f"BM25 candidates in rank order (mteb's reranking shape): {made}.",
-        "hard_negatives": f"`top_ranked` without the documents judged relevant (grade >= the relevance level): "
-                          f"{made}.",
+        "top_ranked": f"BM25 candidates in rank order (mteb's reranking shape: `query-id`, `corpus-ids`), with "
+                      f"their BM25 scores beside them (`scores`, aligned with `corpus-ids`, non-increasing): {made}.",
+        "hard_negatives": f"`top_ranked` without the documents judged relevant (grade >= the relevance level), "
+                          f"`scores` aligned as there: {made}.",
     }

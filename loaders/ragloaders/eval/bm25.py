@@ -8,6 +8,14 @@ Lucene's 33 English stopwords removed and the rest stemmed with the Snowball Eng
 (PyStemmer); |d| counts the tokens left after stopword removal. k1 = 0.9 and b = 0.4 are
 Anserini's defaults, which Pyserini's BEIR regressions use.
 
+Two conditions, as Pyserini publishes two BM25 figures per BEIR dataset (pyserini/2cr/beir.yaml):
+- **flat** (the default): title and text joined into one field, one set of statistics over all documents;
+- **multifield** (`Bm25Settings(multifield=True)`, `ragloaders bm25 --multifield`): title and text indexed as two
+  fields and queried with equal weights, as Anserini's multifield BEIR indexes are searched with
+  `-fields contents=1.0 title=1.0`: each field is scored by Lucene's BM25 with its own statistics (its document
+  frequencies, its document lengths, and, as Lucene's field statistics count them, only the documents that hold a
+  term in the field: N and the average length are over those) and the fields' scores are summed.
+
 bm25s itself builds its index from Python lists of every token of every document, which does not
 fit a 5M-document corpus in memory. Here only the terms the queries use are indexed: one pass over
 the corpus in batches spools (term, document, tf) postings to a temporary file and keeps the
@@ -23,7 +31,7 @@ import re
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -55,11 +63,17 @@ class Bm25Settings:
     """A PyStemmer algorithm: `english` is Snowball's English (Porter2) stemmer."""
     stopwords: tuple[str, ...] = LUCENE_ENGLISH_STOPWORDS
     fields: tuple[str, ...] = ("title", "text")
-    """Corpus columns joined with a space into the indexed text (a null counts as empty)."""
+    """Corpus columns joined with a space into the indexed text (a null counts as empty), or, `multifield`, each
+    indexed as a field of its own."""
+    multifield: bool = False
+    """Pyserini's multifield condition (module docstring): each field scored with its own statistics, summed."""
 
     def describe(self) -> str:
+        over = (f"{' and '.join(self.fields)} as separate fields (Pyserini's multifield: each field's own "
+                "statistics, scores summed with equal weights)" if self.multifield else
+                f"{' + '.join(self.fields)} (Pyserini's flat: one field)")
         return (
-            f"BM25 (bm25s's Lucene variant, k1={self.k1}, b={self.b}) over {' + '.join(self.fields)}; "
+            f"BM25 (bm25s's Lucene variant, k1={self.k1}, b={self.b}) over {over}; "
             f"text lower-cased, split into `{self.token_pattern}` tokens, Lucene's {len(self.stopwords)} English "
             f"stopwords removed, Snowball `{self.stemmer}` stemmer (PyStemmer)"
         )
@@ -133,9 +147,10 @@ def _spool_batch(spool, terms: np.ndarray, docs: np.ndarray, tfs: np.ndarray) ->
 
 def build_index(
     corpus: Iterable[pa.Table], term_ids: _TermIds, num_terms: int, settings: Bm25Settings, *,
-    tmp_dir: str | None = None,
+    tmp_dir: str | None = None, field_statistics: bool = False,
 ) -> QueryTermIndex:
-    """One pass over `corpus` (tables with `_id` and the text fields) into a QueryTermIndex of the query terms."""
+    """One pass over `corpus` (tables with `_id` and the text fields) into a QueryTermIndex of the query terms.
+    `field_statistics`: N and the average length count only the documents with a term in the field (Lucene's)."""
     split = re.compile(settings.token_pattern).findall
     lookup = term_ids.__getitem__
     doc_frequency = np.zeros(num_terms, dtype=np.int64)
@@ -161,20 +176,22 @@ def build_index(
         spool.seek(0)
         doc_lengths = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int32)
         return _lay_out(spool, batch_sizes, doc_frequency, doc_lengths, settings,
-                        pa.chunked_array(id_chunks, type=pa.string()))
+                        pa.chunked_array(id_chunks, type=pa.string()), field_statistics)
 
 
 def _lay_out(
     spool, batch_sizes: list[int], doc_frequency: np.ndarray, doc_lengths: np.ndarray, settings: Bm25Settings,
-    doc_ids: pa.ChunkedArray,
+    doc_ids: pa.ChunkedArray, field_statistics: bool = False,
 ) -> QueryTermIndex:
     num_docs = len(doc_lengths)
     indptr = np.concatenate([[0], np.cumsum(doc_frequency)]).astype(np.int64)
     indices = np.empty(indptr[-1], dtype=np.int32)
     data = np.empty(indptr[-1], dtype=np.float32)
+    counted = int(np.count_nonzero(doc_lengths)) if field_statistics else num_docs
     if num_docs:
-        idf = np.log1p((num_docs - doc_frequency + 0.5) / (doc_frequency + 0.5))
-        norm = settings.k1 * (1 - settings.b + settings.b * doc_lengths / max(doc_lengths.mean(), 1e-9))
+        average = doc_lengths.sum() / counted if field_statistics and counted else doc_lengths.mean()
+        idf = np.log1p((counted - doc_frequency + 0.5) / (doc_frequency + 0.5))
+        norm = settings.k1 * (1 - settings.b + settings.b * doc_lengths / max(average, 1e-9))
     filled = indptr[:-1].copy()
     for size in batch_sizes:
         terms, docs, tfs = (np.frombuffer(spool.read(4 * size), dtype=np.int32) for _ in range(3))
@@ -218,9 +235,18 @@ def rank(
     for query_id, text in queries:
         counts = Counter(vocabulary.setdefault(term, len(vocabulary)) for term in analyzer.terms(text or ""))
         query_terms.append((query_id, sorted(counts.items())))
-    index = build_index(corpus, _TermIds(analyzer, vocabulary), len(vocabulary), settings, tmp_dir=tmp_dir)
+    term_ids = _TermIds(analyzer, vocabulary)
+    if settings.multifield:
+        tables = list(corpus)  # slices of the memory-mapped corpus: one pass per field
+        indexes = [build_index(tables, term_ids, len(vocabulary), replace(settings, fields=(field,)), tmp_dir=tmp_dir,
+                               field_statistics=True) for field in settings.fields]
+    else:
+        indexes = [build_index(corpus, term_ids, len(vocabulary), settings, tmp_dir=tmp_dir)]
+    index = indexes[0]
     for query_id, counts in query_terms:
         scores = index.scores(counts)
+        for field_index in indexes[1:]:
+            scores += field_index.scores(counts)
         best = top_k(scores, top_k_docs)
         yield query_id, index.doc_ids.take(pa.array(best)).to_pylist(), [float(s) for s in scores[best]]
 

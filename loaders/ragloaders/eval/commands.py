@@ -61,6 +61,9 @@ def run_eval(args: argparse.Namespace) -> EvalReport | AnswerReport:
         used = [f"--{name.replace('_', '-')}" for name in ANSWER_OPTIONS if getattr(args, name)]
         if used:
             raise UsageError(f"{', '.join(used)} apply to CRAG answers (--predictions) only")
+    if args.run_file is None and (args.revision is not None or args.keep_identical_ids):
+        raise UsageError("--revision and --keep-identical-ids apply to --run; --routing and --predictions score a "
+                         "benchmark path by its authors' rules")
     if args.routing_file is not None:
         if args.metrics or args.relevance_level is not None:
             raise UsageError("--metrics and --relevance-level apply to --run; routing uses the authors' measures")
@@ -82,4 +85,4 @@ def run_eval(args: argparse.Namespace) -> EvalReport | AnswerReport:
         return report
     return evaluate(args.path, args.run_file, split=args.split or "test", metrics=args.metrics,
                     relevance_level=args.relevance_level, per_query=args.per_query, benchmark=args.benchmark,
-                    **where)
+                    revision=args.revision, keep_identical_ids=args.keep_identical_ids, **where)

@@ -9,6 +9,7 @@ requested split of a config or else its only split."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 import datasets
 import pyarrow as pa
@@ -17,7 +18,7 @@ from ..api import configs_of, is_benchmark_path, load, normalized
 from ..benchmarks import BENCHMARKS, benchmark_of
 from ..core.errors import UsageError
 from ..core.facts import EvalConventions
-from ..core.repository import open_repository
+from ..core.repository import Repository, open_repository, refuse_revision
 from .metrics import Qrels
 
 CORPUS_BATCH_ROWS = 20_000
@@ -44,15 +45,33 @@ def display_name(source: str) -> str:
     return normalized(source) if is_benchmark_path(source) else source
 
 
-def open_source(source: str, benchmark: str | None = None) -> tuple[str, EvalConventions]:
+@dataclass(frozen=True)
+class OpenSource:
+    """A SOURCE made ready to read: what the loaders below read, the conventions it is scored by, and the built
+    folder or hub repository (at the commit read) it is, if it is not a benchmark path."""
+
+    read: str
+    conventions: EvalConventions
+    repository: Repository | None = None
+
+
+def open_source(source: str, benchmark: str | None = None, revision: str | None = None) -> tuple[str, EvalConventions]:
     """(what the loaders below read, the conventions runs on it are scored by) for a SOURCE: a benchmark path as it
-    is; a built folder or hub repository as a local folder (the hub cache's copy of a repository), scored by the
-    conventions of `benchmark` (`--as`) or else of the path its card says ragloaders built it from."""
+    is; a built folder or hub repository (at `revision`: a commit, branch or tag) as a local folder (the hub cache's
+    copy of a repository), scored by the conventions of `benchmark` (`--as`) or else of the path its card says
+    ragloaders built it from."""
+    opened = open_scored_source(source, benchmark, revision)
+    return opened.read, opened.conventions
+
+
+def open_scored_source(source: str, benchmark: str | None = None, revision: str | None = None) -> OpenSource:
+    """`open_source`, with the repository (and the commit read) kept."""
     if is_benchmark_path(source):
         if benchmark is not None:
             raise UsageError(f"{source} is a benchmark path: --as is for a built folder or a hub repository")
-        return normalized(source), conventions_of(source)
-    repository = open_repository(source).local()
+        refuse_revision(source, revision, "a benchmark path (built from its source files)")
+        return OpenSource(normalized(source), conventions_of(source))
+    repository = open_repository(source, revision).local()
     named = benchmark or repository.built_from()
     if named is None:
         raise UsageError(f"{source}: its card does not say which benchmark it holds (it was not built by ragloaders), "
@@ -63,7 +82,7 @@ def open_source(source: str, benchmark: str | None = None) -> tuple[str, EvalCon
         raise UsageError(f"{source}: {named!r} is not a benchmark path (`ragloaders list` shows them)") from None
     if conventions.mean_over:
         raise UsageError(f"{source}: a folder or repository holds one path, not the group {named}; pass a member")
-    return repository.folder, conventions
+    return OpenSource(repository.folder, conventions, repository)
 
 
 def config_for(path: str, role: str) -> str:

@@ -1,12 +1,19 @@
 """Scoring a run against qrels with trec_eval's own code (pytrec_eval), under BEIR's metric names.
 
-Every number comes from pytrec_eval's RelevanceEvaluator; nothing here re-implements a measure.
+Every number comes from pytrec_eval's RelevanceEvaluator but `R_cap@k`, which trec_eval does not have.
 The names are the ones BEIR prints (`NDCG@10`, `Recall@100`, `MAP@100`, `MRR@10`, `P@10`) and map
 to trec_eval measures as BEIR's EvaluateRetrieval maps them (`ndcg_cut.10`, `recall.100`,
 `map_cut.100`, `P.10`). trec_eval's `recip_rank` has no cutoff, so `MRR@k` is `recip_rank` on the run
 cut to its first k documents in trec_eval's own order (score descending, then document id
 descending). BEIR's custom MRR ranks ties in the order the run lists them instead; the two differ only
 when a tie straddles the cutoff.
+
+`R_cap@k` is BEIR's capped recall (`EvaluateRetrieval.evaluate_custom(..., metric="r_cap")`,
+beir/retrieval/custom_metrics.py `recall_cap`): the relevant documents among the first k over min(k, the number
+of relevant documents), which reaches 1 when k is below that number. The first k are taken in trec_eval's order, as
+for MRR@k; relevant is a grade >= `relevance_level` (BEIR's `> 0`, the same at the default level 1). BEIR
+averages over the run's queries and divides by zero on a query with no relevant document; here, as for every
+measure, the mean is over the judged queries, and a judged query with no relevant document scores 0.
 
 Means are over every query of the qrels: a judged query the run does not name scores 0 on every
 measure (trec_eval's `-c`), and is reported. nDCG uses the qrels grades as gains; the binary measures
@@ -61,6 +68,8 @@ class Family:
     """The key of pytrec_eval's result; `{k}` is the cutoff."""
     native_cutoff: bool = True
     """False when trec_eval ignores the cutoff (recip_rank): the run is cut to k documents first."""
+    in_trec_eval: bool = True
+    """False for a measure trec_eval does not have (R_cap), computed here."""
 
 
 FAMILIES = {family.name.lower(): family for family in (
@@ -69,6 +78,7 @@ FAMILIES = {family.name.lower(): family for family in (
     Family("MAP", "map_cut", "map_cut_{k}"),
     Family("P", "P", "P_{k}"),
     Family("MRR", "recip_rank", "recip_rank", native_cutoff=False),
+    Family("R_cap", "", "", native_cutoff=False, in_trec_eval=False),
 )}
 """BEIR's metric families by lower-case name."""
 
@@ -96,7 +106,7 @@ DEFAULT_METRICS = (
 )
 """What BEIR reports (its k values up to 100) plus MRR@10 and P@10."""
 
-_METRIC = re.compile(r"^\s*([A-Za-z]+)\s*@\s*(\d+)\s*$")
+_METRIC = re.compile(r"^\s*([A-Za-z_]+)\s*@\s*(\d+)\s*$")
 
 
 def parse_metrics(names: str | Iterable[str] | None) -> list[Metric]:
@@ -186,6 +196,20 @@ def cut(run: Run, k: int) -> Run:
             for query_id, docs in run.items()}
 
 
+def capped_recall(qrels: Mapping[str, Mapping[str, int]], run: Run, k: int, relevance_level: int) -> dict[str, float]:
+    """BEIR's R_cap@k of each query of `run` that `qrels` judges (module docstring): relevant documents in the first
+    k (trec_eval's order) over min(k, relevant documents); 0 for a query with no relevant document."""
+    values = {}
+    for query_id, docs in cut(run, k).items():
+        grades = qrels.get(query_id)
+        if grades is None:
+            continue
+        relevant = sum(1 for grade in grades.values() if grade >= relevance_level)
+        found = sum(1 for doc_id in docs if grades.get(doc_id, 0) >= relevance_level)
+        values[query_id] = found / min(k, relevant) if relevant else 0.0
+    return values
+
+
 def score(
     qrels: Mapping[str, Mapping[str, int]],
     run: Run,
@@ -210,13 +234,16 @@ def score(
     judged_run = {query_id: run[query_id] for query_id in qrels if query_id in run}
     refuse_what_trec_eval_cannot_hold(qrels, judged_run)
     values: dict[str, dict[str, float]] = {query_id: {} for query_id in judged_run}
-    native = [m for m in metrics if m.family.native_cutoff]
+    native = [m for m in metrics if m.family.native_cutoff and m.family.in_trec_eval]
     if native:
         measures = {f"{m.family.trec_measure}.{m.cutoff}" for m in native}
         results = pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=relevance_level).evaluate(judged_run)
         for query_id, result in results.items():
             values[query_id].update({m.name: result[m.trec_key] for m in native})
-    for metric in (m for m in metrics if not m.family.native_cutoff):
+    for metric in (m for m in metrics if not m.family.in_trec_eval):
+        for query_id, value in capped_recall(qrels, judged_run, metric.cutoff, relevance_level).items():
+            values[query_id][metric.name] = value
+    for metric in (m for m in metrics if not m.family.native_cutoff and m.family.in_trec_eval):
         evaluator = pytrec_eval.RelevanceEvaluator(qrels, {metric.family.trec_measure}, relevance_level=relevance_level)
         for query_id, result in evaluator.evaluate(cut(judged_run, metric.cutoff)).items():
             values[query_id][metric.name] = result[metric.trec_key]

@@ -23,10 +23,11 @@ from .data import (
     load_grades,
     load_qrels,
     missing_doc_ids,
-    open_source,
+    open_scored_source,
     require_labels,
 )
-from .metrics import Metric, parse_metrics, require_extra, score
+from .identity import identity, identity_lines, source_identity
+from .metrics import DEFAULT_METRICS, Metric, parse_metrics, require_extra, score
 from .ranx_metrics import RANX_TIES, TREC_EVAL_TIES, parse_ranx_metrics, ranx_score
 from .routing import read_routing_run
 from .runs import Run, checked_run, read_run
@@ -69,6 +70,9 @@ class EvalReport:
     """The conventions applied: which tie rule each set of measures follows."""
     task: str = "retrieval"
     """`retrieval` (a run of documents) or `routing` (a run of mmRAG's source datasets)."""
+    identity: dict[str, Any] | None = None
+    """What was scored (eval.identity): ragloaders' version, the source and what pins it, the split, the conventions,
+    the run file's sha256. Set for a retrieval run."""
 
     def as_json(self) -> dict[str, Any]:
         """The report as JSON-ready data; metric names are the keys. `authors_metrics` (when the authors' measures
@@ -91,6 +95,8 @@ class EvalReport:
             data["per_query"] = self.per_query
         if self.authors_per_query is not None:
             data["authors_per_query"] = self.authors_per_query
+        if self.identity is not None:
+            data["identity"] = self.identity
         return data
 
     def warnings(self) -> list[str]:
@@ -137,6 +143,8 @@ class EvalReport:
             for query_id in tables[0]:
                 values = [f"{v:.5f}" for t in tables for v in t[query_id].values()]
                 lines.append("\t".join([query_id, *values]))
+        if self.identity is not None:
+            lines += identity_lines(self.identity)
         return "\n".join(lines)
 
 
@@ -151,25 +159,48 @@ def evaluate(
     data_dir: str | None = None,
     cache_dir: str | None = None,
     benchmark: str | None = None,
+    revision: str | None = None,
+    keep_identical_ids: bool = False,
 ) -> EvalReport:
     """Score `run` (a run file, or {query id: {document id: score}}) against the `split` qrels of `path`, the way
     the benchmark's authors do (see EvalConventions); `relevance_level` overrides the benchmark's. `path` may also
-    be a built folder or a hub repository (see data.open_source; `benchmark` names its path when its card does
-    not)."""
+    be a built folder or a hub repository (at `revision`: a commit, branch or tag; see data.open_source;
+    `benchmark` names its path when its card does not). Where the benchmark drops a retrieved document whose id is
+    its query's (BEIR's ignore_identical_ids, every BEIR and beir-format path), `keep_identical_ids` keeps them; the
+    report says which, and how many were dropped. With `metrics` None: DEFAULT_METRICS and the benchmark's extra
+    measures (BEIR: R_cap@k)."""
     shown = display_name(path)
-    path, conventions = open_source(path, benchmark)
+    opened = open_scored_source(path, benchmark, revision)
+    path, conventions = opened.read, opened.conventions
     require_labels(shown, conventions)
     require_extra("pytrec_eval")
+    given = run
     run = checked_run(run) if isinstance(run, dict) else read_run(os.fspath(run))
-    chosen = parse_metrics(metrics)
+    chosen = parse_metrics((*DEFAULT_METRICS, *conventions.extra_metrics) if metrics is None else metrics)
     level = conventions.relevance_level if relevance_level is None else relevance_level
     where = {"data_dir": data_dir, "cache_dir": cache_dir}
     if conventions.mean_over:
-        return _evaluate_group(path, run, conventions, split, chosen, level, per_query, where)
+        report = _evaluate_group(path, run, conventions, split, chosen, level, per_query, where, keep_identical_ids)
+    else:
+        report = _evaluate_path(shown, path, run, conventions, split, chosen, level, per_query, where,
+                                keep_identical_ids)
+    source = source_identity(shown, conventions.mean_over or (path,), opened.repository, **where)
+    report.identity = identity(source, split, given, relevance_level=level,
+                               ignore_identical_ids=conventions.ignore_identical_ids,
+                               keep_identical_ids=keep_identical_ids, dropped=report.identical_ids_dropped)
+    return report
+
+
+def _evaluate_path(
+    shown: str, path: str, run: Run, conventions: EvalConventions, split: str, chosen: list[Metric], level: int,
+    per_query: bool, where: dict, keep_identical_ids: bool,
+) -> EvalReport:
     qrels = load_qrels(path, split, **where)
     known = all_query_ids(path, **where)
-    scores = score(qrels, run, chosen, relevance_level=level, ignore_identical_ids=conventions.ignore_identical_ids)
-    doc_ids = (doc_id for docs in run.values() for doc_id in docs)
+    drop = conventions.ignore_identical_ids and not keep_identical_ids
+    scores = score(qrels, run, chosen, relevance_level=level, ignore_identical_ids=drop)
+    # a dropped document is not scored, so it is not reported as missing from the corpus either
+    doc_ids = (doc_id for query_id, docs in run.items() for doc_id in docs if not (drop and doc_id == query_id))
     report = EvalReport(
         shown, split, level, scores.mean, len(qrels), scores.per_query if per_query else None,
         unranked_queries=scores.unranked_queries,
@@ -178,11 +209,24 @@ def evaluate(
         unknown_documents=missing_doc_ids(doc_ids, corpus_tables(path, ["_id"], **where)),
         identical_ids_dropped=scores.identical_ids_dropped,
         notes=list(conventions.notes),
-        conventions=[f"{BEIR_SHORT}: {TREC_EVAL_TIES}"],
+        conventions=[f"{BEIR_SHORT}: {TREC_EVAL_TIES}", *identical_ids_convention(conventions, keep_identical_ids,
+                                                                                 scores.identical_ids_dropped)],
     )
     if conventions.authors_retrieval:
         _add_authors_measures(report, conventions.authors_retrieval, qrels, run, per_query)
     return report
+
+
+def identical_ids_convention(conventions: EvalConventions, keep: bool, dropped: int) -> list[str]:
+    """The report's line on identical ids, where the benchmark drops them (none elsewhere)."""
+    if not conventions.ignore_identical_ids:
+        return []
+    if keep:
+        return ["identical ids kept (--keep-identical-ids): a retrieved document whose id is its query's is scored, "
+                "where BEIR's EvaluateRetrieval (ignore_identical_ids=True) drops it"]
+    return [f"identical ids dropped: {dropped} retrieved documents whose id is their query's, as BEIR's "
+            "EvaluateRetrieval (ignore_identical_ids=True) and Pyserini's --remove-query do (--keep-identical-ids "
+            "keeps them)"]
 
 
 def _add_authors_measures(
@@ -236,7 +280,7 @@ def member_prefix(group: str, member: str) -> str:
 
 def _evaluate_group(
     path: str, run: Run, conventions: EvalConventions, split: str, metrics: list[Metric], level: int,
-    per_query: bool, where: dict,
+    per_query: bool, where: dict, keep_identical_ids: bool = False,
 ) -> EvalReport:
     """A group path: the run's ids are `<member>/<id>`; each member is scored alone and the means averaged."""
     prefixes = {member_prefix(path, member): member for member in conventions.mean_over}
@@ -258,8 +302,8 @@ def _evaluate_group(
     report = EvalReport(path, split, level, {}, 0, {} if per_query else None, notes=list(conventions.notes),
                         conventions=[f"{BEIR_SHORT}: {TREC_EVAL_TIES}"])
     for member, member_run in runs.items():
-        part = evaluate(member, member_run, split=split, metrics=names, relevance_level=level, per_query=per_query,
-                        **where)
+        part = _evaluate_path(member, member, member_run, conventions_of(member), split, metrics, level, per_query,
+                              where, keep_identical_ids)
         prefix = member_prefix(path, member)
         report.members[member] = part.metrics
         report.judged_queries += part.judged_queries
@@ -273,4 +317,5 @@ def _evaluate_group(
     report.unknown_queries = unknown_queries + report.unknown_queries
     report.metrics = {name: sum(means[name] for means in report.members.values()) / len(report.members)
                       for name in names}
+    report.conventions += identical_ids_convention(conventions, keep_identical_ids, report.identical_ids_dropped)
     return report

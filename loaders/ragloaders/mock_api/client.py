@@ -12,24 +12,28 @@ import os
 from typing import Any
 
 from ..core.errors import SourceError, UsageError
-from ..core.repository import hub_offline, open_repository
-from .tables import default_cache_dir, download_repository, is_repo_id, open_tables
+from ..core.repository import hub_offline, open_repository, refuse_revision
+from .tables import default_cache_dir, download_repository, is_repo_id, open_tables, snapshot_commit
 
 
-def resolve_source(source: str | None, data_dir: str | None, cache_dir: str | None) -> str:
-    """The local folder of a build: `source` itself, the snapshot of hub repository `source`, or a build of the
+def resolve_source(source: str | None, data_dir: str | None, cache_dir: str | None,
+                   revision: str | None = None) -> str:
+    """The local folder of a build: `source` itself, the snapshot of hub repository `source` at `revision` (a
+    commit, branch or tag; default the main branch; the folder is named by the commit read), or a build of the
     `cragkg` folder `data_dir` made in the cache (once per version of its files)."""
     if (source is None) == (data_dir is None):
         raise UsageError("give either a crag/mock_kg build (a folder or hub repository id) or data_dir (a cragkg "
                          "folder), not both and not neither")
     if source is not None:
         if os.path.isdir(source):
+            refuse_revision(source, revision, "a local folder")
             return source
         if is_repo_id(source):
             if not hub_offline():
-                open_repository(source)  # the one probe every command makes: HubError in one line, with remedies
-            return download_repository(source, cache_dir)
+                open_repository(source, revision)  # the one probe every command makes: HubError in one line
+            return download_repository(source, cache_dir, revision)
         raise SourceError(source, "no such folder, and not a hub repository id (org/name)")
+    refuse_revision(data_dir or "", revision, "a cragkg folder")
     return build_into_cache(data_dir or "", cache_dir)
 
 
@@ -56,13 +60,17 @@ def build_into_cache(data_dir: str, cache_dir: str | None) -> str:
 
 class CragMockAPI:
     """CRAG's mock API in process. `source`: a folder built from `crag/mock_kg`, or a hub repository id holding
-    one; or `data_dir`: a `cragkg` folder, built first into the cache. `cache_dir`: where builds, downloads and
-    the memory-mapped tables go (default `~/.cache/ragloaders`)."""
+    one (`revision`: its commit, branch or tag, default the main branch; `commit` says which commit was read); or
+    `data_dir`: a `cragkg` folder, built first into the cache. `cache_dir`: where builds, downloads and the
+    memory-mapped tables go (default `~/.cache/ragloaders`)."""
 
-    def __init__(self, source: str | None = None, *, data_dir: str | None = None, cache_dir: str | None = None):
+    def __init__(self, source: str | None = None, *, data_dir: str | None = None, cache_dir: str | None = None,
+                 revision: str | None = None):
         from .endpoints import MockKg  # (pandas and the domains load here, not on `import ragloaders`)
 
-        folder = resolve_source(source, data_dir, cache_dir)
+        folder = resolve_source(source, data_dir, cache_dir, revision)
+        self.commit: str | None = snapshot_commit(folder) if source is not None and not os.path.isdir(source) else None
+        """The commit id of the hub repository read; None for a folder."""
         self.kg = MockKg(open_tables(folder, cache_dir))
 
     def call(self, client_method: str, body: dict[str, Any]) -> dict[str, Any]:

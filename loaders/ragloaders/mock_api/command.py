@@ -26,7 +26,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     check_port(args.host, args.port)  # before the tables are opened: a port in use fails at once
     from .client import CragMockAPI
 
-    api = CragMockAPI(args.source, data_dir=args.data_dir, cache_dir=args.cache_dir)
+    api = CragMockAPI(args.source, data_dir=args.data_dir, cache_dir=args.cache_dir, revision=args.revision)
+    if api.commit:
+        print(f"ragloaders serve: {args.source} at commit {api.commit}", file=sys.stderr, flush=True)
     try:
         serve(api.kg, args.host, args.port)
     except KeyboardInterrupt:  # uvicorn shuts down on Ctrl-C, then raises it again
@@ -44,6 +46,8 @@ def add_serve_command(commands: argparse._SubParsersAction) -> argparse.Argument
     source.add_argument("--from", dest="source", metavar="FOLDER_OR_REPO",
                         help="a folder built by `ragloaders build crag/mock_kg`, or a hub repository id holding one")
     source.add_argument("--data-dir", help="CRAG's cragkg folder of mock KG files: built first into the cache")
+    serve.add_argument("--revision", help="with --from a hub repository id: its commit, branch or tag (default its "
+                                          "main branch); the commit read is printed")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine "
                                                           "only)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000, as the official server)")

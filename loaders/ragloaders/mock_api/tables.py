@@ -16,6 +16,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
+import logging
 import os
 import threading
 
@@ -30,6 +31,7 @@ from ..publish.repository import built_from
 from .cache_files import CHECK_SUFFIX, building, file_problem, put_in_place, record_file, warn_rebuilt
 from .indexes import Store
 
+logger = logging.getLogger(__name__)
 PATH = "crag/mock_kg"
 SPLIT = "train"
 REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -67,18 +69,27 @@ def is_repo_id(source: str) -> bool:
     return not os.path.exists(source) and looks_like_repo_id(source)
 
 
-def download_repository(repo_id: str, cache_dir: str | None) -> str:
-    """The local snapshot of hub dataset `repo_id`: its README and the Parquet of the configs the API reads."""
+def download_repository(repo_id: str, cache_dir: str | None, revision: str | None = None) -> str:
+    """The local snapshot of hub dataset `repo_id` at `revision` (a commit, branch or tag; default the main branch):
+    its README and the Parquet of the configs the API reads, in a folder named by the commit read (logged)."""
     from huggingface_hub import snapshot_download
 
     patterns = ["README.md", *(f"{config}/*.parquet" for config in REQUIRED_COLUMNS)]
     try:
-        return snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns,
-                                 cache_dir=os.path.join(cache_dir, "hub") if cache_dir else None)
+        folder = snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns, revision=revision,
+                                   cache_dir=os.path.join(cache_dir, "hub") if cache_dir else None)
     except Exception as e:  # hub, network and auth errors alike: the user passed a folder that is not there, or this
         reason = " ".join(str(e).split())[:300]
-        raise SourceError(repo_id, f"no such folder, and the hub dataset repository {repo_id} could not be "
+        at = f" at revision {revision!r}" if revision else ""
+        raise SourceError(repo_id, f"no such folder, and the hub dataset repository {repo_id}{at} could not be "
                           f"downloaded ({type(e).__name__}: {reason})") from e
+    logger.info("ragloaders: reading %s at commit %s", repo_id, snapshot_commit(folder))
+    return folder
+
+
+def snapshot_commit(folder: str) -> str:
+    """The commit id of a hub cache snapshot folder (`snapshots/<commit>`)."""
+    return os.path.basename(os.path.normpath(folder))
 
 
 def parquet_files(folder: str, config: str) -> list[str]:

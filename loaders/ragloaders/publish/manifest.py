@@ -20,11 +20,10 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..core.output_target import OutputFolderError
+from ..core.output_target import MANIFEST, OutputFolderError
 from ..core.sources import file_digest
 from ..core.version import VERSION as PACKAGE_VERSION
 
-MANIFEST = ".ragloaders-manifest.json"
 FORMAT = "ragloaders-manifest"
 VERSION = 1
 _SHA256 = re.compile(r"[0-9a-f]{64}")

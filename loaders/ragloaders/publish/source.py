@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from ..api import group_members, is_benchmark_path
 from ..core.errors import MissingSourceError
-from ..core.repository import REMEDIES, HubError, hub_offline, open_repository, probe_hub
+from ..core.repository import REMEDIES, HubError, hub_offline, open_repository, probe_hub, refuse_revision
 from .manifest import verify
 from .push import PushResult, check_repo_id, describe, plan, upload
 from .validate import integrity, integrity_of_repository
@@ -17,21 +17,24 @@ from .validate_report import render_text
 
 
 def validate_source(source: str, *, data_dir: str | None = None, cache_dir: str | None = None,
-                    as_json: bool = False, as_path: str | None = None, out: Callable[[str], None] = print) -> int:
+                    as_json: bool = False, as_path: str | None = None, revision: str | None = None,
+                    out: Callable[[str], None] = print) -> int:
     """Print the integrity report of a SOURCE (every member's, one after the other, for a group path; a JSON list
     with `as_json`); return 0 when no report has a structural error, else 1. `as_path` (`--as`, normalised): the
-    benchmark path whose declared defects and keys apply to a built folder or repository."""
+    benchmark path whose declared defects and keys apply to a built folder or repository. `revision`: the commit,
+    branch or tag of a hub repository to validate; the report names the commit read (`commit`)."""
     if is_benchmark_path(source):
         if as_path is not None:
             raise ValueError(f"{source} is a benchmark path: --as is for a built folder or a hub repository")
+        refuse_revision(source, revision, "a benchmark path (built from its source files)")
         paths = group_members(source) or (source,)
         reports = [integrity(path, data_dir=data_dir, cache_dir=cache_dir) for path in paths]
     else:
         if data_dir:
             raise ValueError(f"{source}: --data-dir is for a benchmark path, not for a built folder or repository")
-        repository = open_repository(source).local()
+        repository = open_repository(source, revision).local()
         report = integrity_of_repository(repository.folder, cache_dir=cache_dir, as_path=as_path)
-        reports = [{**report, "path": source}]
+        reports = [{**report, "path": source, **({"commit": repository.commit} if repository.commit else {})}]
     if as_json:
         out(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2, ensure_ascii=False))
     else:

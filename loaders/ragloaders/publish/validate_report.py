@@ -72,6 +72,8 @@ class Report(_ReportKeys, total=False):
     """Only in a repository's report: the benchmark path its ragloaders card names, if any."""
     validated_as: str | None
     """Only in a repository's report: the benchmark path `--as` named, whose declared defects and keys applied."""
+    commit: str
+    """Only in a hub repository's report: the commit id read (the `--revision` asked for, resolved)."""
 
 
 def finding(check: str, config: str, split: str | None, ids: list[Any], count: int, message: str) -> Finding:
@@ -88,7 +90,7 @@ def describe(found: Finding) -> str:
 
 def render_text(report: Report) -> Iterable[str]:
     """The report as lines for a terminal."""
-    yield report["path"]
+    yield report["path"] + (f" at commit {report['commit']}" if report.get("commit") else "")
     for facts in report["splits"]:
         line = f"  {facts['config']}/{facts['split']}: {facts['rows']:,} rows"
         if "queries" in facts:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...core.facts import CardFacts
+from ...core.facts import BEIR_CAPPED_RECALL, CardFacts, EvalConventions, KnownDefect
 
 PATH = "beir-format"
 
@@ -17,7 +17,26 @@ FIELD_NOTES = {
     "corpus-id": "a `_id` of the corpus config",
     "score": "relevance grade as in the qrels file",
     "corpus-ids": "`_id`s of the corpus config in BM25 rank order (optional configs made by `ragloaders build --with`)",
+    "scores": "the BM25 score of each of `corpus-ids`, aligned with it and non-increasing (float32; to fuse or "
+              "threshold)",
 }
+
+
+SHARED_IDS = KnownDefect("shared_ids", "queries", "query ids that are also corpus ids: BEIR's evaluator drops a "
+                         "retrieved document whose id is its query's (ignore_identical_ids=True), and so does "
+                         "`ragloaders eval` unless --keep-identical-ids")
+"""A query id that is also a corpus id is a warning in `validate`, not a structural error: BEIR's layout allows it."""
+EVAL_CONVENTIONS = EvalConventions(ignore_identical_ids=True, extra_metrics=BEIR_CAPPED_RECALL)
+"""Data in BEIR's layout is scored as BEIR's EvaluateRetrieval scores it."""
+
+
+def known_defects(path: str) -> tuple[KnownDefect, ...]:
+    """What `validate` reports as a warning in a folder in BEIR's layout: shared query and corpus ids."""
+    return (SHARED_IDS,)
+
+
+def eval_conventions(path: str) -> EvalConventions:
+    return EVAL_CONVENTIONS
 
 
 def card_facts(path: str) -> CardFacts:

@@ -21,6 +21,8 @@ FIELD_NOTES = {
     "corpus-id": "a chunk id (`_id` of the corpus config)",
     "score": "relevance grade 0, 1 or 2 (grade 0 kept)",
     "corpus-ids": "chunk ids in BM25 rank order (optional configs made by `ragloaders build --with`)",
+    "scores": "the BM25 score of each of `corpus-ids`, aligned with it and non-increasing (float32; to fuse or "
+              "threshold)",
     "corpus._id": "chunk id: `<source>_<doc>_<chunk>`, or `<freebase mid>_<chunk>` for the knowledge graph",
     "corpus.title": "always empty (chunks have no title)",
     "corpus.text": "chunk text",

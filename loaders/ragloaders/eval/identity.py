@@ -1,0 +1,93 @@
+"""What a report scored, named so that someone else can score the same: the `identity` block of `eval --json` and
+the last lines of its text report.
+
+It holds ragloaders' version; the source's form and what pins it: for a benchmark path the files read (name, bytes,
+sha256: the archive, as the dataset card lists it), for a built folder the sha256 of its manifest (which lists every
+file's sha256), for a hub repository its id and the commit read; the split; the conventions that change a number
+(relevance level, identical ids dropped or kept and how many); and the run file's name, size and sha256.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from ..api import builder, configs_of
+from ..core.output_target import MANIFEST
+from ..core.repository import Repository
+from ..core.sources import file_digest
+from ..core.version import VERSION
+
+CATALOGUE, FOLDER, HUB = "benchmark path", "built folder", "hub repository"
+
+
+def files_of(paths: Iterable[str], *, data_dir: str | None, cache_dir: str | None) -> list[dict[str, Any]]:
+    """Each local source file that the configs of the benchmark `paths` read (the archive itself for a zip), once,
+    with its size and sha256."""
+    seen: dict[str, None] = {}
+    for path in paths:
+        for config in configs_of(path):
+            try:
+                read = builder(path, config, data_dir=data_dir, cache_dir=cache_dir).source_files_read()
+            except NotImplementedError:
+                continue
+            seen.update(dict.fromkeys(read))
+    return [{"name": os.path.basename(file), "bytes": os.path.getsize(file), "sha256": file_digest(file, "sha256")}
+            for file in seen]
+
+
+def source_identity(shown: str, read: Iterable[str], repository: Repository | None, *, data_dir: str | None,
+                    cache_dir: str | None) -> dict[str, Any]:
+    """The `source` of the identity block: `shown` as the user named it, and what pins its content (`read`: the
+    benchmark paths read, for a benchmark path; `repository`: the folder or hub repository opened)."""
+    if repository is None:
+        return {"form": CATALOGUE, "path": shown, "files": files_of(read, data_dir=data_dir, cache_dir=cache_dir)}
+    if repository.repo_id is not None:
+        return {"form": HUB, "repo_id": repository.repo_id, "commit": repository.commit,
+                "revision": repository.revision}
+    manifest = os.path.join(repository.folder or shown, MANIFEST)
+    return {"form": FOLDER, "folder": shown,
+            "manifest_sha256": file_digest(manifest, "sha256") if os.path.isfile(manifest) else None}
+
+
+def run_identity(run: Any) -> dict[str, Any]:
+    """The run file's name, size and sha256; `{"file": None}` for a run given in memory."""
+    if not isinstance(run, (str, os.PathLike)):
+        return {"file": None}
+    path = os.fspath(run)
+    return {"file": os.path.basename(path), "bytes": os.path.getsize(path), "sha256": file_digest(path, "sha256")}
+
+
+def identity_lines(identity: dict[str, Any]) -> list[str]:
+    """The identity block as the text report's last lines."""
+    source = identity["source"]
+    if source["form"] == CATALOGUE:
+        pinned = "; ".join(f"{f['name']} {f['bytes']:,} bytes sha256 {f['sha256']}" for f in source["files"])
+        what = f"{source['path']} ({CATALOGUE}; {pinned or 'no source file listed'})"
+    elif source["form"] == HUB:
+        asked = f", revision {source['revision']}" if source["revision"] else ""
+        what = f"{source['repo_id']} ({HUB} at commit {source['commit']}{asked})"
+    else:
+        digest = source["manifest_sha256"]
+        pinned = f"manifest sha256 {digest}" if digest else "no ragloaders manifest"
+        what = f"{source['folder']} ({FOLDER}; {pinned})"
+    conventions = identity["conventions"]
+    run = identity["run"]
+    ran = (f"run {run['file']} {run['bytes']:,} bytes sha256 {run['sha256']}" if run["file"] else
+           "run given in memory")
+    return [f"scored: ragloaders {identity['ragloaders']}; {what}",
+            f"scored: split {identity['split']}; relevance level {conventions['relevance_level']}; identical ids "
+            f"{conventions['identical_ids']}" + (f" ({conventions['identical_ids_dropped']} dropped)"
+                                                 if conventions["identical_ids"] == "dropped" else "") + f"; {ran}"]
+
+
+def identity(source: dict[str, Any], split: str, run: Any, *, relevance_level: int, ignore_identical_ids: bool,
+             keep_identical_ids: bool, dropped: int) -> dict[str, Any]:
+    """The whole identity block (see the module docstring)."""
+    rule = "dropped" if ignore_identical_ids and not keep_identical_ids else (
+        "kept (--keep-identical-ids)" if ignore_identical_ids else "kept (this benchmark's rule)")
+    return {"ragloaders": VERSION, "source": source, "split": split,
+            "conventions": {"relevance_level": relevance_level, "identical_ids": rule,
+                            "identical_ids_dropped": dropped},
+            "run": run_identity(run)}
