@@ -50,9 +50,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     `(default)`), size, and `bring your own` for the datasets whose files a user must obtain. Returns 0.
 
     Example: `ragloaders list` prints `beir/nfcorpus  corpus queries qrels  3,633 docs; 2.4 MB download`."""
-    from .api import group_members
+    from .api import default_config, group_members
     from .benchmarks import BENCHMARKS
-    from .publish.cards import DEFAULT_CONFIG
     from .publish.listing import path_size, supplied_by_user
 
     groups_shown = set()
@@ -65,7 +64,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                       "take one of them)")
             obtain = supplied_by_user(benchmark, path)
             mark = "\tbring your own: " + obtain if obtain else ""
-            configs = " ".join(f"{c} (default)" if c == DEFAULT_CONFIG else c for c in configs_of(path))
+            configs = " ".join(f"{c} (default)" if c == default_config(path) else c for c in configs_of(path))
             print(f"{path}\t{configs}\t{path_size(benchmark, path)}{mark}")
     return 0
 

@@ -126,12 +126,18 @@ class Repository:
         if card is not None:
             check_card(card, os.path.join(self.location, CARD))
 
-    def load(self, config: str, *, split: str | None = None, streaming: bool = False, cache_dir: str | None = None,
-             **kwargs: Any) -> Any:
-        """`datasets.load_dataset` of one config; a missing config names the ones there are."""
+    def load(self, config: str | None, *, split: str | None = None, streaming: bool = False,
+             cache_dir: str | None = None, **kwargs: Any) -> Any:
+        """`datasets.load_dataset` of one config (None: the card's `default: true` one, or the only one); a missing
+        config names the ones there are."""
         import datasets
 
         configs = self.configs()
+        if config is None:
+            config = datasets.get_dataset_default_config_name(self.location) or (
+                configs[0] if len(configs) == 1 else None)
+            if config is None:
+                raise ValueError(f"{self.name} has no default config: name one of {', '.join(configs)}")
         if config not in configs:
             raise ValueError(f"{self.name} has no config {config!r}; its configs are {', '.join(configs)}")
         require_own_data_files(self.location, config)
