@@ -79,7 +79,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     outputs = build_folder(args.path, args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
                            num_proc=args.num_proc, into_existing=args.into_existing, card=card_options(args),
-                           load_as=args.out, config_kwargs=config_kwargs(args), **derived_configs(args))
+                           load_as=args.out, config_kwargs=config_kwargs(args), configs=listed(args.configs),
+                           **derived_configs(args))
     for output in outputs:
         for split in output.splits.values():
             print(f"{output.name}\t{split.name}\t{split.num_examples} rows")
@@ -176,6 +177,11 @@ def cmd_bm25(args: argparse.Namespace) -> int:
           f"{result.unranked} of which got no document (no word in common with any) "
           f"({result.settings.describe()}, top {args.top_k})")
     return 0
+
+
+def listed(names: str | None) -> list[str] | None:
+    """`A,B` (`--configs`) as a list of names; None when the option is not given."""
+    return None if names is None else [name.strip() for name in names.split(",") if name.strip()]
 
 
 def card_options(args: argparse.Namespace):
@@ -290,6 +296,8 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("path", help="e.g. beir/scifact, crag/task_1_and_2, mmrag")
     build.add_argument("--out", required=True, help="output folder: a new one, or one ragloaders built (only the files "
                        "it wrote are replaced; see --into-existing)")
+    build.add_argument("--configs", metavar="A,B", help="build only these configs (comma-separated; default all), "
+                       "reading only their files, e.g. crag/mock_kg --configs finance_price,finance_company")
     for name, paths in builder_parameters().items():
         build.add_argument(f"--{name.replace('_', '-')}", dest=name,
                            help=f"config parameter of {', '.join(paths)} (as `ragloaders.load(..., {name}=...)`)")

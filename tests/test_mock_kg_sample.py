@@ -1,0 +1,116 @@
+"""The bundled generated mock KG (tests/data/crag_mock_kg) and `build --configs`: a newcomer builds crag/mock_kg
+offline, asks it the official client's questions, and builds only the configs wanted, for every benchmark."""
+
+from __future__ import annotations
+
+import filecmp
+import importlib.util
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import DATA
+from ragloaders.api import configs_of
+from ragloaders.benchmarks import benchmark_of
+from ragloaders.benchmarks.crag_mock_kg.catalogue import SOURCE_FILES
+from ragloaders.cli import main
+from ragloaders.core import safe_pickle
+from ragloaders.core.facts import Sample
+
+SAMPLE = DATA / "crag_mock_kg"
+SET_PICKLES = {"music/artist_dict_simplified.pickle"}
+"""Pickles holding a Python set, whose byte order follows the string hash seed: compared as the objects they hold."""
+
+
+def comparable(value):
+    """`value` with each set sorted, NaN as a string (NaN != NaN) and any other object as its repr (safe_pickle's
+    arrays and dates show their bytes there), for comparing two loads."""
+    if isinstance(value, dict):
+        return {key: comparable(item) for key, item in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return sorted(map(comparable, value), key=repr)
+    if isinstance(value, (list, tuple)):
+        return [comparable(item) for item in value]
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    return value if isinstance(value, (str, int, float, type(None))) else repr(value)  # a numpy array: its bytes
+
+
+def write_module():
+    spec = importlib.util.spec_from_file_location("crag_mock_kg_write", SAMPLE / "write.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_sample_holds_every_file_of_every_domain_and_is_declared():
+    assert Sample("crag/mock_kg", "crag_mock_kg") in benchmark_of("crag/mock_kg").samples
+    held = {os.path.relpath(os.path.join(root, name), SAMPLE / "cragkg")
+            for root, _, names in os.walk(SAMPLE / "cragkg") for name in names}
+    assert held == set(SOURCE_FILES)
+    size = sum(os.path.getsize(SAMPLE / "cragkg" / name) for name in held)
+    assert size < 400_000, size
+    assert "generated" in (SAMPLE / "README.md").read_text(encoding="utf-8").lower()
+
+
+def test_the_sample_is_what_its_script_writes(tmp_path):
+    write_module().write(tmp_path / "cragkg")
+    for relpath in SOURCE_FILES:
+        ours, bundled = tmp_path / "cragkg" / relpath, SAMPLE / "cragkg" / relpath
+        if relpath in SET_PICKLES:
+            assert (comparable(safe_pickle.loads(ours.read_bytes(), name=str(ours)))
+                    == comparable(safe_pickle.loads(bundled.read_bytes(), name=str(bundled)))), relpath
+        else:
+            assert filecmp.cmp(ours, bundled, shallow=False), relpath
+
+
+def finance_only(tmp_path: Path) -> Path:
+    """A cragkg folder holding only the finance files of the sample."""
+    folder = tmp_path / "finance-only"
+    shutil.copytree(SAMPLE / "cragkg" / "finance", folder / "cragkg" / "finance")
+    return folder
+
+
+def test_a_partial_mock_kg_build_needs_only_its_files(tmp_path, capsys):
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    assert main(["build", "crag/mock_kg", "--configs", "finance_price,finance_company", "--data-dir",
+                 str(finance_only(tmp_path)), "--out", str(out), "--cache-dir", str(cache)]) == 0
+    printed = capsys.readouterr().out
+    assert "finance_company\ttrain\t100 rows" in printed and "finance_price\ttrain\t15 rows" in printed
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["finance_company", "finance_price"]
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "A partial build: only `finance_company`, `finance_price` were asked for (`--configs`); not built: " \
+           "`finance_detailed_price`, " in card
+    import datasets
+    assert datasets.get_dataset_config_names(str(out)) == ["finance_company", "finance_price"]
+    assert datasets.load_dataset(str(out), "finance_price", split="train").num_rows == 15
+    # the whole path still needs the other files, and says which
+    assert main(["build", "crag/mock_kg", "--data-dir", str(finance_only(tmp_path / "b")), "--out",
+                 str(tmp_path / "all"), "--cache-dir", str(cache)]) == 2
+    assert "needs movie/movie_db.json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("configs", ["finance_pric", "finance_price,nope", ",", "corpus"])
+def test_an_unknown_config_is_one_line_naming_the_valid_ones(tmp_path, capsys, configs):
+    out = tmp_path / "out"
+    assert main(["build", "crag/mock_kg", "--configs", configs, "--data-dir", str(SAMPLE), "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and error.startswith("ragloaders: error: --configs: ")
+    assert error.rstrip().endswith(f"the configs of crag/mock_kg are {', '.join(configs_of('crag/mock_kg'))}")
+    assert not out.exists() and not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("path, data_dir, configs", [
+    ("beir/nfcorpus", "beir", "queries"), ("crag/task_1_and_2", "crag", "top_ranked,queries"),
+    ("mmrag", "mmrag", "routing")])
+def test_build_configs_for_every_benchmark(tmp_path, capsys, path, data_dir, configs):
+    out = tmp_path / "out"
+    assert main(["build", path, "--configs", configs, "--data-dir", str(DATA / data_dir), "--out", str(out),
+                 "--cache-dir", str(tmp_path / "cache")]) == 0
+    wanted = [c for c in configs_of(path) if c in configs.split(",")]
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == sorted(wanted)
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert f"A partial build: only {', '.join(f'`{c}`' for c in wanted)} " in card
+    printed = {line.split("\t")[0] for line in capsys.readouterr().out.splitlines() if "\t" in line}
+    assert printed == set(wanted)
