@@ -51,7 +51,8 @@ PLAY_COLUMNS = [
 
 
 def sqlitedict_file(path: Path, items: list[tuple[str, object]]) -> None:
-    """A SqliteDict file as sqlitedict 2.1 writes it (its default table and pickle protocol)."""
+    """A SqliteDict file as sqlitedict 2.1 writes it (its default table and pickle protocol); an existing one gets
+    `items` added at its end, as sqlitedict's `__setitem__` of new keys adds them."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(path) as db:
         db.execute('CREATE TABLE IF NOT EXISTS "unnamed" (key TEXT PRIMARY KEY, value BLOB)')

@@ -34,27 +34,12 @@ from ragloaders.mock_api.endpoints import BY_PATH  # noqa: E402
 from ragloaders.mock_api.http import create_app  # noqa: E402
 from ragloaders.publish.build import build_folder  # noqa: E402
 
-FLOAT_COLUMNS = {"/finance/get_market_capitalization"}
-"""Declared: a whole number stored in a float column comes back as a float (12345 -> 12345.0)."""
 SETS = {"/music/get_members"}
 """Declared: `list(set(members))` has no one order (the source's set order is not kept; the hash seed decides)."""
 
 
-def loose(value):
-    """The declared weaker form: keys sorted, null-valued keys dropped, numbers as floats."""
-    if isinstance(value, dict):
-        return {key: loose(item) for key, item in sorted(value.items()) if item is not None}
-    if isinstance(value, list):
-        return [loose(item) for item in value]
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    return value
-
-
 def comparable(path: str, text: str):
     """The response as compared: exact JSON text, or its declared weaker form."""
-    if path in FLOAT_COLUMNS:
-        return loose(json.loads(text))
     if path in SETS:
         body = json.loads(text)
         return sorted(body["result"]) if isinstance(body.get("result"), list) else body

@@ -17,8 +17,8 @@ import pyarrow as pa
 
 from ...core import safe_pickle
 from ...core.errors import SourceError
-from .catalogue import STRING, MockKgTable
-from .values import EXACT_FLOAT_INT, _describe, keyed_row
+from .catalogue import RECORD_JSON, STRING, MockKgTable
+from .values import EXACT_FLOAT_INT, _describe, keyed_row, plain_json
 
 BATCH_ROWS = 10_000
 BATCH_BYTES = 32 << 20
@@ -87,6 +87,9 @@ def iter_sqlitedict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]
                 budget = safe_pickle.Budget(path, len(blob), key)
                 value = safe_pickle.loads(blob, name=path, key=key, budget=budget)
                 row, nbytes = keyed_row(table, key, value, path, f"key {key!r}", budget)
+                if table.record_json:
+                    row[RECORD_JSON] = plain_json(value, path, f"key {key!r}")
+                    nbytes += len(row[RECORD_JSON])
                 yield row, max(nbytes, len(blob))
     finally:
         connection.close()
