@@ -96,8 +96,10 @@ def _extend_music(root: Path) -> None:
     grammy = grammy_frame()
     extra = pd.DataFrame({"year": [1998, 1957, 2019], "title": ["x", "y", "z"],
                           "category": ["Best New Artist", "Best New Artist", "Song Of The Year"],
-                          "nominee": [np.nan, "Early One", "Bad Guy"], "artist": ["Lauryn Hill", np.nan, "Billie"],
-                          "workers": [np.nan, np.nan, "Billie Eilish, songwriter"], "winner": [True, False, True]})
+                          "nominee": pd.Series([np.nan, "Early One", None], dtype=object),
+                          "artist": pd.Series(["Lauryn Hill", None, "Billie"], dtype=object),
+                          "workers": pd.Series([None, np.nan, "Billie Eilish, songwriter"], dtype=object),
+                          "winner": [True, False, True]})
     (folder / "grammy_df.pickle").write_bytes(pickle.dumps(pd.concat([grammy, extra], ignore_index=True)))
 
 
@@ -132,7 +134,8 @@ def calls() -> list[tuple[str, dict]]:
              "!!!", "nothing matches this", "Émile", "emoji 🙂", *ODD_KEYS]
     tickers = ["META", "AAPL", "T0003", "NOCAP", "INTCAP", "nope", "", *ODD_KEYS, *INTEGER_CAPS, *INTEGER_DIVIDENDS]
     people = ["Artist 3", "Artist 4", "Maroon 5", "Foo_Bar", "Twin Peak", "Adele", "Billie Eilish", "Lauryn Hill",
-              "Bad Guy", "25", "", "nan", "None", "Song 3", "Song 200", "Twin  Peak", "Early One", *ODD_KEYS]
+              "Bad Guy", "25", "", "nan", "None", "e", "n", "on", "Non", "a",
+              "Song 3", "Song 200", "Twin  Peak", "Early One", *ODD_KEYS]
     found: list[tuple[str, dict]] = [("/", {})]
     for path in ("/open/search_entity_by_name", "/finance/get_company_name", "/movie/get_person_info",
                  "/movie/get_movie_info", "/music/search_artist_entity_by_name", "/music/search_song_entity_by_name"):

@@ -128,14 +128,17 @@ def movie(root: Path, count: int) -> dict[str, int]:
 
 
 def grammy_frame() -> pd.DataFrame:
+    """CRAG's Grammy frame in small: `artist` and `workers` are object columns holding both None and NaN, as the
+    frame pickled by pandas 1/2 does (pandas 3's string dtype would turn None into NaN)."""
     return pd.DataFrame({
         "year": [2019, 2019, 1998, 1998, 2016],
         "title": ["62nd Annual GRAMMY Awards (2019)"] * 2 + ["40th Annual GRAMMY Awards (1997)"] * 2 + ["58th"],
         "category": ["Record Of The Year", "Best New Artist", "Best New Artist", "Song Of The Year",
                      "Album Of The Year"],
         "nominee": ["Bad Guy", "Billie Eilish", "Lauryn Hill", "My Heart Will Go On", "25"],
-        "artist": ["Billie Eilish", np.nan, np.nan, "Celine Dion", "Adele"],
-        "workers": ["Finneas O'Connell, producer", np.nan, None, "James Horner", "Greg Kurstin"],
+        "artist": pd.Series(["Billie Eilish", np.nan, None, "Celine Dion", "Adele"], dtype=object),
+        "workers": pd.Series(["Finneas O'Connell, producer", np.nan, None, "James Horner", "Greg Kurstin"],
+                             dtype=object),
         "winner": [True, True, True, True, True],
     })
 

@@ -114,3 +114,19 @@ def test_build_configs_for_every_benchmark(tmp_path, capsys, path, data_dir, con
     assert f"A partial build: only {', '.join(f'`{c}`' for c in wanted)} " in card
     printed = {line.split("\t")[0] for line in capsys.readouterr().out.splitlines() if "\t" in line}
     assert printed == set(wanted)
+
+
+def test_the_tables_keep_what_the_mock_api_answers_exactly(tmp_path):
+    """Which missing value a Grammy cell held (None or NaN: `str()` gives "None" or "nan"), and a market cap stored
+    as an integer (12345, not 12345.0), on the bundled sample."""
+    import ragloaders
+
+    grammy = ragloaders.load("crag/mock_kg", "music_grammy", split="train", data_dir=str(SAMPLE),
+                             cache_dir=str(tmp_path))
+    assert grammy["artist"] == ["Billie Eilish", None, None, "Celine Dion", "Adele"]
+    assert grammy["none_cells"] == [[], [], ["artist", "workers"], [], []]
+    caps = ragloaders.load("crag/mock_kg", "finance_marketcap", split="train", data_dir=str(SAMPLE),
+                           cache_dir=str(tmp_path)).to_pandas().set_index("ticker")
+    assert caps.loc["INTCAP", "record_json"] == "12345" and caps.loc["INTCAP", "market_cap"] == 12345.0
+    assert caps.loc["NOCAP", "record_json"] == "null"
+    assert caps.loc["META", "record_json"] == repr(float(caps.loc["META", "market_cap"]))

@@ -15,9 +15,8 @@ answer shows:
   cast, crew, genre or Oscar entry that the catalogue does not declare): the official server starts (and fails,
   500, on a call whose answer holds a NaN); the build refuses the file, naming the member and the field.
 - `music_get_members` is `list(set(members))` in both, an order set by the string hash seed; the build keeps a set
-  of members sorted, so the order can differ from the official server's even with the same PYTHONHASHSEED.
-- Grammy counts by artist (`music_grammy_get_*_by_artist`) match the name in each value written as text; a missing
-  value is written "nan" (pandas' NaN), where the official server writes a None as "None".
+  of members sorted, so the order can differ from the official server's even with the same PYTHONHASHSEED
+  (`MusicDomain.get_members` says exactly when).
 - Where a string column of a DataFrame or of nba.sqlite mixed types, the build wrote it as JSON text; it is read
   back as JSON when every value parses as JSON of two kinds or more (a text column of only numbers and
   true/false would be misread so).

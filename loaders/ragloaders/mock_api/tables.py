@@ -42,7 +42,7 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "music_artist_works": ("artist", "works"),
     "music_billboard_ranks": ("rank", "entries"),
     "music_billboard_songs": ("song", "charts"),
-    "music_grammy": ("year", "category", "nominee", "artist", "workers"),
+    "music_grammy": ("year", "category", "nominee", "artist", "workers", "none_cells"),
     "open_entities": ("entity", "summary_text", "summary_structured", "raw_mediawiki", "other"),
     "sports_soccer_team_matches": ("league", "season", "team", "game", "date"),
     "sports_nba_game": ("game_date", "team_name_home", "team_name_away"),

@@ -162,6 +162,8 @@ class Reader(Enum):
 
 OTHER = "other"
 """The JSON column of a Record's undeclared fields."""
+NONE_CELLS = "none_cells"
+"""The column naming, per row of a DataFrame table, the cells that were Python's None (MockKgTable.none_cells)."""
 RECORD_JSON = "record_json"
 """The column holding a JSON object member's whole value as JSON text (see the module docstring)."""
 
@@ -185,6 +187,9 @@ class MockKgTable:
     """A DuckDB query over the published Parquet (`{parquet}` stands for the config's files)."""
     holds: str = ""
     sqlite_table: str | None = None
+    none_cells: str | None = None
+    """A DataFrame only: the name of a column listing, per row, the object columns whose cell is Python's None; the
+    other nulls were NaN (or pandas' NA). The mock API's `str(value)` tells them apart ("None" vs "nan")."""
     record_json: bool = False
     """Also keep each member's whole value as JSON text, in the column RECORD_JSON (JSON_OBJECT and SQLITEDICT
     readers): what a typed column loses, 7 vs 7.0 above all."""
@@ -285,7 +290,8 @@ TABLES: tuple[MockKgTable, ...] = (
                            "/music/grammy_get_award_count_by_song", "/music/grammy_get_best_song_by_year",
                            "/music/grammy_get_award_date_by_artist", "/music/grammy_get_best_album_by_year",
                            "/music/grammy_get_all_awarded_artists"),
-                holds="Grammy awards, one row per nomination, with the DataFrame's own columns",
+                holds="Grammy awards, one row per nomination, with the DataFrame's own columns, then `none_cells`: "
+                      "the columns whose cell is None rather than NaN", none_cells=NONE_CELLS,
                 example="SELECT nominee FROM {parquet} WHERE category = 'Best New Artist' AND year = 1998"),
     _dict_table("open_entities", ("open/kg.0.jsonl.bz2", "open/kg.1.jsonl.bz2"), Reader.JSONL_PAIRS, "entity",
                 Record((("summary_text", T), ("summary_structured", Json()), ("raw_mediawiki", T)), other=True),
