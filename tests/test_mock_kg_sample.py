@@ -130,3 +130,87 @@ def test_the_tables_keep_what_the_mock_api_answers_exactly(tmp_path):
     assert caps.loc["INTCAP", "record_json"] == "12345" and caps.loc["INTCAP", "market_cap"] == 12345.0
     assert caps.loc["NOCAP", "record_json"] == "null"
     assert caps.loc["META", "record_json"] == repr(float(caps.loc["META", "market_cap"]))
+
+
+def readme_blocks(section: str) -> list[tuple[str, str]]:
+    """(language, text) of each fenced block of the README section titled `section`."""
+    import re
+
+    text = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    start = text.index(f"\n## {section}\n")
+    body = text[start:text.index("\n## ", start + 1)]
+    return re.findall(r"```(\w+)\n(.*?)```", body, re.S)
+
+
+def commands_of(block: str) -> list[list[str]]:
+    """The command lines of a bash block, continuations joined, comments dropped."""
+    import shlex
+
+    joined = block.replace("\\\n", " ")
+    return [shlex.split(line, comments=True) for line in joined.splitlines() if line.strip()
+            and not line.startswith("#")]
+
+
+@pytest.mark.slow
+def test_the_readme_mock_kg_commands_run_offline_as_shown(tmp_path, monkeypatch):
+    """The README's mock API section, run from a fresh folder holding the repository's tests/: the builds, every
+    `api.` line against the answer its comment shows, and the official client against `ragloaders serve`."""
+    import ast
+    import json
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from ragloaders import CragMockAPI
+
+    (tmp_path / "tests").symlink_to(Path(__file__).parent)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    (build, python, serve) = readme_blocks("CRAG's mock API without its server")[:3]
+    assert [build[0], python[0], serve[0]] == ["bash", "python", "bash"]
+    for command in commands_of(build[1]):
+        assert command[0] == "ragloaders"
+        assert main(command[1:]) == 0, command
+    assert sorted(p.name for p in (tmp_path / "build" / "crag_kg_finance").iterdir() if p.is_dir()) == [
+        "finance_company", "finance_price"]
+    lines = [line for line in python[1].splitlines() if line.startswith("api.")]
+    assert len(lines) >= 4
+    api = CragMockAPI("build/crag_kg")
+    for line in lines:
+        call, shown = line.split("#", 1)
+        answer = eval(call, {"api": api})  # noqa: S307 (the README's own line)
+        assert json.dumps(answer) == json.dumps(ast.literal_eval(shown.strip())), line  # 12345 is not 12345.0
+
+    serve_line, client_line = commands_of(serve[1])[:2]
+    client = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "crag_mock_api" / "apiwrapper"
+    if not (client / "pycragapi.py").is_file():
+        pytest.skip(f"the official client is not at {client}")
+    pytest.importorskip("requests")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert serve_line[:2] == ["ragloaders", "serve"] and "--port" in serve_line and serve_line[-1] == "&"
+    serve_line = serve_line[:-1]
+    serve_line[serve_line.index("--port") + 1] = str(port)
+    process = subprocess.Popen([sys.executable, "-m", "ragloaders", *serve_line[1:]], stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert process.poll() is None, process.communicate()[1]
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert client_line[0] == "cd" and client_line[-3:-1] == ["python", "-c"]
+        assert "CRAG_SERVER=http://127.0.0.1:8000" in client_line
+        environment = dict(os.environ, CRAG_SERVER=f"http://127.0.0.1:{port}")
+        printed = subprocess.run([sys.executable, "-c", client_line[-1]], cwd=client, env=environment,
+                                 capture_output=True, text=True, check=True).stdout
+        shown = serve[1].split("\n# ", 1)[1].splitlines()[0]
+        assert ast.literal_eval(printed.strip()) == ast.literal_eval(shown)
+    finally:
+        process.terminate()
+        process.communicate(timeout=20)
