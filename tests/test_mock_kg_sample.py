@@ -214,3 +214,52 @@ def test_the_readme_mock_kg_commands_run_offline_as_shown(tmp_path, monkeypatch)
     finally:
         process.terminate()
         process.communicate(timeout=20)
+
+
+def with_a_repeated_company(tmp_path: Path, domains: tuple[str, ...] = ("finance",)) -> Path:
+    """A copy of the sample's `domains` whose company_name.dict names one company twice (another ticker)."""
+    folder = tmp_path / "repeated"
+    for domain in domains:
+        shutil.copytree(SAMPLE / "cragkg" / domain, folder / "cragkg" / domain)
+    with open(folder / "cragkg" / "finance" / "company_name.dict", "a", encoding="utf-8") as f:
+        f.write("100,Armada Acquisition Corp. I Common Stock,AACX\n")
+    return folder
+
+
+REPEATED = "duplicate_keys in finance_company/train: 1 value of (Name) occurs more than once: " \
+           "'Armada Acquisition Corp. I Common Stock'"
+
+
+def test_a_repeated_key_is_a_warning_of_build_and_of_validate_of_the_folder(tmp_path, capsys, caplog):
+    out = tmp_path / "out"
+    assert main(["build", "crag/mock_kg", "--configs", "finance_company,finance_price", "--data-dir",
+                 str(with_a_repeated_company(tmp_path)), "--out", str(out), "--cache-dir", str(tmp_path / "c")]) == 0
+    assert [r.getMessage().split(" [")[0] for r in caplog.records if "duplicate_keys" in r.getMessage()] == [
+        f"warning: crag/mock_kg {REPEATED}"]
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "Known upstream defects found:" in card and "No structural errors." in card
+    capsys.readouterr()
+    assert main(["validate", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"WARNING {REPEATED} [known upstream defect: The mock API keeps the last of two equal keys" in printed
+    assert "ERROR" not in printed and "declared defect not observed" not in printed
+    assert printed.rstrip().endswith("OK")
+
+
+def test_a_clean_kg_notes_no_absent_repeated_key(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["build", "crag/mock_kg", "--configs", "finance_company", "--data-dir", str(SAMPLE), "--out",
+                 str(out), "--cache-dir", str(tmp_path / "c")]) == 0
+    capsys.readouterr()
+    assert main(["validate", str(out), "--json"]) == 0
+    import json
+    report = json.loads(capsys.readouterr().out)
+    assert report["warnings"] == [] and report["errors"] == [] and report["unobserved_defects"] == []
+
+
+@pytest.mark.slow
+def test_a_repeated_key_is_a_warning_of_validate_of_the_files(tmp_path, capsys):
+    folder = with_a_repeated_company(tmp_path, ("finance", "movie", "music", "open", "sports"))
+    assert main(["validate", "crag/mock_kg", "--data-dir", str(folder), "--cache-dir", str(tmp_path / "c")]) == 0
+    printed = capsys.readouterr().out
+    assert f"WARNING {REPEATED} [known upstream defect:" in printed and "ERROR" not in printed

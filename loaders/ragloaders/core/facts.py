@@ -22,6 +22,9 @@ class KnownDefect:
     """None: any split."""
     max_count: int | None = None
     """If set, a finding with a larger count is still an error (the defect got worse)."""
+    may_be_absent: bool = False
+    """A property the files may have (a key that repeats, which the consumer resolves) rather than a defect known to
+    be there: `validate` does not note its absence."""
 
     def covers(self, finding: dict) -> bool:
         return (

@@ -18,6 +18,7 @@ from .cards import CardOptions, check_options, render_card
 from .output_folder import Altered, OutputFolder
 from .parquet import ConfigOutput, SplitOutput, plan_parquet, write_parquet
 from .validate import integrity_of, source_of
+from .validate_report import describe
 
 logger = logging.getLogger(__name__)
 
@@ -118,10 +119,21 @@ def write_folder(
         outputs.append(write_table_config(staging, config, tables))
     with open(os.path.join(staging, "README.md"), "w", encoding="utf-8") as f:
         integrity = integrity_of(path, prepared, source=source_of(path, builders, sha256=True))
+        report_findings(path, integrity)
         f.write(render_card(path, outputs, data_dir=data_dir, integrity=integrity, repo_id=repo_id,
                             derived=extra_notes, options=card, load_as=load_as,
                             built=None if configs is None else chosen))
     return outputs
+
+
+def report_findings(path: str, integrity: dict) -> None:
+    """Log each finding of a build's integrity report (the card lists them too) as `ragloaders validate` rates it:
+    a declared upstream property or defect is a warning, anything else a structural error (validate exits 1)."""
+    for found in integrity["warnings"]:
+        logger.warning("warning: %s %s [known upstream defect: %s]", path, describe(found), found["note"])
+    for found in integrity["errors"]:
+        logger.warning("warning: %s: structural error %s (`ragloaders validate` exits 1 on it)", path,
+                       describe(found))
 
 
 def write_config(dataset_builder: datasets.DatasetBuilder, staging: str
