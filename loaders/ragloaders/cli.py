@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -367,6 +368,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if getattr(args, "path", None) is not None:
         args.path = catalogue_path(args.path)
+    out_existed = args.command == "build" and os.path.lexists(args.out)
     try:
         return args.run(args)
     except Exception as e:  # one line a user can act on; the traceback only with --debug
@@ -379,9 +381,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         if args.debug:
             raise
-        print("ragloaders: interrupted; an output folder holds a complete build (its previous one, or the new one "
-              "if it was already swapped in), and a rerun resumes from what was finished", file=sys.stderr)
+        print(f"ragloaders: interrupted{interrupted_note(args, out_existed)}", file=sys.stderr)
         return 130
+
+
+def interrupted_note(args: argparse.Namespace, out_existed: bool) -> str:
+    """What a Ctrl-C left behind, as the rest of the `interrupted` line: a build's output folder is swapped in whole
+    (publish.output_folder), so it holds the previous complete build, or the new one, or, for a first build, does
+    not exist yet; the prepared configs stay in the cache for a rerun."""
+    if args.command == "build" and out_existed:
+        return (f"; {args.out} holds a complete build (its previous one, or the new one if it was already swapped "
+                "in), and a rerun resumes from the configs already prepared")
+    if args.command == "build":
+        return (f"; {args.out} was not created (a build appears there only once complete), and a rerun resumes "
+                "from the configs already prepared")
+    if args.command == "push":
+        return ("; the staging folder holds a complete build or none yet (a build appears there only once complete), "
+                "and a rerun builds from the cache and uploads only the files the repository does not hold yet")
+    return ""
 
 
 if __name__ == "__main__":

@@ -27,6 +27,10 @@ PROBE_TIMEOUT_SECONDS = 3.0
 """How long the one request that checks the hub may take (connect and read)."""
 REMEDIES = ("set HF_ENDPOINT to a hub or mirror you can reach, set HF_HUB_OFFLINE=1 to use the copy in the hub cache, "
             "or work from local files (a built folder, or --data-dir with a benchmark path)")
+PUSH_REMEDIES = ("set HF_ENDPOINT to a hub or mirror you can reach (or HTTPS_PROXY to a proxy that reaches it) and "
+                 "push again; meanwhile `ragloaders build PATH --out FOLDER` (or push --dry-run) works offline, and "
+                 "`ragloaders push FOLDER --repo-id ...` uploads that folder as it is later")
+"""What to do when a push cannot reach the hub (the hub cache's copy, REMEDIES' offline remedy, is no use to it)."""
 _REPO_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)?")
 """The shape of a hub repo id (`name` or `owner/name`); anything else can only be a local folder."""
 
@@ -65,6 +69,11 @@ def looks_like_repo_id(name: str) -> bool:
     return bool(_REPO_ID.fullmatch(name)) and ".." not in name and "--" not in name
 
 
+def remedies_for(what: str) -> str:
+    """What to do when the hub cannot be reached for `what`: a push has its own remedies (PUSH_REMEDIES)."""
+    return PUSH_REMEDIES if what == "push" else REMEDIES
+
+
 def probe_hub(repo_id: str, *, what: str = "dataset repository") -> int:
     """Ask the hub for the dataset repository `repo_id` once (PROBE_TIMEOUT_SECONDS, no retry); return the HTTP
     status (200 it exists; 401 / 404 it does not, or it is private and no token allows it). Raises HubError in one
@@ -79,14 +88,14 @@ def probe_hub(repo_id: str, *, what: str = "dataset repository") -> int:
                                      timeout=PROBE_TIMEOUT_SECONDS, follow_redirects=True)
     except Exception as e:  # refused, DNS, timeout, TLS, proxy: each its own httpx type
         cause = innermost_cause(e)
-        raise HubError(f"{repo_id}: cannot reach the hub at {hub_endpoint()} for this {what} ({cause}); {REMEDIES}",
-                       unreachable=cause) from None
+        raise HubError(f"{repo_id}: cannot reach the hub at {hub_endpoint()} for this {what} ({cause}); "
+                       f"{remedies_for(what)}", unreachable=cause) from None
     kind = response.headers.get("content-type", "").split(";")[0].strip()
     if response.status_code >= 500 or (response.status_code == 200 and kind != "application/json"):
         cause = f"it answered HTTP {response.status_code}" + ("" if kind == "application/json" else
                                                               f" with {kind or 'no content type'}, not the hub's API")
-        raise HubError(f"{repo_id}: the hub at {hub_endpoint()} does not work for this {what} ({cause}); {REMEDIES}",
-                       unreachable=cause)
+        raise HubError(f"{repo_id}: the hub at {hub_endpoint()} does not work for this {what} ({cause}); "
+                       f"{remedies_for(what)}", unreachable=cause)
     return response.status_code
 
 

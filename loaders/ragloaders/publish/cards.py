@@ -455,11 +455,15 @@ def render_card(
     benchmark = benchmark_of(path)
     facts = facts_for(benchmark, path, data_dir, options)
     family_yaml, body = read_template(facts.family)
+    summary = facts.summary
+    if facts.config_table is not None:
+        summary += "\n\n" + facts.config_table([o.name for o in outputs])
     sections = {
         "path": path,
         "data_name": folder_name(data_dir) or "—",
         "pretty_name": facts.pretty_name,
-        "summary": f"{facts.summary}{paragraph_end(facts.summary)}{configs_sentence(outputs)}",
+        "summary": f"{summary}{paragraph_end(summary)}{configs_sentence(outputs)}",
+        "repository": repo_id or load_as or REPO_PLACEHOLDER,
         "homepage": facts.homepage or "—",
         "load": load_section(repo_id or load_as or REPO_PLACEHOLDER, outputs, folder=not repo_id and bool(load_as)),
         "fields": fields_section(outputs, facts.field_notes),

@@ -486,6 +486,7 @@ def inspect(plan: Plan, loaded: Loaded) -> Report:
         "source": plan.source,
     }
     if plan.repository:
+        report["form"] = "folder" if os.path.isdir(plan.name) else "repository"
         report["built_from"] = plan.built_from
         report["validated_as"] = plan.validated_as
     return report

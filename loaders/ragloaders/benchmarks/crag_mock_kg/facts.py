@@ -83,9 +83,11 @@ def known_defects(path: str) -> tuple[KnownDefect, ...]:
                  for table in TABLES if table.key)
 
 
-def _config_table() -> str:
+def config_table(written: list[str]) -> str:
+    """What each table of `written` (the configs a build wrote) holds, the mock API endpoint it replaces, and a
+    DuckDB query that does the same: only those tables, so a table left out is not listed."""
     rows = ["| config | holds | replaces | example (DuckDB over the Parquet) |", "|---|---|---|---|"]
-    for table in TABLES:
+    for table in (t for t in TABLES if t.config in written):
         parquet = f"'{table.config}/{SPLIT}-*.parquet'"
         example = table.example.format(parquet=parquet) if table.example else ""
         endpoints = ", ".join(f"`{e}`" for e in table.endpoints) or "— (not served by the API)"
@@ -100,9 +102,8 @@ def card_facts(path: str) -> CardFacts:
     summary = (
         "CRAG's mock knowledge graphs: the tables of the files of `mock_api/cragkg/` (finance, movie, music, open, "
         f"sports; nba.sqlite's among them), each a config with one split, `{SPLIT}`; a table with no rows in the "
-        "files read is left out (This build names it). What each of CRAG's tables holds, the mock API endpoint it "
-        "replaces, and a query that does the same:\n\n"
-        + _config_table()
+        "files read is left out (This build names it). What each table of this build holds, the mock API endpoint "
+        "it replaces, and a query that does the same:"
     )
     source_files = [{"name": f.relpath, "url": f.url(base), "bytes": f.size, "sha256": f.sha256}
                     for f in SOURCE_FILES.values()]
@@ -118,5 +119,6 @@ def card_facts(path: str) -> CardFacts:
         field_notes=FIELD_NOTES,
         tags=["crag", "knowledge-graph"],
         homepage=HOMEPAGE,
+        config_table=config_table,
     )
 
