@@ -104,7 +104,7 @@ def test_an_unknown_config_is_one_line_naming_the_valid_ones(tmp_path, capsys, c
 @pytest.mark.parametrize("path, data_dir, configs", [
     ("beir/nfcorpus", "beir", "queries"), ("crag/task_1_and_2", "crag", "top_ranked,queries"),
     ("mmrag", "mmrag", "routing")])
-def test_build_configs_for_every_benchmark(tmp_path, capsys, path, data_dir, configs):
+def test_build_configs_for_every_benchmark(tmp_path, capsys, caplog, path, data_dir, configs):
     out = tmp_path / "out"
     assert main(["build", path, "--configs", configs, "--data-dir", str(DATA / data_dir), "--out", str(out),
                  "--cache-dir", str(tmp_path / "cache")]) == 0
@@ -114,6 +114,10 @@ def test_build_configs_for_every_benchmark(tmp_path, capsys, path, data_dir, con
     assert f"A partial build: only {', '.join(f'`{c}`' for c in wanted)} " in card
     printed = {line.split("\t")[0] for line in capsys.readouterr().out.splitlines() if "\t" in line}
     assert printed == set(wanted)
+    # the published counts of the configs not built are not compared: no "no split" error in the card or the log
+    assert "No structural errors." in card and "no split" not in card
+    assert not [r for r in caplog.records if "structural error" in r.getMessage()]
+    assert main(["validate", str(out)]) == 0
 
 
 def test_the_tables_keep_what_the_mock_api_answers_exactly(tmp_path):

@@ -118,7 +118,11 @@ def write_folder(
             raise ValueError(f"{path} already has a config {config!r}")
         outputs.append(write_table_config(staging, config, tables))
     with open(os.path.join(staging, "README.md"), "w", encoding="utf-8") as f:
-        integrity = integrity_of(path, prepared, source=source_of(path, builders, sha256=True))
+        source = source_of(path, builders, sha256=True)
+        if configs is not None:  # a partial build: the configs not asked for are neither built nor compared
+            source["published"] = {key: count for key, count in source["published"].items()
+                                   if key.split("|", 1)[0] in chosen}
+        integrity = integrity_of(path, prepared, source=source)
         report_findings(path, integrity)
         f.write(render_card(path, outputs, data_dir=data_dir, integrity=integrity, repo_id=repo_id,
                             derived=extra_notes, options=card, load_as=load_as,
