@@ -138,3 +138,21 @@ def test_split_dataset_by_node_of_one_file_keeps_every_nth_row(nfcorpus_build):
         "_id").to_pylist()
     mine = [row["_id"] for row in split_dataset_by_node(corpus, rank=1, world_size=2)]
     assert mine == everything[1::2]
+
+
+@pytest.mark.parametrize("terminal, quiet, shown", [(False, False, False), (True, False, True), (True, True, False)])
+def test_progress_is_one_line_per_build_on_a_terminal_only(tmp_path, capsys, monkeypatch, terminal, quiet, shown):
+    import sys
+
+    import datasets.utils.logging as datasets_logging
+    import huggingface_hub.utils as hub_utils
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal)
+    before = (datasets_logging.is_progress_bar_enabled(), hub_utils.are_progress_bars_disabled())
+    args = ["build", "mmrag", "--configs", "routing,qrels", "--data-dir", str(DATA / "mmrag"), "--out",
+            str(tmp_path / "out"), "--cache-dir", str(tmp_path / "c"), *(["--quiet"] if quiet else [])]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "Generating" not in err and "examples/s" not in err  # datasets' bars, one per split: never
+    assert ("Building mmrag" in err) == shown
+    assert (datasets_logging.is_progress_bar_enabled(), hub_utils.are_progress_bars_disabled()) == before

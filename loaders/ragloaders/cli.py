@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from . import __version__
 from .api import catalogue_path, configs_of, normalized, registry
@@ -289,6 +290,8 @@ def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="ragloaders", description=__doc__)
     root.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     root.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    root.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway when stderr is "
+                                                          "not a terminal)")
     commands = root.add_subparsers(dest="command", required=True)
 
     commands.add_parser("list", help="every path with its configs").set_defaults(run=cmd_list)
@@ -354,8 +357,9 @@ def parser() -> argparse.ArgumentParser:
         "\n\n`ragloaders COMMAND --help` shows each command's options and examples.")
     root.formatter_class = argparse.RawDescriptionHelpFormatter
     root.description = f"{__doc__.rstrip('.')}: {', '.join(commands.choices)}."
-    for command in commands.choices.values():  # --debug after the command too
+    for command in commands.choices.values():  # --debug and --quiet after the command too
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        command.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return root
 
 
@@ -370,7 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.path = catalogue_path(args.path)
     out_existed = args.command == "build" and os.path.lexists(args.out)
     try:
-        return args.run(args)
+        with progress_bars(shown=not args.quiet and sys.stderr.isatty()):
+            return args.run(args)
     except Exception as e:  # one line a user can act on; the traceback only with --debug
         if args.debug:
             raise
@@ -383,6 +388,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"ragloaders: interrupted{interrupted_note(args, out_existed)}", file=sys.stderr)
         return 130
+
+
+@contextlib.contextmanager
+def progress_bars(shown: bool) -> Iterator[None]:
+    """While a command runs: none of datasets' bars (one per split, config and shard: "Generating train split"...),
+    and, when `shown`, ragloaders' own line per build (`Building PATH`) and huggingface_hub's download bars, which
+    share one switch; after it, both as they were. `shown` is False with --quiet and when stderr is not a terminal:
+    a log or a pipe gets no bars to clutter it."""
+    import datasets.utils.logging as datasets_logging
+    import huggingface_hub.utils as hub_utils
+
+    before = (datasets_logging.is_progress_bar_enabled(), hub_utils.are_progress_bars_disabled())
+    datasets_logging.disable_progress_bar()
+    if not shown:
+        hub_utils.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if before[0]:
+            datasets_logging.enable_progress_bar()
+        if not before[1]:
+            hub_utils.enable_progress_bars()
 
 
 def interrupted_note(args: argparse.Namespace, out_existed: bool) -> str:
