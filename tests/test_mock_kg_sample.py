@@ -101,13 +101,13 @@ def test_an_unknown_config_is_one_line_naming_the_valid_ones(tmp_path, capsys, c
     assert not out.exists() and not (tmp_path / "cache").exists()
 
 
-@pytest.mark.parametrize("path, data_dir, configs", [
-    ("beir/nfcorpus", "beir", "queries"), ("crag/task_1_and_2", "crag", "top_ranked,queries"),
-    ("mmrag", "mmrag", "routing")])
-def test_build_configs_for_every_benchmark(tmp_path, capsys, caplog, path, data_dir, configs):
-    out = tmp_path / "out"
-    assert main(["build", path, "--configs", configs, "--data-dir", str(DATA / data_dir), "--out", str(out),
-                 "--cache-dir", str(tmp_path / "cache")]) == 0
+@pytest.mark.parametrize("shared, configs", [
+    ("nfcorpus_build", "queries"), ("crag_build", "top_ranked,queries"), ("mmrag_build", "routing")])
+def test_build_configs_for_every_benchmark(request, tmp_path, capsys, caplog, shared, configs):
+    sample = request.getfixturevalue(shared)  # its cache: the configs are prepared there once per session
+    path, out = sample.path, tmp_path / "out"
+    assert main(["build", path, "--configs", configs, "--data-dir", sample.data_dir, "--out", str(out),
+                 "--cache-dir", sample.cache_dir]) == 0
     wanted = [c for c in configs_of(path) if c in configs.split(",")]
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == sorted(wanted)
     card = (out / "README.md").read_text(encoding="utf-8")
