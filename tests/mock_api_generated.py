@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from mock_kg_generated import ODD_KEYS, grammy_frame, write_cragkg
+from mock_kg_generated import ODD_KEYS, grammy_frame, sqlitedict_file, write_cragkg
 
 COUNT = 120
 SAME_NAMES = ("Foo_Bar", "foo bar!", "FOO BAR", "Foo-Bar")
@@ -96,14 +96,31 @@ def _extend_music(root: Path) -> None:
     grammy = grammy_frame()
     extra = pd.DataFrame({"year": [1998, 1957, 2019], "title": ["x", "y", "z"],
                           "category": ["Best New Artist", "Best New Artist", "Song Of The Year"],
-                          "nominee": [np.nan, "Early One", "Bad Guy"], "artist": ["Lauryn Hill", np.nan, "Billie"],
-                          "workers": [np.nan, np.nan, "Billie Eilish, songwriter"], "winner": [True, False, True]})
+                          "nominee": pd.Series([np.nan, "Early One", None], dtype=object),
+                          "artist": pd.Series(["Lauryn Hill", None, "Billie"], dtype=object),
+                          "workers": pd.Series([None, np.nan, "Billie Eilish, songwriter"], dtype=object),
+                          "winner": [True, False, True]})
     (folder / "grammy_df.pickle").write_bytes(pickle.dumps(pd.concat([grammy, extra], ignore_index=True)))
+
+
+INTEGER_CAPS = {"CAP7": 7, "CAPBIG": 2**53 + 1, "CAPNEG": -3, "CAPZERO": 0, "CAPFLOAT7": 7.0}
+"""Market caps stored as integers (yfinance's `marketCap` is one) beside a float that equals one: 7 vs 7.0, and an
+integer no float64 holds exactly."""
+INTEGER_DIVIDENDS = {"DIVINT": {"2021-01-04 00:00:00 EST": 3, "2021-04-01 00:00:00 EST": 0.25,
+                                "2021-07-01 00:00:00 EST": 3.0}}
+"""A dividend history mixing integers and floats, in the source's (unsorted) date order."""
+
+
+def _extend_finance(root: Path) -> None:
+    folder = root / "finance"
+    sqlitedict_file(folder / "finance_marketcap.sqlite", list(INTEGER_CAPS.items()))
+    sqlitedict_file(folder / "finance_dividend.sqlite", list(INTEGER_DIVIDENDS.items()))
 
 
 def write_parity_kg(root: Path) -> None:
     """Write the parity tests' cragkg folder under `root`."""
     write_cragkg(root, count=COUNT)
+    _extend_finance(root)
     _extend_open(root)
     extend_movie(root)
     _extend_music(root)
@@ -115,9 +132,10 @@ def calls() -> list[tuple[str, dict]]:
              "peak twin", "twin peaks", "rings", "rings 3", "rings 100", "glenda", "person 2", "apple", "inc",
              "Apple Inc.", "acquisition corp", "artist 3", "artist", "song 7", "song", "maroon 5", "maroon", "", " ",
              "!!!", "nothing matches this", "Émile", "emoji 🙂", *ODD_KEYS]
-    tickers = ["META", "AAPL", "T0003", "NOCAP", "INTCAP", "nope", "", *ODD_KEYS]
+    tickers = ["META", "AAPL", "T0003", "NOCAP", "INTCAP", "nope", "", *ODD_KEYS, *INTEGER_CAPS, *INTEGER_DIVIDENDS]
     people = ["Artist 3", "Artist 4", "Maroon 5", "Foo_Bar", "Twin Peak", "Adele", "Billie Eilish", "Lauryn Hill",
-              "Bad Guy", "25", "", "nan", "None", "Song 3", "Song 200", "Twin  Peak", "Early One", *ODD_KEYS]
+              "Bad Guy", "25", "", "nan", "None", "e", "n", "on", "Non", "a",
+              "Song 3", "Song 200", "Twin  Peak", "Early One", *ODD_KEYS]
     found: list[tuple[str, dict]] = [("/", {})]
     for path in ("/open/search_entity_by_name", "/finance/get_company_name", "/movie/get_person_info",
                  "/movie/get_movie_info", "/music/search_artist_entity_by_name", "/music/search_song_entity_by_name"):

@@ -51,7 +51,8 @@ PLAY_COLUMNS = [
 
 
 def sqlitedict_file(path: Path, items: list[tuple[str, object]]) -> None:
-    """A SqliteDict file as sqlitedict 2.1 writes it (its default table and pickle protocol)."""
+    """A SqliteDict file as sqlitedict 2.1 writes it (its default table and pickle protocol); an existing one gets
+    `items` added at its end, as sqlitedict's `__setitem__` of new keys adds them."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(path) as db:
         db.execute('CREATE TABLE IF NOT EXISTS "unnamed" (key TEXT PRIMARY KEY, value BLOB)')
@@ -127,14 +128,17 @@ def movie(root: Path, count: int) -> dict[str, int]:
 
 
 def grammy_frame() -> pd.DataFrame:
+    """CRAG's Grammy frame in small: `artist` and `workers` are object columns holding both None and NaN, as the
+    frame pickled by pandas 1/2 does (pandas 3's string dtype would turn None into NaN)."""
     return pd.DataFrame({
         "year": [2019, 2019, 1998, 1998, 2016],
         "title": ["62nd Annual GRAMMY Awards (2019)"] * 2 + ["40th Annual GRAMMY Awards (1997)"] * 2 + ["58th"],
         "category": ["Record Of The Year", "Best New Artist", "Best New Artist", "Song Of The Year",
                      "Album Of The Year"],
         "nominee": ["Bad Guy", "Billie Eilish", "Lauryn Hill", "My Heart Will Go On", "25"],
-        "artist": ["Billie Eilish", np.nan, np.nan, "Celine Dion", "Adele"],
-        "workers": ["Finneas O'Connell, producer", np.nan, None, "James Horner", "Greg Kurstin"],
+        "artist": pd.Series(["Billie Eilish", np.nan, None, "Celine Dion", "Adele"], dtype=object),
+        "workers": pd.Series(["Finneas O'Connell, producer", np.nan, None, "James Horner", "Greg Kurstin"],
+                             dtype=object),
         "winner": [True, True, True, True, True],
     })
 
@@ -205,7 +209,7 @@ def soccer_frame(count: int) -> pd.DataFrame:
     return frame
 
 
-def nba(path: Path, games: int, plays_per_game: int) -> dict[str, int]:
+def nba(path: Path, games: int, plays_per_game: int, empty: tuple[str, ...] = ("team_info_common",)) -> dict[str, int]:
     path.parent.mkdir(parents=True, exist_ok=True)
     counts = {}
     with sqlite3.connect(path) as db:
@@ -228,7 +232,7 @@ def nba(path: Path, games: int, plays_per_game: int) -> dict[str, int]:
                          None if e % 3 else f"Jump Ball {e} ‘quoted’ 🙂", str(203500 + e),
                          [None, 5, "5 - 7", 2.5][e % 4])
                         for g in range(games) for e in range(plays_per_game)]
-            elif table == "team_info_common":
+            elif table in empty:
                 rows = []
             else:
                 rows = [(f"{table}-{i}", [1, 2.5][i % 2], ["a", 1, None][i % 3]) for i in range(3)]
@@ -239,15 +243,17 @@ def nba(path: Path, games: int, plays_per_game: int) -> dict[str, int]:
     return counts
 
 
-def sports(root: Path, count: int, nba_games: int, plays: int) -> dict[str, int]:
+def sports(root: Path, count: int, nba_games: int, plays: int, empty: tuple[str, ...]) -> dict[str, int]:
     folder = root / "sports"
     folder.mkdir(parents=True, exist_ok=True)
     soccer_frame(count).to_pickle(folder / "soccer_team_match_stats.pkl")
-    return {"sports_soccer_team_matches": count, **nba(folder / "nba.sqlite", nba_games, plays)}
+    return {"sports_soccer_team_matches": count, **nba(folder / "nba.sqlite", nba_games, plays, empty)}
 
 
-def write_cragkg(root: Path, *, count: int = 20, seed: int = 0) -> dict[str, int]:
-    """Write every file of `cragkg/` under `root`; return config -> number of source entries."""
+def write_cragkg(root: Path, *, count: int = 20, seed: int = 0,
+                 empty_nba_tables: tuple[str, ...] = ("team_info_common",)) -> dict[str, int]:
+    """Write every file of `cragkg/` under `root`; return config -> number of source entries. The nba.sqlite
+    tables named in `empty_nba_tables` are made with their columns and no row (the card leaves such a table out)."""
     rng = random.Random(seed)
     tickers = ["META", "AAPL", *ODD_KEYS, *(f"T{i:04d}" for i in range(count))]
     counts: dict[str, int] = {}
@@ -255,5 +261,5 @@ def write_cragkg(root: Path, *, count: int = 20, seed: int = 0) -> dict[str, int
     counts.update(movie(root, count))
     counts.update(music(root, count))
     counts.update(open_kg(root, count))
-    counts.update(sports(root, count, nba_games=count, plays=7))
+    counts.update(sports(root, count, nba_games=count, plays=7, empty=empty_nba_tables))
     return counts

@@ -12,6 +12,7 @@ from pathlib import Path
 import datasets
 import duckdb
 import polars
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -63,10 +64,17 @@ def test_every_sample_split_is_one_file_so_its_bytes_did_not_change(built):
         assert len(files) == 1 and files[0].endswith(f"{split}-00000-of-00001.parquet"), (path, config, split)
 
 
+def arrow_table(relation) -> pa.Table:
+    """A DuckDB relation's rows as an Arrow table: `to_arrow_table()` where duckdb has it (fetch_arrow_table() is
+    deprecated there, and `arrow()` became a batch reader), `fetch_arrow_table()` in the older releases setup.cfg
+    still allows."""
+    return relation.to_arrow_table() if hasattr(relation, "to_arrow_table") else relation.fetch_arrow_table()
+
+
 def test_duckdb_reads_every_config_and_split_as_datasets_does(built):
     for path, folder, config, split, files in splits_of(built):
         expected = rows_of_datasets(folder, config, split)
-        read = duckdb.sql(f"SELECT * FROM read_parquet({files!r})").fetch_arrow_table().to_pylist()
+        read = arrow_table(duckdb.sql(f"SELECT * FROM read_parquet({files!r})")).to_pylist()
         assert read == expected, (path, config, split)
         assert duckdb.sql(f"SELECT count(*) FROM '{folder}/{config}/{split}-*.parquet'").fetchall()[0][0] == len(
             expected)  # the glob the README shows

@@ -248,7 +248,8 @@ def hub(monkeypatch):
     class Hub(BaseHTTPRequestHandler):
         def do_GET(self):
             known = self.path.removeprefix("/api/datasets/") in HUB_REPOS
-            send_body(self, b'{"id": "x", "sha": "' + b"0" * 40 + b'"}' if known else b'{"error": "not found"}', status=200 if known else 404)
+            found = b'{"id": "x", "sha": "' + b"0" * 40 + b'"}'
+            send_body(self, found if known else b'{"error": "not found"}', status=200 if known else 404)
 
         def log_message(self, *args):
             pass

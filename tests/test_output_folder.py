@@ -114,9 +114,10 @@ def test_a_folder_ragloaders_did_not_write_is_refused_in_one_line_and_left_alone
     status, err = cli(capsys, *build_args(out, cache_dir=cache_dir))
     assert status == 2
     assert "not written by ragloaders" in one_error_line(err) and "--into-existing" in err
-    # ragloaders has been 0.2.0 since its first commit and wrote manifests from 2026-11-30 on: the message must not
-    # blame every 0.2 build (0.2.0 writes a manifest), only a development build from before that day
-    assert "0.2 or older" not in err and "before ragloaders wrote manifests" in err and "before 2026-11-30" in err
+    # ragloaders has been 0.2.0 since its first commit and wrote manifests from 2026-11-30 on: the message names no
+    # version or date a user could not check, only what the folder lacks
+    assert "a folder built by a version of ragloaders that wrote no manifest has none: delete it yourself" in err
+    assert "0.2" not in err and "2026" not in err
     assert snapshot(tmp_path) == before
 
 
@@ -464,8 +465,8 @@ def test_ctrl_c_halfway_says_so_in_one_line_keeps_the_old_folder_and_a_rerun_com
             process.wait()
     assert process.returncode == 130, err[-3000:]
     assert "Traceback" not in err and [line for line in err.splitlines() if line.startswith("ragloaders: ")] == [
-        "ragloaders: interrupted; an output folder holds a complete build (its previous one, or the new one if it was "
-        "already swapped in), and a rerun resumes from what was finished"]
+        f"ragloaders: interrupted; {out} holds a complete build (its previous one, or the new one if it was already "
+        "swapped in), and a rerun resumes from the configs already prepared"]
     assert which_build(out, built, loads) == OLD
     build_folder(NEW, str(out), data_dir=SOURCES[NEW], cache_dir=cache_dir)
     assert which_build(out, built, loads, load=False) == NEW

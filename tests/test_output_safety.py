@@ -127,7 +127,8 @@ def test_a_signal_right_after_the_swap_loses_neither_folder_nor_a_file_of_the_us
     assert len(kept) == 1 and (kept[0] / "written-during-the-build.txt").read_text().startswith("a note")
     assert hidden_leftovers(out) == [], "the interrupted build left its old folder behind"
     assert done.returncode == 130, done.stderr[-3000:]
-    assert "ragloaders: interrupted; an output folder holds a complete build" in done.stderr
+    assert (f"ragloaders: interrupted; {out} holds a complete build" if command == "build" else
+            "ragloaders: interrupted; the staging folder holds a complete build or none yet") in done.stderr
 
 
 # --- --into-existing keeps the user's folders exactly ----------------------------------------------------------------

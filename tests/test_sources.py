@@ -282,6 +282,7 @@ def assert_one_line_fast(done: subprocess.CompletedProcess, seconds: float, *nee
 
 
 REMEDIES = ("HF_ENDPOINT", "HF_HUB_OFFLINE=1", "--data-dir")
+PUSH_REMEDIES = ("HF_ENDPOINT", "HTTPS_PROXY", "push again", "--dry-run", "`ragloaders push FOLDER --repo-id ...`")
 
 
 def test_a_missing_folder_and_an_unreachable_hub_are_said_in_one_line(closed_endpoint, tmp_path):
@@ -309,11 +310,13 @@ def test_push_checks_token_and_hub_before_building(built, closed_endpoint, unrea
     env = {"HF_ENDPOINT": closed_endpoint, "HF_TOKEN": "hf_notARealToken_0000"}
     done, seconds = ragloaders_cli("push", PATH, "--repo-id", "org/nf", "--data-dir", str(DATA / "beir"),
                                    "--staging-dir", str(tmp_path / "staged"), env=env, cwd=tmp_path)
-    assert_one_line_fast(done, seconds, "org/nf", "cannot reach the hub", *REMEDIES)
+    err = assert_one_line_fast(done, seconds, "org/nf", "cannot reach the hub", *PUSH_REMEDIES)
+    assert "HF_HUB_OFFLINE" not in err  # the hub cache's copy is of no use to a push
     assert not (tmp_path / "staged").exists()  # nothing was built
     monkeypatch.setenv("HF_TOKEN", "hf_notARealToken_0000")
     code, _, err = run("push", str(built), "--repo-id", "org/nf")
     assert code == 2 and err.count("\n") == 1 and "org/nf: cannot reach the hub" in err
+    assert all(needle in err for needle in PUSH_REMEDIES) and "HF_HUB_OFFLINE" not in err
     monkeypatch.delenv("HF_TOKEN")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "no-login"))
     monkeypatch.setattr("huggingface_hub.constants.HF_TOKEN_PATH", str(tmp_path / "no-login" / "token"))

@@ -242,7 +242,7 @@ def test_a_built_folder_gets_the_same_report_without_its_sources(mmrag_build, tm
     assert sorted(map(str, map(strip, from_folder["splits"]))) == sorted(map(str, map(strip, from_sources["splits"])))
     assert from_folder["built_from"] == "mmrag"  # the card's last line
     assert cli.main(["validate", str(out), "--cache-dir", str(tmp_path / "c3")]) == 0
-    assert "source: a repository built by ragloaders from mmrag (its declared upstream defects apply); no source " \
+    assert "source: a folder built by ragloaders from mmrag (its declared upstream defects apply); no source " \
            "files read: published counts not compared" in capsys.readouterr().out
 
 

@@ -37,6 +37,21 @@ def configs_of(path: str) -> list[str]:
     return [config.name for config in _builder_class(normalized(path)).BUILDER_CONFIGS]
 
 
+def default_config(path: str) -> str | None:
+    """The config a path gives when none is named (its builder's `DEFAULT_CONFIG_NAME`: `records` for CRAG and
+    mmRAG, as `ragloaders list` marks it and the card's `default: true`), or None when it has none."""
+    return _builder_class(normalized(path)).DEFAULT_CONFIG_NAME
+
+
+def chosen_config(path: str, config: str | None) -> str:
+    """`config`, or the path's default when it is None; a ValueError listing the configs when there is none."""
+    if config is not None:
+        return config
+    if (default := default_config(path)) is None:
+        raise ValueError(f"{normalized(path)} has no default config: name one of {', '.join(configs_of(path))}")
+    return default
+
+
 def did_you_mean(name: str, known: list[str]) -> str:
     """` (did you mean 'beir/scifact'?)` for the known names closest to a misspelt one; "" when none is close."""
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.75)
@@ -98,13 +113,15 @@ def refuse_unknown_keywords(function: str, given: dict[str, Any], accepted: list
                          f"{', '.join(accepted)}")
 
 
-def builder(path: str, config: str, *, revision: str | None = None, **kwargs: Any) -> datasets.DatasetBuilder:
+def builder(path: str, config: str | None = None, *, revision: str | None = None,
+            **kwargs: Any) -> datasets.DatasetBuilder:
     """The `datasets.DatasetBuilder` behind `load(path, config)`, not yet prepared.
 
     Args:
         path: a benchmark path, e.g. `beir/scifact`, `crag/task_1_and_2`, `mmrag` (`ragloaders list`); or a built
             folder or hub dataset repository id, as in `load` (then only `cache_dir` is passed on).
-        config: one of the path's configs (`configs_of(path)`), e.g. `corpus`, `qrels`, `records`, `top_ranked`.
+        config: one of the path's configs (`configs_of(path)`), e.g. `corpus`, `qrels`, `records`, `top_ranked`;
+            None: the path's default (`default_config`), a ValueError listing the configs when it has none.
         **kwargs: passed to the builder: `data_dir` (a folder with the files as the benchmark distributes them),
             `cache_dir`, `storage_options`, and the path's config parameters (CRAG's `release`: "v5", "v4",
             "example"). Any other keyword is refused (BUILDER_KEYWORDS says why).
@@ -130,6 +147,7 @@ def builder(path: str, config: str, *, revision: str | None = None, **kwargs: An
     refuse_revision(path, revision, "a benchmark path")
     path = normalized(path)
     cls = _builder_class(path)
+    config = chosen_config(path, config)
     names = [c.name for c in cls.BUILDER_CONFIGS]
     if config not in names:
         raise ValueError(f"{path} has no config {config!r}{did_you_mean(config, names)}; its configs are "
@@ -153,7 +171,7 @@ def require_existing(data_dir: str) -> None:
 
 def load(
     path: str,
-    config: str,
+    config: str | None = None,
     *,
     split: str | None = None,
     data_dir: str | None = None,
@@ -178,7 +196,9 @@ def load(
             every record), `queries`, `corpus`, `search_results`, `top_ranked`; mmRAG `records`, `queries`,
             `qrels`, `corpus`; `crag/mock_kg` one config per table of CRAG's mock knowledge graphs,
             `<domain>_<table>` (e.g. `finance_company`, `sports_nba_game`; `ragloaders list` names them), built
-            from the files of CRAG's `mock_api/cragkg/` (`data_dir`, or downloaded).
+            from the files of CRAG's `mock_api/cragkg/` (`data_dir`, or downloaded). None: the default config
+            (`records` for CRAG and mmRAG; a built folder's or repository's `default: true` one, or its only one);
+            a path without one is a ValueError listing its configs.
         split: one split (a `Dataset`) instead of all (a `DatasetDict`).
         data_dir: a folder holding the files as the benchmark distributes them (the archive or its extracted files);
             required for datasets that cannot be downloaded (bioasq, signal1m, trec-news, robust04).
@@ -222,6 +242,7 @@ def load(
                                           **{name: value for name, value in given.items() if value is not None})
     refuse_revision(path, revision, "a benchmark path (built from its source files)")
     path = normalized(path)
+    config = chosen_config(path, config)
     parameters = list(_builder_class(path).BUILDER_PARAMETERS)
     refuse_unknown_keywords("load", config_kwargs, [*LOAD_KEYWORDS, *parameters])
     options = {"storage_options": storage_options} if storage_options is not None else {}

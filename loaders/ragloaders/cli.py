@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from . import __version__
 from .api import catalogue_path, configs_of, normalized, registry
@@ -59,9 +61,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     `(default)`), size, and `bring your own` for the datasets whose files a user must obtain. Returns 0.
 
     Example: `ragloaders list` prints `beir/nfcorpus  corpus queries qrels  3,633 docs; 2.4 MB download`."""
-    from .api import group_members
+    from .api import default_config, group_members
     from .benchmarks import BENCHMARKS
-    from .publish.cards import DEFAULT_CONFIG
     from .publish.listing import path_size, supplied_by_user
 
     groups_shown = set()
@@ -74,7 +75,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                       "take one of them)")
             obtain = supplied_by_user(benchmark, path)
             mark = "\tbring your own: " + obtain if obtain else ""
-            configs = " ".join(f"{c} (default)" if c == DEFAULT_CONFIG else c for c in configs_of(path))
+            configs = " ".join(f"{c} (default)" if c == default_config(path) else c for c in configs_of(path))
             print(f"{path}\t{configs}\t{path_size(benchmark, path)}{mark}")
     return 0
 
@@ -89,7 +90,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     outputs = build_folder(args.path, args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
                            num_proc=args.num_proc, into_existing=args.into_existing, card=card_options(args),
-                           load_as=args.out, config_kwargs=config_kwargs(args), **derived_configs(args))
+                           load_as=args.out, config_kwargs=config_kwargs(args), configs=listed(args.configs),
+                           **derived_configs(args))
     for output in outputs:
         for split in output.splits.values():
             print(f"{output.name}\t{split.name}\t{split.num_examples} rows")
@@ -179,6 +181,11 @@ def cmd_bm25(args: argparse.Namespace) -> int:
           f"{result.unranked} of which got no document (no word in common with any) "
           f"({result.settings.describe()}, top {args.top_k})" + (f"; read {result.read}" if result.read else ""))
     return 0
+
+
+def listed(names: str | None) -> list[str] | None:
+    """`A,B` (`--configs`) as a list of names; None when the option is not given."""
+    return None if names is None else [name.strip() for name in names.split(",") if name.strip()]
 
 
 def card_options(args: argparse.Namespace):
@@ -296,6 +303,8 @@ def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="ragloaders", description=__doc__)
     root.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     root.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    root.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway when stderr is "
+                                                          "not a terminal)")
     commands = root.add_subparsers(dest="command", required=True)
 
     commands.add_parser("list", help="every path with its configs").set_defaults(run=cmd_list)
@@ -304,6 +313,8 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("path", help="e.g. beir/scifact, crag/task_1_and_2, mmrag")
     build.add_argument("--out", required=True, help="output folder: a new one, or one ragloaders built (only the files "
                        "it wrote are replaced; see --into-existing)")
+    build.add_argument("--configs", metavar="A,B", help="build only these configs (comma-separated; default all), "
+                       "reading only their files, e.g. crag/mock_kg --configs finance_price,finance_company")
     for name, paths in builder_parameters().items():
         build.add_argument(f"--{name.replace('_', '-')}", dest=name,
                            help=f"config parameter of {', '.join(paths)} (as `ragloaders.load(..., {name}=...)`)")
@@ -360,8 +371,9 @@ def parser() -> argparse.ArgumentParser:
         "\n\n`ragloaders COMMAND --help` shows each command's options and examples.")
     root.formatter_class = argparse.RawDescriptionHelpFormatter
     root.description = f"{__doc__.rstrip('.')}: {', '.join(commands.choices)}."
-    for command in commands.choices.values():  # --debug after the command too
+    for command in commands.choices.values():  # --debug and --quiet after the command too
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        command.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return root
 
 
@@ -375,8 +387,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "path", None) is not None:
         args.path = catalogue_path(args.path)
     show_warnings_on_stderr()
+    out_existed = args.command == "build" and os.path.lexists(args.out)
     try:
-        return args.run(args)
+        with progress_bars(shown=not args.quiet and sys.stderr.isatty()):
+            return args.run(args)
     except Exception as e:  # one line a user can act on; the traceback only with --debug
         if args.debug:
             raise
@@ -387,9 +401,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         if args.debug:
             raise
-        print("ragloaders: interrupted; an output folder holds a complete build (its previous one, or the new one "
-              "if it was already swapped in), and a rerun resumes from what was finished", file=sys.stderr)
+        print(f"ragloaders: interrupted{interrupted_note(args, out_existed)}", file=sys.stderr)
         return 130
+
+
+@contextlib.contextmanager
+def progress_bars(shown: bool) -> Iterator[None]:
+    """While a command runs: none of datasets' bars (one per split, config and shard: "Generating train split"...),
+    and, when `shown`, ragloaders' own line per build (`Building PATH`) and huggingface_hub's download bars, which
+    share one switch; after it, both as they were. `shown` is False with --quiet and when stderr is not a terminal:
+    a log or a pipe gets no bars to clutter it."""
+    import datasets.utils.logging as datasets_logging
+    import huggingface_hub.utils as hub_utils
+
+    before = (datasets_logging.is_progress_bar_enabled(), hub_utils.are_progress_bars_disabled())
+    datasets_logging.disable_progress_bar()
+    if not shown:
+        hub_utils.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if before[0]:
+            datasets_logging.enable_progress_bar()
+        if not before[1]:
+            hub_utils.enable_progress_bars()
+
+
+def interrupted_note(args: argparse.Namespace, out_existed: bool) -> str:
+    """What a Ctrl-C left behind, as the rest of the `interrupted` line: a build's output folder is swapped in whole
+    (publish.output_folder), so it holds the previous complete build, or the new one, or, for a first build, does
+    not exist yet; the prepared configs stay in the cache for a rerun."""
+    if args.command == "build" and out_existed:
+        return (f"; {args.out} holds a complete build (its previous one, or the new one if it was already swapped "
+                "in), and a rerun resumes from the configs already prepared")
+    if args.command == "build":
+        return (f"; {args.out} was not created (a build appears there only once complete), and a rerun resumes "
+                "from the configs already prepared")
+    if args.command == "push":
+        return ("; the staging folder holds a complete build or none yet (a build appears there only once complete), "
+                "and a rerun builds from the cache and uploads only the files the repository does not hold yet")
+    return ""
 
 
 if __name__ == "__main__":

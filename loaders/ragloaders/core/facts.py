@@ -22,6 +22,9 @@ class KnownDefect:
     """None: any split."""
     max_count: int | None = None
     """If set, a finding with a larger count is still an error (the defect got worse)."""
+    may_be_absent: bool = False
+    """A property the files may have (a key that repeats, which the consumer resolves) rather than a defect known to
+    be there: `validate` does not note its absence."""
 
     def covers(self, finding: dict) -> bool:
         return (
@@ -86,6 +89,9 @@ class CardFacts:
     """Published baseline figures shown as a table: row (a path) -> {column: value}."""
     baselines_note: str = ""
     """Where the baseline figures come from and the commands that reproduce them."""
+    config_table: Callable[[list[str]], str] | None = None
+    """Text about the configs a build wrote (given their names), put after the summary: the mock KG's table of what
+    each written table holds, which leaves out the tables a build did not write."""
     own_data: bool = False
     """The files are the builder's own, not a publisher's: the card names the folder read, and `--license` and
     `--pretty-name` state what no catalogue can."""

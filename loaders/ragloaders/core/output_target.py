@@ -81,8 +81,9 @@ _MKSTEMP_PART = r"\.[a-z0-9_]{8}"
 
 def partial_file(target: str) -> tuple[int, str]:
     """(descriptor, path) of a new file `NAME.XXXXXXXX.incomplete` beside `target`, to write it into before it
-    takes its name. Such files of an earlier write of the same target that was killed are named on stderr in one
-    line and left as they are: a name alone does not prove a file is ragloaders' own."""
+    takes its name; its mode is what `open()` would give a new file (0666 less the umask: 0644 under 0022). Such
+    files of an earlier write of the same target that was killed are named on stderr in one line and left as they
+    are: a name alone does not prove a file is ragloaders' own."""
     folder, name = os.path.split(os.path.abspath(target))
     own = re.compile(re.escape(name) + _MKSTEMP_PART + re.escape(PARTIAL_SUFFIX))
     try:
@@ -92,7 +93,16 @@ def partial_file(target: str) -> tuple[int, str]:
     if leftovers:
         warn(f"{len(leftovers)} unfinished file(s) of an interrupted earlier write of {target}, left as they are "
              f"(delete them yourself): {', '.join(os.path.join(folder, e) for e in leftovers)}")
-    return tempfile.mkstemp(prefix=name + ".", suffix=PARTIAL_SUFFIX, dir=folder)
+    handle, path = tempfile.mkstemp(prefix=name + ".", suffix=PARTIAL_SUFFIX, dir=folder)
+    os.fchmod(handle, 0o666 & ~current_umask())  # mkstemp makes 0600; a new file follows the umask, as open() does
+    return handle, path
+
+
+def current_umask() -> int:
+    """The process's umask (read by setting it and putting it back)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 

@@ -36,6 +36,10 @@ REPO_ID_PART = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?")
 """An owner or a name of a hub repo id (the hub's rules)."""
 COMMIT_ID = re.compile(r"[0-9a-f]{40}")
 logger = logging.getLogger(__name__)
+PUSH_REMEDIES = ("set HF_ENDPOINT to a hub or mirror you can reach (or HTTPS_PROXY to a proxy that reaches it) and "
+                 "push again; meanwhile `ragloaders build PATH --out FOLDER` (or push --dry-run) works offline, and "
+                 "`ragloaders push FOLDER --repo-id ...` uploads that folder as it is later")
+"""What to do when a push cannot reach the hub (the hub cache's copy, REMEDIES' offline remedy, is no use to it)."""
 
 
 class HubError(ConnectionError):
@@ -83,6 +87,11 @@ def looks_like_repo_id(name: str) -> bool:
     return repo_id_problem(name) is None
 
 
+def remedies_for(what: str) -> str:
+    """What to do when the hub cannot be reached for `what`: a push has its own remedies (PUSH_REMEDIES)."""
+    return PUSH_REMEDIES if what == "push" else REMEDIES
+
+
 def probe_hub(repo_id: str, *, what: str = "dataset repository") -> int:
     """Ask the hub for the dataset repository `repo_id` once (PROBE_TIMEOUT_SECONDS, no retry); return the HTTP
     status (200 it exists; 401 / 404 it does not, or it is private and no token allows it). Raises HubError in one
@@ -97,14 +106,14 @@ def probe_hub(repo_id: str, *, what: str = "dataset repository") -> int:
                                      timeout=PROBE_TIMEOUT_SECONDS, follow_redirects=True)
     except Exception as e:  # refused, DNS, timeout, TLS, proxy: each its own httpx type
         cause = innermost_cause(e)
-        raise HubError(f"{repo_id}: cannot reach the hub at {hub_endpoint()} for this {what} ({cause}); {REMEDIES}",
-                       unreachable=cause) from None
+        raise HubError(f"{repo_id}: cannot reach the hub at {hub_endpoint()} for this {what} ({cause}); "
+                       f"{remedies_for(what)}", unreachable=cause) from None
     kind = response.headers.get("content-type", "").split(";")[0].strip()
     if response.status_code >= 500 or (response.status_code == 200 and kind != "application/json"):
         cause = f"it answered HTTP {response.status_code}" + ("" if kind == "application/json" else
                                                               f" with {kind or 'no content type'}, not the hub's API")
-        raise HubError(f"{repo_id}: the hub at {hub_endpoint()} does not work for this {what} ({cause}); {REMEDIES}",
-                       unreachable=cause)
+        raise HubError(f"{repo_id}: the hub at {hub_endpoint()} does not work for this {what} ({cause}); "
+                       f"{remedies_for(what)}", unreachable=cause)
     return response.status_code
 
 
@@ -163,12 +172,18 @@ class Repository:
         if card is not None:
             check_card(card, os.path.join(self.location, CARD))
 
-    def load(self, config: str, *, split: str | None = None, streaming: bool = False, cache_dir: str | None = None,
-             **kwargs: Any) -> Any:
-        """`datasets.load_dataset` of one config; a missing config names the ones there are."""
+    def load(self, config: str | None, *, split: str | None = None, streaming: bool = False,
+             cache_dir: str | None = None, **kwargs: Any) -> Any:
+        """`datasets.load_dataset` of one config (None: the card's `default: true` one, or the only one); a missing
+        config names the ones there are."""
         import datasets
 
         configs = self.configs()
+        if config is None:
+            config = datasets.get_dataset_default_config_name(self.location) or (
+                configs[0] if len(configs) == 1 else None)
+            if config is None:
+                raise ValueError(f"{self.name} has no default config: name one of {', '.join(configs)}")
         if config not in configs:
             raise ValueError(f"{self.name} has no config {config!r}; its configs are {', '.join(configs)}")
         require_own_data_files(self.location, config, revision=self.hub_revision)

@@ -7,17 +7,16 @@ the same answer to every call the official server answers, except where the buil
 answer shows:
 
 - an open-KG entity (`open_*`): the table does not keep whether a null field was absent or null; ours leaves null
-  fields out. `finance_get_market_capitalization` of a whole number stored as an integer comes back as a float.
-  (Movie, person and year records, `movie_get_*`, are answered from each record's JSON text, `record_json`: the
-  same keys in the same order, nulls, and integers vs floats as the official server's.)
+  fields out. (Movie, person and year records, `movie_get_*`, market caps and dividend histories are answered from
+  each value's JSON text, `record_json`: the same keys in the same order, nulls, and integers vs floats as the
+  official server's: a market cap of 7 is 7, not 7.0.)
 - a movie file holding NaN, Infinity or a number out of a float's range, which Python's `json.load` reads, or a
   record whose field does not fit the typed column the build also writes (a float `budget` or `id`, a key inside a
   cast, crew, genre or Oscar entry that the catalogue does not declare): the official server starts (and fails,
   500, on a call whose answer holds a NaN); the build refuses the file, naming the member and the field.
 - `music_get_members` is `list(set(members))` in both, an order set by the string hash seed; the build keeps a set
-  of members sorted, so the order can differ from the official server's even with the same PYTHONHASHSEED.
-- Grammy counts by artist (`music_grammy_get_*_by_artist`) match the name in each value written as text; a missing
-  value is written "nan" (pandas' NaN), where the official server writes a None as "None".
+  of members sorted, so the order can differ from the official server's even with the same PYTHONHASHSEED
+  (`MusicDomain.get_members` says exactly when).
 - Where a string column of a DataFrame or of nba.sqlite mixed types, the build wrote it as JSON text; it is read
   back as JSON when every value parses as JSON of two kinds or more (a text column of only numbers and
   true/false would be misread so).

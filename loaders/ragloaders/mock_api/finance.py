@@ -1,10 +1,11 @@
 """The finance domain: company names and tickers (`finance_company`), price, dividend, market-cap and `info`
 tables keyed by ticker.
 
-As the official server: `get_company_name` ranks every distinct company name's normalised form with BM25Okapi
-(one document per name, in the CSV's order, not deduplicated: two names with one normalised form both come back,
-each time that form ranks); a ticker lookup is exact; a ticker absent from a table gives null; `get_eps` and
-`get_pe_ratio` give `info`'s `forwardEps` / `forwardPE` (null when absent).
+As the official server: `get_company_name` ranks every distinct company name's normalised form with BM25Okapi (one
+document per name, in the CSV's order, not deduplicated: two names with one normalised form both come back, each time
+that form ranks); a ticker lookup is exact; market caps and dividends are answered from each value's JSON text
+(`record_json`), so a number the source holds as an integer stays one (7, not 7.0); a ticker absent from a table gives
+null; `get_eps` and `get_pe_ratio` give `info`'s `forwardEps` / `forwardPE` (null when absent).
 """
 
 from __future__ import annotations
@@ -61,12 +62,16 @@ class FinanceDomain:
     def get_detailed_price_history(self, ticker_name: str) -> dict | None:
         return self._prices("finance_detailed_price", ticker_name)
 
-    def get_dividends_history(self, ticker_name: str) -> dict | None:
-        dividends = self._value("finance_dividend", "dividends", ticker_name)
-        return None if dividends is None else {entry["date"]: entry["dividend"] for entry in dividends}
+    def _exact(self, config: str, ticker: str) -> Any:
+        """The ticker's value as the source holds it (its `record_json`: 7 stays an integer), or None."""
+        text = self._value(config, "record_json", ticker)
+        return None if text is None else json.loads(text)
 
-    def get_market_capitalization(self, ticker_name: str) -> float | None:
-        return self._value("finance_marketcap", "market_cap", ticker_name)
+    def get_dividends_history(self, ticker_name: str) -> dict | None:
+        return self._exact("finance_dividend", ticker_name)
+
+    def get_market_capitalization(self, ticker_name: str) -> float | int | None:
+        return self._exact("finance_marketcap", ticker_name)
 
     def get_info(self, ticker_name: str) -> Any:
         info = self._value("finance_info", "info", ticker_name)

@@ -4,7 +4,9 @@ As the official server: name searches normalise names, rank the distinct normali
 (search.CutoffIndex) and return the names of the top 10, at most 10; lookups are exact; a missing or empty
 country, birth date, author or release date is null; `get_members` is `list(set(members))`, whose order follows
 Python's string hash seed (PYTHONHASHSEED), as the official server's does; Grammy counts match the name as a
-substring of each `nominee`, `artist` and `workers` value written as text, a missing value being "nan".
+substring of `str(value)` of every `nominee`, `artist` and `workers` cell, as the server does: a missing value is
+"None" where the frame held None and "nan" where it held NaN (`none_cells` says which), so a search for "e" or
+"nan" counts them as there.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ from .tables import Tables, looks_like_json
 
 FIRST_GRAMMY_YEAR, LAST_GRAMMY_YEAR = 1957, 2019
 MISSING = "nan"
-"""How pandas writes a missing value of an object column as text (str(NaN))."""
+"""`str()` of a missing value that was NaN (pandas' missing value in an object column)."""
+NONE = "None"
+"""`str()` of a missing value that was Python's None (the build lists those cells in `none_cells`)."""
+NONE_CELLS = "none_cells"
 
 
 class _Names:
@@ -64,7 +69,9 @@ class MusicDomain:
         grammy = tables["music_grammy"]
         self.grammy = {name: _grammy_column(grammy, name) for name in ("year", "category", "nominee", "artist",
                                                                           "workers")}
-        self.grammy_text = {name: [MISSING if value is None else str(value) for value in self.grammy[name]]
+        nones = grammy.column(NONE_CELLS).to_pylist()
+        self.grammy_text = {name: [(NONE if name in nones[row] else MISSING) if value is None else str(value)
+                                   for row, value in enumerate(self.grammy[name])]
                             for name in ("nominee", "artist", "workers")}
 
     def search_artist_entity_by_name(self, query: str) -> list[str]:
@@ -147,6 +154,16 @@ class MusicDomain:
         return self._artist_field(artist_name, "birth_date") or None
 
     def get_members(self, band_name: str) -> list[str] | None:
+        """`list(set(members))` of the members the build stored, as the official server's `list(set(...))` of the
+        source's: a list in the source is stored in its order, a set sorted (ragloaders unpickles a set into a set of
+        its own process, so the file's order is gone, and sorting makes every build of one file write the same row).
+
+        Python iterates a set of strings in an order fixed by the strings' hashes (PYTHONHASHSEED) and, where two
+        collide, by the order they were added. So for a list in the source ours is the server's order when both run
+        with the same PYTHONHASHSEED; for a set the server added the items in the pickle's order, which the build
+        does not have, and where two hashes collide the orders can differ. No fixed order could do better: the
+        server's own order changes from one process to the next unless PYTHONHASHSEED is set. Sort the list if
+        the order matters; None when the band is not in the table."""
         members = self._artist_field(band_name, "members")
         return None if members is None else list(set(members))
 

@@ -11,25 +11,41 @@ import pyarrow as pa
 from datasets.table import InMemoryTable
 from huggingface_hub.utils import tqdm
 
-from ..api import builder, configs_of
+from ..api import builder, configs_of, did_you_mean
 from ..core.memory import release_freed_memory
 from .cached_split import CachedSplit
 from .cards import CardOptions, check_options, render_card
 from .output_folder import Altered, OutputFolder
 from .parquet import ConfigOutput, SplitOutput, plan_parquet, write_parquet
 from .validate import integrity_of, source_of
+from .validate_report import describe
 
 logger = logging.getLogger(__name__)
 
 
+def chosen_configs(path: str, configs: list[str] | None) -> list[str]:
+    """The configs of `path` a build writes, in their declared order: `configs` (`build --configs A,B`), or every
+    one when None; an unknown name (or none at all) is a one-line ValueError naming the valid ones."""
+    declared = configs_of(path)
+    if configs is None:
+        return declared
+    unknown = [name for name in configs if name not in declared]
+    if unknown or not configs:
+        named = f"unknown config(s) {', '.join(unknown)}" if unknown else "no config named"
+        raise ValueError(f"--configs: {named}{did_you_mean(unknown[0], declared) if unknown else ''}; the configs of "
+                         f"{path} are {', '.join(declared)}")
+    return [name for name in declared if name in configs]
+
+
 def build_identity(path: str, data_dir: str | None, cache_dir: str | None, repo_id: str | None,
                    card: CardOptions | None = None, config_kwargs: dict[str, Any] | None = None,
-                   derived: list[str] | None = None) -> dict:
+                   derived: list[str] | None = None, configs: list[str] | None = None) -> dict:
     """What a built folder was built from (kept in its manifest): the builders' cache hashes cover the code, the
     config parameters (`config_kwargs`, e.g. CRAG's release) and the source files; what the builder stated on the
-    card (`card`), if anything; the configs made from the data beside them (`derived`: `--with`), if any."""
+    card (`card`), if anything; the configs made from the data beside them (`derived`: `--with`), if any. `configs`:
+    only those are built (`--configs`; default all)."""
     hashes = {config: builder(path, config, data_dir=data_dir, cache_dir=cache_dir, **(config_kwargs or {})).hash
-              for config in configs_of(path)}
+              for config in chosen_configs(path, configs)}
     stated_on_card = (card or CardOptions()).given()
     return {"path": path, "repo_id": repo_id, "builders": hashes,
             **({"card": stated_on_card} if stated_on_card else {}),
@@ -47,14 +63,15 @@ def build_folder(path: str, out: str, *, data_dir: str | None = None, cache_dir:
     `into_existing`; its entries that are not ragloaders' are kept either way. `altered` says what happens to
     files ragloaders wrote that were changed since: "refuse" the build, or "set_aside" into a kept folder.
     `option` names the folder in errors (`--out`, `--staging-dir`). `card`: what the builder of their own data
-    (beir-format) states on its card (default: nothing stated).
+    (beir-format) states on its card (default: nothing stated). `configs` (in `options`): only those are built.
     """
     card = card or CardOptions()
     check_options(path, card)
+    chosen_configs(path, options.get("configs"))  # an unknown config is refused before the folder is touched
     with OutputFolder(out, data_dir=data_dir, cache_dir=cache_dir, into_existing=into_existing, altered=altered,
                       option=option) as folder:
         identity = build_identity(path, data_dir, cache_dir, options.get("repo_id"), card, options.get("config_kwargs"),
-                                  list(options.get("extra_tables") or {}))
+                                  list(options.get("extra_tables") or {}), options.get("configs"))
         outputs = write_folder(path, folder.work, data_dir=data_dir, cache_dir=cache_dir, card=card, **options)
         folder.commit(identity)
     return outputs
@@ -73,6 +90,7 @@ def write_folder(
     card: CardOptions | None = None,
     config_kwargs: dict[str, Any] | None = None,
     load_as: str | None = None,
+    configs: list[str] | None = None,
 ) -> list[ConfigOutput]:
     """Prepare every config of `path` once and write `staging/<config>/<split>-*.parquet` plus `staging/README.md`
     (into a new folder: `build_folder` swaps it into place). `repo_id` goes into the card's
@@ -80,10 +98,12 @@ def write_folder(
     ({config: {split: table}}, e.g. BM25's `top_ranked`) are written beside the built configs, and
     `extra_notes` ({config: how it was made}) go into the card, and so do `card`, what the builder of their own data
     states (beir-format). `config_kwargs` are the builders' config parameters (CRAG's `release`); `load_as` is what
-    the card's load lines name when there is no `repo_id` (the folder).
+    the card's load lines name when there is no `repo_id` (the folder). `configs`: only those configs are prepared
+    and written (default: all), and the card says which.
     """
     outputs, prepared, builders = [], {}, {}
-    for config in tqdm(configs_of(path), desc=f"Building {path}", unit="config"):
+    chosen = chosen_configs(path, configs)
+    for config in tqdm(chosen, desc=f"Building {path}", unit="config"):
         dataset_builder = builder(path, config, data_dir=data_dir, cache_dir=cache_dir, **(config_kwargs or {}))
         dataset_builder.download_and_prepare(num_proc=num_proc)
         builders[config] = dataset_builder
@@ -98,10 +118,26 @@ def write_folder(
             raise ValueError(f"{path} already has a config {config!r}")
         outputs.append(write_table_config(staging, config, tables))
     with open(os.path.join(staging, "README.md"), "w", encoding="utf-8") as f:
-        integrity = integrity_of(path, prepared, source=source_of(path, builders, sha256=True))
+        source = source_of(path, builders, sha256=True)
+        if configs is not None:  # a partial build: the configs not asked for are neither built nor compared
+            source["published"] = {key: count for key, count in source["published"].items()
+                                   if key.split("|", 1)[0] in chosen}
+        integrity = integrity_of(path, prepared, source=source)
+        report_findings(path, integrity)
         f.write(render_card(path, outputs, data_dir=data_dir, integrity=integrity, repo_id=repo_id,
-                            derived=extra_notes, options=card, load_as=load_as))
+                            derived=extra_notes, options=card, load_as=load_as,
+                            built=None if configs is None else chosen))
     return outputs
+
+
+def report_findings(path: str, integrity: dict) -> None:
+    """Log each finding of a build's integrity report (the card lists them too) as `ragloaders validate` rates it:
+    a declared upstream property or defect is a warning, anything else a structural error (validate exits 1)."""
+    for found in integrity["warnings"]:
+        logger.warning("warning: %s %s [known upstream defect: %s]", path, describe(found), found["note"])
+    for found in integrity["errors"]:
+        logger.warning("warning: %s: structural error %s (`ragloaders validate` exits 1 on it)", path,
+                       describe(found))
 
 
 def write_config(dataset_builder: datasets.DatasetBuilder, staging: str

@@ -331,13 +331,20 @@ def _built_count(integrity: dict, config: str, split: str | None) -> int | None:
 
 
 def build_section(outputs: list[ConfigOutput], integrity: dict | None, declared: list[str] | None = None,
-                  own_data: bool = False) -> str:
+                  own_data: bool = False, built: list[str] | None = None) -> str:
     """What this build holds: the release read, the configs and splits written (and the `declared` configs and
-    splits left out, with why), and the published figures beside the built ones with a word on each difference."""
+    splits left out, with why), and the published figures beside the built ones with a word on each difference.
+    `built`: the configs asked for (`build --configs`), when not every declared one was."""
     source = (integrity or {}).get("source")
     parts = [_release_sentence(source, outputs, own_data)]
     written = "; ".join(f"`{o.name}`: {', '.join(f'`{s}`' for s in o.splits)}" for o in outputs)
     parts.append(f"{len(outputs)} config{'s' if len(outputs) != 1 else ''} written, with their splits: {written}.")
+    if built is not None:
+        others = [config for config in declared or [] if config not in built]
+        asked = ", ".join(f"`{c}`" for c in built)
+        parts.append(f"A partial build: only {asked} {'was' if len(built) == 1 else 'were'} asked for (`--configs`); "
+                     f"not built: {', '.join(f'`{c}`' for c in others) or 'none'}.")
+        declared = built
     left_out = [config for config in declared or [] if config not in {o.name for o in outputs}]
     if left_out:
         parts.append(f"Left out: {', '.join(f'`{c}`' for c in left_out)}: no rows in the files read, and `datasets` "
@@ -440,26 +447,31 @@ def render_card(
     derived: dict[str, str] | None = None,
     options: CardOptions | None = None,
     load_as: str | None = None,
+    built: list[str] | None = None,
 ) -> str:
     """README.md for a folder built from `path`: YAML front matter, then the family template's sections;
     `derived` says how each config made from the data (not from the source files) was made; `options` are what
     the builder of their own data states (default: none). The load lines name `repo_id`, else the folder
-    `load_as` (a build with `--out`), else a placeholder."""
+    `load_as` (a build with `--out`), else a placeholder. `built`: the configs asked for, in a partial build."""
     benchmark = benchmark_of(path)
     facts = facts_for(benchmark, path, data_dir, options)
     family_yaml, body = read_template(facts.family)
+    summary = facts.summary
+    if facts.config_table is not None:
+        summary += "\n\n" + facts.config_table([o.name for o in outputs])
     sections = {
         "path": path,
         "data_name": folder_name(data_dir) or "—",
         "pretty_name": facts.pretty_name,
-        "summary": f"{facts.summary}{paragraph_end(facts.summary)}{configs_sentence(outputs)}",
+        "summary": f"{summary}{paragraph_end(summary)}{configs_sentence(outputs)}",
+        "repository": repo_id or load_as or REPO_PLACEHOLDER,
         "homepage": facts.homepage or "—",
         "load": load_section(repo_id or load_as or REPO_PLACEHOLDER, outputs, folder=not repo_id and bool(load_as)),
         "fields": fields_section(outputs, facts.field_notes),
         "splits": splits_section(outputs),
         "integrity": integrity_section(integrity),
         "sources": sources_section(facts, data_dir, (integrity or {}).get("source")),
-        "build": build_section(outputs, integrity, configs_of(path), facts.own_data),
+        "build": build_section(outputs, integrity, configs_of(path), facts.own_data, built),
         "defects": defects_section(benchmark, path, facts),
         "license": license_section(facts),
         "citation": citation_section(facts),

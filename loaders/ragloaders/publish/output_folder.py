@@ -179,8 +179,7 @@ class OutputFolder:
             raise OutputFolderError(
                 f"{where} exists and was not written by ragloaders (no valid {MANIFEST}); choose a new folder, "
                 "or pass --into-existing to add the build beside its files (none of them is changed); a folder "
-                "built before ragloaders wrote manifests (a 0.2.0 development build before 2026-11-30) has none: "
-                "delete it yourself")
+                "built by a version of ragloaders that wrote no manifest has none: delete it yourself")
         if verdict.altered and self.altered == "refuse":
             shown = ", ".join(verdict.altered[:5]) + (" ..." if len(verdict.altered) > 5 else "")
             raise OutputFolderError(

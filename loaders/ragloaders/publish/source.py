@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from ..api import group_members, is_benchmark_path
 from ..core.errors import MissingSourceError
-from ..core.repository import REMEDIES, HubError, hub_offline, open_repository, probe_hub, refuse_revision
+from ..core.repository import PUSH_REMEDIES, HubError, hub_offline, open_repository, probe_hub, refuse_revision
 from .manifest import verify
 from .push import PushResult, check_repo_id, describe, plan, upload
 from .validate import integrity, integrity_of_repository
@@ -88,7 +88,7 @@ def push_folder(folder: str, repo_id: str, *, private: bool = False, revision: s
     except HubError:
         raise
     except OSError as e:  # the connection dropped during the upload
-        raise HubError(f"{repo_id}: the hub stopped answering during the upload ({e}); {REMEDIES}") from None
+        raise HubError(f"{repo_id}: the hub stopped answering during the upload ({e}); {PUSH_REMEDIES}") from None
 
 
 def is_folder_source(source: str) -> bool:

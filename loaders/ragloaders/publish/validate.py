@@ -234,7 +234,8 @@ class _Inspection:
                     parts = [pc.cast(repeated.column(name), pa.string()) for name in key]
                     labels = parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, " | ")
                     self.add("duplicate_keys", config, split, labels.combine_chunks(),
-                             f"{repeated.num_rows:,} values of ({', '.join(key)}) occur more than once")
+                             f"{repeated.num_rows:,} {'value' if repeated.num_rows == 1 else 'values'} of "
+                             f"({', '.join(key)}) {'occurs' if repeated.num_rows == 1 else 'occur'} more than once")
             self.splits.append(facts)
 
     def shared_ids(self) -> int | None:
@@ -480,12 +481,13 @@ def inspect(plan: Plan, loaded: Loaded) -> Report:
         "ok": not errors,
         "errors": errors,
         "warnings": warnings,
-        "unobserved_defects": [asdict(d) for d in plan.defects if d not in observed],
+        "unobserved_defects": [asdict(d) for d in plan.defects if d not in observed and not d.may_be_absent],
         "shared_ids": shared,
         "splits": inspection.splits,
         "source": plan.source,
     }
     if plan.repository:
+        report["form"] = "folder" if os.path.isdir(plan.name) else "repository"
         report["built_from"] = plan.built_from
         report["validated_as"] = plan.validated_as
     return report

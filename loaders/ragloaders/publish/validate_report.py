@@ -68,6 +68,8 @@ class _ReportKeys(TypedDict):
 class Report(_ReportKeys, total=False):
     """The whole report (see validate.integrity for what each key holds)."""
 
+    form: str
+    """Only in a repository's report: "folder" (a local folder) or "repository" (a hub repository)."""
     built_from: str | None
     """Only in a repository's report: the benchmark path its ragloaders card names, if any."""
     validated_as: str | None
@@ -88,6 +90,12 @@ def describe(found: Finding) -> str:
     return f"{found['check']} in {where}: {found['message']}{ids}{more}"
 
 
+COUNTED = (("docs", "docs"), ("missing_queries", "dangling query ids"), ("missing_docs", "dangling corpus ids"),
+           ("duplicate_ids", "duplicate ids"), ("duplicate_pairs", "duplicate pairs"),
+           ("duplicate_keys", "repeated keys"), ("empty_texts", "empty texts"))
+"""The counts of a split's facts a terminal report shows, in this order, with what they count."""
+
+
 def render_text(report: Report) -> Iterable[str]:
     """The report as lines for a terminal."""
     yield report["path"] + (f" at commit {report['commit']}" if report.get("commit") else "")
@@ -97,16 +105,16 @@ def render_text(report: Report) -> Iterable[str]:
             line += f", {facts['queries']:,} queries"
         if facts.get("published") is not None:
             line += f" (published {facts['published']:,}{'' if facts.get('compared', True) else ', not compared'})"
-        if facts.get("duplicate_keys"):
-            line += f", {facts['duplicate_keys']:,} repeated keys"
-        if facts.get("empty_texts"):
-            line += f", {facts['empty_texts']:,} empty texts"
+        for count, what in COUNTED:
+            if count in facts:  # every count the check made, 0 included
+                line += f", {facts[count]:,} {what}"
         if "score_histogram" in facts:
             line += f", scores {facts['score_histogram']}"
         yield line
     if report["shared_ids"] is not None:
         yield f"  query ids that are also corpus ids: {report['shared_ids']:,}"
-    yield from source_lines(report.get("source"), report.get("built_from"), report.get("validated_as"))
+    yield from source_lines(report.get("source"), report.get("built_from"), report.get("validated_as"),
+                            report.get("form", "repository"))
     for found in report["errors"]:
         yield f"ERROR {describe(found)}"
     for found in report["warnings"]:
@@ -117,14 +125,15 @@ def render_text(report: Report) -> Iterable[str]:
 
 
 def source_lines(source: dict[str, Any] | None, built_from_path: str | None = None,
-                 validated_as: str | None = None) -> Iterable[str]:
-    """What was read and whether the published counts were compared, as terminal lines."""
+                 validated_as: str | None = None, form: str = "repository") -> Iterable[str]:
+    """What was read and whether the published counts were compared, as terminal lines; `form`: what a source
+    without files read is, a local "folder" or a hub "repository"."""
     if source is None:
         by = (f" built by ragloaders from {built_from_path}" if built_from_path else "") + (
             f"{',' if built_from_path else ''} validated as {validated_as} (--as: its declared upstream defects "
             "apply)" if validated_as
             else " (its declared upstream defects apply)" if built_from_path else "")
-        yield f"source: a repository{by}; no source files read: published counts not compared"
+        yield f"source: a {form}{by}; no source files read: published counts not compared"
         return
     for f in source["files"]:
         yield f"source: {f['name']} ({f['bytes']:,} bytes; {', '.join(f['configs'])}): {f['note']}"

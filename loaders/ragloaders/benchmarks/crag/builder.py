@@ -257,6 +257,7 @@ class CragBuilder(RagBuilder):
     BUILDER_CONFIG_CLASS = CragConfig
     BUILDER_CONFIGS = [CragConfig(name=name, version=RagBuilder.VERSION) for name in SCHEMAS]
     BUILDER_PARAMETERS = ("release",)
+    DEFAULT_CONFIG_NAME = "records"
     DEFAULT_WRITER_BATCH_SIZE = 16
     """Rows per Arrow record batch: records reach several MB of HTML (datasets' default of 1000 peaks at 1.3 GB)."""
 

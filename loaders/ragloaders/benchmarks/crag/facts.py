@@ -19,8 +19,7 @@ FIELD_NOTES = {
     "records.split": "the source's `split`: 0 = validation, 1 = public test",
     "alt_ans": "other valid answers (the example file's `alternative_answers` string, parsed)",
     "popularity": "head / torso / tail (v5 only; null in v4 and the example file)",
-    "search_results": "the pages returned for the query, in rank order, as in the source (5 per question in task 1&2, "
-                      "up to 50 in task 3)",
+    "search_results": "the pages returned for the query, in the source's order (see `rank`)",
     "queries._id": "interaction_id",
     "queries.text": "the question",
     "corpus._id": "first 20 hex digits of sha256 over the page's url and html, each length-prefixed and a null told "
@@ -33,10 +32,17 @@ FIELD_NOTES = {
     "last_modified": "page_last_modified as in the source (may be empty or start with a space)",
     "query-id": "interaction_id of the question",
     "corpus-id": "`_id` of the page in `corpus`",
-    "rank": "1-based position of the page in the question's search_results",
-    "corpus-ids": "`_id`s of the question's search_results pages in rank order (for reranking); a page listed twice "
-                  "keeps both positions, so an id may appear twice",
+    "rank": "1-based position of the page in the question's search_results (what that order is: the summary above)",
+    "corpus-ids": "`_id`s of the question's search_results pages in their order (for reranking; what that order is: "
+                  "the summary above); a page listed twice keeps both positions, so an id may appear twice",
 }
+PAGE_ORDER = {
+    "task_1_and_2": "the file's order, not a search rank: CRAG's task 1&2 pages are 5 \"randomly selected from the "
+                    "top-10\" pages of the search (CRAG's dataset documentation), so `rank` and `top_ranked` keep "
+                    "the order the file lists them in",
+    "task_3": "the search's order: task 3's up to 50 pages are the search results as ranked",
+}
+"""What the order of a question's pages (`search_results.rank`, `top_ranked`) is, per task."""
 CARD_NOTES = (
     "Some `page_result` values are empty (`text` is then empty too); `page_last_modified` is often empty or starts "
     "with a space; answers include the strings \"nan\", \"invalid question\" and \"i don't know\".",
@@ -80,7 +86,7 @@ def card_facts(path: str) -> CardFacts:
     summary = (
         f"CRAG {task.replace('_', ' ')}: questions with {pages} each, as configs `records` (every field of every "
         "record), `queries`, `corpus` (distinct pages), `search_results` and `top_ranked` (each question's pages as "
-        "corpus ids, in rank order), split into `validation` and `test` by "
+        f"corpus ids, in {PAGE_ORDER[task]}), split into `validation` and `test` by "
         "each record's `split` (`corpus`: one split, `corpus`). The section \"This build\" says which release was "
         "read and which splits it has."
         + (f" Records published per release: {', '.join(published)}." if published else "")

@@ -6,7 +6,7 @@ shapes (catalogue shapes as Arrow), values (a key's value as row values), sqlite
 files (JSON, JSON lines, pickled dicts, the company CSV), frames (pickled DataFrames), builder.
 """
 
-from ...core.facts import Benchmark
+from ...core.facts import Benchmark, Sample
 from . import facts
 from .builder import MockKgBuilder
 
@@ -17,4 +17,5 @@ BENCHMARK = Benchmark(
     published_counts=facts.published_counts,
     known_defects=facts.known_defects,
     keys=facts.keys,
+    samples=(Sample(facts.PATH, "crag_mock_kg"),),
 )

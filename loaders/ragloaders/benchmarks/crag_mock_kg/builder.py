@@ -50,7 +50,7 @@ def _sqlite_schema(paths: list[str], table: MockKgTable) -> tuple[pa.Schema, tup
 
 
 def _frame_tables(paths: list[str], table: MockKgTable, schema: pa.Schema, _: tuple[str, ...]) -> Iterator[pa.Table]:
-    whole = frame_table(paths[0])
+    whole = frame_table(paths[0], table.none_cells)
     if whole.schema != schema:
         raise SourceError(paths[0], "the DataFrame changed while the dataset was being built")
     return (whole.slice(start, sqlite.BATCH_ROWS) for start in range(0, whole.num_rows, sqlite.BATCH_ROWS))
@@ -74,7 +74,7 @@ PLANS: dict[Reader, Plan] = {
     Reader.JSON_OBJECT: Plan(_declared, _from_rows(lambda paths, t: iter_json_object(paths[0], t))),
     Reader.JSONL_PAIRS: Plan(_declared, _from_rows(iter_jsonl_pairs)),
     Reader.PICKLE_DICT: Plan(_declared, _from_rows(lambda paths, t: iter_pickle_dict(paths[0], t))),
-    Reader.PICKLE_FRAME: Plan(lambda paths, table: (frame_table(paths[0]).schema, ()), _frame_tables),
+    Reader.PICKLE_FRAME: Plan(lambda paths, table: (frame_table(paths[0], table.none_cells).schema, ()), _frame_tables),
     Reader.SQLITE_TABLE: Plan(_sqlite_schema, lambda paths, table, schema, json_columns: sqlite.iter_sqlite_table(
         paths[0], table.sqlite_table or "", schema, list(json_columns))),
 }

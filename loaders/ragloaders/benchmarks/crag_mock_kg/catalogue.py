@@ -25,14 +25,16 @@ Where the shape was derived from (facebookresearch/CRAG, `mock_api/`):
 Record fields the code does not name (a movie's `length`, say) are kept in the JSON column `other`
 rather than failing the build: the field lists above could not be checked against the real files.
 
-The typed columns of a movie record keep neither the order of its keys, nor whether a null field was absent or
-written null, nor an integer written in a float field (`"rating": 7`, read back as 7.0). So the movie tables also
-keep each record whole as JSON text, `record_json` (large_string): the member's value as parsed, written again by
-`json.dumps(value, ensure_ascii=False, separators=(",", ":"))`, which keeps its key order, its nulls and absent
-keys, its integers and floats (a float written back by its shortest repr: `json.loads` gives the same number) and
-its text (escapes such as `\\u00e9` are written as the characters they stand for). It is not the member's bytes
-(the streaming reader does not see them); `json.loads(record_json)` equals what Python's `json.load` of the file
-gives for that member, which is what the mock API serves.
+The typed columns of a movie record keep neither the order of its keys, nor whether a null field was absent or written
+null, nor an integer written in a float field (`"rating": 7`, read back as 7.0). So the movie tables also keep each
+record whole as JSON text, `record_json` (large_string): the member's value as parsed, written again by
+`json.dumps(value, ensure_ascii=False, separators=(",", ":"))`, which keeps its key order, its nulls and absent keys,
+its integers and floats (a float written back by its shortest repr: `json.loads` gives the same number) and its text
+(escapes such as `\\u00e9` are written as the characters they stand for). It is not the member's bytes (the streaming
+reader does not see them); `json.loads(record_json)` equals what Python's `json.load` of the file gives for that
+member, which is what the mock API serves. The market cap and dividend tables keep `record_json` too, for the same
+reason: yfinance's `marketCap` is an integer (7, not 7.0) where the typed float column would read 7.0, and a
+SqliteDict value is the unpickled object written as JSON (NaN as null).
 """
 
 from __future__ import annotations
@@ -160,6 +162,8 @@ class Reader(Enum):
 
 OTHER = "other"
 """The JSON column of a Record's undeclared fields."""
+NONE_CELLS = "none_cells"
+"""The column naming, per row of a DataFrame table, the cells that were Python's None (MockKgTable.none_cells)."""
 RECORD_JSON = "record_json"
 """The column holding a JSON object member's whole value as JSON text (see the module docstring)."""
 
@@ -183,8 +187,12 @@ class MockKgTable:
     """A DuckDB query over the published Parquet (`{parquet}` stands for the config's files)."""
     holds: str = ""
     sqlite_table: str | None = None
+    none_cells: str | None = None
+    """A DataFrame only: the name of a column listing, per row, the object columns whose cell is Python's None; the
+    other nulls were NaN (or pandas' NA). The mock API's `str(value)` tells them apart ("None" vs "nan")."""
     record_json: bool = False
-    """Also keep each member's whole value as JSON text, in the column RECORD_JSON (JSON_OBJECT readers only)."""
+    """Also keep each member's whole value as JSON text, in the column RECORD_JSON (JSON_OBJECT and SQLITEDICT
+    readers): what a typed column loses, 7 vs 7.0 above all."""
 
     @property
     def domain(self) -> str:
@@ -214,10 +222,12 @@ TABLES: tuple[MockKgTable, ...] = (
                 example="SELECT len(prices) FROM {parquet} WHERE ticker = 'META'"),
     _dict_table("finance_dividend", "finance/finance_dividend.sqlite", Reader.SQLITEDICT, "ticker",
                 Entries("date", F, "dividend"), "dividends", endpoints=("/finance/get_dividends_history",),
+                record_json=True,
                 holds="dividends paid, by date, per ticker",
                 example="SELECT d.date, d.dividend FROM {parquet}, UNNEST(dividends) AS t(d) WHERE ticker = 'META'"),
     _dict_table("finance_marketcap", "finance/finance_marketcap.sqlite", Reader.SQLITEDICT, "ticker", F, "market_cap",
-                endpoints=("/finance/get_market_capitalization",), holds="market capitalisation per ticker",
+                endpoints=("/finance/get_market_capitalization",), record_json=True,
+                holds="market capitalisation per ticker",
                 example="SELECT market_cap FROM {parquet} WHERE ticker = 'META'"),
     _dict_table("finance_info", "finance/finance_info.sqlite", Reader.SQLITEDICT, "ticker", Json(), "info",
                 endpoints=("/finance/get_info", "/finance/get_eps", "/finance/get_pe_ratio"),
@@ -280,7 +290,8 @@ TABLES: tuple[MockKgTable, ...] = (
                            "/music/grammy_get_award_count_by_song", "/music/grammy_get_best_song_by_year",
                            "/music/grammy_get_award_date_by_artist", "/music/grammy_get_best_album_by_year",
                            "/music/grammy_get_all_awarded_artists"),
-                holds="Grammy awards, one row per nomination, with the DataFrame's own columns",
+                holds="Grammy awards, one row per nomination, with the DataFrame's own columns, then `none_cells`: "
+                      "the columns whose cell is None rather than NaN", none_cells=NONE_CELLS,
                 example="SELECT nominee FROM {parquet} WHERE category = 'Best New Artist' AND year = 1998"),
     _dict_table("open_entities", ("open/kg.0.jsonl.bz2", "open/kg.1.jsonl.bz2"), Reader.JSONL_PAIRS, "entity",
                 Record((("summary_text", T), ("summary_structured", Json()), ("raw_mediawiki", T)), other=True),

@@ -49,10 +49,13 @@ FIELD_NOTES = {
     "GF": "JSON text: the source mixes integers and strings in this column",
     "GA": "JSON text: the source mixes integers and strings in this column",
 }
-CARD_NOTES = (
+REPEATED_KEY = (
     "The mock API keeps the last of two equal keys (a CSV name given twice, an entity in both open/kg.0 and kg.1): "
-    "every row is kept here, and `ragloaders validate` reports keys that repeat. A JSON object that names a key "
-    "twice is refused, as every JSON file ragloaders reads.",
+    "every row is kept here, and a key that repeats is a warning (of `build` and `validate` alike), not an error, "
+    "since the server itself answers it with one value. A JSON object that names a key twice is refused, as every "
+    "JSON file ragloaders reads.")
+CARD_NOTES = (
+    REPEATED_KEY,
     "`sports_soccer_team_matches` holds rows whose `league` is null; the mock API leaves them out.",
     "NaN, pandas' missing value, is null here, as the mock API's JSON shows it.",
     "nba.sqlite is assumed to hold the 16 tables of the Kaggle \"NBA Database\" it matches; a table of the file that "
@@ -73,13 +76,18 @@ def published_counts(path: str) -> PublishedCounts:
 
 
 def known_defects(path: str) -> tuple[KnownDefect, ...]:
-    """None is declared: a repeated key is reported as a finding, for whoever publishes to look at."""
-    return ()
+    """A key that repeats in a table is a warning, wherever it is found (`build`, `validate` of the files or of a
+    built folder): the mock API answers it with one value (the last), as the official server does, so the files
+    are as CRAG serves them, not broken. Its absence is not noted."""
+    return tuple(KnownDefect("duplicate_keys", table.config, REPEATED_KEY, may_be_absent=True)
+                 for table in TABLES if table.key)
 
 
-def _config_table() -> str:
+def config_table(written: list[str]) -> str:
+    """What each table of `written` (the configs a build wrote) holds, the mock API endpoint it replaces, and a
+    DuckDB query that does the same: only those tables, so a table left out is not listed."""
     rows = ["| config | holds | replaces | example (DuckDB over the Parquet) |", "|---|---|---|---|"]
-    for table in TABLES:
+    for table in (t for t in TABLES if t.config in written):
         parquet = f"'{table.config}/{SPLIT}-*.parquet'"
         example = table.example.format(parquet=parquet) if table.example else ""
         endpoints = ", ".join(f"`{e}`" for e in table.endpoints) or "— (not served by the API)"
@@ -94,9 +102,8 @@ def card_facts(path: str) -> CardFacts:
     summary = (
         "CRAG's mock knowledge graphs: the tables of the files of `mock_api/cragkg/` (finance, movie, music, open, "
         f"sports; nba.sqlite's among them), each a config with one split, `{SPLIT}`; a table with no rows in the "
-        "files read is left out (This build names it). What each of CRAG's tables holds, the mock API endpoint it "
-        "replaces, and a query that does the same:\n\n"
-        + _config_table()
+        "files read is left out (This build names it). What each table of this build holds, the mock API endpoint "
+        "it replaces, and a query that does the same:"
     )
     source_files = [{"name": f.relpath, "url": f.url(base), "bytes": f.size, "sha256": f.sha256}
                     for f in SOURCE_FILES.values()]
@@ -112,5 +119,6 @@ def card_facts(path: str) -> CardFacts:
         field_notes=FIELD_NOTES,
         tags=["crag", "knowledge-graph"],
         homepage=HOMEPAGE,
+        config_table=config_table,
     )
 

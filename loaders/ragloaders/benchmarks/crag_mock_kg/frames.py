@@ -162,17 +162,29 @@ def _object_array(values: list, name: str, path: str, budget: safe_pickle.Budget
     return pa.array(converted, type=kind or STRING)
 
 
-def frame_table(path: str) -> pa.Table:
-    """The whole DataFrame of `path` as one Arrow table: index levels that carry data first, then the columns."""
+def frame_table(path: str, none_cells: str | None = None) -> pa.Table:
+    """The whole DataFrame of `path` as one Arrow table: index levels that carry data first, then the columns; with
+    `none_cells`, then a column of that name listing per row the object columns whose cell is None (every null of
+    the table is NaN or None in the frame, and `str()` of the two differs)."""
     frame, budget = load_frame(path)
-    arrays, names = [], []
+    arrays, names, nones = [], [], {}
     try:
         with safe_pickle.named_errors(path):
             for name, values in _frame_columns(frame, path):
                 names.append(name)
                 arrays.append(_column_array(values, name, path, budget))
+                if none_cells is not None and isinstance(values, pickled_values.Array) and values.dtype.kind == "O":
+                    nones[name] = [item is None for item in values.items()]
     except SourceError:
         raise
     except (ValueError, pa.ArrowException) as e:  # Bad, and numpy's or Arrow's own refusal of the values
         raise SourceError(path, f"column {preview(names[-1]) if names else '?'}: {cut(str(e))}") from None
+    if none_cells is not None:
+        if none_cells in names:
+            raise SourceError(path, f"the frame has a column {none_cells!r}, the name this table gives its None cells")
+        rows = len(arrays[0]) if arrays else 0
+        listed = [[name for name, flags in nones.items() if flags[row]] for row in range(rows)]
+        budget.charge(8 * rows + sum(8 + len(name) for cells in listed for name in cells))
+        names.append(none_cells)
+        arrays.append(pa.array(listed, type=pa.list_(STRING)))
     return pa.Table.from_arrays(arrays, names=names) if names else pa.table({})

@@ -74,8 +74,8 @@ def table_schema(table: MockKgTable) -> pa.Schema | None:
     if table.value is None:
         return None
     key = pa.field(table.key[0], STRING)
-    if table.record_json and table.reader is not Reader.JSON_OBJECT:
-        raise TypeError(f"{table.config}: record_json is kept by the JSON object reader only")
+    if table.record_json and table.reader not in (Reader.JSON_OBJECT, Reader.SQLITEDICT):
+        raise TypeError(f"{table.config}: record_json is kept by the JSON object and SqliteDict readers only")
     whole = [pa.field(RECORD_JSON, TEXT)] if table.record_json else []
     if table.value_column is not None:
         return pa.schema([key, pa.field(table.value_column, arrow_type(table.value)), *whole])

@@ -18,8 +18,8 @@ import pyarrow as pa
 from ...core import safe_pickle
 from ...core.errors import SourceError
 from ...core.preview import preview
-from .catalogue import STRING, MockKgTable
-from .values import EXACT_FLOAT_INT, describe_object, keyed_row
+from .catalogue import RECORD_JSON, STRING, MockKgTable
+from .values import EXACT_FLOAT_INT, describe_object, keyed_row, plain_json
 
 BATCH_ROWS = 10_000
 BATCH_BYTES = 32 << 20
@@ -90,6 +90,9 @@ def iter_sqlitedict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]
                 value = safe_pickle.loads(blob, name=path, key=key, budget=budget)
                 with safe_pickle.named_errors(path, key):
                     row, nbytes = keyed_row(table, key, value, path, f"key {preview(key)}", budget)
+                    if table.record_json:
+                        row[RECORD_JSON] = plain_json(value, path, f"key {preview(key)}")
+                        nbytes += len(row[RECORD_JSON])
                 yield row, max(nbytes, len(blob))
     finally:
         connection.close()

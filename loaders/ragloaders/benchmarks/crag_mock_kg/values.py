@@ -322,3 +322,15 @@ def keyed_row(table: MockKgTable, key: Any, value: Any, name: str, where: str,
     except RecursionError:
         raise SourceError(name, f"{where}: value nested too deeply") from None
     return row, len(key) + converter.bytes + PYTHON_BYTES * converter.nodes
+
+
+def plain_json(value: Any, name: str, where: str) -> str:
+    """`value` (an unpickled object already converted once by `keyed_row`, so its size is known to be bounded) as
+    compact JSON text keeping its key order and integers vs floats; NaN, pandas' missing value, is null, as in the
+    typed columns. A SourceError naming `name` and `where` when it cannot be written as JSON."""
+    try:
+        plain = Converter().plain(value, 0)
+    except Mismatch as e:
+        inside = f" at `{e.place}`" if e.place else ""
+        raise SourceError(name, f"{where}{inside}: {e.message}") from None
+    return json.dumps(plain, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
