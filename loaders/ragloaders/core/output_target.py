@@ -12,8 +12,10 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Iterator
-from typing import Literal
+from collections.abc import Callable, Iterator
+from typing import Literal, TypeVar
+
+Written = TypeVar("Written")
 
 
 class OutputFolderError(ValueError):
@@ -89,6 +91,28 @@ def partial_file(target: str) -> tuple[int, str]:
               f"left as they are (delete them yourself): {', '.join(os.path.join(folder, e) for e in leftovers)}",
               file=sys.stderr)
     return tempfile.mkstemp(prefix=name + ".", suffix=PARTIAL_SUFFIX, dir=folder)
+
+
+def write_new_file(target: str, write: Callable[[str], Written]) -> Written:
+    """`write(partial)` fills a `partial_file` beside `target`, which then takes the name `target` by a hard link,
+    never over a file that appeared meanwhile (FileExistsError; where the filesystem has no hard links, a rename after
+    a last check). The partial file is removed whatever happens; returns what `write` returned."""
+    handle, partial = partial_file(target)
+    os.close(handle)
+    try:
+        written = write(partial)
+        try:
+            os.link(partial, target)
+        except FileExistsError:
+            raise
+        except OSError:
+            if os.path.lexists(target):
+                raise FileExistsError(f"{target} appeared while it was written; it is left as it is") from None
+            os.rename(partial, target)
+    finally:
+        if os.path.lexists(partial):
+            os.unlink(partial)
+    return written
 
 
 def _protected(data_dir: str | None, cache_dir: str | None) -> Iterator[tuple[str, str]]:

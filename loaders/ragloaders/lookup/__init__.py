@@ -3,5 +3,6 @@ with an id index kept in the cache); `pairs(source, ...)` writes a run's (query,
 labels as Parquet."""
 
 from .docstore import DocStore, DocumentNotFound, DuplicateIdError, docs
+from .pairs import PairsWritten, pairs
 
-__all__ = ["DocStore", "DocumentNotFound", "DuplicateIdError", "docs"]
+__all__ = ["DocStore", "DocumentNotFound", "DuplicateIdError", "PairsWritten", "docs", "pairs"]
