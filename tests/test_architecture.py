@@ -1,7 +1,7 @@
 """The layers of the package, read from its import statements: imports point down only, and there is no cycle.
 
-cli -> mock_api -> publish -> eval -> api (load, builder) -> benchmarks -> core. Every import counts, also one inside a
-function.
+cli -> mock_api -> publish -> lookup -> eval -> api (load, builder) -> benchmarks -> core. Every import counts, also
+one inside a function.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import ragloaders
 
 PACKAGE = Path(ragloaders.__file__).parent
-LAYERS = ("core", "benchmarks", "api", "eval", "publish", "mock_api", "entry")
+LAYERS = ("core", "benchmarks", "api", "eval", "lookup", "publish", "mock_api", "entry")
 """Lowest first: a module may import its own layer and the layers before it."""
 
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from . import __version__
 from .api import catalogue_path, configs_of, normalized, registry
 from .core.errors import MissingSourceError, SourceError
+from .lookup import command as lookup_command
 from .mock_api import command as mock_api_command
 
 SOURCE_HELP = ("a benchmark path (beir/scifact; with --data-dir or a download), a folder `ragloaders build` wrote "
@@ -41,6 +42,7 @@ EXAMPLES = {
     "bm25": ["ragloaders bm25 beir/scifact --out bm25.trec",
              "ragloaders bm25 ./scifact --out bm25.trec"],
     "serve": mock_api_command.EXAMPLES,
+    **lookup_command.EXAMPLES,
 }
 """One or more command lines per subcommand, shown at the end of its --help."""
 
@@ -323,6 +325,7 @@ def parser() -> argparse.ArgumentParser:
 
     add_eval_commands(commands)
     mock_api_command.add_serve_command(commands)
+    lookup_command.add_lookup_commands(commands)
 
     for command in (build, validate, push):
         command.add_argument("--data-dir", help=DATA_DIR_HELP)

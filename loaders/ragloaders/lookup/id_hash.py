@@ -1,10 +1,9 @@
 """A 64-bit hash of every string of an Arrow array, computed with numpy over the array's buffers (no Python per row).
 
 The hash only narrows a lookup to a few candidate rows: every lookup compares the candidates' id bytes with the id
-asked for, so two ids that share a hash (a collision) cost time, never a wrong row. It is a polynomial over the UTF-8
-bytes (mod 2**64) seeded with the length, then murmur3's 64-bit finaliser; the same function hashes the stored ids and the
-ids asked for, so it only has to be the same in both places, not stable across versions (the kept index records
-INDEX_VERSION).
+asked for, so two ids that share a hash (a collision) cost time, never a wrong row. It is a polynomial over the
+UTF-8 bytes (mod 2**64) seeded with the length, then murmur3's 64-bit finaliser. The same function hashes the stored
+ids and the ids asked for, so it only has to agree with itself (a kept index records docstore.INDEX_VERSION).
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 BASE = np.uint64(0x100000001B3)
-"""Odd, so that every power is odd (a nonzero contribution per byte)."""
+"""Odd, so that multiplying by it loses no bits (mod 2**64)."""
 LENGTH_MIX = np.uint64(0x9E3779B97F4A7C15)
 SLICE_ROWS = 1 << 16
 """Ids hashed at once: small arrays are reused by the allocator (fresh large ones cost a page fault per page)."""
