@@ -40,8 +40,10 @@ class DocStore:
     """The rows of one config keyed by `_id`, over all its splits: `len(store)`, `id in store`, `store[id]`,
     `store.get(id, default)`, `store.get_many(ids)`. A row is a dict of every column, as `Dataset[i]` gives it."""
 
-    def __init__(self, name: str, table: pa.Table, index: IdIndex):
+    def __init__(self, name: str, table: pa.Table, index: IdIndex, kept_at: str | None = None):
         self.name, self.table, self.index = name, table, index
+        self.kept_at = kept_at
+        """The file the id index is kept in (None when it is not kept)."""
 
     def __len__(self) -> int:
         return self.table.num_rows
@@ -129,7 +131,8 @@ def docs(
         except OSError as e:  # a read-only cache: the index serves this store only
             print(f"ragloaders: warning: the id index of {name} could not be kept at {path} ({e}); it is rebuilt "
                   "on each open", file=sys.stderr)
-    return DocStore(name, table, index)
+            return DocStore(name, table, index)
+    return DocStore(name, table, index, path)
 
 
 def data_identity(files: Sequence[str], splits: Sequence[str], rows: int) -> bytes:
