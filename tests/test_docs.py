@@ -23,7 +23,7 @@ import ragloaders
 from ragloaders import cli
 from ragloaders.lookup import DocumentNotFound, DuplicateIdError
 from ragloaders.lookup.docstore import kept_index_path
-from ragloaders.lookup.id_hash import string_hashes
+from ragloaders.lookup.id_hash import string_hash, string_hashes
 from ragloaders.lookup.id_index import HEADER, IdIndex
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,10 +144,12 @@ def test_hash_collisions_never_give_a_wrong_row(monkeypatch):
     import ragloaders.lookup.id_index as id_index
 
     monkeypatch.setattr(id_index, "string_hashes", lambda values: np.zeros(len(values), dtype=np.uint64))
+    monkeypatch.setattr(id_index, "string_hash", lambda value: 0)
     ids = pa.chunked_array([pa.array(ODD_IDS[:9]), pa.array(ODD_IDS[9:])])
     index = IdIndex.build(ids, "test")
     asked = ODD_IDS + ["123", "nope"]
     assert index.rows_of(asked).tolist() == list(range(len(ODD_IDS))) + [-1, -1]
+    assert [index.row_of(doc_id) for doc_id in asked] == list(range(len(ODD_IDS))) + [-1, -1]
     with pytest.raises(DuplicateIdError, match="'b' is held by 2 rows"):
         IdIndex.build(pa.chunked_array([pa.array(["a", "b"]), pa.array(["c", "b"])]), "test")
 
@@ -155,6 +157,7 @@ def test_hash_collisions_never_give_a_wrong_row(monkeypatch):
 def test_the_hash_is_the_same_for_any_slicing_or_offset_type():
     values = ODD_IDS + ["", "a", ""]
     whole = string_hashes(pa.array(values))
+    assert whole.tolist() == [string_hash(value) for value in values]  # the one-id path agrees
     assert len(set(whole.tolist())) == len(set(values))
     assert (string_hashes(pa.array(values, pa.large_string())) == whole).all()
     assert (string_hashes(pa.array(values).slice(3, 7)) == whole[3:10]).all()

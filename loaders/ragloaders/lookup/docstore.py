@@ -49,18 +49,22 @@ class DocStore:
         return self.table.num_rows
 
     def __contains__(self, doc_id: object) -> bool:
-        return isinstance(doc_id, str) and int(self.index.rows_of([doc_id])[0]) >= 0
+        return isinstance(doc_id, str) and self.index.row_of(doc_id) >= 0
 
     def __getitem__(self, doc_id: str) -> dict[str, Any]:
-        row = int(self.index.rows_of([doc_id])[0])
+        row = self.index.row_of(doc_id)
         if row < 0:
             raise DocumentNotFound(self.name, doc_id)
-        return self.table.slice(row, 1).to_pylist()[0]
+        return self.row(row)
 
     def get(self, doc_id: str, default: Any = None) -> Any:
         """The row of `doc_id`, or `default` when no row has exactly that id."""
-        row = int(self.index.rows_of([doc_id])[0])
-        return default if row < 0 else self.table.slice(row, 1).to_pylist()[0]
+        row = self.index.row_of(doc_id)
+        return default if row < 0 else self.row(row)
+
+    def row(self, number: int) -> dict[str, Any]:
+        """Row `number` of the table as a dict of every column."""
+        return {name: column[number].as_py() for name, column in zip(self.table.column_names, self.table.columns)}
 
     def get_many(self, doc_ids: Iterable[str]) -> list[dict[str, Any] | None]:
         """The rows of `doc_ids` in the order asked (an id asked twice gives its row twice), None where absent."""

@@ -27,6 +27,24 @@ def _finalise(h: np.ndarray) -> np.ndarray:
     return h
 
 
+_MASK = (1 << 64) - 1
+
+
+def string_hash(value: str) -> int:
+    """`string_hashes` of one string, in plain Python: the same value, without numpy's fixed cost per call (a lookup
+    of one id). UnicodeEncodeError for a string UTF-8 cannot encode (a lone surrogate)."""
+    data = value.encode("utf-8")
+    h = (len(data) * int(LENGTH_MIX)) & _MASK
+    base = int(BASE)
+    for byte in data:
+        h = (h * base + byte + 1) & _MASK
+    h ^= h >> 33
+    h = (h * 0xFF51AFD7ED558CCD) & _MASK
+    h ^= h >> 33
+    h = (h * 0xC4CEB9FE1A85EC53) & _MASK
+    return h ^ (h >> 33)
+
+
 def _hash_strings(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The hashes of the strings data[starts[i]:starts[i] + lengths[i]]: one vectorised step per byte position,
     over the strings at least that long (so the work follows the number of bytes, however the lengths vary)."""
