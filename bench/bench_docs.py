@@ -205,7 +205,9 @@ def main() -> None:
         def cell(key: str, scale: float = 1.0, digits: int = 2, r: dict = r) -> str:
             return f"{r[key] * scale:.{digits}f}" if key in r else "—"
 
-        ratio = (lambda key, r=r: f"{r[key] / baseline[key]:.2f}" if key in r else "—")
+        def ratio(key: str, r: dict = r) -> str:
+            return f"{r[key] / baseline[key]:.2f}" if key in r else "—"
+
         anon = f"{r['anon'] / 1e6:.0f} ({r['anon'] / args.docs:.1f})" if "anon" in r else "—"
         disk = f"{r['disk'] / 1e6:.0f}" if "disk" in r else "—"
         print(f"| {name} | {cell('make')} | {cell('open', digits=3)} | {cell('get_many', 1000, 1)} | "
