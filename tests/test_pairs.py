@@ -149,6 +149,9 @@ def test_the_output_rules_of_bm25(nfcorpus_build, nf_run, tmp_path):
     assert code == 2 and "lies inside the cache dir" in err
     code, _, err = run_cli("pairs", "beir/nfcorpus", "--run", str(path), "--out", str(tmp_path / "p.csv"), *where)
     assert code == 2 and "written as Parquet" in err
+    code, _, err = run_cli("pairs", "beir/nfcorpus", "--run", str(path), "--out", str(tmp_path / "no" / "p.parquet"),
+                           *where)
+    assert code == 2 and f"the folder {tmp_path / 'no'} does not exist" in err
     code, _, err = run_cli("pairs", "beir/nfcorpus", "--run", str(path), "--top", "0", "--out",
                            str(tmp_path / "p.parquet"), *where)
     assert code == 2 and "--top must be" in err
