@@ -367,3 +367,14 @@ def test_a_hub_repository_gives_the_rows_of_the_path(nfcorpus_build, tmp_path):
     count, med10, many = json.loads(done.stdout.strip().splitlines()[-1])
     store = ragloaders.docs(nfcorpus_build.path, data_dir=nfcorpus_build.data_dir, cache_dir=nfcorpus_build.cache_dir)
     assert (count, med10, many) == (len(store), store["MED-10"], [store["MED-14"], None])
+
+
+def test_rows_are_taken_chunk_by_chunk_in_the_order_asked():
+    from ragloaders.lookup.chunked_take import ChunkedRows
+
+    table = pa.table({"_id": [f"{i:03d}" for i in range(50)], "n": list(range(50))})
+    chunked = pa.concat_tables([table.slice(0, 1), table.slice(1, 20), table.slice(21, 0), table.slice(21)])
+    rows = np.array([49, 0, 20, 21, 0, 33, 1])
+    assert ChunkedRows(chunked).take(rows).equals(table.take(pa.array(rows)))
+    assert ChunkedRows(chunked.column("_id")).take(rows).equals(table.column("_id").take(pa.array(rows)).chunk(0))
+    assert ChunkedRows(chunked).take(np.zeros(0, dtype=np.int64)).num_rows == 0

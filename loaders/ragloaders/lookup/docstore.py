@@ -18,6 +18,7 @@ import datasets
 import pyarrow as pa
 
 from ..api import load
+from .chunked_take import ChunkedRows
 from .id_index import DuplicateIdError, IdIndex, shown
 
 ID_COLUMN = "_id"
@@ -44,6 +45,7 @@ class DocStore:
         self.name, self.table, self.index = name, table, index
         self.kept_at = kept_at
         """The file the id index is kept in (None when it is not kept)."""
+        self.rows = ChunkedRows(table)
 
     def __len__(self) -> int:
         return self.table.num_rows
@@ -71,13 +73,18 @@ class DocStore:
         asked = list(doc_ids)
         rows = self.index.rows_of(asked)
         found = rows >= 0
-        taken = iter(self.table.take(pa.array(rows[found])).to_pylist())
+        taken = iter(self.take(rows[found]).to_pylist())
         return [next(taken) if hit else None for hit in found.tolist()]
 
     def rows_of(self, doc_ids: Sequence[str]) -> Any:
         """The row numbers of `doc_ids` in `table` (a numpy int64 array, -1 where absent): for reading columns of
-        many rows as Arrow (`table.take`) without making a dict of each."""
+        many rows as Arrow (`take`) without making a dict of each."""
         return self.index.rows_of(doc_ids)
+
+    def take(self, rows: Any) -> pa.Table:
+        """The rows numbered `rows` (a numpy array of row numbers in range) as one table, in that order, read from
+        the chunks that hold them (the table's other rows are not copied)."""
+        return self.rows.take(rows)
 
 
 def docs(

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .chunked_take import ChunkedRows
 from .id_hash import string_hash, string_hashes
 
 MAGIC = b"RLDOCID1"
@@ -50,6 +51,7 @@ class IdIndex:
 
     def __init__(self, ids: pa.ChunkedArray, entries: np.ndarray, row_bits: int, keeper: object = None):
         self.ids, self.entries, self.row_bits = ids, entries, row_bits
+        self.id_rows = ChunkedRows(ids)
         self.row_mask = np.uint64((1 << row_bits) - 1)
         self._keeper = keeper  # the mmap the entries are a view of
 
@@ -76,7 +78,7 @@ class IdIndex:
         if not len(shared):
             return
         rows = (self.entries[np.unique(np.concatenate([shared, shared + 1]))] & self.row_mask).astype(np.int64)
-        counts = Counter(self.ids.take(pa.array(rows)).to_pylist())
+        counts = Counter(self.id_rows.take(rows).to_pylist())
         repeated = [value for value, count in counts.items() if count > 1]
         if repeated:
             where = sorted(int(r) for r in rows if self.ids[int(r)].as_py() == repeated[0])
@@ -114,8 +116,8 @@ class IdIndex:
         counts = upto - low
         single = np.flatnonzero(counts == 1)
         candidates = (self.entries[low[single]] & self.row_mask).astype(np.int64)
-        equal = pc.equal(self.ids.take(pa.array(candidates)), asked.take(pa.array(single)))
-        matched = np.asarray(equal.combine_chunks() if isinstance(equal, pa.ChunkedArray) else equal, dtype=bool)
+        equal = pc.equal(self.id_rows.take(candidates), asked.take(pa.array(single)))
+        matched = np.asarray(equal, dtype=bool)
         found = rows[usable]
         found[single[matched]] = candidates[matched]
         for position in np.flatnonzero(counts > 1):  # ids whose hash other ids share: compared one by one

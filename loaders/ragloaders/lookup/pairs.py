@@ -24,6 +24,7 @@ from ..core.output_target import check_output, write_new_file
 from ..core.repository import open_repository
 from ..eval.data import ROLE_CONFIGS, config_for
 from ..eval.runs import read_run, run_format
+from .chunked_take import ChunkedRows
 from .docstore import DocStore, docs
 from .id_index import shown
 
@@ -153,6 +154,8 @@ class PairWriter:
     def __init__(self, corpus: DocStore, queries: DocStore, labels: dict[tuple[str, str], int]):
         self.corpus, self.queries, self.labels = corpus, queries, labels
         self.documents = corpus.table.select([name for name in ("title", "text") if name in corpus.table.column_names])
+        self.document_rows = ChunkedRows(self.documents)
+        self.query_texts = ChunkedRows(queries.table.column("text"))
         self.schema = pa.schema([
             ("query-id", pa.string()), ("query", _type_of(queries.table, "text")), ("corpus-id", pa.string()),
             ("rank", pa.int32()), ("score", pa.float64()), ("title", _type_of(corpus.table, "title")),
@@ -186,10 +189,10 @@ class PairWriter:
         doc_rows = self.corpus.rows_of(doc_ids)
         counts = np.fromiter((len(ids) for _, ids, _, _ in rankings), dtype=np.int64, count=len(rankings))
         self._refuse_unknown(rankings, query_rows, doc_ids, doc_rows, counts)
-        taken = self.documents.take(pa.array(doc_rows))
+        taken = self.document_rows.take(doc_rows)
         columns = {
             "query-id": pa.array(query_ids, pa.string()),
-            "query": self.queries.table.column("text").take(pa.array(np.repeat(query_rows, counts))),
+            "query": self.query_texts.take(np.repeat(query_rows, counts)),
             "corpus-id": pa.array(doc_ids, pa.string()),
             "rank": pa.array(np.concatenate([np.arange(1, n + 1, dtype=np.int32) for n in counts])
                              if len(counts) else np.zeros(0, dtype=np.int32)),
