@@ -85,8 +85,11 @@ def test_missing_ids_asked_ids_and_order(nfcorpus_build):
     assert store.get("nope", "fallback") == "fallback" and "nope" not in store and 10 not in store
     with pytest.raises(TypeError, match="ids are strings"):
         store.get_many(["MED-10", 10])
-    with pytest.raises(TypeError, match="ids are strings"):
-        store[10]
+    for wrong in (10, None, b"MED-10"):
+        with pytest.raises(TypeError, match="ids are strings"):
+            store[wrong]
+        with pytest.raises(TypeError, match="ids are strings"):
+            store.get_many(["MED-10", wrong])
     assert store.get("\ud800") is None and "\ud800" not in store  # no Arrow string holds a lone surrogate
     long_id = "x" * 5000
     with pytest.raises(KeyError) as caught:

@@ -111,8 +111,10 @@ class IdIndex:
         if not len(asked):
             return rows
         high = string_hashes(asked) & ~self.row_mask
-        low = np.searchsorted(self.entries, high, side="left")
-        upto = np.searchsorted(self.entries, high | self.row_mask, side="right")
+        ascending = np.argsort(high)  # sorted keys: each binary search starts where the last one ended
+        low, upto = np.empty(len(high), dtype=np.int64), np.empty(len(high), dtype=np.int64)
+        low[ascending] = np.searchsorted(self.entries, high[ascending], side="left")
+        upto[ascending] = np.searchsorted(self.entries, high[ascending] | self.row_mask, side="right")
         counts = upto - low
         single = np.flatnonzero(counts == 1)
         candidates = (self.entries[low[single]] & self.row_mask).astype(np.int64)
@@ -179,10 +181,10 @@ def _as_array(ids: Sequence[str]) -> tuple[pa.Array, np.ndarray]:
     """(the ids a table can hold as an Arrow string array, their positions in `ids`). An id that is not valid
     Unicode text (a lone surrogate) cannot be in an Arrow table, so it is left out (found nowhere); anything
     but a str is a TypeError."""
-    for value in ids:
-        if not isinstance(value, str):
-            raise TypeError(f"ids are strings (byte for byte, never converted); got {type(value).__name__} "
-                            f"{shown(value)}")
+    if not all(isinstance(value, str) for value in ids):  # pyarrow would take None and bytes for strings
+        wrong = next(value for value in ids if not isinstance(value, str))
+        raise TypeError(f"ids are strings (byte for byte, never converted); got {type(wrong).__name__} "
+                        f"{shown(wrong)}")
     try:
         return pa.array(ids, pa.string()), np.arange(len(ids))
     except (UnicodeEncodeError, pa.ArrowInvalid):
