@@ -1,6 +1,7 @@
 """Documents by id: `ragloaders.docs` against a Python dict of the corpus, ir_datasets' docstore and Dataset.filter.
 
-Run by hand (a few minutes at 1M documents; needs ~2 GB of free disk, ~8 GB at --docs 8841823):
+Run by hand (a few minutes at 1M documents; needs ~2 GB of free disk, ~8 GB at --docs 8841823, and ir_datasets:
+`pip install 'ir_datasets>=0.5,<0.7'`, which the venv has; 0.6.3 was measured):
 
     PYTHONPATH=loaders python bench/bench_docs.py [--docs 1000000] [--workdir /tmp/ragloaders-bench-docs]
 
