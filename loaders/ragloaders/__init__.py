@@ -3,7 +3,8 @@
 from .api import builder, load, registry
 from .core.errors import DownloadError, MissingSourceError, SourceError
 from .core.version import VERSION as __version__
+from .lookup import docs, pairs
 from .mock_api import CragMockAPI
 
-__all__ = ["builder", "load", "registry", "CragMockAPI", "SourceError", "MissingSourceError", "DownloadError",
-           "__version__"]
+__all__ = ["builder", "load", "registry", "docs", "pairs", "CragMockAPI", "SourceError", "MissingSourceError",
+           "DownloadError", "__version__"]

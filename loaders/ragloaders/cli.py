@@ -13,6 +13,7 @@ from . import __version__
 from .api import catalogue_path, configs_of, normalized, registry
 from .core.errors import MissingSourceError, SourceError, UsageError
 from .core.log import show_warnings_on_stderr, warn
+from .lookup import command as lookup_command
 from .mock_api import command as mock_api_command
 
 USERS_ERRORS = (UsageError, SourceError, MissingSourceError, OSError, ImportError, ValueError)
@@ -52,6 +53,7 @@ EXAMPLES = {
              "ragloaders bm25 beir/scifact --multifield --out bm25-mf.trec   # Pyserini's multifield condition",
              "ragloaders bm25 ./scifact --out bm25.trec"],
     "serve": mock_api_command.EXAMPLES,
+    **lookup_command.EXAMPLES,
 }
 """One or more command lines per subcommand, shown at the end of its --help."""
 
@@ -348,6 +350,7 @@ def parser() -> argparse.ArgumentParser:
 
     add_eval_commands(commands)
     mock_api_command.add_serve_command(commands)
+    lookup_command.add_lookup_commands(commands)
 
     for command in (build, validate, push):
         command.add_argument("--data-dir", help=DATA_DIR_HELP)

@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Iterator
-from typing import Literal
+from collections.abc import Callable, Iterator
+from typing import Literal, TypeVar
 
 from .log import warn
+
+Written = TypeVar("Written")
 
 MANIFEST = ".ragloaders-manifest.json"
 """The file in every folder ragloaders builds that lists the files it wrote (publish/manifest.py writes and reads it;
@@ -105,7 +107,6 @@ def current_umask() -> int:
     return mask
 
 
-
 def put_in_place(partial: str, path: str) -> bool:
     """Give the finished file its name, never over a file that appeared meanwhile (FileExistsError): a hard link
     fails where a rename would replace; where the filesystem has no hard links, a rename after a last check.
@@ -126,6 +127,22 @@ def refuse_existing(path: str, option: str) -> None:
     """FileExistsError unless nothing is at `path` yet: `option` writes a new file and replaces nothing."""
     if os.path.lexists(path):
         raise FileExistsError(f"{path}: already exists; {option} writes a new file and replaces nothing")
+
+
+def write_new_file(target: str, write: Callable[[str], Written]) -> Written:
+    """`write(partial)` fills a `partial_file` beside `target`, which then takes the name `target` (`put_in_place`:
+    never over a file that appeared meanwhile). The partial file is removed whatever happens; returns what `write`
+    returned."""
+    handle, partial = partial_file(target)
+    os.close(handle)
+    try:
+        written = write(partial)
+        put_in_place(partial, target)
+    finally:
+        if os.path.lexists(partial):
+            os.unlink(partial)
+    return written
+
 
 def _protected(data_dir: str | None, cache_dir: str | None) -> Iterator[tuple[str, str]]:
     if data_dir:

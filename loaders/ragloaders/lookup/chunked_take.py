@@ -1,0 +1,38 @@
+"""Rows of a chunked Arrow table or array, taken chunk by chunk.
+
+`ChunkedArray.take` and `Table.take` may first join all the chunks into one (a copy of every row: the whole corpus
+for ten rows of it). Here each chunk that holds a wanted row gives its rows (`Array.take`, no copy of the rest), and
+the few rows taken are put back in the order asked.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+
+class ChunkedRows:
+    """`take(rows)` of a table or chunked array without joining its chunks."""
+
+    def __init__(self, data: pa.Table | pa.ChunkedArray):
+        self.is_table = isinstance(data, pa.Table)
+        self.schema = data.schema if self.is_table else None
+        self.type = None if self.is_table else data.type
+        self.chunks = data.to_batches() if self.is_table else data.chunks
+        self.starts = np.cumsum([0] + [len(chunk) for chunk in self.chunks])
+
+    def take(self, rows: np.ndarray) -> pa.Table | pa.Array:
+        """The rows numbered `rows` (each in range), in that order."""
+        rows = np.asarray(rows, dtype=np.int64)
+        chunk = np.searchsorted(self.starts, rows, side="right") - 1
+        order = np.argsort(chunk, kind="stable")
+        groups = np.split(order, np.flatnonzero(np.diff(chunk[order])) + 1) if len(rows) else []
+        pieces = [self.chunks[int(chunk[group[0]])].take(pa.array(rows[group] - self.starts[int(chunk[group[0]])]))
+                  for group in groups]
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order))
+        if self.is_table:
+            joined = pa.Table.from_batches(pieces, schema=self.schema).combine_chunks()
+        else:
+            joined = pa.concat_arrays(pieces) if pieces else pa.array([], self.type)
+        return joined.take(pa.array(inverse))

@@ -1,0 +1,81 @@
+"""The `ragloaders docs` and `ragloaders pairs` subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import orjson
+
+from .docstore import docs
+from .id_index import shown
+from .pairs import DEFAULT_TOP, pairs
+
+SOURCE = ("a benchmark path (beir/scifact; with --data-dir or a download), a folder `ragloaders build` wrote, or a "
+          "hub dataset repository id")
+EXAMPLES = {
+    "docs": ["ragloaders docs beir/nfcorpus MED-10 MED-14 --data-dir ~/beir",
+             "ragloaders docs ./nfcorpus PLAIN-3 --config queries",
+             "ragloaders docs my-org/nfcorpus MED-10 nope --missing skip"],
+    "pairs": ["ragloaders pairs beir/nfcorpus --run bm25.trec --top 100 --out pairs.parquet",
+              "ragloaders pairs ./nfcorpus --from-top-ranked --top 20 --out pairs.parquet"],
+}
+"""Command lines shown at the end of each subcommand's --help."""
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    """Print the row of each ID as one JSON line, in the order given. A missing id is an error naming it (exit 2,
+    nothing printed) unless `--missing skip`, which prints the rows found and names the missing ids on stderr."""
+    store = docs(args.path, args.config, data_dir=args.data_dir, cache_dir=args.cache_dir, revision=args.revision)
+    rows = store.get_many(args.ids)
+    missing = [doc_id for doc_id, row in zip(args.ids, rows) if row is None]
+    if missing and args.missing == "error":
+        print(f"ragloaders: error: {store.name} has no row with _id {shown(missing[0])}"
+              + (f" ({len(missing)} of the {len(args.ids)} ids asked are missing)" if len(missing) > 1 else "")
+              + "; ids are compared byte for byte (--missing skip prints the others)", file=sys.stderr)
+        return 2
+    for row in rows:
+        if row is not None:
+            print(orjson.dumps(row, default=str).decode())
+    if missing:
+        print(f"ragloaders: warning: {len(missing)} id(s) not in {store.name}, skipped: "
+              f"{', '.join(shown(doc_id) for doc_id in missing[:10])}", file=sys.stderr)
+    return 0
+
+
+def cmd_pairs(args: argparse.Namespace) -> int:
+    """Write the reranker's input of a run (or of `--from-top-ranked`) to a new Parquet file."""
+    written = pairs(args.path, args.out, run=args.run_file, from_top_ranked=args.from_top_ranked, top=args.top,
+                    split=args.split, data_dir=args.data_dir, cache_dir=args.cache_dir, revision=args.revision)
+    labels = f"labels from {written.labels_from}" if written.labels_from else "no qrels: every label is null"
+    print(f"wrote {written.out}: {written.rows} pairs for {written.queries} queries ({labels})")
+    return 0
+
+
+def add_lookup_commands(commands: argparse._SubParsersAction) -> None:
+    """`ragloaders docs SOURCE ID...` and `ragloaders pairs SOURCE (--run RUN | --from-top-ranked) --top K --out F`."""
+    lookup = commands.add_parser("docs", help="print rows of a corpus or queries by id, one JSON line each")
+    lookup.add_argument("path", metavar="SOURCE", help=SOURCE)
+    lookup.add_argument("ids", metavar="ID", nargs="+", help="ids, compared byte for byte")
+    lookup.add_argument("--config", default="corpus", help="a config keyed by _id: corpus (default) or queries")
+    lookup.add_argument("--missing", choices=("error", "skip"), default="error",
+                        help="a missing id: an error, exit 2 (default), or skipped and named on stderr")
+    lookup.set_defaults(run=cmd_docs)
+    reranking = commands.add_parser("pairs", help="write a run's top-K (query, document) pairs with their texts and "
+                                                  "qrels labels as Parquet: a reranker's input")
+    reranking.add_argument("path", metavar="SOURCE", help=SOURCE)
+    given = reranking.add_mutually_exclusive_group(required=True)
+    given.add_argument("--run", dest="run_file", metavar="RUN",
+                       help="TREC run, or a .parquet / .jsonl table of query-id, corpus-id, score")
+    given.add_argument("--from-top-ranked", action="store_true",
+                       help="the source's top_ranked config (e.g. a folder built with --with top_ranked)")
+    reranking.add_argument("--top", type=int, default=DEFAULT_TOP,
+                           help=f"documents per query (default {DEFAULT_TOP})")
+    reranking.add_argument("--out", required=True, help="a new .parquet file")
+    reranking.add_argument("--split", default="test",
+                           help="the qrels split of the labels, and of top_ranked (default test, as eval)")
+    reranking.set_defaults(run=cmd_pairs)
+    for command in (lookup, reranking):
+        command.add_argument("--data-dir", help="a folder holding the benchmark's files as it distributes them")
+        command.add_argument("--cache-dir", help="datasets cache folder (the id index is kept beside its data)")
+        command.add_argument("--revision", help="a hub repository's commit, branch or tag")

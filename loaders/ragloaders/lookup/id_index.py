@@ -1,0 +1,200 @@
+"""The id -> row index of a table keyed by `_id`: built in one vectorised pass, kept in a file beside the data.
+
+The index is one sorted uint64 array: each entry holds the high bits of an id's hash (`id_hash.string_hashes`) and,
+in its low `row_bits` bits, the id's row number, so that 8 bytes per row give both. A lookup hashes the ids asked for,
+binary-searches the array (numpy) for the candidates of each, and keeps a candidate only when its id equals the id
+asked for byte for byte: a hash shared by two ids costs time, never a wrong row.
+
+The kept file (`save`, `open_kept`) is a 64-byte header (magic, row count, row bits, CRC-32 of the entries, the
+identity of the data indexed) and the entries. It is written under a temporary name, flushed to disk and renamed
+into place, so a reader sees a whole file or none; before use its size, checksum, identity and row numbers are
+checked, and any mismatch means it is rebuilt, never trusted.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import tempfile
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .chunked_take import ChunkedRows
+from .id_hash import string_hash, string_hashes
+
+MAGIC = b"RLDOCID1"
+HEADER = struct.Struct("<8sQQQ32s")
+"""magic, rows, row bits, CRC-32 of the entries, identity (sha256 of what the index was built from)."""
+PREVIEW_CHARS = 80
+
+
+def shown(value: object) -> str:
+    """An id as a message shows it: quoted, at most PREVIEW_CHARS characters (a longer one says its length)."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= PREVIEW_CHARS:
+        return repr(text)
+    return f"{text[:PREVIEW_CHARS]!r}… ({len(text):,} characters)"
+
+
+class DuplicateIdError(ValueError):
+    """A table in which one id names two rows: it cannot be looked up by id."""
+
+
+class IdIndex:
+    """Rows of `ids` (a string column without nulls or repeats) by id; see the module docstring."""
+
+    def __init__(self, ids: pa.ChunkedArray, entries: np.ndarray, row_bits: int, keeper: object = None):
+        self.ids, self.entries, self.row_bits = ids, entries, row_bits
+        self.id_rows = ChunkedRows(ids)
+        self.row_mask = np.uint64((1 << row_bits) - 1)
+        self._keeper = keeper  # the mmap the entries are a view of
+
+    @classmethod
+    def build(cls, ids: pa.ChunkedArray, name: str) -> IdIndex:
+        """The index of `ids`; `name` says in errors which table they are (DuplicateIdError names a repeated id,
+        ValueError a row without an id)."""
+        if ids.null_count:
+            first = int(np.flatnonzero(np.asarray(ids.is_null()))[0])
+            raise ValueError(f"{name}: row {first} has no _id (null); every row needs one to be looked up by id")
+        row_bits = max(1, (len(ids) - 1).bit_length())
+        entries = string_hashes(ids)
+        entries &= ~np.uint64((1 << row_bits) - 1)
+        entries |= np.arange(len(ids), dtype=np.uint64)
+        entries.sort()
+        index = cls(ids, entries, row_bits)
+        index.refuse_duplicates(name)
+        return index
+
+    def refuse_duplicates(self, name: str) -> None:
+        """DuplicateIdError naming an id held by two rows. Only rows whose hash another row shares are compared."""
+        high = self.entries & ~self.row_mask
+        shared = np.flatnonzero(high[1:] == high[:-1])
+        if not len(shared):
+            return
+        rows = (self.entries[np.unique(np.concatenate([shared, shared + 1]))] & self.row_mask).astype(np.int64)
+        counts = Counter(self.id_rows.take(rows).to_pylist())
+        repeated = [value for value, count in counts.items() if count > 1]
+        if repeated:
+            where = sorted(int(r) for r in rows if self.ids[int(r)].as_py() == repeated[0])
+            raise DuplicateIdError(f"{name}: the _id {shown(repeated[0])} is held by {len(where)} rows "
+                                   f"({', '.join(map(str, where[:5]))}); {len(repeated):,} ids repeat in all. Ids must "
+                                   "be unique to be looked up (`ragloaders validate` lists the duplicates)")
+
+    def row_of(self, doc_id: str) -> int:
+        """The row of one id, -1 where the table has no row with exactly that id (`rows_of` without numpy's cost
+        per call)."""
+        if not isinstance(doc_id, str):
+            _as_array([doc_id])  # the TypeError
+        try:
+            high = string_hash(doc_id) & ~int(self.row_mask)
+        except UnicodeEncodeError:
+            return -1
+        low = int(np.searchsorted(self.entries, np.uint64(high), side="left"))
+        mask = int(self.row_mask)
+        while low < len(self.entries) and int(self.entries[low]) & ~mask == high:
+            row = int(self.entries[low]) & mask
+            if self.ids[row].as_py() == doc_id:
+                return row
+            low += 1
+        return -1
+
+    def rows_of(self, ids: Sequence[str]) -> np.ndarray:
+        """The row of each id (int64), -1 where the table has no row with exactly that id."""
+        asked, usable = _as_array(ids)
+        rows = np.full(len(ids), -1, dtype=np.int64)
+        if not len(asked):
+            return rows
+        high = string_hashes(asked) & ~self.row_mask
+        ascending = np.argsort(high)  # sorted keys: each binary search starts where the last one ended
+        low, upto = np.empty(len(high), dtype=np.int64), np.empty(len(high), dtype=np.int64)
+        low[ascending] = np.searchsorted(self.entries, high[ascending], side="left")
+        upto[ascending] = np.searchsorted(self.entries, high[ascending] | self.row_mask, side="right")
+        counts = upto - low
+        single = np.flatnonzero(counts == 1)
+        candidates = (self.entries[low[single]] & self.row_mask).astype(np.int64)
+        equal = pc.equal(self.id_rows.take(candidates), asked.take(pa.array(single)))
+        matched = np.asarray(equal, dtype=bool)
+        found = rows[usable]
+        found[single[matched]] = candidates[matched]
+        for position in np.flatnonzero(counts > 1):  # ids whose hash other ids share: compared one by one
+            wanted = asked[int(position)].as_py()
+            for entry in self.entries[low[position]:upto[position]]:
+                row = int(entry & self.row_mask)
+                if self.ids[row].as_py() == wanted:
+                    found[position] = row
+        rows[usable] = found
+        return rows
+
+    def save(self, path: str, identity: bytes) -> None:
+        """Keep the index at `path`: written whole under a temporary name, flushed, then renamed into place."""
+        folder = os.path.dirname(path) or "."
+        handle, partial = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".partial", dir=folder)
+        try:
+            with os.fdopen(handle, "wb") as f:
+                payload = memoryview(np.ascontiguousarray(self.entries)).cast("B")
+                f.write(HEADER.pack(MAGIC, len(self.entries), self.row_bits, zlib.crc32(payload), identity))
+                f.write(payload)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(partial, path)
+        except BaseException:
+            if os.path.lexists(partial):
+                os.unlink(partial)
+            raise
+        directory = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+
+    @classmethod
+    def open_kept(cls, path: str, identity: bytes, ids: pa.ChunkedArray) -> IdIndex | None:
+        """The index kept at `path` for `ids`, memory-mapped; None when there is none, or it is not whole, not of
+        this data (`identity`), fails its checksum, or names a row the table does not have."""
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size < HEADER.size:
+                    return None
+                kept = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            return None
+        magic, count, row_bits, checksum, kept_identity = HEADER.unpack_from(kept, 0)
+        if (magic != MAGIC or kept_identity != identity or count != len(ids) or size != HEADER.size + 8 * count
+                or row_bits != max(1, (len(ids) - 1).bit_length())
+                or zlib.crc32(memoryview(kept)[HEADER.size:]) != checksum):
+            kept.close()
+            return None
+        entries = np.frombuffer(kept, dtype=np.uint64, count=count, offset=HEADER.size)
+        if count and int((entries & np.uint64((1 << row_bits) - 1)).max()) >= count:
+            return None
+        return cls(ids, entries, row_bits, keeper=kept)
+
+
+def _as_array(ids: Sequence[str]) -> tuple[pa.Array, np.ndarray]:
+    """(the ids a table can hold as an Arrow string array, their positions in `ids`). An id that is not valid
+    Unicode text (a lone surrogate) cannot be in an Arrow table, so it is left out (found nowhere); anything
+    but a str is a TypeError."""
+    if not all(isinstance(value, str) for value in ids):  # pyarrow would take None and bytes for strings
+        wrong = next(value for value in ids if not isinstance(value, str))
+        raise TypeError(f"ids are strings (byte for byte, never converted); got {type(wrong).__name__} "
+                        f"{shown(wrong)}")
+    try:
+        return pa.array(ids, pa.string()), np.arange(len(ids))
+    except (UnicodeEncodeError, pa.ArrowInvalid):
+        usable = [i for i, value in enumerate(ids) if _encodable(value)]
+        return pa.array([ids[i] for i in usable], pa.string()), np.asarray(usable, dtype=np.int64)
+
+
+def _encodable(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -1,0 +1,259 @@
+"""`ragloaders.pairs`: the reranker's input. One Parquet row per (query, document) of a run's top K, or of a
+source's `top_ranked` config, with the query's text, the document's title and text and the qrels grade.
+
+Streams: the pairs are made and written in batches of bounded size (the query and document texts are taken from the
+memory-mapped tables by row number, `docstore.DocStore.rows_of`), so the output never sits in memory whole. The run
+itself is read by `eval.runs.read_run`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import datasets
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..api import configs_of, is_benchmark_path, load
+from ..core.output_target import check_output, write_new_file
+from ..core.repository import open_repository
+from ..eval.data import ROLE_CONFIGS, config_for
+from ..eval.runs import read_run, run_format
+from .chunked_take import ChunkedRows
+from .docstore import DocStore, docs
+from .id_index import shown
+
+BATCH_BYTES = 64 << 20
+"""About this many bytes of document text per written batch (the rows per batch follow the corpus's mean size)."""
+BATCH_ROWS = (64, 10_000)
+"""The fewest and most pairs per batch."""
+DEFAULT_TOP = 100
+"""BEIR's reranking setup re-ranks the top 100."""
+
+Ranking = tuple[str, list[str], list[float | None], str]
+"""(query id, document ids in rank order, their scores (None in top_ranked), where it is read: for errors)."""
+
+
+@dataclass
+class PairsWritten:
+    """What `pairs` wrote: the file, its rows, the queries they cover, and the qrels split that gave the labels
+    (None when the source has no qrels, as CRAG: every label is then null)."""
+
+    out: str
+    rows: int
+    queries: int
+    labels_from: str | None
+
+
+def pairs(
+    source: str,
+    out: str | os.PathLike,
+    *,
+    run: str | os.PathLike | None = None,
+    from_top_ranked: bool = False,
+    top: int = DEFAULT_TOP,
+    split: str = "test",
+    data_dir: str | None = None,
+    cache_dir: str | None = None,
+    revision: str | None = None,
+) -> PairsWritten:
+    """Write the (query, document) pairs of a run's top `top` per query to the new Parquet file `out`.
+
+    Columns: `query-id`, `query` (its text), `corpus-id`, `rank` (1 = best), `score` (the run's; null from
+    top_ranked), `title`, `text`, `label` (the grade in the qrels split `split` where the pair is judged, else
+    null). Queries come in the run's order; each query's documents by score, highest first (equal scores in the
+    run's order), as `rank` numbers them.
+
+    Args:
+        source: what `ragloaders.docs` takes: a benchmark path (with `data_dir` or a download), a built folder or a
+            hub repository.
+        out: a new `.parquet` file, under the rules of `bm25 --out` (`core.output_target.check_output`).
+        run: a run file as `ragloaders eval` reads it (TREC, `.parquet`, `.jsonl`); or else `from_top_ranked`: the
+            source's `top_ranked` config (split `split`, or its only split in a folder or repository).
+        top: documents per query.
+        split: the qrels split the labels come from (default `test`, as `eval`).
+
+    Raises:
+        ValueError: a query or document of the run that the source does not have (naming the id and the line or
+            record), a bad argument, and what `ragloaders.docs` raises. FileExistsError / OutputFolderError: `out`.
+    """
+    if (run is None) == (not from_top_ranked):
+        raise ValueError("pairs takes a run (--run RUN) or --from-top-ranked, one of them")
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise ValueError(f"--top must be a whole number of documents per query, at least 1; got {top!r}")
+    target = check_output(out, kind="file", data_dir=data_dir, cache_dir=cache_dir)
+    if os.path.splitext(target)[1].lower() != ".parquet":
+        raise ValueError(f"--out {os.fspath(out)}: pairs are written as Parquet; name a file ending in .parquet")
+    if not os.path.isdir(os.path.dirname(target)):
+        raise ValueError(f"--out {os.fspath(out)}: the folder {os.path.dirname(target)} does not exist; create it "
+                         "first")
+    options: dict[str, Any] = {"data_dir": data_dir, "cache_dir": cache_dir, "revision": revision}
+    corpus = docs(source, "corpus", **options)
+    queries = docs(source, config_for(source, "queries"), **options)
+    qrels_config = next((name for name in ROLE_CONFIGS["qrels"] if name in configs_in(source)), None)
+    labels = grades(source, qrels_config, split, options) if qrels_config else {}
+    if from_top_ranked:
+        rankings = top_ranked_rankings(source, split, top, options)
+    else:
+        rankings = run_rankings(os.fspath(run), top)
+    writer = PairWriter(corpus, queries, labels)
+    rows, count = write_new_file(target, lambda partial: writer.write(partial, rankings))
+    return PairsWritten(target, rows, count, f"{qrels_config} {split}" if qrels_config else None)
+
+
+def configs_in(source: str) -> list[str]:
+    """The config names of a benchmark path, folder or repository."""
+    return configs_of(source) if is_benchmark_path(source) else open_repository(source).configs()
+
+
+def split_of(source: str, config: str, split: str, options: dict[str, Any]) -> datasets.Dataset:
+    """The split `split` of a config; in a folder or repository a config's only split stands for any, as `eval`
+    reads it."""
+    splits = load(source, config, **_given(options))
+    if split not in splits and not (len(splits) == 1 and not is_benchmark_path(source)):
+        raise ValueError(f"{source} {config} has no split {split!r}; its splits are {', '.join(splits)}")
+    return splits[split] if split in splits else next(iter(splits.values()))
+
+
+def grades(source: str, config: str, split: str, options: dict[str, Any]) -> dict[tuple[str, str], int]:
+    """(query id, document id) -> grade of a qrels split (a pair listed twice keeps its last grade, as `eval`)."""
+    table = split_of(source, config, split, options).data.table
+    columns = (table.column(name).to_pylist() for name in ("query-id", "corpus-id", "score"))
+    return {(query_id, doc_id): grade for query_id, doc_id, grade in zip(*columns)}
+
+
+def run_rankings(path: str, top: int) -> Iterator[Ranking]:
+    """Each query of a run with its top `top` documents by score (equal scores in the run's order)."""
+    for query_id, scored in read_run(path).items():
+        ranked = sorted(scored.items(), key=lambda item: -item[1])[:top]
+        yield query_id, [doc_id for doc_id, _ in ranked], [score for _, score in ranked], path
+
+
+def top_ranked_rankings(source: str, split: str, top: int, options: dict[str, Any]) -> Iterator[Ranking]:
+    """Each row of the source's `top_ranked` split: a query and its first `top` documents, without scores."""
+    if "top_ranked" not in configs_in(source):
+        raise ValueError(f"{source} has no top_ranked config (a folder built with `ragloaders build --with "
+                         "top_ranked` has one); pass a run with --run instead")
+    table = split_of(source, "top_ranked", split, options).data.table
+    row = 0
+    for batch in table.to_batches(max_chunksize=1024):
+        for query_id, doc_ids in zip(batch.column("query-id").to_pylist(), batch.column("corpus-ids").to_pylist()):
+            row += 1
+            kept = (doc_ids or [])[:top]
+            yield query_id, kept, [None] * len(kept), f"{source} top_ranked, row {row}"
+
+
+class PairWriter:
+    """Writes pairs in batches: the texts are taken from the memory-mapped tables by row number."""
+
+    def __init__(self, corpus: DocStore, queries: DocStore, labels: dict[tuple[str, str], int]):
+        self.corpus, self.queries, self.labels = corpus, queries, labels
+        self.documents = corpus.table.select([name for name in ("title", "text") if name in corpus.table.column_names])
+        self.document_rows = ChunkedRows(self.documents)
+        self.query_texts = ChunkedRows(queries.table.column("text"))
+        self.schema = pa.schema([
+            ("query-id", pa.string()), ("query", _type_of(queries.table, "text")), ("corpus-id", pa.string()),
+            ("rank", pa.int32()), ("score", pa.float64()), ("title", _type_of(corpus.table, "title")),
+            ("text", _type_of(corpus.table, "text")), ("label", pa.int32())])
+        mean = self.documents.nbytes / max(1, corpus.table.num_rows)
+        self.batch_rows = int(min(max(BATCH_BYTES / max(mean, 1.0), BATCH_ROWS[0]), BATCH_ROWS[1]))
+
+    def write(self, path: str, rankings: Iterator[Ranking]) -> tuple[int, int]:
+        """Write every ranking's pairs to the Parquet file `path`; returns (rows, queries)."""
+        rows = queries = 0
+        pending: list[Ranking] = []
+        size = 0
+        with pq.ParquetWriter(path, self.schema) as writer:
+            for ranking in rankings:
+                queries += 1
+                pending.append(ranking)
+                size += len(ranking[1])
+                if size >= self.batch_rows:
+                    writer.write_table(self.batch(pending))
+                    rows, pending, size = rows + size, [], 0
+            if pending or not rows:
+                writer.write_table(self.batch(pending))
+                rows += size
+        return rows, queries
+
+    def batch(self, rankings: list[Ranking]) -> pa.Table:
+        """The pairs of `rankings` as one table."""
+        query_ids = [query_id for query_id, doc_ids, _, _ in rankings for _ in doc_ids]
+        doc_ids = [doc_id for _, ids, _, _ in rankings for doc_id in ids]
+        query_rows = self.queries.rows_of([query_id for query_id, _, _, _ in rankings])
+        doc_rows = self.corpus.rows_of(doc_ids)
+        counts = np.fromiter((len(ids) for _, ids, _, _ in rankings), dtype=np.int64, count=len(rankings))
+        self._refuse_unknown(rankings, query_rows, doc_ids, doc_rows, counts)
+        taken = self.document_rows.take(doc_rows)
+        columns = {
+            "query-id": pa.array(query_ids, pa.string()),
+            "query": self.query_texts.take(np.repeat(query_rows, counts)),
+            "corpus-id": pa.array(doc_ids, pa.string()),
+            "rank": pa.array(np.concatenate([np.arange(1, n + 1, dtype=np.int32) for n in counts])
+                             if len(counts) else np.zeros(0, dtype=np.int32)),
+            "score": pa.array([score for _, _, scores, _ in rankings for score in scores], pa.float64()),
+            "title": taken.column("title") if "title" in taken.column_names else pa.nulls(len(doc_ids), pa.string()),
+            "text": taken.column("text"),
+            "label": pa.array([self.labels.get(pair) for pair in zip(query_ids, doc_ids)], pa.int32()),
+        }
+        return pa.table(columns, schema=self.schema)
+
+    def _refuse_unknown(self, rankings: list[Ranking], query_rows: np.ndarray, doc_ids: list[str],
+                        doc_rows: np.ndarray, counts: np.ndarray) -> None:
+        missing = np.flatnonzero(query_rows < 0)
+        if len(missing):
+            query_id, _, _, where = rankings[int(missing[0])]
+            raise ValueError(f"{located(where, 'query-id', query_id)}: query {shown(query_id)} is not in "
+                             f"{self.queries.name} ({len(missing):,} unknown queries in this batch)")
+        missing = np.flatnonzero(doc_rows < 0)
+        if len(missing):
+            first = int(missing[0])
+            query_id, _, _, where = rankings[int(np.repeat(np.arange(len(rankings)), counts)[first])]
+            raise ValueError(f"{located(where, 'corpus-id', doc_ids[first], query_id)}: document "
+                             f"{shown(doc_ids[first])} (query {shown(query_id)}) is not in {self.corpus.name} "
+                             f"({len(missing):,} unknown documents in this batch)")
+
+
+def _type_of(table: pa.Table, column: str) -> pa.DataType:
+    return table.schema.field(column).type if column in table.column_names else pa.string()
+
+
+def _given(options: dict[str, Any]) -> dict[str, Any]:
+    """`load`'s options without a `revision` left unset (`load` refuses the keyword where it does not take it)."""
+    return {name: value for name, value in options.items() if name != "revision" or value is not None}
+
+
+def located(where: str, column: str, value: str, query_id: str | None = None) -> str:
+    """`where` (a run file, or a top_ranked row) with the line or record that first names `value` in `column` (for
+    a document, in a line of `query_id`), found by reading the run again: only an error takes this path."""
+    if not os.path.isfile(where):
+        return where
+    fmt = run_format(where)
+    if fmt == "parquet":
+        table = pq.read_table(where, columns=["query-id", "corpus-id"])
+        hits = np.flatnonzero(np.asarray(table.column(column).to_numpy(zero_copy_only=False) == value)
+                              & (np.asarray(table.column("query-id").to_numpy(zero_copy_only=False) == query_id)
+                                 if query_id is not None else True))
+        return f"{where}, record {int(hits[0]) + 1}" if len(hits) else where
+    field = {"query-id": 0, "corpus-id": 2}[column]
+    with open(where, "rb") as stream:
+        for number, line in enumerate(stream, start=1):
+            if fmt == "trec":
+                fields = line.split()
+                values = [f.decode("utf-8", "replace") for f in fields[:3]] if len(fields) >= 3 else None
+                found = values and values[field] == value and (query_id is None or values[0] == query_id)
+            else:
+                try:
+                    record = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                found = (isinstance(record, dict) and record.get(column) == value
+                         and (query_id is None or record.get("query-id") == query_id))
+            if found:
+                return f"{where}, line {number}"
+    return where

@@ -1,0 +1,383 @@
+"""`ragloaders.docs` and `ragloaders docs`: rows by id from every sample (benchmark path with data_dir, built folder,
+hub repository), ids byte for byte, the kept index rebuilt when its data changes or it is damaged, two processes
+building it at once, and the command's one-line errors."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import multiprocessing
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import ragloaders
+from ragloaders import cli
+from ragloaders.lookup import DocumentNotFound, DuplicateIdError
+from ragloaders.lookup.docstore import kept_index_path
+from ragloaders.lookup.id_hash import string_hash, string_hashes
+from ragloaders.lookup.id_index import HEADER, IdIndex
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = [("nfcorpus_build", "corpus", "path"), ("nfcorpus_build", "queries", "path"),
+           pytest.param("crag_build", "corpus", "folder", marks=pytest.mark.slow),  # preparing it takes 7 s
+           ("crag_build", "queries", "folder"),
+           ("mmrag_build", "corpus", "path"), ("mmrag_build", "queries", "folder")]
+"""(sample, config, read from): the benchmark path with its data_dir, or the folder `ragloaders build` wrote (CRAG's
+corpus is prepared from the built folder, which is quicker than from the bz2 file)."""
+
+
+def loaded_table(build, config: str) -> pa.Table:
+    """Every split of `config` as `ragloaders.load` gives it, one after another."""
+    return pa.concat_tables([dataset.data.table for dataset in build.load(config).values()])
+
+
+def source_of(build, via: str) -> tuple[str, dict]:
+    """(source, where) of a shared build read from its benchmark path or from its built folder."""
+    if via == "path":
+        return build.path, {"data_dir": build.data_dir, "cache_dir": build.cache_dir}
+    return str(build.out), {"cache_dir": build.cache_dir}
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("fixture, config, via", SAMPLES)
+def test_every_row_of_every_sample_is_found_by_its_id(fixture, config, via, request):
+    source, where = source_of(request.getfixturevalue(fixture), via)
+    table = pa.concat_tables([dataset.data.table for dataset in ragloaders.load(source, config, **where).values()])
+    store = ragloaders.docs(source, config, **where)
+    ids = table.column("_id").to_pylist()
+    assert len(store) == len(ids) > 0
+    assert pa.Table.from_pylist(store.get_many(ids), schema=table.schema).equals(table)
+    assert store.rows_of(ids[::-1]).tolist() == list(range(len(ids)))[::-1]
+    for row in (0, len(ids) // 2, len(ids) - 1):
+        assert store[ids[row]] == table.slice(row, 1).to_pylist()[0]
+        assert ids[row] in store and store.get(ids[row]) == store[ids[row]]
+
+
+def test_a_built_folder_gives_the_rows_of_the_path(nfcorpus_build, tmp_path):
+    folder_store = ragloaders.docs(str(nfcorpus_build.out), "corpus", cache_dir=str(tmp_path / "c"))
+    table = loaded_table(nfcorpus_build, "corpus")
+    ids = table.column("_id").to_pylist()
+    assert pa.Table.from_pylist(folder_store.get_many(ids), schema=table.schema).equals(table)
+
+
+def test_missing_ids_asked_ids_and_order(nfcorpus_build):
+    store = ragloaders.docs(nfcorpus_build.path, data_dir=nfcorpus_build.data_dir, cache_dir=nfcorpus_build.cache_dir)
+    rows = store.get_many(["MED-14", "med-14", "MED-10", "MED-14", "", "MED-14 ", "\ud800", "MED-1O"])
+    assert [r and r["_id"] for r in rows] == ["MED-14", None, "MED-10", "MED-14", None, None, None, None]
+    with pytest.raises(DocumentNotFound, match="no row with _id 'MED-014'") as caught:
+        store["MED-014"]
+    assert isinstance(caught.value, KeyError) and caught.value.id == "MED-014"
+    assert store.get("nope", "fallback") == "fallback" and "nope" not in store and 10 not in store
+    with pytest.raises(TypeError, match="ids are strings"):
+        store.get_many(["MED-10", 10])
+    for wrong in (10, None, b"MED-10"):
+        with pytest.raises(TypeError, match="ids are strings"):
+            store[wrong]
+        with pytest.raises(TypeError, match="ids are strings"):
+            store.get_many(["MED-10", wrong])
+    assert store.get("\ud800") is None and "\ud800" not in store  # no Arrow string holds a lone surrogate
+    long_id = "x" * 5000
+    with pytest.raises(KeyError) as caught:
+        store[long_id]
+    assert len(str(caught.value)) < 300 and "5,000 characters" in str(caught.value)
+    assert store.get_many([]) == []
+
+
+def test_a_source_without_ids_is_one_clear_error(nfcorpus_build):
+    with pytest.raises(ValueError, match=r"beir/nfcorpus qrels has no _id column \(its columns are query-id, "
+                                         r"corpus-id, score\)"):
+        ragloaders.docs(nfcorpus_build.path, "qrels", data_dir=nfcorpus_build.data_dir,
+                        cache_dir=nfcorpus_build.cache_dir)
+
+
+def test_revision_is_refused_where_load_refuses_it(nfcorpus_build):
+    with pytest.raises(ValueError) as by_docs:
+        ragloaders.docs(nfcorpus_build.path, data_dir=nfcorpus_build.data_dir, revision="main")
+    with pytest.raises(ValueError) as by_load:
+        ragloaders.load(nfcorpus_build.path, "corpus", data_dir=nfcorpus_build.data_dir, revision="main")
+    assert str(by_docs.value) == str(by_load.value)
+
+
+# --- ids byte for byte ---------------------------------------------------------------------------------------
+
+ODD_IDS = ["00123", "123 ", " 123", "0", "é", "e\u0301", "É", "q\u00a01", "a\tb", "line\u2028sep", "🦀", "\x1c",
+           "<dbpedia:Émile_Gilbert>", "x" * 3000, "MED-10", "med-10", "１２３", "\ufeffbom"]
+
+
+def write_beir_folder(folder: Path, ids: list[str]) -> Path:
+    (folder / "qrels").mkdir(parents=True)
+    with open(folder / "corpus.jsonl", "w", encoding="utf-8") as f:
+        for number, doc_id in enumerate(ids):
+            f.write(json.dumps({"_id": doc_id, "title": f"t{number}", "text": f"text {number}"}) + "\n")
+    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q", "text": "text"}) + "\n", encoding="utf-8")
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq\t0\t1\n", encoding="utf-8")
+    return folder
+
+
+def test_odd_ids_are_found_byte_for_byte_and_nothing_else(tmp_path):
+    folder = write_beir_folder(tmp_path / "odd", ODD_IDS)
+    store = ragloaders.docs("beir-format", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    assert [store[doc_id]["title"] for doc_id in ODD_IDS] == [f"t{n}" for n in range(len(ODD_IDS))]
+    for near in ["123", "0123", "00123 ", "123", "e", "ê", "q 1", "a b", "🦀 ", "Med-10", "x" * 2999, "bom",
+                 "\x1c ", "123"]:
+        assert near not in store, near
+    assert store.get_many(["123", "00123"]) == [None, store["00123"]]
+
+
+def test_a_repeated_id_is_refused_at_indexing_naming_it(tmp_path):
+    folder = write_beir_folder(tmp_path / "dup", ["a", "00123", "b", "00123", "c"])
+    with pytest.raises(DuplicateIdError, match=r"the _id '00123' is held by 2 rows \(1, 3\)"):
+        ragloaders.docs("beir-format", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+
+
+def test_hash_collisions_never_give_a_wrong_row(monkeypatch):
+    """Every id given the same hash: each lookup must still compare bytes and find only its own row."""
+    import ragloaders.lookup.id_index as id_index
+
+    monkeypatch.setattr(id_index, "string_hashes", lambda values: np.zeros(len(values), dtype=np.uint64))
+    monkeypatch.setattr(id_index, "string_hash", lambda value: 0)
+    ids = pa.chunked_array([pa.array(ODD_IDS[:9]), pa.array(ODD_IDS[9:])])
+    index = IdIndex.build(ids, "test")
+    asked = ODD_IDS + ["123", "nope"]
+    assert index.rows_of(asked).tolist() == list(range(len(ODD_IDS))) + [-1, -1]
+    assert [index.row_of(doc_id) for doc_id in asked] == list(range(len(ODD_IDS))) + [-1, -1]
+    with pytest.raises(DuplicateIdError, match="'b' is held by 2 rows"):
+        IdIndex.build(pa.chunked_array([pa.array(["a", "b"]), pa.array(["c", "b"])]), "test")
+
+
+def test_the_hash_is_the_same_for_any_slicing_or_offset_type():
+    values = ODD_IDS + ["", "a", ""]
+    whole = string_hashes(pa.array(values))
+    assert whole.tolist() == [string_hash(value) for value in values]  # the one-id path agrees
+    assert len(set(whole.tolist())) == len(set(values))
+    assert (string_hashes(pa.array(values, pa.large_string())) == whole).all()
+    assert (string_hashes(pa.array(values).slice(3, 7)) == whole[3:10]).all()
+    assert (string_hashes(pa.chunked_array([pa.array(values[:5]), pa.array(values[5:])])) == whole).all()
+
+
+# --- the kept index -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def own_copy(nfcorpus_build, tmp_path) -> tuple[str, str]:
+    """(a copy of the built nfcorpus folder, a cache of its own): tests that change files change these."""
+    folder = tmp_path / "nf"
+    shutil.copytree(nfcorpus_build.out, folder, ignore=shutil.ignore_patterns(".ragloaders*"))
+    return str(folder), str(tmp_path / "cache")
+
+
+def open_store(folder: str, cache: str):
+    store = ragloaders.docs(folder, "corpus", cache_dir=cache)
+    files = [entry["filename"] for dataset in ragloaders.load(folder, "corpus", cache_dir=cache).values()
+             for entry in dataset.cache_files]
+    assert store.kept_at == kept_index_path(files)
+    return store, Path(store.kept_at), files
+
+
+def test_the_index_is_kept_and_reopened_without_a_rebuild(own_copy, monkeypatch):
+    store, kept, _ = open_store(*own_copy)
+    assert kept.is_file() and kept.stat().st_size == HEADER.size + 8 * len(store)
+    monkeypatch.setattr(IdIndex, "build", classmethod(lambda cls, ids, name: pytest.fail("rebuilt")))
+    again, _, _ = open_store(*own_copy)
+    assert again["MED-10"] == store["MED-10"]
+
+
+def test_a_changed_data_file_means_a_new_index(own_copy):
+    store, kept, files = open_store(*own_copy)
+    first = kept.stat().st_ino
+    os.utime(files[0], ns=(0, 10**18))  # same bytes, another modification time
+    again, kept_again, _ = open_store(*own_copy)
+    assert kept_again == kept and kept.stat().st_ino != first
+    assert again["MED-10"] == store["MED-10"]
+
+
+def test_a_replaced_data_file_gives_the_new_rows(own_copy):
+    """The Arrow file `load` maps replaced by another (as datasets writes a new one): the new rows, by a new index."""
+    folder, cache = own_copy
+    store, kept, files = open_store(folder, cache)
+    assert store.get("NEW-1") is None
+    with pa.ipc.open_stream(pa.memory_map(files[0])) as reader:
+        table = reader.read_all()
+    ids = table.column("_id").to_pylist()
+    old, ids[0] = ids[0], "NEW-1"
+    table = table.set_column(0, table.schema.field(0), pa.array(ids, table.schema.field(0).type))
+    replacement = files[0] + ".new"
+    with pa.ipc.new_stream(replacement, table.schema) as writer:
+        writer.write_table(table)
+    os.replace(replacement, files[0])
+    again, _, _ = open_store(folder, cache)
+    assert again["NEW-1"]["text"] == table.column("text")[0].as_py() and old not in again
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip a byte", "empty", "wrong rows, right checksum"])
+def test_a_damaged_kept_index_is_never_trusted(own_copy, damage):
+    store, kept, _ = open_store(*own_copy)
+    data = bytearray(kept.read_bytes())
+    if damage == "truncate":
+        data = data[: len(data) - 5]
+    elif damage == "flip a byte":
+        data[HEADER.size + 3] ^= 0x40
+    elif damage == "empty":
+        data = bytearray()
+    else:  # an index as an adversary could forge it: rows swapped between entries, the checksum recomputed
+        entries = np.frombuffer(bytes(data[HEADER.size:]), dtype=np.uint64).copy()
+        mask = np.uint64((1 << struct.unpack_from("<Q", data, 16)[0]) - 1)
+        entries = (entries & ~mask) | np.roll(entries & mask, 1)
+        data[HEADER.size:] = entries.tobytes()
+        struct.pack_into("<Q", data, 24, zlib.crc32(entries.tobytes()))
+    kept.write_bytes(bytes(data))
+    again, _, _ = open_store(*own_copy)
+    ids = store.table.column("_id").to_pylist()
+    rows = again.get_many(ids)
+    if damage == "wrong rows, right checksum":  # not detected, but no lookup gives another id's row
+        assert all(row is None or row["_id"] == doc_id for row, doc_id in zip(rows, ids))
+    else:
+        assert [row["_id"] for row in rows] == ids
+        assert kept.stat().st_size == HEADER.size + 8 * len(ids)
+
+
+def _open_and_report(folder: str, cache: str, barrier, results) -> None:
+    barrier.wait()
+    store = ragloaders.docs(folder, "corpus", cache_dir=cache)
+    results.put((len(store), [row["_id"] for row in store.get_many(["MED-10", "MED-14", "nope"]) if row]))
+
+
+def test_two_processes_building_the_index_at_once(own_copy):
+    folder, cache = own_copy
+    ragloaders.load(folder, "corpus", cache_dir=cache)  # the Arrow data prepared: both processes race on the index
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(2), context.Queue()
+    workers = [context.Process(target=_open_and_report, args=(folder, cache, barrier, results)) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert [worker.exitcode for worker in workers] == [0, 0]
+    assert [results.get(timeout=5) for _ in workers] == [(3633, ["MED-10", "MED-14"])] * 2
+    store, kept, _ = open_store(folder, cache)
+    assert kept.stat().st_size == HEADER.size + 8 * len(store)
+    assert not [p for p in kept.parent.iterdir() if p.name.endswith(".partial")]
+
+
+# --- the command ------------------------------------------------------------------------------------------------
+
+
+def test_the_command_prints_one_json_line_per_id_in_order(nfcorpus_build):
+    where = ["--data-dir", nfcorpus_build.data_dir, "--cache-dir", nfcorpus_build.cache_dir]
+    code, out, _ = run("docs", "beir/nfcorpus", "MED-14", "MED-10", "MED-14", *where)
+    assert code == 0
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [row["_id"] for row in rows] == ["MED-14", "MED-10", "MED-14"]
+    store = ragloaders.docs("beir/nfcorpus", data_dir=nfcorpus_build.data_dir, cache_dir=nfcorpus_build.cache_dir)
+    assert rows[1] == store["MED-10"]
+    code, out, _ = run("docs", "beir/nfcorpus", "PLAIN-3", "--config", "queries", *where)
+    assert code == 0 and json.loads(out)["text"] == "Breast Cancer Cells Feed on Cholesterol"
+
+
+def test_the_command_errors_in_one_line(nfcorpus_build):
+    where = ["--data-dir", nfcorpus_build.data_dir, "--cache-dir", nfcorpus_build.cache_dir]
+    code, out, err = run("docs", "beir/nfcorpus", "MED-10", "med-10", "nope", *where)
+    assert (code, out) == (2, "")
+    assert err.splitlines() == ["ragloaders: error: beir/nfcorpus corpus has no row with _id 'med-10' (2 of the 3 ids "
+                                "asked are missing); ids are compared byte for byte (--missing skip prints the others)"]
+    code, out, err = run("docs", "beir/nfcorpus", "MED-10", "med-10", "--missing", "skip", *where)
+    assert code == 0 and [json.loads(line)["_id"] for line in out.splitlines()] == ["MED-10"]
+    assert "1 id(s) not in beir/nfcorpus corpus, skipped: 'med-10'" in err
+    code, out, err = run("docs", "beir/nfcorpus", "x", "--config", "qrels", *where)
+    assert code == 2 and len(err.splitlines()) == 1 and "has no _id column" in err
+
+
+# --- a hub repository (the fake hub) ----------------------------------------------------------------------------
+
+HUB_SCRIPT = r"""
+import json, os, sys
+from fake_hub import FakeHub, http
+from huggingface_hub import set_client_factory
+hub = FakeHub(sys.argv[1])
+SEEDED = "0" * 40  # the commit the fake hub names for a seeded repository, which it knows only as main
+
+def handle(request):  # as tests/test_mock_api.py serves a seeded repository: its tree and files at SEEDED
+    path = request.url.path
+    if "/tree/" in path:  # the listing of one folder, with its subfolders (the fake hub lists every file)
+        request.read()
+        sub = path.split("/tree/", 1)[1].partition("/")[2].strip("/")
+        recursive = request.url.params.get("recursive") == "true"
+        listed = {}
+        for item in hub.tree(request, "org/nf", "main")[1]:
+            if sub and not item["path"].startswith(sub + "/"):
+                continue
+            rest = item["path"][len(sub) + 1 if sub else 0:]
+            parts = rest.split("/")
+            for depth in range(1, len(parts) if recursive else min(len(parts), 2)):
+                folder = "/".join(filter(None, [sub, *parts[:depth]]))
+                listed[folder] = {"type": "directory", "path": folder, "oid": SEEDED}
+            if recursive or len(parts) == 1:
+                listed[item["path"]] = item
+        return http.Response(200, json=list(listed.values()))
+    parts = path.split("/resolve/", 1)
+    if len(parts) == 2:
+        name = parts[1].split("/", 1)[1]
+        entry = hub.files("org/nf").get(name)
+        if entry is None:
+            return http.Response(404, headers={"X-Error-Code": "EntryNotFound"})
+        data = hub.read("org/nf", name)
+        headers = {"X-Repo-Commit": SEEDED, "ETag": f'"{entry["sha256"] if entry["lfs"] else entry["oid"]}"',
+                   "Content-Length": str(len(data))}
+        return http.Response(200, content=b"" if request.method == "HEAD" else data, headers=headers)
+    if SEEDED in str(request.url):  # revision info at SEEDED: main's
+        request = http.Request(request.method, str(request.url).replace(SEEDED, "main"), headers=request.headers,
+                               content=request.read())
+    return hub.handle(request)
+
+set_client_factory(lambda: http.Client(transport=http.MockTransport(handle), follow_redirects=True))
+files = {}
+for root, _, names in os.walk(sys.argv[2]):
+    for name in names:
+        path = os.path.join(root, name)
+        relative = os.path.relpath(path, sys.argv[2]).replace(os.sep, "/")
+        if not relative.startswith(".ragloaders"):
+            files[relative] = open(path, "rb").read()
+hub.seed_repo("org/nf", files)
+import ragloaders
+store = ragloaders.docs("org/nf", cache_dir=sys.argv[3])
+print(json.dumps([len(store), store["MED-10"], store.get_many(["MED-14", "nope"])]))
+"""
+
+
+@pytest.mark.slow
+def test_a_hub_repository_gives_the_rows_of_the_path(nfcorpus_build, tmp_path):
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("HF_")}
+    environment.update(HF_ENDPOINT="http://hub.test", HF_HUB_DISABLE_XET="1", HF_HOME=str(tmp_path / "hf-home"),
+                       HF_HUB_DISABLE_TELEMETRY="1", PYTHONPATH=f"{ROOT / 'loaders'}{os.pathsep}{ROOT / 'tests'}")
+    done = subprocess.run([sys.executable, "-c", HUB_SCRIPT, str(tmp_path / "hub"), str(nfcorpus_build.out),
+                           str(tmp_path / "cache")], env=environment, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    count, med10, many = json.loads(done.stdout.strip().splitlines()[-1])
+    store = ragloaders.docs(nfcorpus_build.path, data_dir=nfcorpus_build.data_dir, cache_dir=nfcorpus_build.cache_dir)
+    assert (count, med10, many) == (len(store), store["MED-10"], [store["MED-14"], None])
+
+
+def test_rows_are_taken_chunk_by_chunk_in_the_order_asked():
+    from ragloaders.lookup.chunked_take import ChunkedRows
+
+    table = pa.table({"_id": [f"{i:03d}" for i in range(50)], "n": list(range(50))})
+    chunked = pa.concat_tables([table.slice(0, 1), table.slice(1, 20), table.slice(21, 0), table.slice(21)])
+    rows = np.array([49, 0, 20, 21, 0, 33, 1])
+    assert ChunkedRows(chunked).take(rows).equals(table.take(pa.array(rows)))
+    assert ChunkedRows(chunked.column("_id")).take(rows).equals(table.column("_id").take(pa.array(rows)).chunk(0))
+    assert ChunkedRows(chunked).take(np.zeros(0, dtype=np.int64)).num_rows == 0

@@ -1,0 +1,162 @@
+"""`ragloaders.pairs` and `ragloaders pairs`: the rows equal a join made by hand of the run, the queries, the corpus
+and the qrels; top_ranked of CRAG; batches; unknown ids in one line naming the id and the line; the output rules."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import ragloaders
+from ragloaders import cli
+from ragloaders.lookup.pairs import PairWriter
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def rows_by_id(build, config: str) -> dict[str, dict]:
+    return {row["_id"]: row for dataset in build.load(config).values() for row in dataset.to_list()}
+
+
+def hand_join(run_lines: list[tuple[str, str, float]], top: int, queries: dict, corpus: dict,
+              qrels: dict) -> list[dict]:
+    """The pairs as the contract states them, computed the plain way."""
+    by_query: dict[str, list[tuple[str, float]]] = {}
+    for query_id, doc_id, score in run_lines:
+        by_query.setdefault(query_id, []).append((doc_id, score))
+    expected = []
+    for query_id, docs in by_query.items():
+        ranked = sorted(docs, key=lambda d: -d[1])[:top]
+        for rank, (doc_id, score) in enumerate(ranked, start=1):
+            expected.append({"query-id": query_id, "query": queries[query_id]["text"], "corpus-id": doc_id,
+                             "rank": rank, "score": score, "title": corpus[doc_id]["title"],
+                             "text": corpus[doc_id]["text"], "label": qrels.get((query_id, doc_id))})
+    return expected
+
+
+@pytest.fixture(scope="module")
+def nf_run(nfcorpus_build, tmp_path_factory) -> tuple[Path, list[tuple[str, str, float]]]:
+    """A TREC run over three judged test queries: judged and unjudged documents, scores out of order and tied."""
+    qrels = nfcorpus_build.load("qrels", split="test").to_list()
+    judged = list(dict.fromkeys(row["query-id"] for row in qrels))[:3]
+    corpus_ids = nfcorpus_build.load("corpus", split="corpus")["_id"][:40]
+    lines = []
+    for number, query_id in enumerate(judged):
+        relevant = [row["corpus-id"] for row in qrels if row["query-id"] == query_id][:3]
+        docs = list(dict.fromkeys(relevant + corpus_ids[number * 7: number * 7 + 6]))
+        scores = [1.5, 3.0, 3.0, -1.0, 0.25, 7.0, 3.0, 2.0, 0.0, 5.5][: len(docs)]
+        lines += [(query_id, doc_id, score) for doc_id, score in zip(docs, scores)]
+    path = tmp_path_factory.mktemp("pairs") / "run.trec"
+    path.write_text("".join(f"{q} Q0 {d} {n} {s} test\n" for n, (q, d, s) in enumerate(lines, 1)))
+    return path, lines
+
+
+def test_the_pairs_equal_a_join_made_by_hand(nfcorpus_build, nf_run, tmp_path):
+    path, lines = nf_run
+    out = tmp_path / "pairs.parquet"
+    written = ragloaders.pairs(nfcorpus_build.path, out, run=path, top=5, data_dir=nfcorpus_build.data_dir,
+                               cache_dir=nfcorpus_build.cache_dir)
+    qrels = {(r["query-id"], r["corpus-id"]): r["score"] for r in nfcorpus_build.load("qrels", split="test").to_list()}
+    expected = hand_join(lines, 5, rows_by_id(nfcorpus_build, "queries"), rows_by_id(nfcorpus_build, "corpus"), qrels)
+    table = pq.read_table(out)
+    assert table.column_names == ["query-id", "query", "corpus-id", "rank", "score", "title", "text", "label"]
+    assert table.to_pylist() == expected
+    assert (written.rows, written.queries, written.labels_from) == (15, 3, "qrels test")
+    assert any(row["label"] is None for row in expected) and any(row["label"] for row in expected)
+
+
+def test_small_batches_write_the_same_rows(nfcorpus_build, nf_run, tmp_path, monkeypatch):
+    path, _ = nf_run
+    where = {"data_dir": nfcorpus_build.data_dir, "cache_dir": nfcorpus_build.cache_dir}
+    ragloaders.pairs(nfcorpus_build.path, tmp_path / "one.parquet", run=path, top=4, **where)
+    original = PairWriter.__init__
+
+    def tiny(self, *args):
+        original(self, *args)
+        self.batch_rows = 3
+
+    monkeypatch.setattr(PairWriter, "__init__", tiny)
+    ragloaders.pairs(nfcorpus_build.path, tmp_path / "many.parquet", run=path, top=4, **where)
+    assert pq.ParquetFile(tmp_path / "many.parquet").metadata.num_row_groups > 1
+    assert pq.read_table(tmp_path / "many.parquet").equals(pq.read_table(tmp_path / "one.parquet"))
+
+
+def test_crag_top_ranked_from_a_built_folder(crag_build, tmp_path):
+    folder = str(crag_build.out)
+    written = ragloaders.pairs(folder, tmp_path / "crag.parquet", from_top_ranked=True, top=2, split="test",
+                               cache_dir=crag_build.cache_dir)
+    top_ranked = ragloaders.load(folder, "top_ranked", split="test", cache_dir=crag_build.cache_dir).to_list()
+    store = ragloaders.docs(folder, cache_dir=crag_build.cache_dir)
+    queries = ragloaders.docs(folder, "queries", cache_dir=crag_build.cache_dir)
+    expected = [(row["query-id"], queries[row["query-id"]]["text"], doc_id, rank, store[doc_id]["text"])
+                for row in top_ranked for rank, doc_id in enumerate(row["corpus-ids"][:2], start=1)]
+    table = pq.read_table(tmp_path / "crag.parquet")
+    assert list(zip(*(table.column(n).to_pylist() for n in ("query-id", "query", "corpus-id", "rank", "text")))) \
+        == expected
+    assert table.column("label").null_count == table.column("score").null_count == table.num_rows == written.rows
+    assert written.labels_from is None
+
+
+def test_mmrag_labels_come_from_the_split_asked(mmrag_build, tmp_path):
+    qrels = mmrag_build.load("qrels", split="dev").to_list()[:6]
+    run_file = tmp_path / "mm.jsonl"
+    run_file.write_text("".join(json.dumps({"query-id": r["query-id"], "corpus-id": r["corpus-id"], "score": i})
+                                + "\n" for i, r in enumerate(qrels)))
+    where = {"data_dir": mmrag_build.data_dir, "cache_dir": mmrag_build.cache_dir}
+    ragloaders.pairs("mmrag", tmp_path / "dev.parquet", run=run_file, split="dev", **where)
+    labels = {(r["query-id"], r["corpus-id"]): r["score"] for r in qrels}
+    table = pq.read_table(tmp_path / "dev.parquet").to_pylist()
+    assert sorted((r["query-id"], r["corpus-id"], r["label"]) for r in table) == sorted(
+        (q, d, g) for (q, d), g in labels.items())
+
+
+def test_unknown_ids_are_one_line_naming_the_id_and_the_line(nfcorpus_build, nf_run, tmp_path):
+    path, _ = nf_run
+    where = ["--data-dir", nfcorpus_build.data_dir, "--cache-dir", nfcorpus_build.cache_dir]
+    lines = path.read_text().splitlines()
+    bad_doc = tmp_path / "bad-doc.trec"
+    bad_doc.write_text("\n".join(lines[:4] + [lines[4].replace(lines[4].split()[2], "MED-999999")] + lines[5:]) + "\n")
+    code, out, err = run_cli("pairs", "beir/nfcorpus", "--run", str(bad_doc), "--top", "10", "--out",
+                             str(tmp_path / "p.parquet"), *where)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"{bad_doc}, line 5: document 'MED-999999'" in err and "is not in beir/nfcorpus corpus" in err
+    assert not list(tmp_path.glob("p.parquet*"))  # nothing written, nothing partial left
+    bad_query = tmp_path / "bad-query.trec"
+    bad_query.write_text("\n".join(lines[:2] + ["nope Q0 MED-10 1 1.0 x"] + lines[2:]) + "\n")
+    code, out, err = run_cli("pairs", "beir/nfcorpus", "--run", str(bad_query), "--out", str(tmp_path / "q.parquet"),
+                             *where)
+    assert code == 2 and f"{bad_query}, line 3: query 'nope' is not in beir/nfcorpus queries" in err
+
+
+def test_the_output_rules_of_bm25(nfcorpus_build, nf_run, tmp_path):
+    path, _ = nf_run
+    where = ["--data-dir", nfcorpus_build.data_dir, "--cache-dir", nfcorpus_build.cache_dir]
+    existing = tmp_path / "mine.parquet"
+    existing.write_bytes(b"the user's")
+    code, _, err = run_cli("pairs", "beir/nfcorpus", "--run", str(path), "--out", str(existing), *where)
+    assert code == 2 and "exists; ragloaders writes" in err and existing.read_bytes() == b"the user's"
+    code, _, err = run_cli("pairs", "beir/nfcorpus", "--run", str(path), "--out",
+                           str(Path(nfcorpus_build.cache_dir) / "p.parquet"), *where)
+    assert code == 2 and "lies inside the cache dir" in err
+    code, _, err = run_cli("pairs", "beir/nfcorpus", "--run", str(path), "--out", str(tmp_path / "p.csv"), *where)
+    assert code == 2 and "written as Parquet" in err
+    code, _, err = run_cli("pairs", "beir/nfcorpus", "--run", str(path), "--out", str(tmp_path / "no" / "p.parquet"),
+                           *where)
+    assert code == 2 and f"the folder {tmp_path / 'no'} does not exist" in err
+    code, _, err = run_cli("pairs", "beir/nfcorpus", "--run", str(path), "--top", "0", "--out",
+                           str(tmp_path / "p.parquet"), *where)
+    assert code == 2 and "--top must be" in err
+    code, out, err = run_cli("pairs", "beir/nfcorpus", "--run", str(path), "--top", "2", "--out",
+                             str(tmp_path / "ok.parquet"), *where)
+    assert code == 0 and out.startswith(f"wrote {tmp_path / 'ok.parquet'}: 6 pairs for 3 queries (labels from qrels "
+                                        "test)")
+    assert pa.types.is_int32(pq.read_schema(tmp_path / "ok.parquet").field("rank").type)
