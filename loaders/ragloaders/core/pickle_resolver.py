@@ -152,7 +152,7 @@ class Resolver(PandasHandlers):
     # ------------------------------------------------------------ builtins and datetime
 
     def _set(self, args: tuple, state: Any, node: Call) -> set:
-        no_state(node, state)
+        no_state(node)
         arg_count(args, (0, 1), "set")
         items = list(args[0]) if args else []
         self.budget.charge(8 * len(items))  # each call copies its argument, which the file may share between calls
@@ -162,7 +162,7 @@ class Resolver(PandasHandlers):
         return frozenset(self._set(args, state, node))
 
     def _slice(self, args: tuple, state: Any, node: Call) -> slice:
-        no_state(node, state)
+        no_state(node)
         arg_count(args, (1, 2, 3), "slice")
         for value in args:
             if value is not None:
@@ -170,7 +170,7 @@ class Resolver(PandasHandlers):
         return slice(*args)
 
     def _bytearray(self, args: tuple, state: Any, node: Call) -> bytes:
-        no_state(node, state)
+        no_state(node)
         if len(args) > 1 or (args and not isinstance(args[0], (bytes, bytearray))):
             raise Bad("bytearray() refused except from bytes (an integer would allocate memory)")
         if not args:
@@ -180,13 +180,13 @@ class Resolver(PandasHandlers):
 
     def _bytes(self, args: tuple, state: Any, node: Call) -> bytes:
         """Protocol 2 writes b'' as `bytes()`; from an integer, bytes() would allocate memory."""
-        no_state(node, state)
+        no_state(node)
         if len(args) > 1 or (args and not isinstance(args[0], (bytes, bytearray))):
             raise Bad("bytes() refused except empty or from bytes")
         return self.copied(args[0]) if args else b""
 
     def _encode(self, args: tuple, state: Any, node: Call) -> bytes:
-        no_state(node, state)
+        no_state(node)
         if len(args) != 2 or type(args[0]) is not str or args[1] not in ("latin1", "latin-1"):
             raise Bad(f"_codecs.encode with encoding {preview(args[1] if len(args) > 1 else None)} refused (only "
                       "latin1 is written)")
@@ -194,7 +194,7 @@ class Resolver(PandasHandlers):
         return args[0].encode("latin-1")
 
     def _getattr(self, args: tuple, state: Any, node: Call) -> str:
-        no_state(node, state)
+        no_state(node)
         owner = node.args[0] if node.args else None
         if len(args) != 2 or not isinstance(owner, Global) or kind_of(owner) != "zoneinfo" or args[1] != "_unpickle":
             raise Bad(f"getattr({preview(owner)}, {preview(args[1] if len(args) > 1 else None)}) refused (only "
@@ -203,7 +203,7 @@ class Resolver(PandasHandlers):
 
     def _pytz(self, args: tuple, state: Any, node: Call) -> str:
         """A pytz zone (pandas 2's default): its name, never pytz itself (`_UTC()` is UTC)."""
-        no_state(node, state)
+        no_state(node)
         if not args:
             return "UTC"
         if type(args[0]) is not str or not all(type(a) in (int, str) for a in args[1:]):
@@ -211,19 +211,19 @@ class Resolver(PandasHandlers):
         return args[0]
 
     def _zoneinfo(self, args: tuple, state: Any, node: Call) -> str:
-        no_state(node, state)
+        no_state(node)
         arg_count(args, 1, "ZoneInfo")
         return self.text(args[0])
 
     def _date(self, args: tuple, state: Any, node: Call) -> datetime.date:
-        no_state(node, state)
+        no_state(node)
         data = args[0] if len(args) == 1 else None
         if not isinstance(data, bytes) or len(data) != 4:
             raise Bad("datetime.date except from its 4 pickled bytes")
         return datetime.date(data[0] * 256 + data[1], data[2], data[3])
 
     def _datetime(self, args: tuple, state: Any, node: Call) -> datetime.datetime:
-        no_state(node, state)
+        no_state(node)
         arg_count(args, (1, 2), "datetime.datetime")
         data, tz = args[0], args[1] if len(args) == 2 else None
         if not isinstance(data, bytes) or len(data) != 10:
@@ -233,7 +233,7 @@ class Resolver(PandasHandlers):
                                  int.from_bytes(data[7:10], "big"), tzinfo=self.tzinfo(tz), fold=fold)
 
     def _time(self, args: tuple, state: Any, node: Call) -> datetime.time:
-        no_state(node, state)
+        no_state(node)
         arg_count(args, (1, 2), "datetime.time")
         data, tz = args[0], args[1] if len(args) == 2 else None
         if not isinstance(data, bytes) or len(data) != 6:
@@ -243,13 +243,13 @@ class Resolver(PandasHandlers):
                              fold=fold)
 
     def _timedelta(self, args: tuple, state: Any, node: Call) -> datetime.timedelta:
-        no_state(node, state)
+        no_state(node)
         arg_count(args, 3, "datetime.timedelta")
         days, seconds, micro = (integer(a, -(10**9), 10**9) for a in args)
         return datetime.timedelta(days, seconds, micro)
 
     def _timezone(self, args: tuple, state: Any, node: Call) -> datetime.timezone:
-        no_state(node, state)
+        no_state(node)
         arg_count(args, (1, 2), "datetime.timezone")
         if not isinstance(args[0], datetime.timedelta) or (len(args) == 2 and type(args[1]) is not str):
             raise Bad("datetime.timezone except of a timedelta and a name")
@@ -324,7 +324,7 @@ class Resolver(PandasHandlers):
         return self.array(dtype, shape, data, fortran)
 
     def _frombuffer(self, args: tuple, state: Any, node: Call) -> Array:
-        no_state(node, state)
+        no_state(node)
         arg_count(args, 4, "numpy _frombuffer")
         data, dtype, shape, order = args
         if order not in ("C", "F"):
@@ -350,7 +350,7 @@ class Resolver(PandasHandlers):
         return Array(dtype, shape, data, bool(fortran))
 
     def _scalar(self, args: tuple, state: Any, node: Call) -> Any:
-        no_state(node, state)
+        no_state(node)
         if len(args) != 2 or not isinstance(args[0], DType) or not isinstance(args[1], (bytes, bytearray)) \
                 or args[0].kind == "O":
             raise Bad("numpy scalar except (dtype, bytes)")

@@ -61,18 +61,18 @@ class PandasHandlers:
     # ------------------------------------------------------------ pandas scalars
 
     def _timestamp(self, args: tuple, state: Any, node: Call) -> Timestamp | None:
-        no_state(node, state)
+        no_state(node)
         arg_count(args, (3, 4), "pandas Timestamp")
         value = integer(args[0])
         unit = unit_of(args[3]) if len(args) == 4 else "ns"
         return None if value == -(2**63) else Timestamp(value, unit, zone_name(args[2]))
 
     def _nat(self, args: tuple, state: Any, node: Call) -> None:
-        no_state(node, state)
+        no_state(node)
         return None
 
     def _timedelta64(self, args: tuple, state: Any, node: Call) -> Timedelta:
-        no_state(node, state)
+        no_state(node)
         arg_count(args, (1, 2), "pandas Timedelta")
         return Timedelta(integer(args[0]), unit_of(args[1]) if len(args) == 2 else "ns")
 
@@ -161,13 +161,13 @@ class PandasHandlers:
         raise Bad("StringArray except through NDArrayBacked")
 
     def _arrow_type(self, args: tuple, state: Any, node: Call) -> str:
-        no_state(node, state)
+        no_state(node)
         if len(args) != 1 or args[0] not in ARROW_STRING_TYPES:
             raise Bad(f"pyarrow type {preview(args[0] if args else None)} (only strings are read)")
         return "large_string" if args[0].startswith("large") else "string"
 
     def _arrow_buffer(self, args: tuple, state: Any, node: Call) -> bytes:
-        no_state(node, state)
+        no_state(node)
         if len(args) != 1 or not isinstance(args[0], (bytes, bytearray)):
             raise Bad("pyarrow py_buffer except of bytes")
         if type(args[0]) is not bytes:
@@ -175,7 +175,7 @@ class PandasHandlers:
         return bytes(args[0])
 
     def _arrow_array(self, args: tuple, state: Any, node: Call) -> Any:
-        no_state(node, state)
+        no_state(node)
         if len(args) != 1 or type(args[0]) is not tuple or len(args[0]) != 7:
             raise Bad("pyarrow array state of the wrong form")
         type_name, length, null_count, offset, buffers, children, dictionary = args[0]
@@ -219,7 +219,7 @@ class PandasHandlers:
     # ------------------------------------------------------------ pandas indexes
 
     def _new_index(self, args: tuple, state: Any, node: Call) -> Any:
-        no_state(node, state)
+        no_state(node)
         if len(node.args) != 2 or not isinstance(node.args[0], Global) or type(args[1]) is not dict:
             raise Bad("_new_Index except (class, dict)")
         what, fields = kind_of(node.args[0]), args[1]
@@ -270,7 +270,7 @@ class PandasHandlers:
     # ------------------------------------------------------------ pandas frames
 
     def _block(self, args: tuple, state: Any, node: Call) -> tuple:
-        no_state(node, state)
+        no_state(node)
         arg_count(args, (2, 3), "_unpickle_block")
         return ("block", args[0], args[1])
 

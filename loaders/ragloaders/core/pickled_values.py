@@ -410,7 +410,8 @@ def unit_of(code: Any) -> str:
     return UNITS[code]
 
 
-def no_state(node: Call, state: Any) -> None:
+def no_state(node: Call) -> None:
+    """Bad when the pickle BUILDs (sets the state of) the result of a call whose result takes no state."""
     if node.built:
         raise Bad(f"BUILD on the result of {node.name}")
 
