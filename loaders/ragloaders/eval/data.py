@@ -167,17 +167,17 @@ and probes every id still missing."""
 
 
 def missing_doc_ids(doc_ids: Iterable[str], corpus: Iterable[pa.Table]) -> list[str]:
-    """The ids of `doc_ids` that no corpus `_id` equals, in their given order (the corpus is scanned once, and
-    only until every id is found), compared as Arrow strings (`pyarrow.compute.is_in`): no Python string is made
-    of a corpus id."""
-    ordered = list(dict.fromkeys(doc_ids))
-    if not ordered:
+    """The ids of `doc_ids` that no corpus `_id` equals, once each, in their given order (the corpus is scanned
+    once, and only until every id is found), compared as Arrow strings (`pyarrow.compute.is_in`): no Python string
+    is made of a corpus id, and only the missing ids are deduplicated in Python."""
+    given = list(doc_ids)
+    if not given:
         return []
     try:
-        missing = pa.array(ordered, pa.large_string())
+        missing = pa.array(given, pa.large_string())
     except (UnicodeEncodeError, pa.ArrowInvalid):  # a lone surrogate (a run given in Python): no corpus id has one
-        return _missing_doc_ids_in_python(ordered, corpus)
-    positions = pa.array(np.arange(len(ordered)))
+        return _missing_doc_ids_in_python(list(dict.fromkeys(given)), corpus)
+    positions = pa.array(np.arange(len(given)))
     pending: list[pa.Array] = []
     rows = 0
     for table in itertools.chain(corpus, [None]):
@@ -187,12 +187,12 @@ def missing_doc_ids(doc_ids: Iterable[str], corpus: Iterable[pa.Table]) -> list[
             if rows < max(MIN_LOOKUP_ROWS, len(missing)):
                 continue
         if pending and len(missing):
-            found = pc.is_in(missing, value_set=pa.concat_arrays(pending))
-            missing, positions = missing.filter(pc.invert(found)), positions.filter(pc.invert(found))
+            absent = pc.invert(pc.is_in(missing, value_set=pa.concat_arrays(pending)))
+            missing, positions = missing.filter(absent), positions.filter(absent)
         pending, rows = [], 0
         if not len(missing):
             break
-    return [ordered[index] for index in positions.to_pylist()]
+    return list(dict.fromkeys(given[index] for index in positions.to_pylist()))
 
 
 def _missing_doc_ids_in_python(ordered: list[str], corpus: Iterable[pa.Table]) -> list[str]:
