@@ -506,3 +506,20 @@ def test_build_round_trips_through_load_dataset(v5_dir, tmp_path):
         for split in ours:
             assert hub[split].features == ours[split].features
             assert hub[split].to_list() == ours[split].to_list()
+
+
+def test_page_ids_hashed_from_arrow_equal_page_id_of_the_python_strings(crag_build):
+    """The derived configs hash pages from the `records` Arrow data; the ids must be `page_id`'s, for the real pages
+    and for null, empty and non-ASCII fields, in an array sliced at an offset."""
+    import pyarrow as pa
+
+    records = crag_build.load("records")["test"].data.table.column("search_results").combine_chunks()
+    pages = records.flatten()
+    expected = [crag.page_id(p["page_url"], p["page_result"]) for p in pages.to_pylist()]
+    assert len(expected) == 50 and crag.page_ids_of(pages) == expected
+    fields = [(None, None), ("", ""), (None, ""), ("", None), ("https://é.example/日本", "<p>\U0001f600</p>"),
+              ("u", "h")]
+    odd = [{"page_url": url, "page_result": html} for url, html in fields]
+    array = pa.array(odd * 2, pa.struct([("page_url", pa.string()), ("page_result", pa.large_string())]))[3:10]
+    assert crag.page_ids_of(array) == [crag.page_id(p["page_url"], p["page_result"]) for p in array.to_pylist()]
+    assert len(set(crag.page_ids_of(array[:4]))) == 4  # null and "" told apart

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import bz2
 import json
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ragloaders.core import html_text
 from ragloaders.core.html_text import html_to_text, normalize_whitespace
+from resiliparse.extract.html2text import extract_plain_text
 
 SAMPLE = Path(__file__).parent / "data" / "crag" / "dev_data.jsonl.bz2"
 
@@ -86,3 +91,38 @@ def test_empty_and_surrogate_cases():
 
 def test_normalize_whitespace():
     assert normalize_whitespace("  a \t b \r\n\r\n\r\n\n c\u00a0 d  \n") == "a b\n\nc d"
+
+
+def line_by_line_normalisation(text: str) -> str:
+    """The reference: each line's whitespace runs as one space (Python's `splitlines` and `split`), then blank lines
+    collapsed to one (the list comprehension normalize_whitespace was before its regex passes)."""
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def test_the_whitespace_classes_are_pythons():
+    """Every code point `str.isspace` holds is in LINE_BREAKS or SPACES, and the line breaks are splitlines'."""
+    spaces = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+    breaks = {c for c in spaces if len(f"a{c}b".splitlines()) == 2}
+    assert breaks == set(html_text.LINE_BREAKS)
+    for char in spaces:
+        if char not in breaks:
+            assert normalize_whitespace(f"a{char}{char}b") == "a b", hex(ord(char))
+
+
+WHITESPACE = [chr(c) for c in range(0x110000) if chr(c).isspace()] + ["\r\n", "\u200b", "\ufeff", "-", "a", "é"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(WHITESPACE), st.characters()), max_size=40).map("".join))
+def test_normalize_whitespace_equals_the_line_by_line_normalisation(text):
+    assert normalize_whitespace(text) == line_by_line_normalisation(text)
+
+
+def test_normalize_whitespace_equals_the_line_by_line_normalisation_on_the_real_pages(pages):
+    """On Resiliparse's own output for the 50 real pages (before normalisation), and on the raw HTML of a few."""
+    for page in pages:
+        raw = extract_plain_text(page, main_content=False) if page else ""
+        assert normalize_whitespace(raw) == line_by_line_normalisation(raw)
+    for page in pages[:8]:
+        assert normalize_whitespace(page) == line_by_line_normalisation(page)

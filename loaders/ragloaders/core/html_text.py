@@ -13,15 +13,39 @@ import re
 
 from resiliparse.extract.html2text import extract_plain_text
 
-_BLANK_LINES = re.compile(r"\n{3,}")
+LINE_BREAKS = "\n\v\f\r\x1c\x1d\x1e\x85\u2028\u2029"
+"""What `str.splitlines` ends a line at (and "\r\n" as one)."""
+SPACES = "\t\x1f\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
+"""The rest of `str.isspace` but " "."""
+_RARE_WHITESPACE = re.compile(f"[{LINE_BREAKS[1:]}{SPACES[1:]}]")
 _INVISIBLE = re.compile(r"<(script|style|noscript|template)\b.*?</\1\s*>|<!--.*?-->", re.IGNORECASE | re.DOTALL)
 _TAG = re.compile(r"<[^>]*>")
 
 
+def _replace_all(text: str, old: str, new: str) -> str:
+    """`text` with `old` replaced by `new` until none is left (each pass at least halves a run)."""
+    while len(replaced := text.replace(old, new)) != len(text):
+        text = replaced
+    return text
+
+
 def normalize_whitespace(text: str) -> str:
-    """Whitespace runs within a line become one space, lines are stripped, blank lines collapse to one."""
-    lines = [" ".join(line.split()) for line in text.splitlines()]
-    return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
+    """Whitespace runs within a line become one space, lines are stripped, blank lines collapse to one.
+
+    Lines and whitespace are Python's (`str.splitlines`, `str.isspace`). Done with `str.replace` passes (C
+    scans, no Python per line): every line break becomes "\n" and every other whitespace " ", then runs of
+    spaces become one, spaces beside a line break go, and three or more line breaks become two."""
+    if "\t" in text:
+        text = text.replace("\t", " ")
+    if _RARE_WHITESPACE.search(text):
+        text = text.replace("\r\n", "\n")
+        for char in LINE_BREAKS[1:]:
+            text = text.replace(char, "\n")
+        for char in SPACES[1:]:
+            text = text.replace(char, " ")
+    text = _replace_all(text, "  ", " ")
+    text = text.replace(" \n", "\n").replace("\n ", "\n")
+    return _replace_all(text, "\n\n\n", "\n\n").strip()
 
 
 def _crude_text(html: str) -> str:

@@ -8,11 +8,14 @@ requested split of a config or else its only split."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import datasets
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..api import configs_of, is_benchmark_path, load, normalized
 from ..benchmarks import BENCHMARKS, benchmark_of
@@ -178,10 +181,41 @@ def corpus_tables(
         yield table.slice(start, CORPUS_BATCH_ROWS)
 
 
+MIN_LOOKUP_ROWS = 1 << 20
+"""Corpus ids looked up at once, at least (or as many as the ids asked about): each lookup hashes its corpus ids
+and probes every id still missing."""
+
+
 def missing_doc_ids(doc_ids: Iterable[str], corpus: Iterable[pa.Table]) -> list[str]:
-    """The ids of `doc_ids` that no corpus `_id` equals, in their given order (the corpus is scanned once, and
-    only until every id is found)."""
-    ordered = list(dict.fromkeys(doc_ids))
+    """The ids of `doc_ids` that no corpus `_id` equals, once each, in their given order (the corpus is scanned
+    once, and only until every id is found), compared as Arrow strings (`pyarrow.compute.is_in`): no Python string
+    is made of a corpus id, and only the missing ids are deduplicated in Python."""
+    given = list(doc_ids)
+    if not given:
+        return []
+    try:
+        missing = pa.array(given, pa.large_string())
+    except (UnicodeEncodeError, pa.ArrowInvalid):  # a lone surrogate (a run given in Python): no corpus id has one
+        return _missing_doc_ids_in_python(list(dict.fromkeys(given)), corpus)
+    positions = pa.array(np.arange(len(given)))
+    pending: list[pa.Array] = []
+    rows = 0
+    for table in itertools.chain(corpus, [None]):
+        if table is not None:
+            pending.extend(table.column("_id").cast(pa.large_string()).chunks)
+            rows += table.num_rows
+            if rows < max(MIN_LOOKUP_ROWS, len(missing)):
+                continue
+        if pending and len(missing):
+            absent = pc.invert(pc.is_in(missing, value_set=pa.concat_arrays(pending)))
+            missing, positions = missing.filter(absent), positions.filter(absent)
+        pending, rows = [], 0
+        if not len(missing):
+            break
+    return list(dict.fromkeys(given[index] for index in positions.to_pylist()))
+
+
+def _missing_doc_ids_in_python(ordered: list[str], corpus: Iterable[pa.Table]) -> list[str]:
     missing = set(ordered)
     for table in corpus:
         if not missing:

@@ -50,7 +50,9 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import datasets
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from datasets.naming import filenames_for_dataset_split
 
 from ...core.builder import RagBuilder, identity_hash
@@ -60,6 +62,7 @@ from ...core.html_text import html_to_text
 from ...core.readers.arrow_batches import RowBatcher, iter_ipc_batches
 from ...core.readers.lines import iter_lines
 from ...core.readers.strict_json import loads_strict
+from ...core.readers.threads import map_ahead
 from ...core.readers.values import check_required, conform, literal_string_list
 from ...core.sources import download_verified, file_identity
 from .catalogue import HOMEPAGE, LICENSE, RELEASES, SCHEMAS, SOURCE_FIELDS, SPLITS, TASKS, CragRelease
@@ -88,6 +91,38 @@ def page_id(url: str | None, html: str | None) -> str:
     _hash_field(digest, url)
     _hash_field(digest, html)
     return digest.hexdigest()[:20]
+
+
+def _string_values(array: pa.Array) -> tuple[Any, Any, memoryview]:
+    """(null mask or None, value offsets, data) of a string or large_string array, its slice offset applied."""
+    kind = np.int64 if pa.types.is_large_string(array.type) else np.int32
+    _, offsets, data = array.buffers()
+    offsets = np.frombuffer(offsets, dtype=kind)[array.offset:array.offset + len(array) + 1]
+    nulls = array.is_null().to_numpy(zero_copy_only=False) if array.null_count else None
+    return nulls, offsets, memoryview(data) if data is not None else memoryview(b"")
+
+
+def page_ids_of(pages: pa.StructArray) -> list[str]:
+    """`page_id(page_url, page_result)` of each page of a `records` search_results struct array, hashed from the
+    Arrow data (UTF-8, as `page_id` encodes the strings) without making Python strings of the HTML."""
+    columns = [_string_values(pc.struct_field(pages, name)) for name in ("page_url", "page_result")]
+    ids = []
+    for index in range(len(pages)):
+        digest = hashlib.sha256()
+        for nulls, offsets, data in columns:
+            if nulls is not None and nulls[index]:
+                digest.update(b"\0")
+                continue
+            start, end = int(offsets[index]), int(offsets[index + 1])
+            digest.update(b"\1" + (end - start).to_bytes(8, "big"))
+            digest.update(data[start:end])
+        ids.append(digest.hexdigest()[:20])
+    return ids
+
+
+def id_of(page: dict) -> str:
+    """A page's corpus id: the one read with it from prepared `records` (PAGE_ID), else `page_id` of it."""
+    return page[PAGE_ID] if PAGE_ID in page else page_id(page["page_url"], page["page_result"])
 
 
 def normalize(record: Any) -> dict:
@@ -171,25 +206,36 @@ def query_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, i
     yield {"_id": row["interaction_id"], "text": row["query"], **{name: row[name] for name in QUERY_FIELDS}}, 256
 
 
-def page_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, int]]:
+def new_pages(row: dict, seen: set[str]) -> Iterator[dict]:
+    """The `corpus` rows of a record's pages not given before, without their `text` (see `with_text`)."""
     for page in row["search_results"] or ():
-        html = page["page_result"]
-        pid = page_id(page["page_url"], html)
+        pid = id_of(page)
         if pid not in seen:
             seen.add(pid)
-            text = None if html is None else html_to_text(html)
-            yield {"_id": pid, "title": page["page_name"], "text": text, "html": html, "url": page["page_url"],
-                   "last_modified": page["page_last_modified"]}, len(html or "") + len(text or "")
+            yield {"_id": pid, "title": page["page_name"], "text": None, "html": page["page_result"],
+                   "url": page["page_url"], "last_modified": page["page_last_modified"]}
+
+
+def with_text(page: dict) -> tuple[dict, int]:
+    """A `new_pages` row with its text extracted from the HTML, and its size in bytes (roughly)."""
+    html = page["html"]
+    page["text"] = text = None if html is None else html_to_text(html)
+    return page, len(html or "") + len(text or "")
+
+
+def page_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, int]]:
+    for page in new_pages(row, seen):
+        yield with_text(page)
 
 
 def search_result_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, int]]:
     for rank, page in enumerate(row["search_results"] or (), start=1):
-        yield {"query-id": row["interaction_id"], "corpus-id": page_id(page["page_url"], page["page_result"]),
+        yield {"query-id": row["interaction_id"], "corpus-id": id_of(page),
                "rank": rank, "page_snippet": page["page_snippet"]}, 128 + len(page["page_snippet"] or "")
 
 
 def top_ranked_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, int]]:
-    ids = [page_id(page["page_url"], page["page_result"]) for page in row["search_results"] or ()]
+    ids = [id_of(page) for page in row["search_results"] or ()]
     yield {"query-id": row["interaction_id"], "corpus-ids": ids}, 64 + 24 * len(ids)
 
 
@@ -204,6 +250,15 @@ RECORD_COLUMNS: dict[str, list[str]] = {
     "top_ranked": ["interaction_id", "search_results"],
 }
 """The `records` columns each derived config reads."""
+PAGE_FIELDS: dict[str, list[str]] = {
+    "corpus": ["page_name", "page_url", "page_result", "page_last_modified"],
+    "search_results": ["page_snippet"],
+    "top_ranked": [],
+}
+"""The page fields each config made from `search_results` reads (besides the page's id, PAGE_ID): the HTML only
+where it is written out."""
+PAGE_ID = "corpus-id"
+"""The key of a page's id in the pages read back from prepared `records` (not a field of the source's pages)."""
 RECORD_SPLITS_FILE = "crag-record-splits.bin"
 """Written by `records` beside its Arrow files: the `split` of every record in file order, one byte each."""
 
@@ -225,11 +280,36 @@ def record_rows_from(paths: Sequence[str], columns: list[str]) -> Iterator[tuple
             yield table.slice(index, 1).to_pylist()[0], size
 
 
-def rows_in_file_order(split_paths: Sequence[Sequence[str]], order_path: str, columns: list[str]
-                       ) -> Iterator[tuple[dict, int]]:
-    """Every record of prepared `records` in source file order: the splits' rows interleaved as RECORD_SPLITS_FILE
-    says."""
-    readers = [record_rows_from(paths, columns) for paths in split_paths]
+def page_record_rows_from(paths: Sequence[str], columns: list[str], fields: Sequence[str]
+                          ) -> Iterator[tuple[dict, int]]:
+    """As `record_rows_from`, but each record's `search_results` pages hold only `fields` and their id (PAGE_ID),
+    computed from the Arrow data: no Python string is made of HTML that is not written out."""
+    for table in record_batches(paths, columns):
+        size = table.nbytes // max(1, table.num_rows)
+        lists = table.column("search_results").combine_chunks()
+        pages = lists.flatten()
+        ids = page_ids_of(pages)
+        offsets = lists.offsets.to_numpy()
+        valid = lists.is_valid().to_numpy(zero_copy_only=False)
+        values = {name: pc.struct_field(pages, name) for name in fields}
+        others = table.drop_columns(["search_results"])
+        rows = others.to_pylist() if others.num_columns else [{} for _ in range(table.num_rows)]
+        for index, row in enumerate(rows):
+            if not valid[index]:
+                row["search_results"] = None
+            else:
+                start, end = int(offsets[index]) - int(offsets[0]), int(offsets[index + 1]) - int(offsets[0])
+                columns_of = {name: array[start:end].to_pylist() for name, array in values.items()}
+                row["search_results"] = [{PAGE_ID: ids[at], **{name: columns_of[name][at - start] for name in fields}}
+                                         for at in range(start, end)]
+            yield row, size
+
+
+def rows_in_file_order(split_paths: Sequence[Sequence[str]], order_path: str,
+                       read: Callable[[Sequence[str]], Iterator[tuple[dict, int]]]) -> Iterator[tuple[dict, int]]:
+    """Every record of prepared `records` in source file order, each split's as `read` gives them: the splits' rows
+    interleaved as RECORD_SPLITS_FILE says."""
+    readers = [read(paths) for paths in split_paths]
     with open(order_path, "rb") as order:
         while block := order.read(1 << 16):
             for split in block:
@@ -420,14 +500,25 @@ class CragBuilder(RagBuilder):
                       "records_in_file_order": self._tables_from_records_in_file_order}
         yield from generators[generate](**kwargs)
 
+    def _read_records(self, paths: Sequence[str]) -> Iterator[tuple[dict, int]]:
+        """The rows this derived config reads from prepared `records` Arrow files."""
+        config = self.config.name
+        if config in PAGE_FIELDS:
+            return page_record_rows_from(paths, RECORD_COLUMNS[config], PAGE_FIELDS[config])
+        return record_rows_from(paths, RECORD_COLUMNS[config])
+
     def _tables_from_records(self, paths: Sequence[str]) -> Iterator[tuple[int, pa.Table]]:
         """A derived config's split, from the prepared `records` Arrow files of that split."""
-        yield from self._tables_of(record_rows_from(paths, RECORD_COLUMNS[self.config.name]))
+        yield from self._tables_of(self._read_records(paths))
 
     def _tables_from_records_in_file_order(self, split_paths: Sequence[Sequence[str]], order: str
                                            ) -> Iterator[tuple[int, pa.Table]]:
-        """`corpus`, from the prepared `records` of every split, visited in source file order."""
-        yield from self._tables_of(rows_in_file_order(split_paths, order, RECORD_COLUMNS[self.config.name]))
+        """`corpus`, from the prepared `records` of every split, visited in source file order; the pages' text is
+        extracted on PARSE_THREADS threads (Resiliparse releases the GIL), in order."""
+        seen: set[str] = set()
+        pages = (page for row, _ in rows_in_file_order(split_paths, order, self._read_records)
+                 for page in new_pages(row, seen))
+        yield from self._batched(map_ahead(with_text, pages))
 
     def _tables_from_spool(self, spool: Spool, source: CragSource, split: int) -> Iterator[tuple[int, pa.Table]]:
         """The second split, as the first split's pass kept it; from the source if that pass did not complete."""
@@ -480,15 +571,18 @@ class CragBuilder(RagBuilder):
 
     def _tables_of(self, records: Iterable[tuple[dict, int]]) -> Iterator[tuple[int, pa.Table]]:
         """This config's tables from `records` rows (derived configs), batched as from the source."""
-        rows_of, schema = CONFIG_ROWS[self.config.name], SCHEMAS[self.config.name]
-        batcher = RowBatcher(schema, max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)
+        rows_of = CONFIG_ROWS[self.config.name]
         seen: set[str] = set()
+        yield from self._batched(out for row, nbytes in records for out in rows_of(row, nbytes, seen))
+
+    def _batched(self, rows: Iterable[tuple[dict, int]]) -> Iterator[tuple[int, pa.Table]]:
+        """(index, table) of this config's rows, batched as from the source."""
+        batcher = RowBatcher(SCHEMAS[self.config.name], max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)
         index = 0
-        for row, nbytes in records:
-            for out_row, size in rows_of(row, nbytes, seen):
-                if (table := batcher.add(out_row, size)) is not None:
-                    yield index, table
-                    index += 1
+        for row, size in rows:
+            if (table := batcher.add(row, size)) is not None:
+                yield index, table
+                index += 1
         if (table := batcher.flush()) is not None:
             yield index, table
 

@@ -9,12 +9,11 @@ import re
 from typing import Any
 
 import orjson
+import stringzilla as sz
 
 JSON_WHITESPACE = b" \t\r\n"
 KEY_END = re.compile(rb'"[ \t\r\n]*:')
 """Ends a key (and, rarely, an escaped quote in a string): its count bounds the number of keys in the text."""
-_LONG_INTEGER = re.compile(rb"[0-9]{19}")
-"""19 digits or more: a number that orjson may turn into a float (beyond int64 / uint64)."""
 
 
 class DuplicateKeyError(ValueError):
@@ -67,17 +66,74 @@ def _json_problem(line: bytes, error: Exception) -> str:
     return f"invalid JSON ({error})"
 
 
+STRICT_RECHECK_DEPTH = 200
+"""Values nested deeper than this are parsed again by Python's json (which recurses, and refuses what it cannot
+nest), so that whether a deep value is read never depends on what its strings hold."""
+BIG_FLOAT = float(2**63)
+"""orjson gives a float for an integer beyond 64 bits; every such float is at least this large in magnitude."""
+COLON_ESCAPES = (b"\\u003a", b"\\u003A")
+"""The only JSON escapes that decode to `:` (a literal `:` in a string is never part of an escape)."""
+
+
+def _needs_exact_parse(text: bytes, value: Any) -> bool:
+    """Whether `text`, which orjson parsed into `value`, may hold a duplicate key, an integer orjson turned into a
+    float, or nesting deeper than STRICT_RECHECK_DEPTH: exact for the first two, with no second parse.
+
+    Keys: every member of an object is followed by one `:` outside strings, and each `:` of a decoded string is a
+    `:` or a `\\u003a` escape of its string token. So with no duplicate key, the text's colons and `\\u003a`
+    escapes minus the colons of every string in `value` (keys included) equal the number of keys in `value`'s
+    dicts; a duplicate key drops a member (and its strings) from `value`, which makes the difference larger."""
+    keys = string_colons = depth = 0
+    level = [value]
+    while level:
+        depth += 1
+        if depth > STRICT_RECHECK_DEPTH:
+            return True
+        below: list = []
+        for item in level:
+            kind = type(item)
+            if kind is str:
+                string_colons += item.count(":")
+            elif kind is dict:
+                keys += len(item)
+                string_colons += "".join(item).count(":")
+                below.extend(item.values())
+            elif kind is list:
+                below.extend(item)
+            elif kind is float and not -BIG_FLOAT < item < BIG_FLOAT:
+                return True
+        level = below
+    return sz.count(text, b":") + _colon_escapes(text) - string_colons != keys
+
+
+def _colon_escapes(text: bytes) -> int:
+    """How many `\\u003a` (either case) in `text` are escapes: their backslash is the last of an odd run."""
+    count = 0
+    for escape in COLON_ESCAPES:
+        if not sz.count(text, escape):  # SIMD; the loop below only for text that has one
+            continue
+        at = text.find(escape)
+        while at >= 0:
+            start = at
+            while start and text[start - 1] == 0x5C:
+                start -= 1
+            count += (at - start) % 2 == 0
+            at = text.find(escape, at + 1)
+    return count
+
+
 def loads_strict(text: bytes) -> Any:
     """One JSON value under the shared rules: ValueError (saying what is wrong) for invalid UTF-8 or JSON, an
     unpaired surrogate escape or a duplicate key; integers of any size kept exact.
 
     orjson parses; the standard library parses again, refusing duplicate keys and keeping big integers as
-    int, only when the text may hold either (more key-like tokens than keys parsed, or a 19-digit run)."""
+    int, only when the text may hold either or is deeply nested (`_needs_exact_parse`, exact without a second
+    parse for the first two)."""
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError as e:
         raise ValueError(_json_problem(text, e)) from None
-    if _LONG_INTEGER.search(text) or len(KEY_END.findall(text)) != count_keys(value):
+    if _needs_exact_parse(text, value):
         try:
             value = json.loads(text, object_pairs_hook=refuse_duplicate_keys)
         except RecursionError:  # orjson reads 1,024 levels, Python's json recurses fewer

@@ -1,0 +1,188 @@
+"""CRAG task 1&2 at full size on real pages (not a test): `records`, every config and the disk a build leaves
+behind, beside the floor of decompressing the same file on 2 threads, all measured in one run.
+
+    PYTHONPATH=loaders python bench/bench_crag_full.py [--work DIR] [--mb 40] [--rounds 2] [--tree NAME=LOADERS ...]
+
+The input: the 10 real records of tests/data/crag (50 pages, 15 MB of real HTML) repeated with fresh interaction
+ids and each copy's page URLs made distinct (so every copy's pages are new corpus pages, their HTML still the real
+one), compressed to about --mb MB of bz2 (one stream per ~20 MB of JSON, written by 2 processes).
+
+Contenders, each in a fresh process with its own empty cache, alternated in a rotating order round after round
+(a fixed order biases the middle slot on this machine), the load average printed with each figure:
+- `decompress`: indexed_bzip2 on 2 threads reading the whole file (the floor), and `lbzip2 -dc -n2` if installed;
+- `records`: the `records` builder's `download_and_prepare()` (the datasets cache only);
+- `all`: `ragloaders build --out` (every config, then the Parquet folder and its card);
+each for every --tree (a `loaders` folder: compare a branch against another in the same run). Peak disk is the
+largest size of the cache and output folders together, polled every 0.2 s; "left" is what stays in the cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bz2
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from multiprocessing import Pool
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REAL_SAMPLE = os.path.join(HERE, os.pardir, "tests", "data", "crag", "dev_data.jsonl.bz2")
+FILE = "crag_task_1_and_2_dev_v5.jsonl.bz2"
+
+
+def _copy(args: tuple[list[bytes], int]) -> bytes:
+    import orjson
+
+    lines, copy = args
+    out = []
+    for number, line in enumerate(lines):
+        record = orjson.loads(line)
+        record["interaction_id"] = str(uuid.UUID(int=copy * 1000 + number))
+        for page in record["search_results"]:
+            if page["page_url"] is not None:
+                page["page_url"] += f"#copy-{copy}"
+        out.append(orjson.dumps(record) + b"\n")
+    return bz2.compress(b"".join(out), 9)
+
+
+def generate(folder: str, target_mb: int) -> dict:
+    path = os.path.join(folder, FILE)
+    info_path = os.path.join(folder, "generated.json")
+    if os.path.isfile(path) and os.path.isfile(info_path):
+        return json.load(open(info_path))
+    os.makedirs(folder, exist_ok=True)
+    with open(REAL_SAMPLE, "rb") as f:
+        lines = [line for line in bz2.decompress(f.read()).split(b"\n") if line.strip()]
+    copies = 0
+    with open(path + ".partial", "wb") as out, Pool(2) as pool:
+        for data in pool.imap(_copy, ((lines, copy) for copy in range(10**5))):
+            out.write(data)
+            copies += 1
+            if out.tell() >= target_mb << 20:
+                break
+        pool.terminate()
+    os.replace(path + ".partial", path)
+    info = {"bytes": os.path.getsize(path), "records": copies * len(lines),
+            "json_bytes": copies * sum(len(line) + 1 for line in lines)}
+    json.dump(info, open(info_path, "w"))
+    return info
+
+
+def folder_bytes(*paths: str) -> int:
+    total = 0
+    for root in paths:
+        for folder, _, files in os.walk(root):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(folder, name)).st_size
+                except OSError:
+                    pass
+    return total
+
+
+class DiskPeak:
+    """The largest total size of `paths` seen while running (polled on a thread)."""
+
+    def __init__(self, *paths: str):
+        self.paths, self.peak, self.done = paths, 0, threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        while not self.done.wait(0.2):
+            self.peak = max(self.peak, folder_bytes(*self.paths))
+
+    def __enter__(self) -> DiskPeak:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.done.set()
+        self.thread.join()
+        self.peak = max(self.peak, folder_bytes(*self.paths))
+
+
+def run(kind: str, data: str, tree: str, work: str) -> dict:
+    load = os.getloadavg()[0]
+    scratch = tempfile.mkdtemp(prefix="bench-crag-full-", dir=work)
+    cache, out = os.path.join(scratch, "cache"), os.path.join(scratch, "out")
+    env = {**os.environ, "PYTHONPATH": tree, "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}
+    if kind == "decompress":
+        command = [sys.executable, "-c", "import indexed_bzip2 as b, sys\nf = b.open(sys.argv[1], parallelization=2)\n"
+                   "n = 0\nwhile data := f.read(1 << 20): n += len(data)\nf.close()", data]
+    elif kind == "lbzip2":
+        command = ["sh", "-c", f"lbzip2 -dc -n2 '{data}' > /dev/null"]
+    elif kind == "records":
+        command = [sys.executable, "-c", "import ragloaders, sys\nragloaders.builder('crag/task_1_and_2', 'records', "
+                   "data_dir=sys.argv[1], cache_dir=sys.argv[2]).download_and_prepare()", os.path.dirname(data), cache]
+    else:
+        command = [sys.executable, "-m", "ragloaders", "build", "crag/task_1_and_2",
+                   "--data-dir", os.path.dirname(data), "--out", out, "--cache-dir", cache]
+    start = time.time()
+    with DiskPeak(cache, out) as disk:
+        completed = subprocess.run(command, capture_output=True, text=True, env=env)
+    seconds = time.time() - start
+    if completed.returncode != 0:
+        raise RuntimeError(f"{command} failed:\n{completed.stderr[-3000:]}")
+    result = {"seconds": round(seconds, 2), "load_before": round(load, 1), "load_after": round(os.getloadavg()[0], 1),
+              "output_bytes": folder_bytes(out), "left_bytes": folder_bytes(cache), "peak_disk_bytes": disk.peak}
+    shutil.rmtree(scratch, ignore_errors=True)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "ragloaders-bench-crag-full"))
+    parser.add_argument("--mb", type=int, default=40, help="compressed size of the generated file (MB)")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--tree", action="append", default=[],
+                        help="NAME=PATH of a loaders folder to measure (default: this checkout's)")
+    parser.add_argument("--kinds", default="decompress,lbzip2,records,all")
+    args = parser.parse_args()
+    trees = dict(t.split("=", 1) for t in args.tree) or {"this": os.path.join(HERE, os.pardir, "loaders")}
+    info = generate(os.path.join(args.work, "data"), args.mb)
+    print(json.dumps(info), file=sys.stderr)
+    data = os.path.join(args.work, "data", FILE)
+    kinds = [k for k in args.kinds.split(",") if k != "lbzip2" or shutil.which("lbzip2")]
+    contenders = [(kind, None) for kind in kinds if kind in ("decompress", "lbzip2")]
+    contenders += [(kind, name) for name in trees for kind in kinds if kind not in ("decompress", "lbzip2")]
+    results: dict[str, list[dict]] = {}
+    for round_ in range(args.rounds):
+        shift = round_ % len(contenders)
+        for kind, name in contenders[shift:] + contenders[:shift]:
+            label = kind if name is None else f"{kind} [{name}]"
+            result = run(kind, data, trees.get(name, next(iter(trees.values()))), args.work)
+            results.setdefault(label, []).append(result)
+            print(f"round {round_ + 1} {label}: {json.dumps(result)}", file=sys.stderr)
+    report(info, results)
+
+
+def report(info: dict, results: dict[str, list[dict]]) -> None:
+    best = {label: min(runs, key=lambda r: r["seconds"]) for label, runs in results.items()}
+    floor = best.get("decompress", {}).get("seconds")
+    print(f"input: {info['bytes'] / 1e6:.1f} MB of bz2, {info['json_bytes'] / 1e6:.0f} MB of JSON, "
+          f"{info['records']} records")
+    print("| contender | best s | x decompress (2 threads) | load avg before/after | output MB | left in cache MB "
+          "| peak disk MB | peak / output |")
+    print("|---|---|---|---|---|---|---|---|")
+    for label, r in best.items():
+        ratio = f"{r['seconds'] / floor:.2f}" if floor else ""
+        out = r["output_bytes"] / 1e6
+        peak = f"{r['peak_disk_bytes'] / r['output_bytes']:.2f}" if r["output_bytes"] else ""
+        print(f"| {label} | {r['seconds']} | {ratio} | {r['load_before']}/{r['load_after']} | {out:.1f} | "
+              f"{r['left_bytes'] / 1e6:.1f} | {r['peak_disk_bytes'] / 1e6:.1f} | {peak} |")
+    for label in best:
+        if label.startswith("all"):
+            records = best.get(label.replace("all", "records", 1))
+            if records:
+                print(f"{label} / {label.replace('all', 'records', 1)}: "
+                      f"{best[label]['seconds'] / records['seconds']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

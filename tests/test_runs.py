@@ -1,0 +1,119 @@
+"""eval.runs: the Arrow reader of TREC runs against the line-by-line reader it stands in for (same run, or the same
+error on the same line), on generated files full of what the byte-level rules are about; and missing_doc_ids'
+Arrow lookup against a set difference."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ragloaders.core.errors import SourceError
+from ragloaders.eval import data, runs
+
+IDS = st.sampled_from(["q1", "q2", "d1", "d2", "00123", "<dbpedia:Émile>", "a\xa0b", "x\x1cy", '"quoted"', "é", "日本",
+                       "\U0001f600", "Q0"]).map(str.encode) | st.sampled_from(
+    [b"\xff", b"\xed\xa0\x80", b"\xc0\x80", b"\xef\xbb\xbfq", b"a\x00b", b"a\x0bb", b"a\x0cb", b"a\rb", b""])
+RANKS = st.sampled_from([b"1", b"2", b"+3", b"-1", b"0010", b"1.0", b"x", b"\xd9\xa1", b"1_0"])
+SCORES = st.sampled_from([b"1", b"1.5", b"-2.25", b"+3", b"5.", b".5", b"1e5", b"1E-3", b"-0",
+                          b"12345678901234567890.5", b"0.1000000000000000055511151231257827", b"1e999", b"nan",
+                          b"inf", b"0x1p3", b"1_000", b"\xd9\xa1", b"", b"e5", b"1e"])
+SEPARATORS = st.sampled_from([b" "] * 6 + [b"  ", b"\t", b" \t"])
+LINE_ENDS = st.sampled_from([b"\n"] * 6 + [b"\r\n", b"\r\r\n", b"\r"])
+
+
+@st.composite
+def trec_files(draw) -> bytes:
+    lines = []
+    plain = draw(st.booleans())  # half the files in the Arrow reader's form, so that it is exercised at length
+    for _ in range(draw(st.integers(0, 12))):
+        if plain:
+            fields = [draw(st.sampled_from([b"q1", b"q2", b"q3"])), b"Q0", draw(st.sampled_from([b"d1", b"d2", b"d3",
+                      "é".encode()])), draw(RANKS), draw(SCORES), b"run"]
+            lines.append(b" ".join(fields) + b"\n")
+            continue
+        fields = [draw(IDS), b"Q0", draw(IDS), draw(RANKS), draw(SCORES), draw(IDS)][:draw(st.sampled_from([6] * 8 +
+                                                                                                      [5, 7]))]
+        joined = draw(st.sampled_from([b"", b" "])) + b"".join(f + draw(SEPARATORS) for f in fields[:-1]) + fields[-1]
+        lines.append(joined + draw(LINE_ENDS))
+    text = b"".join(lines)
+    if draw(st.booleans()) and text.endswith(b"\n"):
+        text = text[:-1]
+    return draw(st.sampled_from([b"", b"", b"\xef\xbb\xbf"])) + text
+
+
+def outcome(read, path):
+    try:
+        return ("run", read(path))
+    except SourceError as e:
+        return ("error", str(e), e.line)
+
+
+def check_against_the_line_reader(tmp_path, text: bytes) -> None:
+    path = tmp_path / "run.trec"
+    path.write_bytes(text)
+    expected = outcome(runs._read_trec_lines, str(path))
+    assert outcome(runs.read_run, str(path)) == expected
+    fast = runs._read_plain_trec(str(path))
+    if fast is not None:  # the Arrow reader, where it answers, answers exactly (insertion order included)
+        assert expected[0] == "run" and list(fast.items()) == list(expected[1].items())
+        assert all(list(fast[q]) == list(expected[1][q]) for q in fast)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(trec_files())
+def test_read_run_gives_what_the_line_by_line_reader_gives(tmp_path, text):
+    check_against_the_line_reader(tmp_path, text)
+
+
+@pytest.mark.slow
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(trec_files())
+def test_read_run_gives_what_the_line_by_line_reader_gives_at_length(tmp_path, text):
+    check_against_the_line_reader(tmp_path, text)
+
+
+def test_a_plain_run_is_read_by_arrow_and_equals_the_line_reader(tmp_path):
+    """Queries out of order, a query continued later, UTF-8 ids, and scores that need correct rounding."""
+    path = tmp_path / "run.trec"
+    path.write_bytes(b"q2 Q0 d1 1 0.1000000000000000055511151231257827 t\r\nq1 Q0 \xc3\xa9 1 5. t\n"
+                     b"q2 Q0 d2 2 -.5e-3 t\nq1 Q0 00123 2 +12345678901234567890.5 t")
+    fast = runs._read_plain_trec(str(path))
+    assert fast is not None
+    assert fast == runs._read_trec_lines(str(path)) == {
+        "q2": {"d1": 0.1, "d2": -0.0005}, "q1": {"é": 5.0, "00123": 12345678901234567890.5}}
+    assert list(fast) == ["q2", "q1"]
+
+
+@pytest.mark.parametrize("text, line", [
+    (b"q1 Q0 d1 1 1 t\nq2 Q0 d1 1 1 t\nq1 Q0 d1 3 1 t\n", 3),  # a document twice for a query, apart
+    (b"q1 Q0 d1 1 1 t\nq1 Q0 d1 2 1 t\n", 2),
+    (b"q1 Q0 d1 1 1 t\nq1 Q0 d2 1 1e999 t\n", 2),
+    (b"q1 Q0 d1 1 1 t\n\nq1 Q0 d2 1 1 t\n", 2),
+    (b"q1 Q0 d1 1 1 t\nq1 Q0 \xff 1 1 t\n", 2),
+    (b"q1 Q0 d1 1 1 t\nq1 Q0 d2 \xd9\xa1 1 t\n", 2),
+    (b"q1 Q0 d1 1 1 t\rq2 Q0 d2 1 1 t\n", 1),  # a CR that Arrow's CSV reader would end a line at
+    (b"q1 Q0 d1 1 1 t\nq2 Q0 d2 1 1 t\rx\n", 2),
+])
+def test_errors_name_the_same_line_as_the_line_reader(tmp_path, text, line):
+    path = tmp_path / "run.trec"
+    path.write_bytes(text)
+    with pytest.raises(SourceError) as caught:
+        runs.read_run(str(path))
+    assert caught.value.line == line
+    assert outcome(runs._read_trec_lines, str(path)) == ("error", str(caught.value), line)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(["d1", "d2", "00123", "é", "x", "d1 ", ""]), max_size=12),
+       st.lists(st.lists(st.sampled_from(["d1", "d2", "123", "é", "y", ""]), max_size=5), max_size=4),
+       st.integers(1, 4))
+def test_missing_doc_ids_is_the_set_difference_in_order(monkeypatch, doc_ids, corpus, lookup_rows):
+    monkeypatch.setattr(data, "MIN_LOOKUP_ROWS", lookup_rows)  # many lookups, as on a large corpus
+    tables = [pa.table({"_id": pa.array(ids, pa.string())}) for ids in corpus]
+    known = {i for ids in corpus for i in ids}
+    assert data.missing_doc_ids(iter(doc_ids), tables) == [d for d in dict.fromkeys(doc_ids) if d not in known]
+
+
+def test_missing_doc_ids_takes_ids_arrow_cannot_hold():
+    assert data.missing_doc_ids(["\ud800", "d1"], [pa.table({"_id": ["d1"]})]) == ["\ud800"]
