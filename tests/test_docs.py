@@ -309,42 +309,7 @@ import json, os, sys
 from fake_hub import FakeHub, http
 from huggingface_hub import set_client_factory
 hub = FakeHub(sys.argv[1])
-SEEDED = "0" * 40  # the commit the fake hub names for a seeded repository, which it knows only as main
-
-def handle(request):  # as tests/test_mock_api.py serves a seeded repository: its tree and files at SEEDED
-    path = request.url.path
-    if "/tree/" in path:  # the listing of one folder, with its subfolders (the fake hub lists every file)
-        request.read()
-        sub = path.split("/tree/", 1)[1].partition("/")[2].strip("/")
-        recursive = request.url.params.get("recursive") == "true"
-        listed = {}
-        for item in hub.tree(request, "org/nf", "main")[1]:
-            if sub and not item["path"].startswith(sub + "/"):
-                continue
-            rest = item["path"][len(sub) + 1 if sub else 0:]
-            parts = rest.split("/")
-            for depth in range(1, len(parts) if recursive else min(len(parts), 2)):
-                folder = "/".join(filter(None, [sub, *parts[:depth]]))
-                listed[folder] = {"type": "directory", "path": folder, "oid": SEEDED}
-            if recursive or len(parts) == 1:
-                listed[item["path"]] = item
-        return http.Response(200, json=list(listed.values()))
-    parts = path.split("/resolve/", 1)
-    if len(parts) == 2:
-        name = parts[1].split("/", 1)[1]
-        entry = hub.files("org/nf").get(name)
-        if entry is None:
-            return http.Response(404, headers={"X-Error-Code": "EntryNotFound"})
-        data = hub.read("org/nf", name)
-        headers = {"X-Repo-Commit": SEEDED, "ETag": f'"{entry["sha256"] if entry["lfs"] else entry["oid"]}"',
-                   "Content-Length": str(len(data))}
-        return http.Response(200, content=b"" if request.method == "HEAD" else data, headers=headers)
-    if SEEDED in str(request.url):  # revision info at SEEDED: main's
-        request = http.Request(request.method, str(request.url).replace(SEEDED, "main"), headers=request.headers,
-                               content=request.read())
-    return hub.handle(request)
-
-set_client_factory(lambda: http.Client(transport=http.MockTransport(handle), follow_redirects=True))
+set_client_factory(lambda: http.Client(transport=http.MockTransport(hub.handle), follow_redirects=True))
 files = {}
 for root, _, names in os.walk(sys.argv[2]):
     for name in names:
