@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 import struct
 import tempfile
 import zlib
@@ -155,16 +156,23 @@ class IdIndex:
 
     @classmethod
     def open_kept(cls, path: str, identity: bytes, ids: pa.ChunkedArray) -> IdIndex | None:
-        """The index kept at `path` for `ids`, memory-mapped; None when there is none, or it is not whole, not of
-        this data (`identity`), fails its checksum, or names a row the table does not have."""
+        """The index kept at `path` for `ids`, memory-mapped; None when there is none, or it is not a regular file
+        (a FIFO or a device is never waited on or read), not whole, not of this data (`identity`), fails its
+        checksum, or names a row the table does not have."""
+        try:  # without O_NONBLOCK, opening a FIFO put at this name would wait for a writer
+            handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            return None
         try:
-            with open(path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                if size < HEADER.size:
-                    return None
-                kept = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            status = os.fstat(handle)
+            if not stat.S_ISREG(status.st_mode) or status.st_size < HEADER.size:
+                return None
+            size = status.st_size
+            kept = mmap.mmap(handle, 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError):
             return None
+        finally:
+            os.close(handle)
         magic, count, row_bits, checksum, kept_identity = HEADER.unpack_from(kept, 0)
         if (magic != MAGIC or kept_identity != identity or count != len(ids) or size != HEADER.size + 8 * count
                 or row_bits != max(1, (len(ids) - 1).bit_length())
