@@ -1,5 +1,5 @@
 """`ragloaders docs` and `ragloaders pairs` tried as an attacker and a careless user would: a kept index that is a
-FIFO."""
+FIFO, a bare string given to `get_many`."""
 
 from __future__ import annotations
 
@@ -42,3 +42,13 @@ def test_a_kept_index_replaced_by_a_fifo_is_rebuilt_not_waited_on(own_copy):
         signal.signal(signal.SIGALRM, before)
     assert store["MED-10"]["_id"] == "MED-10" and store.kept_at == kept
     assert os.path.isfile(kept) and not os.path.islink(kept)
+
+
+def test_get_many_of_a_bare_string_is_a_type_error(nfcorpus_build):
+    """`get_many("MED-10")` would ask for the ids 'M', 'E', 'D', ... and answer None for each, silently."""
+    store = ragloaders.docs(nfcorpus_build.path, data_dir=nfcorpus_build.data_dir, cache_dir=nfcorpus_build.cache_dir)
+    with pytest.raises(TypeError, match="a list of ids"):
+        store.get_many("MED-10")
+    with pytest.raises(TypeError, match="a list of ids"):
+        store.rows_of("MED-10")
+    assert [row["_id"] for row in store.get_many(("MED-10",))] == ["MED-10"]

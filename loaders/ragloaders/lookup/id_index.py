@@ -188,7 +188,10 @@ class IdIndex:
 def _as_array(ids: Sequence[str]) -> tuple[pa.Array, np.ndarray]:
     """(the ids a table can hold as an Arrow string array, their positions in `ids`). An id that is not valid
     Unicode text (a lone surrogate) cannot be in an Arrow table, so it is left out (found nowhere); anything
-    but a str is a TypeError."""
+    but a str is a TypeError, and so is a bare str for `ids` (its characters would be asked for one by one)."""
+    if isinstance(ids, str):
+        raise TypeError(f"ids are a list of ids, not one string ({shown(ids)}); for one id use store[id] or "
+                        "store.get(id), for several get_many([id, ...])")
     if not all(isinstance(value, str) for value in ids):  # pyarrow would take None and bytes for strings
         wrong = next(value for value in ids if not isinstance(value, str))
         raise TypeError(f"ids are strings (byte for byte, never converted); got {type(wrong).__name__} "
