@@ -1,14 +1,18 @@
 """`ragloaders docs` and `ragloaders pairs` tried as an attacker and a careless user would: a kept index that is a
-FIFO, a bare string given to `get_many`."""
+FIFO, a bare string given to `get_many`, and a `--out` inside the very folder being read."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import signal
+from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 import ragloaders
+from ragloaders.core.output_target import OutputFolderError
+from ragloaders.eval.baseline import bm25
 
 
 class Waited(Exception):
@@ -52,3 +56,21 @@ def test_get_many_of_a_bare_string_is_a_type_error(nfcorpus_build):
     with pytest.raises(TypeError, match="a list of ids"):
         store.rows_of("MED-10")
     assert [row["_id"] for row in store.get_many(("MED-10",))] == ["MED-10"]
+
+
+def test_pairs_never_writes_into_the_folder_it_reads(own_copy, tmp_path):
+    """A file named like the folder's data (`corpus/corpus-*.parquet`) would become part of the corpus: the next
+    load of the folder fails. The source folder is protected as the data and cache dirs are."""
+    folder, cache = own_copy
+    run = tmp_path / "run.trec"
+    run.write_text("PLAIN-3 Q0 MED-10 1 1.0 x\n")
+    inside = Path(folder) / "corpus" / "corpus-pairs.parquet"
+    with pytest.raises(OutputFolderError, match="lies inside the source folder"):
+        ragloaders.pairs(folder, inside, run=run, cache_dir=cache)
+    assert not inside.exists() and sorted(p.name for p in inside.parent.iterdir()) == [
+        "corpus-00000-of-00001.parquet"]
+    with pytest.raises(OutputFolderError, match="lies inside the source folder"):  # bm25 --out: the same rule
+        bm25(folder, out=Path(folder) / "queries" / "queries-run.parquet", cache_dir=cache)
+    assert sorted(p.name for p in (Path(folder) / "queries").iterdir()) == ["queries-00000-of-00001.parquet"]
+    written = ragloaders.pairs(folder, tmp_path / "pairs.parquet", run=run, cache_dir=cache)
+    assert written.rows == 1 and pq.read_table(written.out).column("corpus-id").to_pylist() == ["MED-10"]

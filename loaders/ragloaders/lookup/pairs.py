@@ -86,7 +86,7 @@ def pairs(
         raise ValueError("pairs takes a run (--run RUN) or --from-top-ranked, one of them")
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise ValueError(f"--top must be a whole number of documents per query, at least 1; got {top!r}")
-    target = check_output(out, kind="file", data_dir=data_dir, cache_dir=cache_dir)
+    target = check_output(out, kind="file", data_dir=data_dir, cache_dir=cache_dir, source=source)
     if os.path.splitext(target)[1].lower() != ".parquet":
         raise ValueError(f"--out {os.fspath(out)}: pairs are written as Parquet; name a file ending in .parquet")
     if not os.path.isdir(os.path.dirname(target)):
