@@ -345,9 +345,12 @@ def open_repository(name: str, revision: str | None = None) -> Repository:
     """The SOURCE `name` that is not a benchmark path: an existing folder, else a hub dataset repository (its copy
     in the hub cache with HF_HUB_OFFLINE) at `revision` (a commit, branch or tag; default the main branch),
     resolved to the commit it is read at (`Repository.commit`, also logged). Raises MissingSourceError for a name
-    that can only be a folder and is not one, ValueError for a revision given with a folder or one the repository
-    does not have, HubError (one line) when the hub cannot be reached or has no such repository -- saying also that
-    no local folder of that name exists."""
+    that can only be a folder and is not one, ValueError for a revision given with a folder, an empty one, or one the
+    repository does not have, HubError (one line) when the hub cannot be reached or has no such repository --
+    saying also that no local folder of that name exists."""
+    if revision is not None and not revision.strip():  # else taken for the main branch, or a hub failure
+        raise ValueError(f"{name}: the revision asked for is empty ({revision!r}); give a commit id, branch or tag, "
+                         "or no revision for the main branch")
     location = os.path.expanduser(name)
     if os.path.isdir(location):
         refuse_revision(name, revision, "a local folder")
