@@ -49,6 +49,18 @@ def test_a_kept_index_replaced_by_a_fifo_is_rebuilt_not_waited_on(own_copy):
     assert store["MED-10"]["_id"] == "MED-10" and store.kept_at == kept
     assert os.path.isfile(kept) and not os.path.islink(kept)
 
+def test_a_kept_index_replaced_by_a_symlink_to_a_users_file_leaves_that_file_as_it_was(own_copy, tmp_path):
+    """The link is no index of this data: the rebuilt index replaces the link itself, never the file it names."""
+    folder, cache = own_copy
+    kept = ragloaders.docs(folder, cache_dir=cache).kept_at
+    mine = tmp_path / "mine.bin"
+    mine.write_bytes(b"the user's bytes")
+    os.unlink(kept)
+    os.symlink(mine, kept)
+    store = ragloaders.docs(folder, cache_dir=cache)
+    assert store["MED-10"]["_id"] == "MED-10" and mine.read_bytes() == b"the user's bytes"
+    assert os.path.isfile(kept) and not os.path.islink(kept)
+
 
 def test_get_many_of_a_bare_string_is_a_type_error(nfcorpus_build):
     """`get_many("MED-10")` would ask for the ids 'M', 'E', 'D', ... and answer None for each, silently."""
