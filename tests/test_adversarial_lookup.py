@@ -109,3 +109,19 @@ def test_one_very_long_id_is_hashed_in_numpys_time_per_byte(nfcorpus_build, tmp_
 
 def _waited(signum, frame):
     raise Waited
+
+
+def test_pairs_from_top_ranked_carry_its_bm25_scores(nfcorpus_with_reranking, cache_dir, tmp_path):
+    """A BEIR build's top_ranked holds BM25 scores aligned with corpus-ids: the pairs keep them (they were null)."""
+    written = ragloaders.pairs(str(nfcorpus_with_reranking), tmp_path / "p.parquet", from_top_ranked=True, top=3,
+                               cache_dir=cache_dir)
+    pairs = pq.read_table(written.out).to_pylist()
+    table = pq.read_table(nfcorpus_with_reranking / "top_ranked" / "test-00000-of-00001.parquet")
+    ranked = {row["query-id"]: row for row in table.slice(0, 5).to_pylist()}
+    pairs = [pair for pair in pairs if pair["query-id"] in ranked]
+    assert len(pairs) == 3 * len(ranked)
+    assert pairs and all(pair["score"] is not None for pair in pairs)
+    for pair in pairs:
+        row = ranked[pair["query-id"]]
+        assert row["corpus-ids"][pair["rank"] - 1] == pair["corpus-id"]
+        assert pair["score"] == pytest.approx(row["scores"][pair["rank"] - 1], rel=1e-6)
