@@ -178,27 +178,34 @@ class Repository:
         config names the ones there are."""
         import datasets
 
+        config = self.checked_config(config)
+        return datasets.load_dataset(self.location, config, split=split, streaming=streaming, cache_dir=cache_dir,
+                                     revision=self.hub_revision, **kwargs)
+
+    def builder(self, config: str | None, *, cache_dir: str | None = None) -> Any:
+        """`datasets.load_dataset_builder` of one config (None: the default, as `load` chooses it), checked as
+        `load` checks it."""
+        import datasets
+
+        config = self.checked_config(config)
+        return datasets.load_dataset_builder(self.location, config, cache_dir=cache_dir, revision=self.hub_revision)
+
+    def checked_config(self, config: str | None) -> str:
+        """`config`, or for None the card's `default: true` one (of the commit read) or the only one; a ValueError
+        naming the configs there are when it is not one of them or there is no default. Its data files are checked
+        to be the repository's own (`require_own_data_files`)."""
+        import datasets
+
         configs = self.configs()
         if config is None:
-            config = datasets.get_dataset_default_config_name(self.location) or (
+            config = datasets.get_dataset_default_config_name(self.location, revision=self.hub_revision) or (
                 configs[0] if len(configs) == 1 else None)
             if config is None:
                 raise ValueError(f"{self.name} has no default config: name one of {', '.join(configs)}")
         if config not in configs:
             raise ValueError(f"{self.name} has no config {config!r}; its configs are {', '.join(configs)}")
         require_own_data_files(self.location, config, revision=self.hub_revision)
-        return datasets.load_dataset(self.location, config, split=split, streaming=streaming, cache_dir=cache_dir,
-                                     revision=self.hub_revision, **kwargs)
-
-    def builder(self, config: str, *, cache_dir: str | None = None) -> Any:
-        """`datasets.load_dataset_builder` of one config, checked as `load` checks it."""
-        import datasets
-
-        configs = self.configs()
-        if config not in configs:
-            raise ValueError(f"{self.name} has no config {config!r}; its configs are {', '.join(configs)}")
-        require_own_data_files(self.location, config, revision=self.hub_revision)
-        return datasets.load_dataset_builder(self.location, config, cache_dir=cache_dir, revision=self.hub_revision)
+        return config
 
     def card_text(self) -> str | None:
         """Its README.md, or None when it has none (a hub repository's is downloaded alone, at its commit)."""
