@@ -8,6 +8,7 @@ import shutil
 import signal
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -125,3 +126,15 @@ def test_pairs_from_top_ranked_carry_its_bm25_scores(nfcorpus_with_reranking, ca
         row = ranked[pair["query-id"]]
         assert row["corpus-ids"][pair["rank"] - 1] == pair["corpus-id"]
         assert pair["score"] == pytest.approx(row["scores"][pair["rank"] - 1], rel=1e-6)
+
+
+@pytest.mark.parametrize("rows", [[-1], [3633], [0.5], [True, False]], ids=["negative", "past the end", "float",
+                                                                          "a mask"])
+def test_take_refuses_what_is_not_a_row_number(nfcorpus_build, rows):
+    """`take` of a negative (it was counted from the end in a message: 'Index -3634'), a float (truncated to row 0,
+    silently), a boolean mask (taken for rows 1 and 0, silently)."""
+    store = ragloaders.docs(nfcorpus_build.path, data_dir=nfcorpus_build.data_dir, cache_dir=nfcorpus_build.cache_dir)
+    with pytest.raises(IndexError, match="row numbers are whole numbers from 0 to 3,632"):
+        store.take(np.array(rows))
+    assert store.take(np.array([3632, 0])).column("_id").to_pylist() == [store.table.column("_id")[3632].as_py(),
+                                                                         store.table.column("_id")[0].as_py()]
