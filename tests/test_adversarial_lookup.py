@@ -16,6 +16,7 @@ import ragloaders
 from ragloaders.core.output_target import OutputFolderError
 from ragloaders.eval.baseline import bm25
 from ragloaders.lookup.id_hash import string_hash, string_hashes
+from ragloaders.lookup.pairs import top_ranked_rankings
 
 
 class Waited(Exception):
@@ -112,20 +113,14 @@ def _waited(signum, frame):
     raise Waited
 
 
-def test_pairs_from_top_ranked_carry_its_bm25_scores(nfcorpus_with_reranking, cache_dir, tmp_path):
-    """A BEIR build's top_ranked holds BM25 scores aligned with corpus-ids: the pairs keep them (they were null)."""
-    written = ragloaders.pairs(str(nfcorpus_with_reranking), tmp_path / "p.parquet", from_top_ranked=True, top=3,
-                               cache_dir=cache_dir)
-    pairs = pq.read_table(written.out).to_pylist()
+def test_pairs_from_top_ranked_carry_its_bm25_scores(nfcorpus_with_reranking, cache_dir):
+    """A BEIR build's top_ranked holds BM25 scores aligned with corpus-ids: the pairs keep them (they were null).
+    The rankings `pairs` writes, read from the folder as `pairs --from-top-ranked` reads them."""
+    rankings = top_ranked_rankings(str(nfcorpus_with_reranking), "test", 3, {"cache_dir": cache_dir})
     table = pq.read_table(nfcorpus_with_reranking / "top_ranked" / "test-00000-of-00001.parquet")
-    ranked = {row["query-id"]: row for row in table.slice(0, 5).to_pylist()}
-    pairs = [pair for pair in pairs if pair["query-id"] in ranked]
-    assert len(pairs) == 3 * len(ranked)
-    assert pairs and all(pair["score"] is not None for pair in pairs)
-    for pair in pairs:
-        row = ranked[pair["query-id"]]
-        assert row["corpus-ids"][pair["rank"] - 1] == pair["corpus-id"]
-        assert pair["score"] == pytest.approx(row["scores"][pair["rank"] - 1], rel=1e-6)
+    for (query_id, doc_ids, scores, _), row in zip(rankings, table.slice(0, 50).to_pylist()):
+        assert (query_id, doc_ids) == (row["query-id"], row["corpus-ids"][:3])
+        assert scores == pytest.approx(row["scores"][:3], rel=1e-6) and None not in scores
 
 
 @pytest.mark.parametrize("rows", [[-1], [3633], [0.5], [True, False]], ids=["negative", "past the end", "float",
