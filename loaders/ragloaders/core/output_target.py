@@ -39,15 +39,16 @@ def check_target(out: str, *, data_dir: str | None = None, cache_dir: str | None
 
 
 def check_output(out: str | os.PathLike, *, kind: Literal["folder", "file"], data_dir: str | None = None,
-                 cache_dir: str | None = None, option: str = "--out") -> str:
+                 cache_dir: str | None = None, option: str = "--out", source: str | None = None) -> str:
     """May ragloaders write `out`? The one answer for every command that writes (`build --out`,
     `push --staging-dir`, `bm25 --out`): the resolved path, or an OutputFolderError saying why not.
 
     Both kinds: not the filesystem root, the home folder or above it, the current folder or above it, nor a path
     that contains or lies inside the data dir or the cache dir (datasets' default cache without one), nor a name
-    ending in '.' or '..'. A folder (`kind="folder"`) may exist only as a folder (OutputFolder then decides whose
-    it is). A file (`kind="file"`) must not exist at all: a run file has no manifest, so ragloaders cannot tell
-    one it wrote from the user's, and writes only new files."""
+    ending in '.' or '..', nor one that contains or lies inside `source` when it is a local folder (the built
+    folder being read: a file named like its data would become part of it). A folder (`kind="folder"`) may exist
+    only as a folder (OutputFolder then decides whose it is). A file (`kind="file"`) must not exist at all: a run
+    file has no manifest, so ragloaders cannot tell one it wrote from the user's, and writes only new files."""
     if not out or not str(out).strip():
         raise OutputFolderError(f"{option} is empty")
     given = os.fspath(out)
@@ -60,7 +61,7 @@ def check_output(out: str | os.PathLike, *, kind: Literal["folder", "file"], dat
         raise OutputFolderError(f"{where} is the home folder or a folder above it; choose a new {kind}")
     if is_inside(os.path.realpath(os.getcwd()), target):
         raise OutputFolderError(f"{where} is the current folder or a folder above it; choose a new {kind}")
-    for label, folder in _protected(data_dir, cache_dir):
+    for label, folder in _protected(data_dir, cache_dir, source):
         if is_inside(target, folder) or is_inside(folder, target):
             raise OutputFolderError(f"{where} contains or lies inside the {label} {folder}; choose a {kind} "
                                     "outside it")
@@ -144,7 +145,9 @@ def write_new_file(target: str, write: Callable[[str], Written]) -> Written:
     return written
 
 
-def _protected(data_dir: str | None, cache_dir: str | None) -> Iterator[tuple[str, str]]:
+def _protected(data_dir: str | None, cache_dir: str | None, source: str | None = None) -> Iterator[tuple[str, str]]:
+    if source and os.path.isdir(os.path.expanduser(source)):
+        yield "source folder", os.path.realpath(os.path.expanduser(source))
     if data_dir:
         yield "data dir", os.path.realpath(os.path.expanduser(data_dir))
     if cache_dir:

@@ -178,27 +178,34 @@ class Repository:
         config names the ones there are."""
         import datasets
 
+        config = self.checked_config(config)
+        return datasets.load_dataset(self.location, config, split=split, streaming=streaming, cache_dir=cache_dir,
+                                     revision=self.hub_revision, **kwargs)
+
+    def builder(self, config: str | None, *, cache_dir: str | None = None) -> Any:
+        """`datasets.load_dataset_builder` of one config (None: the default, as `load` chooses it), checked as
+        `load` checks it."""
+        import datasets
+
+        config = self.checked_config(config)
+        return datasets.load_dataset_builder(self.location, config, cache_dir=cache_dir, revision=self.hub_revision)
+
+    def checked_config(self, config: str | None) -> str:
+        """`config`, or for None the card's `default: true` one (of the commit read) or the only one; a ValueError
+        naming the configs there are when it is not one of them or there is no default. Its data files are checked
+        to be the repository's own (`require_own_data_files`)."""
+        import datasets
+
         configs = self.configs()
         if config is None:
-            config = datasets.get_dataset_default_config_name(self.location) or (
+            config = datasets.get_dataset_default_config_name(self.location, revision=self.hub_revision) or (
                 configs[0] if len(configs) == 1 else None)
             if config is None:
                 raise ValueError(f"{self.name} has no default config: name one of {', '.join(configs)}")
         if config not in configs:
             raise ValueError(f"{self.name} has no config {config!r}; its configs are {', '.join(configs)}")
         require_own_data_files(self.location, config, revision=self.hub_revision)
-        return datasets.load_dataset(self.location, config, split=split, streaming=streaming, cache_dir=cache_dir,
-                                     revision=self.hub_revision, **kwargs)
-
-    def builder(self, config: str, *, cache_dir: str | None = None) -> Any:
-        """`datasets.load_dataset_builder` of one config, checked as `load` checks it."""
-        import datasets
-
-        configs = self.configs()
-        if config not in configs:
-            raise ValueError(f"{self.name} has no config {config!r}; its configs are {', '.join(configs)}")
-        require_own_data_files(self.location, config, revision=self.hub_revision)
-        return datasets.load_dataset_builder(self.location, config, cache_dir=cache_dir, revision=self.hub_revision)
+        return config
 
     def card_text(self) -> str | None:
         """Its README.md, or None when it has none (a hub repository's is downloaded alone, at its commit)."""
@@ -345,9 +352,12 @@ def open_repository(name: str, revision: str | None = None) -> Repository:
     """The SOURCE `name` that is not a benchmark path: an existing folder, else a hub dataset repository (its copy
     in the hub cache with HF_HUB_OFFLINE) at `revision` (a commit, branch or tag; default the main branch),
     resolved to the commit it is read at (`Repository.commit`, also logged). Raises MissingSourceError for a name
-    that can only be a folder and is not one, ValueError for a revision given with a folder or one the repository
-    does not have, HubError (one line) when the hub cannot be reached or has no such repository -- saying also that
-    no local folder of that name exists."""
+    that can only be a folder and is not one, ValueError for a revision given with a folder, an empty one, or one the
+    repository does not have, HubError (one line) when the hub cannot be reached or has no such repository --
+    saying also that no local folder of that name exists."""
+    if revision is not None and not revision.strip():  # else taken for the main branch, or a hub failure
+        raise ValueError(f"{name}: the revision asked for is empty ({revision!r}); give a commit id, branch or tag, "
+                         "or no revision for the main branch")
     location = os.path.expanduser(name)
     if os.path.isdir(location):
         refuse_revision(name, revision, "a local folder")

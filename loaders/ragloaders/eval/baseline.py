@@ -81,7 +81,8 @@ def bm25(
     repository (at `revision`: a commit, branch or tag; see data.open_source; `benchmark` names its path when its
     card does not)."""
     shown = display_name(path)
-    out = check_output(out, kind="file", data_dir=data_dir, cache_dir=cache_dir)  # the rules every writer follows
+    # the rules every writer follows
+    out = check_output(out, kind="file", data_dir=data_dir, cache_dir=cache_dir, source=path)
     opened = open_scored_source(path, benchmark, revision)
     path, conventions = opened.read, opened.conventions
     require_extra("Stemmer")

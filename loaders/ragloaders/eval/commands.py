@@ -32,7 +32,7 @@ def judge_from(args: argparse.Namespace) -> Judge | None:
     limits = judge_limits(args.judge_timeout, args.judge_retries)
     if args.judge_cache:  # a folder the user names follows the rules of every writer (never the data or cache dir)
         check_output(args.judge_cache, kind="folder", data_dir=args.data_dir, cache_dir=args.cache_dir,
-                     option="--judge-cache")
+                     option="--judge-cache", source=args.path)
     cache = os.path.expanduser(args.judge_cache) if args.judge_cache else user_cache_dir("judge")
     prompt = {"prompt": read_prompt(args.judge_prompt)} if args.judge_prompt else {}
     return Judge(args.judge_url, args.judge_model, cache, **prompt, **limits)
@@ -77,7 +77,7 @@ def run_eval(args: argparse.Namespace) -> EvalReport | AnswerReport:
             refuse_existing(args.verdicts, "--verdicts")
             # the rules every writer follows: never into the data or cache dir
             check_output(args.verdicts, kind="file", data_dir=args.data_dir, cache_dir=args.cache_dir,
-                         option="--verdicts")
+                         option="--verdicts", source=args.path)
         report = score_answers(args.path, args.predictions_file, split=args.split, tokenizer=args.tokenizer,
                                judge=judge_from(args), missing_as_idk=args.missing_as_idk, **where)
         if args.verdicts:

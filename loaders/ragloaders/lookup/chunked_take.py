@@ -22,8 +22,16 @@ class ChunkedRows:
         self.starts = np.cumsum([0] + [len(chunk) for chunk in self.chunks])
 
     def take(self, rows: np.ndarray) -> pa.Table | pa.Array:
-        """The rows numbered `rows` (each in range), in that order."""
-        rows = np.asarray(rows, dtype=np.int64)
+        """The rows numbered `rows`, in that order. IndexError unless each is a whole number from 0 to the row count
+        less one (a float would be truncated, a boolean mask taken for rows 0 and 1, a negative counted from the
+        end)."""
+        given = np.asarray(rows)
+        total = int(self.starts[-1])
+        if given.size and (not np.issubdtype(given.dtype, np.integer) or int(given.min()) < 0
+                           or int(given.max()) >= total):
+            raise IndexError(f"row numbers are whole numbers from 0 to {total - 1:,} (the rows there are); got "
+                             f"{given.dtype} values from {given.min()} to {given.max()}")
+        rows = given.astype(np.int64)
         chunk = np.searchsorted(self.starts, rows, side="right") - 1
         order = np.argsort(chunk, kind="stable")
         groups = np.split(order, np.flatnonzero(np.diff(chunk[order])) + 1) if len(rows) else []

@@ -69,8 +69,9 @@ class DocStore:
         return {name: column[number].as_py() for name, column in zip(self.table.column_names, self.table.columns)}
 
     def get_many(self, doc_ids: Iterable[str]) -> list[dict[str, Any] | None]:
-        """The rows of `doc_ids` in the order asked (an id asked twice gives its row twice), None where absent."""
-        asked = list(doc_ids)
+        """The rows of `doc_ids` in the order asked (an id asked twice gives its row twice), None where absent.
+        A bare string is a TypeError (not the ids of its characters)."""
+        asked = doc_ids if isinstance(doc_ids, str) else list(doc_ids)
         rows = self.index.rows_of(asked)
         found = rows >= 0
         taken = iter(self.take(rows[found]).to_pylist())

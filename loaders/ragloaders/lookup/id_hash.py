@@ -14,6 +14,10 @@ import pyarrow as pa
 BASE = np.uint64(0x100000001B3)
 """Odd, so that multiplying by it loses no bits (mod 2**64)."""
 LENGTH_MIX = np.uint64(0x9E3779B97F4A7C15)
+TAIL_STRINGS = 8
+"""With this few strings left unfinished, each is finished on its own (`_continued`)."""
+TAIL_CHUNK = 1 << 16
+"""Bytes of one string hashed at once in closed form."""
 SLICE_ROWS = 1 << 16
 """Ids hashed at once: small arrays are reused by the allocator (fresh large ones cost a page fault per page)."""
 
@@ -45,13 +49,34 @@ def string_hash(value: str) -> int:
     return h ^ (h >> 33)
 
 
+def _continued(running: int, data: np.ndarray) -> int:
+    """The polynomial hash `running` continued over the bytes `data`, in closed form: running * BASE**n plus the sum
+    of (byte + 1) * BASE**(n - 1 - i), mod 2**64, a chunk of TAIL_CHUNK bytes at a time (numpy's uint64 arithmetic
+    wraps mod 2**64, as the step by step form does)."""
+    powers = np.empty(TAIL_CHUNK + 1, dtype=np.uint64)
+    powers[0] = 1
+    np.multiply.accumulate(np.full(TAIL_CHUNK, BASE, dtype=np.uint64), out=powers[1:])
+    for start in range(0, len(data), TAIL_CHUNK):
+        chunk = data[start: start + TAIL_CHUNK]
+        terms = (chunk.astype(np.uint64) + np.uint64(1)) * powers[len(chunk) - 1::-1]
+        running = (running * int(powers[len(chunk)]) + int(terms.sum(dtype=np.uint64))) & _MASK
+    return running
+
+
 def _hash_strings(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The hashes of the strings data[starts[i]:starts[i] + lengths[i]]: one vectorised step per byte position,
-    over the strings at least that long (so the work follows the number of bytes, however the lengths vary)."""
+    over the strings at least that long (so the work follows the number of bytes, however the lengths vary); once
+    only a few strings are left, each is finished in closed form (`_continued`), so that one very long id costs
+    numpy's work per byte, not its fixed cost per step."""
     hashes = lengths.astype(np.uint64) * LENGTH_MIX
     active = np.flatnonzero(lengths > 0)
     running, cursor, remaining = hashes[active], starts[active], lengths[active]
     while len(active):
+        if len(active) <= TAIL_STRINGS:
+            for i, position in enumerate(active.tolist()):
+                start = int(cursor[i])
+                hashes[position] = _continued(int(running[i]), data[start: start + int(remaining[i])])
+            break
         running *= BASE
         running += data[cursor]
         running += np.uint64(1)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 import struct
 import tempfile
 import zlib
@@ -155,16 +156,23 @@ class IdIndex:
 
     @classmethod
     def open_kept(cls, path: str, identity: bytes, ids: pa.ChunkedArray) -> IdIndex | None:
-        """The index kept at `path` for `ids`, memory-mapped; None when there is none, or it is not whole, not of
-        this data (`identity`), fails its checksum, or names a row the table does not have."""
+        """The index kept at `path` for `ids`, memory-mapped; None when there is none, or it is not a regular file
+        (a FIFO or a device is never waited on or read), not whole, not of this data (`identity`), fails its
+        checksum, or names a row the table does not have."""
+        try:  # without O_NONBLOCK, opening a FIFO put at this name would wait for a writer
+            handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            return None
         try:
-            with open(path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                if size < HEADER.size:
-                    return None
-                kept = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            status = os.fstat(handle)
+            if not stat.S_ISREG(status.st_mode) or status.st_size < HEADER.size:
+                return None
+            size = status.st_size
+            kept = mmap.mmap(handle, 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError):
             return None
+        finally:
+            os.close(handle)
         magic, count, row_bits, checksum, kept_identity = HEADER.unpack_from(kept, 0)
         if (magic != MAGIC or kept_identity != identity or count != len(ids) or size != HEADER.size + 8 * count
                 or row_bits != max(1, (len(ids) - 1).bit_length())
@@ -180,7 +188,10 @@ class IdIndex:
 def _as_array(ids: Sequence[str]) -> tuple[pa.Array, np.ndarray]:
     """(the ids a table can hold as an Arrow string array, their positions in `ids`). An id that is not valid
     Unicode text (a lone surrogate) cannot be in an Arrow table, so it is left out (found nowhere); anything
-    but a str is a TypeError."""
+    but a str is a TypeError, and so is a bare str for `ids` (its characters would be asked for one by one)."""
+    if isinstance(ids, str):
+        raise TypeError(f"ids are a list of ids, not one string ({shown(ids)}); for one id use store[id] or "
+                        "store.get(id), for several get_many([id, ...])")
     if not all(isinstance(value, str) for value in ids):  # pyarrow would take None and bytes for strings
         wrong = next(value for value in ids if not isinstance(value, str))
         raise TypeError(f"ids are strings (byte for byte, never converted); got {type(wrong).__name__} "

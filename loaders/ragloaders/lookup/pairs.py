@@ -36,7 +36,8 @@ DEFAULT_TOP = 100
 """BEIR's reranking setup re-ranks the top 100."""
 
 Ranking = tuple[str, list[str], list[float | None], str]
-"""(query id, document ids in rank order, their scores (None in top_ranked), where it is read: for errors)."""
+"""(query id, document ids in rank order, their scores (None where top_ranked has none), where it is read: for
+errors)."""
 
 
 @dataclass
@@ -64,10 +65,10 @@ def pairs(
 ) -> PairsWritten:
     """Write the (query, document) pairs of a run's top `top` per query to the new Parquet file `out`.
 
-    Columns: `query-id`, `query` (its text), `corpus-id`, `rank` (1 = best), `score` (the run's; null from
-    top_ranked), `title`, `text`, `label` (the grade in the qrels split `split` where the pair is judged, else
-    null). Queries come in the run's order; each query's documents by score, highest first (equal scores in the
-    run's order), as `rank` numbers them.
+    Columns: `query-id`, `query` (its text), `corpus-id`, `rank` (1 = best), `score` (the run's, or top_ranked's
+    `scores`; null where it has none), `title`, `text`, `label` (the grade in the qrels split `split` where the
+    pair is judged, else null). Queries come in the run's order; each query's documents by score, highest first
+    (equal scores in the run's order), as `rank` numbers them.
 
     Args:
         source: what `ragloaders.docs` takes: a benchmark path (with `data_dir` or a download), a built folder or a
@@ -86,7 +87,7 @@ def pairs(
         raise ValueError("pairs takes a run (--run RUN) or --from-top-ranked, one of them")
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise ValueError(f"--top must be a whole number of documents per query, at least 1; got {top!r}")
-    target = check_output(out, kind="file", data_dir=data_dir, cache_dir=cache_dir)
+    target = check_output(out, kind="file", data_dir=data_dir, cache_dir=cache_dir, source=source)
     if os.path.splitext(target)[1].lower() != ".parquet":
         raise ValueError(f"--out {os.fspath(out)}: pairs are written as Parquet; name a file ending in .parquet")
     if not os.path.isdir(os.path.dirname(target)):
@@ -135,17 +136,23 @@ def run_rankings(path: str, top: int) -> Iterator[Ranking]:
 
 
 def top_ranked_rankings(source: str, split: str, top: int, options: dict[str, Any]) -> Iterator[Ranking]:
-    """Each row of the source's `top_ranked` split: a query and its first `top` documents, without scores."""
+    """Each row of the source's `top_ranked` split: a query and its first `top` documents, with their scores where
+    it has them (BEIR's BM25 `scores`, aligned with `corpus-ids`; CRAG's pages have none)."""
     if "top_ranked" not in configs_in(source):
         raise ValueError(f"{source} has no top_ranked config (a folder built with `ragloaders build --with "
                          "top_ranked` has one); pass a run with --run instead")
     table = split_of(source, "top_ranked", split, options).data.table
     row = 0
     for batch in table.to_batches(max_chunksize=1024):
-        for query_id, doc_ids in zip(batch.column("query-id").to_pylist(), batch.column("corpus-ids").to_pylist()):
+        ids = batch.column("corpus-ids").to_pylist()
+        scores = batch.column("scores").to_pylist() if "scores" in batch.schema.names else [None] * len(ids)
+        for query_id, doc_ids, doc_scores in zip(batch.column("query-id").to_pylist(), ids, scores):
             row += 1
             kept = (doc_ids or [])[:top]
-            yield query_id, kept, [None] * len(kept), f"{source} top_ranked, row {row}"
+            given = list(doc_scores or [])[:top]
+            if len(given) != len(kept):  # no scores, or not one per document: none is taken for another's
+                given = [None] * len(kept)
+            yield query_id, kept, given, f"{source} top_ranked, row {row}"
 
 
 class PairWriter:

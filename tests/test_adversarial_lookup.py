@@ -1,0 +1,135 @@
+"""`ragloaders docs` and `ragloaders pairs` tried as an attacker and a careless user would: a kept index that is a
+FIFO, a bare string given to `get_many`, a `--out` inside the very folder being read, one very long id."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import ragloaders
+from ragloaders.core.output_target import OutputFolderError
+from ragloaders.eval.baseline import bm25
+from ragloaders.lookup.id_hash import string_hash, string_hashes
+from ragloaders.lookup.pairs import top_ranked_rankings
+
+
+class Waited(Exception):
+    """docs blocked on the FIFO."""
+
+
+@pytest.fixture
+def own_copy(nfcorpus_build, tmp_path) -> tuple[str, str]:
+    """A copy of the nfcorpus build and a cache of its own (the shared ones are never altered)."""
+    folder = tmp_path / "nfcorpus"
+    shutil.copytree(nfcorpus_build.out, folder)
+    return str(folder), str(tmp_path / "cache")
+
+
+def test_a_kept_index_replaced_by_a_fifo_is_rebuilt_not_waited_on(own_copy):
+    """Opening a FIFO for reading blocks until a writer comes: a docs open must not hang on one (it is not an
+    index; it is replaced by a rebuilt one)."""
+    folder, cache = own_copy
+    kept = ragloaders.docs(folder, cache_dir=cache).kept_at
+    os.unlink(kept)
+    os.mkfifo(kept)
+    def waited(signum, frame):
+        raise Waited  # not an OSError: the open's own error handling must not take it for a missing index
+
+    before = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(10)
+    try:
+        store = ragloaders.docs(folder, cache_dir=cache)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
+    assert store["MED-10"]["_id"] == "MED-10" and store.kept_at == kept
+    assert os.path.isfile(kept) and not os.path.islink(kept)
+
+def test_a_kept_index_replaced_by_a_symlink_to_a_users_file_leaves_that_file_as_it_was(own_copy, tmp_path):
+    """The link is no index of this data: the rebuilt index replaces the link itself, never the file it names."""
+    folder, cache = own_copy
+    kept = ragloaders.docs(folder, cache_dir=cache).kept_at
+    mine = tmp_path / "mine.bin"
+    mine.write_bytes(b"the user's bytes")
+    os.unlink(kept)
+    os.symlink(mine, kept)
+    store = ragloaders.docs(folder, cache_dir=cache)
+    assert store["MED-10"]["_id"] == "MED-10" and mine.read_bytes() == b"the user's bytes"
+    assert os.path.isfile(kept) and not os.path.islink(kept)
+
+
+def test_get_many_of_a_bare_string_is_a_type_error(nfcorpus_build):
+    """`get_many("MED-10")` would ask for the ids 'M', 'E', 'D', ... and answer None for each, silently."""
+    store = ragloaders.docs(nfcorpus_build.path, data_dir=nfcorpus_build.data_dir, cache_dir=nfcorpus_build.cache_dir)
+    with pytest.raises(TypeError, match="a list of ids"):
+        store.get_many("MED-10")
+    with pytest.raises(TypeError, match="a list of ids"):
+        store.rows_of("MED-10")
+    assert [row["_id"] for row in store.get_many(("MED-10",))] == ["MED-10"]
+
+
+def test_pairs_never_writes_into_the_folder_it_reads(own_copy, tmp_path):
+    """A file named like the folder's data (`corpus/corpus-*.parquet`) would become part of the corpus: the next
+    load of the folder fails. The source folder is protected as the data and cache dirs are."""
+    folder, cache = own_copy
+    run = tmp_path / "run.trec"
+    run.write_text("PLAIN-3 Q0 MED-10 1 1.0 x\n")
+    inside = Path(folder) / "corpus" / "corpus-pairs.parquet"
+    with pytest.raises(OutputFolderError, match="lies inside the source folder"):
+        ragloaders.pairs(folder, inside, run=run, cache_dir=cache)
+    assert not inside.exists() and sorted(p.name for p in inside.parent.iterdir()) == [
+        "corpus-00000-of-00001.parquet"]
+    with pytest.raises(OutputFolderError, match="lies inside the source folder"):  # bm25 --out: the same rule
+        bm25(folder, out=Path(folder) / "queries" / "queries-run.parquet", cache_dir=cache)
+    assert sorted(p.name for p in (Path(folder) / "queries").iterdir()) == ["queries-00000-of-00001.parquet"]
+    written = ragloaders.pairs(folder, tmp_path / "pairs.parquet", run=run, cache_dir=cache)
+    assert written.rows == 1 and pq.read_table(written.out).column("corpus-id").to_pylist() == ["MED-10"]
+
+
+def test_one_very_long_id_is_hashed_in_numpys_time_per_byte(nfcorpus_build, tmp_path):
+    """A run (a file: anyone's) naming one 1 MB id: hashing it took one numpy step per byte position (19 s for
+    1 MB, minutes for 10 MB) before pairs could say the id is unknown. The hash is the same as the plain one."""
+    long_id = "x" * (1 << 20)
+    values = [long_id, "MED-10", "", "é" * 3000, *(f"MED-{n}" for n in range(20))]
+    before = signal.signal(signal.SIGALRM, _waited)
+    signal.alarm(5)  # a bound of CPU, as the pickle tests set one: a hundred times what the hash takes
+    try:
+        hashes = string_hashes(pa.array(values))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
+    assert [int(h) for h in hashes] == [string_hash(value) for value in values]
+    store = ragloaders.docs(nfcorpus_build.path, data_dir=nfcorpus_build.data_dir, cache_dir=nfcorpus_build.cache_dir)
+    assert store.get_many([long_id, "MED-10"])[0] is None and store.rows_of([long_id])[0] == -1
+
+
+def _waited(signum, frame):
+    raise Waited
+
+
+def test_pairs_from_top_ranked_carry_its_bm25_scores(nfcorpus_with_reranking, cache_dir):
+    """A BEIR build's top_ranked holds BM25 scores aligned with corpus-ids: the pairs keep them (they were null).
+    The rankings `pairs` writes, read from the folder as `pairs --from-top-ranked` reads them."""
+    rankings = top_ranked_rankings(str(nfcorpus_with_reranking), "test", 3, {"cache_dir": cache_dir})
+    table = pq.read_table(nfcorpus_with_reranking / "top_ranked" / "test-00000-of-00001.parquet")
+    for (query_id, doc_ids, scores, _), row in zip(rankings, table.slice(0, 50).to_pylist()):
+        assert (query_id, doc_ids) == (row["query-id"], row["corpus-ids"][:3])
+        assert scores == pytest.approx(row["scores"][:3], rel=1e-6) and None not in scores
+
+
+@pytest.mark.parametrize("rows", [[-1], [3633], [0.5], [True, False]], ids=["negative", "past the end", "float",
+                                                                          "a mask"])
+def test_take_refuses_what_is_not_a_row_number(nfcorpus_build, rows):
+    """`take` of a negative (it was counted from the end in a message: 'Index -3634'), a float (truncated to row 0,
+    silently), a boolean mask (taken for rows 1 and 0, silently)."""
+    store = ragloaders.docs(nfcorpus_build.path, data_dir=nfcorpus_build.data_dir, cache_dir=nfcorpus_build.cache_dir)
+    with pytest.raises(IndexError, match="row numbers are whole numbers from 0 to 3,632"):
+        store.take(np.array(rows))
+    assert store.take(np.array([3632, 0])).column("_id").to_pylist() == [store.table.column("_id")[3632].as_py(),
+                                                                         store.table.column("_id")[0].as_py()]

@@ -1,0 +1,50 @@
+"""The mock API cache's checks tried as an attacker would: a check file (`<table>.sum`, an index folder's `.sum`)
+replaced by a FIFO is no check (the file is converted again); it is never opened blocking, waiting for a writer."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+from ragloaders import CragMockAPI
+from ragloaders.mock_api.cache_files import CHECK_SUFFIX, FOLDER_CHECK, file_problem, folder_files
+
+APPLE = "Apple Inc. Common Stock"
+
+
+class Waited(Exception):
+    """The start blocked on the FIFO."""
+
+
+def answers(folder: str, cache: str) -> dict:
+    api = CragMockAPI(folder, cache_dir=cache)
+    return {"ticker": api.finance_get_ticker_by_name(APPLE), "cap": api.finance_get_market_capitalization("AAPL")}
+
+
+@pytest.mark.parametrize("check", ["table", "index folder"])
+def test_a_check_replaced_by_a_fifo_is_no_check_and_never_waited_on(check, mock_kg_build, tmp_path):
+    folder, cache = str(mock_kg_build.out), str(tmp_path)
+    expected = answers(folder, cache)
+    if check == "table":
+        table = next(tmp_path.glob("mock_api/*/finance_company.arrow"))
+        fifo = str(table) + CHECK_SUFFIX
+    else:
+        entry = next(p for p in tmp_path.glob("mock_api/*/indexes/*") if (p / FOLDER_CHECK).exists())
+        fifo = str(entry / FOLDER_CHECK)
+    os.unlink(fifo)
+    os.mkfifo(fifo)
+
+    def waited(signum, frame):
+        raise Waited  # not an OSError, which the checks' own error handling would take for a missing check
+
+    before = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(10)
+    try:
+        again = answers(folder, cache)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
+    assert again == expected and expected["ticker"] == {"result": "AAPL"}
+    assert os.path.isfile(fifo)  # the check written again
+    assert (file_problem(str(table)) if check == "table" else folder_files(str(entry))[1]) in (None, "")
