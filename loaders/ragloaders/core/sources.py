@@ -12,6 +12,7 @@ import zlib
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from . import progress
 from .errors import DownloadError, MissingSourceError, SourceError
 
 _CHUNK = 1 << 20
@@ -73,7 +74,7 @@ class SourceFiles:
         if self._zip is not None:
             member = _ZipMember(self._zip.open(self._member(relpath)), self.location, self._member(relpath))
             return io.BufferedReader(member, _CHUNK)  # type: ignore[return-value]
-        return open(self.display(relpath), "rb")
+        return progress.open_watched(self.display(relpath))
 
     def size(self, relpath: str) -> int:
         if self._zip is not None:
