@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import bz2
 import hashlib
-import io
 import os
 import sys
 
