@@ -128,3 +128,20 @@ def test_the_command_line_draws_source_lines_on_a_terminal_only(tmp_path, capsys
     err = capsys.readouterr().err
     assert ("Reading mmrag_" in err) == shown
     assert bool(lines) == shown and not progress.is_shown()
+
+
+def test_a_zip_member_counts_its_compressed_bytes(lines):
+    import zipfile
+
+    location = DATA / "beir" / "nfcorpus.zip"
+    files = SourceFiles(str(location), root="nfcorpus")
+    with zipfile.ZipFile(location) as archive:
+        info = archive.getinfo("nfcorpus/corpus.jsonl")
+        expected = archive.read(info)
+    with files.open("corpus.jsonl") as stream:
+        assert stream.read() == expected
+    assert lines == []  # switched off
+    progress.show(True)
+    with files.open("corpus.jsonl") as stream:
+        assert stream.read() == expected
+    assert lines == [("Reading nfcorpus.zip:nfcorpus/corpus.jsonl", info.compress_size, info.compress_size)]

@@ -280,7 +280,7 @@ def open_bz2(source: str | BinaryIO, *, name: str, threads: int | None = None) -
             return io.BufferedReader(_Bz2StreamsReader(fileobj, name, owned), CHUNK_BYTES)  # type: ignore[return-value]
         start = fileobj.tell()
         size = _check_bz2_frame(fileobj, name)
-        watched = progress.watched(fileobj, name=name, size=size, close_stream=owned is not None)
+        watched = progress.watched(fileobj, label=os.path.basename(name), size=size, close_stream=owned is not None)
         if watched is not fileobj:  # closing it closes the line (and the file when it is ours)
             fileobj = owned = watched
         try:

@@ -36,13 +36,16 @@ def is_shown() -> bool:
 
 
 class _Watched(io.RawIOBase):
-    """A seekable binary stream whose reads advance a tqdm line to the furthest byte read.
+    """A seekable binary stream whose reads advance a tqdm line to the furthest byte read of [start, end).
 
-    The furthest byte, not the bytes returned: indexed_bzip2's threads read parts of a file more than once."""
+    The furthest byte, not the bytes returned: indexed_bzip2's threads read parts of a file more than once. Reads
+    starting outside [start, end) (a zip's directory, read when it is opened) do not count."""
 
-    def __init__(self, stream: BinaryIO, bar: tqdm, close_stream: bool):
+    def __init__(self, stream: BinaryIO, bar: tqdm, close_stream: bool, start: int):
         self.stream, self.bar, self.close_stream = stream, bar, close_stream
-        self.start = self.position = self.furthest = stream.tell()
+        self.position = stream.tell()
+        self.start = self.furthest = start
+        self.end = start + int(bar.total)
 
     def readable(self) -> bool:
         return True
@@ -68,9 +71,9 @@ class _Watched(io.RawIOBase):
         return data
 
     def _advance(self, count: int) -> None:
-        self.position += count
-        if self.position > self.furthest:
-            self.furthest = self.position
+        begin, self.position = self.position, self.position + count
+        if self.start <= begin < self.end and self.position > self.furthest:
+            self.furthest = min(self.position, self.end)
             if self.furthest - self.start - self.bar.n >= UPDATE_BYTES:
                 self.bar.update(self.furthest - self.start - self.bar.n)
 
@@ -85,16 +88,22 @@ class _Watched(io.RawIOBase):
         super().close()
 
 
-def watched(stream: BinaryIO, *, name: str, size: int, close_stream: bool,
+def wanted(size: int, threshold: int | None = None) -> bool:
+    """Whether a source of `size` bytes gets a line: lines are shown and it is at least `threshold` (THRESHOLD_BYTES
+    by default)."""
+    return is_shown() and size >= (THRESHOLD_BYTES if threshold is None else threshold)
+
+
+def watched(stream: BinaryIO, *, label: str, size: int, close_stream: bool, start: int | None = None,
             threshold: int | None = None) -> BinaryIO:
-    """`stream` itself, or, when lines are shown and `size` (the bytes left to read) is at least `threshold`
-    (THRESHOLD_BYTES by default), a stream reading it that draws `name`'s line on stderr; closing that one closes
-    the line, and `stream` too when `close_stream`. Read the returned stream from `stream`'s current position."""
-    if not is_shown() or size < (THRESHOLD_BYTES if threshold is None else threshold):
+    """`stream` itself, or, when a line is `wanted` for the `size` bytes to read from byte `start` (the current
+    position by default), a stream reading it that draws the line `Reading <label>` on stderr; closing that one
+    closes the line, and `stream` too when `close_stream`."""
+    if not wanted(size, threshold):
         return stream
-    bar = tqdm(total=size, desc=f"Reading {os.path.basename(name)}", unit="B", unit_scale=True, unit_divisor=1024,
+    bar = tqdm(total=size, desc=f"Reading {label}", unit="B", unit_scale=True, unit_divisor=1024,
                mininterval=MIN_INTERVAL, leave=False, dynamic_ncols=True)
-    return _Watched(stream, bar, close_stream)  # type: ignore[return-value]
+    return _Watched(stream, bar, close_stream, stream.tell() if start is None else start)  # type: ignore[return-value]
 
 
 def open_watched(path: str, *, threshold: int | None = None) -> BinaryIO:
@@ -105,7 +114,7 @@ def open_watched(path: str, *, threshold: int | None = None) -> BinaryIO:
     except BaseException:
         stream.close()
         raise
-    result = watched(stream, name=path, size=size, close_stream=True, threshold=threshold)
+    result = watched(stream, label=os.path.basename(path), size=size, close_stream=True, threshold=threshold)
     if result is stream:
         return stream
     return io.BufferedReader(result, buffer_size=1 << 20)  # type: ignore[arg-type,return-value]
