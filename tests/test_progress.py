@@ -23,7 +23,7 @@ EXAMPLE = next(release for release in RELEASES if release.files == ("dev_data.js
 
 @pytest.fixture
 def lines(monkeypatch):
-    """Every line drawn, as (description, bytes counted, total) when it closed; any source gets one."""
+    """Every line drawn, as (description, bytes counted, total) when it closed; any source gets one when shown."""
     closed: list[tuple[str, int, int]] = []
 
     class Recorded(progress.tqdm):
@@ -34,7 +34,7 @@ def lines(monkeypatch):
 
     monkeypatch.setattr(progress, "tqdm", Recorded)
     monkeypatch.setattr(progress, "THRESHOLD_BYTES", 0)
-    before = progress.show(False)
+    before = progress.is_shown()  # as a library user finds it: off
     yield closed
     progress.show(before)
 
@@ -145,3 +145,26 @@ def test_a_zip_member_counts_its_compressed_bytes(lines):
     with files.open("corpus.jsonl") as stream:
         assert stream.read() == expected
     assert lines == [("Reading nfcorpus.zip:nfcorpus/corpus.jsonl", info.compress_size, info.compress_size)]
+
+
+def test_the_readme_states_the_threshold():
+    readme = (DATA.parent.parent / "README.md").read_text(encoding="utf-8")
+    assert f"source file of {progress.THRESHOLD_BYTES >> 20} MiB or more is read" in readme
+
+
+def test_a_source_of_the_threshold_gets_a_line_and_one_byte_less_none():
+    before = progress.show(True)
+    try:
+        assert progress.wanted(progress.THRESHOLD_BYTES) and not progress.wanted(progress.THRESHOLD_BYTES - 1)
+    finally:
+        progress.show(before)
+    assert not progress.wanted(progress.THRESHOLD_BYTES)
+
+
+def test_a_library_load_draws_no_line(tmp_path, capsys, lines):
+    import ragloaders
+
+    routing = ragloaders.load("mmrag", "routing", split="dev", data_dir=str(DATA / "mmrag"),
+                              cache_dir=str(tmp_path / "c"))
+    assert len(routing) > 0
+    assert "Reading" not in capsys.readouterr().err and lines == []
