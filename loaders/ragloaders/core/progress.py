@@ -108,13 +108,13 @@ def watched(stream: BinaryIO, *, label: str, size: int, close_stream: bool, star
 
 def open_watched(path: str, *, threshold: int | None = None) -> BinaryIO:
     """The file at `path` opened for reading, with its line when it is large (see `watched`)."""
-    stream = open(path, "rb")  # noqa: SIM115 (returned open)
+    if not wanted(os.path.getsize(path), threshold):
+        return open(path, "rb")
+    raw = open(path, "rb", buffering=0)  # noqa: SIM115 (closed with the result)
     try:
-        size = os.fstat(stream.fileno()).st_size
+        size = os.fstat(raw.fileno()).st_size
+        result = watched(raw, label=os.path.basename(path), size=size, close_stream=True, threshold=0)  # type: ignore[arg-type]
     except BaseException:
-        stream.close()
+        raw.close()
         raise
-    result = watched(stream, label=os.path.basename(path), size=size, close_stream=True, threshold=threshold)
-    if result is stream:
-        return stream
     return io.BufferedReader(result, buffer_size=1 << 20)  # type: ignore[arg-type,return-value]
