@@ -168,3 +168,36 @@ def test_a_library_load_draws_no_line(tmp_path, capsys, lines):
                               cache_dir=str(tmp_path / "c"))
     assert len(routing) > 0
     assert "Reading" not in capsys.readouterr().err and lines == []
+
+
+def test_the_line_advances_as_the_file_is_read_and_never_passes_its_size(lines, monkeypatch):
+    updates: list[int] = []
+
+    class Updates(progress.tqdm):
+        def update(self, n: int = 1) -> bool | None:
+            shown = super().update(n)
+            updates.append(self.n)
+            return shown
+
+    monkeypatch.setattr(progress, "tqdm", Updates)
+    monkeypatch.setattr(progress, "UPDATE_BYTES", 256 << 10)
+    progress.show(True)
+    with open_bz2(CRAG_FILE, name=CRAG_FILE, threads=1) as stream:
+        read_all(stream)
+    size = os.path.getsize(CRAG_FILE)
+    assert len(updates) > 4 and updates == sorted(updates) and updates[-1] == size
+    assert all(later - earlier >= 256 << 10 for earlier, later in zip(updates[:-2], updates[1:-1]))
+
+
+def test_a_damaged_source_still_raises_its_error_and_closes_the_line(lines, tmp_path):
+    from ragloaders.core.errors import SourceError
+
+    cut = tmp_path / "dev_data.jsonl.bz2"
+    data = bytearray(open(CRAG_FILE, "rb").read())
+    data[len(data) // 2:len(data) // 2 + 64] = bytes(64)  # a zeroed run in the middle: corrupt blocks
+    cut.write_bytes(bytes(data))
+    progress.show(True)
+    with pytest.raises(SourceError, match="dev_data.jsonl.bz2"):
+        with open_bz2(str(cut), name=str(cut)) as stream:
+            read_all(stream)
+    assert len(lines) == 1 and lines[0][0] == "Reading dev_data.jsonl.bz2"
