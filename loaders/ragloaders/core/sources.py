@@ -73,8 +73,7 @@ class SourceFiles:
         self.require(relpath)
         if self._zip is not None:
             name = self._member(relpath)
-            archive = self._watched_zip(name)
-            owned = () if archive is self._zip else (archive, archive.fp)
+            archive, owned = self._watched_zip(name)
             try:
                 member = _ZipMember(archive.open(name), self.location, name, owned)
             except BaseException:
@@ -84,13 +83,13 @@ class SourceFiles:
             return io.BufferedReader(member, _CHUNK)  # type: ignore[return-value]
         return progress.open_watched(self.display(relpath))
 
-    def _watched_zip(self, name: str) -> zipfile.ZipFile:
-        """The zip, or, when a progress line is due for member `name`, the zip opened again over a file whose line
-        counts that member's compressed bytes (from its local header's end, where they start)."""
+    def _watched_zip(self, name: str) -> tuple[zipfile.ZipFile, tuple]:
+        """(the zip, ()), or, when a progress line is due for member `name`, (the zip opened again over a file whose
+        line counts that member's compressed bytes from its local header's end, where they start; what to close)."""
         assert self._zip is not None
         info = self._zip.getinfo(name)
         if not progress.wanted(info.compress_size):
-            return self._zip
+            return self._zip, ()
         with open(self.location, "rb") as handle:
             handle.seek(info.header_offset)
             header = handle.read(30)
@@ -100,7 +99,8 @@ class SourceFiles:
         watched = progress.watched(open(self.location, "rb"), label=label, size=info.compress_size,  # noqa: SIM115
                                    close_stream=True, start=start, threshold=0)  # closed with the member
         try:
-            return zipfile.ZipFile(watched)
+            archive = zipfile.ZipFile(watched)
+            return archive, (archive, watched)
         except BaseException:
             watched.close()
             raise
