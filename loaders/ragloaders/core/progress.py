@@ -1,7 +1,7 @@
 """One progress line while a large source file is read: bytes read of its size, with a rate.
 
 The line is off unless switched on with `show(True)`: the command line does so when stderr is a terminal and
---quiet is not given (cli.progress_bars); `ragloaders.load` and the builders used as a library never print one, so
+--quiet is not given (cli.progress_bars); `ragloaders.load` and the builders used as a library print none, so
 a notebook or a log gets only what `datasets` itself prints. It counts the bytes read from the file itself (the
 compressed bytes of a .bz2, not what they decompress to), is drawn at most a few times a second, and closes with
 the stream. Sources under THRESHOLD_BYTES get no line: they are read before one would be worth looking at.
