@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 
 from . import __version__
 from .api import catalogue_path, configs_of, normalized, registry
+from .core import progress
 from .core.errors import MissingSourceError, SourceError, UsageError
 from .core.log import show_warnings_on_stderr, warn
 from .lookup import command as lookup_command
@@ -412,8 +413,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def progress_bars(shown: bool) -> Iterator[None]:
     """While a command runs: none of datasets' bars (one per split, config and shard: "Generating train split"...),
     and, when `shown`, ragloaders' own line per build (`Building PATH`) and huggingface_hub's download bars, which
-    share one switch; after it, both as they were. `shown` is False with --quiet and when stderr is not a terminal:
-    a log or a pipe gets no bars to clutter it."""
+    share one switch, and a line while a large source file is read (core.progress); after it, all as they were.
+    `shown` is False with --quiet and when stderr is not a terminal: a log or a pipe gets no bars to clutter it."""
     import datasets.utils.logging as datasets_logging
     import huggingface_hub.utils as hub_utils
 
@@ -421,9 +422,11 @@ def progress_bars(shown: bool) -> Iterator[None]:
     datasets_logging.disable_progress_bar()
     if not shown:
         hub_utils.disable_progress_bars()
+    sources_before = progress.show(shown)
     try:
         yield
     finally:
+        progress.show(sources_before)
         if before[0]:
             datasets_logging.enable_progress_bar()
         if not before[1]:

@@ -21,6 +21,7 @@ from typing import BinaryIO
 
 import indexed_bzip2
 
+from . import progress
 from .errors import SourceError
 
 CHUNK_BYTES = 1 << 20
@@ -279,6 +280,9 @@ def open_bz2(source: str | BinaryIO, *, name: str, threads: int | None = None) -
             return io.BufferedReader(_Bz2StreamsReader(fileobj, name, owned), CHUNK_BYTES)  # type: ignore[return-value]
         start = fileobj.tell()
         size = _check_bz2_frame(fileobj, name)
+        watched = progress.watched(fileobj, label=os.path.basename(name), size=size, close_stream=owned is not None)
+        if watched is not fileobj:  # closing it closes the line (and the file when it is ours)
+            fileobj = owned = watched
         try:
             reader: BinaryIO = indexed_bzip2.open(fileobj, parallelization=threads)
         except (io.UnsupportedOperation, AttributeError, TypeError):

@@ -12,6 +12,7 @@ import zlib
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from . import progress
 from .errors import DownloadError, MissingSourceError, SourceError
 
 _CHUNK = 1 << 20
@@ -71,9 +72,38 @@ class SourceFiles:
     def open(self, relpath: str) -> BinaryIO:
         self.require(relpath)
         if self._zip is not None:
-            member = _ZipMember(self._zip.open(self._member(relpath)), self.location, self._member(relpath))
+            name = self._member(relpath)
+            archive, owned = self._watched_zip(name)
+            try:
+                member = _ZipMember(archive.open(name), self.location, name, owned)
+            except BaseException:
+                for stream in owned:
+                    stream.close()
+                raise
             return io.BufferedReader(member, _CHUNK)  # type: ignore[return-value]
-        return open(self.display(relpath), "rb")
+        return progress.open_watched(self.display(relpath))
+
+    def _watched_zip(self, name: str) -> tuple[zipfile.ZipFile, tuple]:
+        """(the zip, ()), or, when a progress line is due for member `name`, (the zip opened again over a file whose
+        line counts that member's compressed bytes from its local header's end, where they start; what to close)."""
+        assert self._zip is not None
+        info = self._zip.getinfo(name)
+        if not progress.wanted(info.compress_size):
+            return self._zip, ()
+        with open(self.location, "rb") as handle:
+            handle.seek(info.header_offset)
+            header = handle.read(30)
+        start = info.header_offset + 30 + int.from_bytes(header[26:28], "little") + int.from_bytes(
+            header[28:30], "little")
+        label = f"{os.path.basename(self.location)}:{name}"
+        watched = progress.watched(open(self.location, "rb"), label=label, size=info.compress_size,  # noqa: SIM115
+                                   close_stream=True, start=start, threshold=0)  # closed with the member
+        try:
+            archive = zipfile.ZipFile(watched)
+            return archive, (archive, watched)
+        except BaseException:
+            watched.close()
+            raise
 
     def size(self, relpath: str) -> int:
         if self._zip is not None:
@@ -120,8 +150,8 @@ def open_zip(path: str) -> zipfile.ZipFile:
 class _ZipMember(io.RawIOBase):
     """A zip member's content; a bad CRC, bad deflate data or a cut member raises SourceError naming both."""
 
-    def __init__(self, member: BinaryIO, archive: str, name: str):
-        self.member, self.archive, self.name = member, archive, name
+    def __init__(self, member: BinaryIO, archive: str, name: str, owned: tuple = ()):
+        self.member, self.archive, self.name, self.owned = member, archive, name, owned
 
     def readable(self) -> bool:
         return True
@@ -134,6 +164,8 @@ class _ZipMember(io.RawIOBase):
 
     def close(self) -> None:
         self.member.close()
+        for owned in self.owned:
+            owned.close()
         super().close()
 
 
