@@ -114,6 +114,7 @@ def test_build_killed_midway_leaves_nothing_complete_and_next_build_has_every_ro
     assert len(glob.glob(os.path.join(cached_complete_folders(cache)[0], "*.arrow"))) == 1
 
 
+@pytest.mark.slow  # two builds of ~100 MB in subprocesses (seconds); the killed build above stays by default
 def test_two_builds_at_once_both_end_with_the_same_correct_data(big_corpus, tmp_path):
     data_dir, docs = big_corpus
     cache = tmp_path / "cache"

@@ -337,6 +337,7 @@ SQLITE_FLIPS_CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # a fuzzer: 240 mutants read in a child (seconds)
 def test_damaged_sqlite_files_give_rows_or_a_source_error_naming_the_file(tmp_path):
     """Random byte changes and cuts of an nba.sqlite and a SqliteDict file, read in a child (a crash fails the test).
     Before, a damaged schema gave sqlite3.OperationalError ('Could not decode to UTF-8 column sql') or

@@ -3,6 +3,7 @@ line or record, the same line gets the same verdict on both reader paths, and id
 ones a user can act on."""
 
 import bz2
+import functools
 import http.server
 import io
 import json
@@ -37,9 +38,19 @@ LONG = lines.BLOCK_BYTES + 1000
 """A line longer than pyarrow's block: its chunk is read line by line."""
 
 
-def crag_lines() -> list[bytes]:
+@functools.cache
+def crag_lines() -> tuple[bytes, ...]:
+    """The example file's records, decompressed once per session (16 MB; the tests only read them)."""
     with bz2.open(CRAG_EXAMPLE) as f:
-        return [line.rstrip(b"\n") for line in f if line.strip()]
+        return tuple(line.rstrip(b"\n") for line in f if line.strip())
+
+
+@functools.cache
+def crag_in_two_streams() -> tuple[bytes, bytes]:
+    """The example file's records compressed as two bzip2 streams (its first five records, then the rest)."""
+    lines = crag_lines()
+    return bz2.compress(b"".join(line + b"\n" for line in lines[:5])), bz2.compress(
+        b"".join(line + b"\n" for line in lines[5:]))
 
 
 def doc(_id: str = "d", text: str = "t", **extra) -> bytes:
@@ -285,9 +296,7 @@ def test_crag_records_follow_the_same_json_rules(tmp_path):
 
 @pytest.mark.parametrize("between", [b"GARBAGE!", b"BZh0", b"\0" * 8], ids=["garbage", "damaged header", "zeros"])
 def test_crag_multi_stream_bz2_with_bad_bytes_between_streams_is_refused_with_the_offset(tmp_path, between):
-    lines = crag_lines()
-    first = bz2.compress(b"".join(line + b"\n" for line in lines[:5]))
-    second = bz2.compress(b"".join(line + b"\n" for line in lines[5:]))
+    first, second = crag_in_two_streams()
     path = tmp_path / "dev_data.jsonl.bz2"
     path.write_bytes(first + between + (second[4:] if between == b"BZh0" else second))
     with pytest.raises(SourceError, match=rf"dev_data\.jsonl\.bz2: bytes at offset {len(first):,} are not a bzip2"):

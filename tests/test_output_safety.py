@@ -106,7 +106,8 @@ sys.exit(cli.main(sys.argv[3:]))
 """
 
 
-@pytest.mark.parametrize("command, signame", [("build", "SIGINT"), ("push", "SIGTERM")])  # each path, each signal
+@pytest.mark.parametrize("command, signame", [("build", "SIGINT"),  # each path, each signal; a push in CI (seconds)
+                                             pytest.param("push", "SIGTERM", marks=pytest.mark.slow)])
 def test_a_signal_right_after_the_swap_loses_neither_folder_nor_a_file_of_the_user(command, signame, tmp_path,
                                                                                     cache_dir, previous):
     """Before: the exit clean-up removed the work path, which after the swap holds the old folder, with the file

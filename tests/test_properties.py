@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 import datasets
+import pytest
 import ragloaders
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -167,6 +168,8 @@ def test_mmrag_files_round_trip_through_load(files):
             assert without_answers(rows_of(loaded)) == rows, (config, split)
 
 
+# four builds of generated samples (seconds): in CI; the BEIR one runs by default, and mmrag's reading by the test above
+@pytest.mark.slow
 @BUILD_SETTINGS
 @given(files=mmrag_files(min_rows=1))
 def test_mmrag_files_round_trip_through_build_and_load_dataset(files):

@@ -187,6 +187,7 @@ def test_the_plan_puts_the_card_last_and_bounds_commits(tmp_path):
 # --- the staging folder and the repo id: never destroy, never trust an unverified folder ---------------------------
 
 
+@pytest.mark.slow  # two pushes, each in a subprocess: seconds
 def test_a_staged_file_changed_or_missing_is_rebuilt_not_trusted(tmp_path, cache_dir):
     assert run_push(tmp_path, cache_dir).returncode == 0
     hub = FakeHub(str(tmp_path / "hub"))
@@ -329,6 +330,7 @@ FOREIGN = {"data/train-00000-of-00001.parquet": b"PAR1 the repository's own trai
            ".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n"}
 
 
+@pytest.mark.slow  # two pushes, each in a subprocess: seconds
 def test_a_push_into_a_repository_with_files_of_its_own_leaves_every_one_of_them(tmp_path, cache_dir):
     hub = FakeHub(str(tmp_path / "hub"))
     hub.seed_repo(REPO, FOREIGN)
@@ -346,6 +348,7 @@ def test_a_push_into_a_repository_with_files_of_its_own_leaves_every_one_of_them
     assert {path: hub.read(REPO, path) for path in FOREIGN} == FOREIGN
 
 
+@pytest.mark.slow  # three pushes, each in a subprocess: seconds
 def test_a_push_that_would_overwrite_a_file_it_did_not_publish_stops_unless_asked(tmp_path, cache_dir):
     hub = FakeHub(str(tmp_path / "hub"))
     theirs = {**FOREIGN, "README.md": b"---\nlicense: mit\n---\n# The owner's card\n"}
@@ -371,6 +374,7 @@ def test_a_push_that_would_overwrite_a_file_it_did_not_publish_stops_unless_aske
     assert set(recorded(hub)) == set(staged)
 
 
+@pytest.mark.slow  # two pushes, each in a subprocess: seconds
 def test_a_card_edited_on_the_hub_since_the_push_is_not_overwritten_without_asking(tmp_path, cache_dir):
     assert run_push(tmp_path, cache_dir).returncode == 0
     hub = FakeHub(str(tmp_path / "hub"))

@@ -43,7 +43,10 @@ def files_holding(folder: Path, secret: bytes) -> list[str]:
     return [str(p) for p in folder.rglob("*") if p.is_file() and secret in p.read_bytes()]
 
 
-@pytest.mark.parametrize("hub_status", [0, 401, 500], ids=["accepted", "unauthorized", "server-error"])
+# a push in a subprocess each (seconds): the hub's refusal by default, its success and its failure in CI
+@pytest.mark.parametrize("hub_status", [pytest.param(0, marks=pytest.mark.slow), 401,
+                                        pytest.param(500, marks=pytest.mark.slow)],
+                         ids=["accepted", "unauthorized", "server-error"])
 def test_token_never_in_output_errors_cards_staged_files_or_caches(tmp_path, hub_status):
     env = {key: value for key, value in os.environ.items() if not key.startswith("HF_")}
     env.update(
