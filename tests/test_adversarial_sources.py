@@ -258,6 +258,7 @@ except HubError as e:
 """
 
 
+@pytest.mark.slow
 def test_a_hub_that_never_answers_is_given_up_within_five_seconds(endpoint, tmp_path):
     """In a fresh process (a new HF_HOME: huggingface_hub has fetched nothing yet, no agent registry either)."""
     url = endpoint(None)

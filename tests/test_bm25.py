@@ -316,6 +316,7 @@ def test_build_with_refuses_unknown_configs_and_crag(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_push_with_stages_the_reranking_configs_as_build_does(nfcorpus, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("RAGLOADERS_STAGING", str(tmp_path / "staging"))
     where = ["--data-dir", nfcorpus["data_dir"], "--cache-dir", nfcorpus["cache_dir"]]

@@ -134,6 +134,7 @@ def test_the_report_read_with_plain_reads_equals_the_report_on_tables(cache):
     assert corpus["rows"] == loaded["corpus"]["corpus"].num_rows and "empty_texts" in corpus
 
 
+@pytest.mark.slow
 def test_the_integrity_report_of_a_build_holds_no_memory_map_of_the_cache(tmp_path, monkeypatch):
     """Each config's datasets are let go once its Parquet is written: the report reads the cache files."""
     seen = []

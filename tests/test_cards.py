@@ -86,6 +86,7 @@ def test_card_text_has_the_build_numbers_checksums_and_both_citations(built):
 
 
 @pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.slow
 def test_staged_folder_loads_like_ragloaders(built, streaming, tmp_path):
     out, _, cache_dir = built
     for config in configs_of(PATH):

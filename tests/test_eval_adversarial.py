@@ -370,6 +370,7 @@ for _ in range(300):
 """
 
 
+@pytest.mark.slow
 def test_two_processes_writing_one_cache_entry_leave_it_whole(tmp_path):
     judge, path = cached_judge(tmp_path, "http://127.0.0.1:9/v1")
     writer = subprocess.Popen([sys.executable, "-c", _WRITER, judge.cache_dir], stdout=subprocess.PIPE, text=True)

@@ -88,6 +88,7 @@ def big_corpus(tmp_path_factory):
     return write_corpus(tmp_path_factory.mktemp("big") / "scifact", docs), docs
 
 
+@pytest.mark.slow
 def test_build_killed_midway_leaves_nothing_complete_and_next_build_has_every_row(big_corpus, tmp_path):
     data_dir, docs = big_corpus
     cache = tmp_path / "cache"

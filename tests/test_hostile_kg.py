@@ -238,6 +238,7 @@ def nested(depth: int, lone_surrogate: bool = False) -> bytes:
     return b'{"a": {' + title + b'"length": ' + b"[" * depth + b"]" * depth + b"}}"
 
 
+@pytest.mark.slow
 def test_json_nested_fifty_thousand_deep_is_refused_without_a_gigabyte(tmp_path):
     """100 KB of brackets made yajl's builder take 6 GB (a path string per level): a MemoryError under 512 MB."""
     path = tmp_path / "movie_db.json"

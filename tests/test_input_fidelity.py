@@ -279,6 +279,7 @@ def test_json_arrays_refuse_duplicate_keys_and_unpaired_surrogates_naming_the_re
     assert list(iter_json_array(io.BytesIO(b'[{"q": "\\ud83d\\ude00"}]'), "ok.json")) == [(0, {"q": "\U0001f600"})]
 
 
+@pytest.mark.slow
 def test_crag_records_follow_the_same_json_rules(tmp_path):
     lines = crag_lines()
     for name, bad, message in [

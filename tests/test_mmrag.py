@@ -421,6 +421,7 @@ def test_download_from_hub_served_locally(tmp_path):
     assert fetched == {"mmrag_train.json", "mmrag_dev.json", "mmrag_test.json", "processed_documents.json"}
 
 
+@pytest.mark.slow
 def test_a_failed_hub_download_is_one_download_error_naming_the_url_and_what_to_do(tmp_path):
     closed = socket.socket()
     closed.bind(("127.0.0.1", 0))

@@ -143,6 +143,7 @@ def _wait_for(port: int, process: subprocess.Popen) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_serve_answers_malformed_bodies_as_fastapi_and_stops_cleanly_on_ctrl_c(built, tmp_path):
     import requests
 
@@ -219,6 +220,7 @@ HUB_SCRIPT = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_a_hub_repository_is_downloaded_and_answers(built, tmp_path):
     script = tmp_path / "hub.py"
     script.write_text(HUB_SCRIPT)

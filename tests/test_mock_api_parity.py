@@ -100,6 +100,7 @@ def test_http_answers_equal_the_official_servers(parity):
     assert len(official_failures) >= 5
 
 
+@pytest.mark.slow
 def test_in_process_answers_equal_the_http_ones(parity):
     api, ours = parity["api"], parity["ours"]
     for path, body in calls():
@@ -155,6 +156,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_the_official_client_unchanged_against_ragloaders_serve(parity, tmp_path):
     port = _free_port()
     process = subprocess.Popen(

@@ -59,6 +59,7 @@ def rows_by(dataset: datasets.Dataset, key: str) -> dict:
 # --- the hub folder ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_config_loads_with_plain_datasets_and_counts_equal_the_source(kg, built):
     _, counts = kg
     assert sorted(counts) == sorted(CONFIGS)

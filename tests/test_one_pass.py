@@ -109,6 +109,7 @@ def test_one_derived_config_alone_costs_one_pass_and_records_is_reused(sources, 
     assert len(opened) == 1
 
 
+@pytest.mark.slow
 def test_records_in_several_shards_and_num_proc(sources, tmp_path, monkeypatch):
     """`records` cut into many Arrow shards; derived configs read them in order, also split over processes."""
     monkeypatch.setattr(datasets.config, "MAX_SHARD_SIZE", "100KB")

@@ -360,6 +360,7 @@ def test_a_kill_at_any_point_leaves_the_old_or_the_new_complete_folder(point, ex
     assert siblings(out) == ["out", "reached"]  # the leftover was removed, nothing else
 
 
+@pytest.mark.slow
 def test_a_kill_between_the_two_renames_of_the_fallback_swap_is_undone(tmp_path, cache_dir, built, loads):
     """Where the filesystem cannot exchange two folders, the old one is put aside then the new one moved in;
     a kill in between leaves no folder at `out`, and the next build puts the old one back first."""
@@ -445,6 +446,7 @@ sys.exit(cli.main(sys.argv[2:]))
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_halfway_says_so_in_one_line_keeps_the_old_folder_and_a_rerun_completes(tmp_path, cache_dir, built,
                                                                                        loads):
     out = tmp_path / "out"

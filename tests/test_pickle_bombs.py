@@ -271,6 +271,7 @@ def load_outcomes(tmp_path_factory) -> dict[str, dict]:
 
 
 @pytest.mark.parametrize("name", list(all_bombs()))
+@pytest.mark.slow
 def test_load_of_a_hostile_file_is_a_source_error_naming_it_in_seconds_within_the_bound(load_outcomes, name):
     """ragloaders.load("crag/mock_kg", ...) of each file above, as the file of its config: a SourceError naming it,
     in SECONDS of CPU, within 64 units a byte of memory (MEMORY) beyond what the load had after a real frame."""

@@ -108,6 +108,7 @@ def test_push_commits_in_batches_and_the_received_repo_loads_like_ragloaders(tmp
     assert not [text for text in leaks if TOKEN in text]
 
 
+@pytest.mark.slow
 def test_an_interrupted_push_resumes_without_uploading_twice(tmp_path, cache_dir):
     killed = run_push(tmp_path, cache_dir, env={"FAKE_HUB_EXIT_ON_COMMIT": "2"})
     assert killed.returncode == 17, killed.stderr[-3000:]
@@ -126,6 +127,7 @@ def test_an_interrupted_push_resumes_without_uploading_twice(tmp_path, cache_dir
     assert staged_files(tmp_path / "received") == staged_files(tmp_path / "staged")
 
 
+@pytest.mark.slow
 def test_a_push_deletes_only_files_an_older_ragloaders_push_recorded(tmp_path, cache_dir):
     assert run_push(tmp_path, cache_dir).returncode == 0
     hub = FakeHub(str(tmp_path / "hub"))
@@ -212,6 +214,7 @@ def test_a_staged_file_changed_or_missing_is_rebuilt_not_trusted(tmp_path, cache
     assert "kept in" in again.stderr
 
 
+@pytest.mark.slow
 def test_a_staging_folder_ragloaders_did_not_write_is_refused_and_nothing_is_sent(tmp_path, cache_dir):
     staged = tmp_path / "staged"
     staged.mkdir()
@@ -247,6 +250,7 @@ print(first.deleted, second.deleted, sorted(hub.files("org/data")))
 """
 
 
+@pytest.mark.slow
 def test_only_a_plan_verified_in_this_run_deletes_files_in_the_repository(tmp_path):
     from ragloaders.publish.manifest import Manifest, hash_folder
 

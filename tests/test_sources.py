@@ -208,6 +208,7 @@ def test_load_a_hub_repository_from_the_hub_cache_offline(hub_cache):
 # --- mteb's layout: a repository ragloaders did not build --------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_foreign_repository_needs_as_and_then_scores_like_the_path(offline_hub, reference, work):
     (work / "mteb.trec").write_bytes(reference["run"])
     code, _, err = run("eval", MTEB_REPO, "--run", str(work / "mteb.trec"))

@@ -182,6 +182,7 @@ def test_crag_example_file_is_checked_against_its_own_release(tmp_path, capsys):
     assert "release: example" in out and "the official file of release `example` (size and md5 match)" in out
 
 
+@pytest.mark.slow
 def test_a_cut_of_the_example_file_is_reported_not_failed(tmp_path):
     """The example file minus its last record has the official name but not its size: counts shown, not compared
     (a count mismatch is an error only for files that are, or cannot be told from, the published ones)."""
