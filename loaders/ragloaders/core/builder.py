@@ -80,6 +80,11 @@ class RagBuilder(CompatBuilder):
         """The splits this config has, known before any build (None: they depend on the files)."""
         return None
 
+    def prepared_inputs(self) -> list[str]:
+        """The configs of this path whose prepared cache (same cache_dir) this config's preparation reads, which a
+        build must therefore keep until this config is prepared (default: none; it reads the source)."""
+        return []
+
     def source_files_read(self) -> list[str]:
         """The local source files this config reads, in reading order: each file of a folder, or the archive itself
         (a zip, the parts of a split archive). Without `data_dir`, the downloaded copies (downloaded now if they are

@@ -451,6 +451,9 @@ class CragBuilder(RagBuilder):
         records.download_and_prepare()
         return records
 
+    def prepared_inputs(self) -> list[str]:
+        return [] if self.config.name == "records" else ["records"]
+
     def split_names(self) -> list[str]:
         return ["corpus"] if self.config.name == "corpus" else list(SPLITS.values())
 

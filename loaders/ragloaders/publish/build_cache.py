@@ -1,0 +1,68 @@
+"""Where `build --out` prepares its configs: the user's cache dir when one is given, else a private folder in the
+build's work folder that goes when the build is done, so the build leaves no uncompressed Arrow copy behind.
+
+The private folder lies inside the work folder (same filesystem as the output), so whatever ends the build (an
+error, Ctrl-C, a kill followed by the next build's clean-up of incomplete work folders: output_folder.py) removes
+it with the work folder. Downloads still go to datasets' shared downloads folder (the private folder's
+`downloads` is a link to it), so a build without data_dir does not download its source again each time; `load`
+keeps its own memory-mapped cache as before.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import datasets
+
+PRIVATE_TAG = ".ragloaders-prepare-"
+
+
+@dataclass(frozen=True)
+class BuildCache:
+    """The datasets cache folder a build prepares in, and whether the build made it (then it deletes what it
+    prepared there)."""
+
+    cache_dir: str | None
+    private: bool
+
+
+@contextmanager
+def build_cache(work: str, cache_dir: str | None) -> Iterator[BuildCache]:
+    """The cache to prepare in for a build into the work folder `work`: `cache_dir` as it is when given (nothing
+    in it is deleted), else a new private folder inside `work`, removed whole on leaving (before the work folder
+    is sealed)."""
+    if cache_dir is not None:
+        yield BuildCache(cache_dir, private=False)
+        return
+    private = tempfile.mkdtemp(prefix=PRIVATE_TAG, dir=work)
+    try:
+        downloads = os.path.expanduser(str(datasets.config.DOWNLOADED_DATASETS_PATH))
+        os.makedirs(downloads, exist_ok=True)
+        os.symlink(downloads, os.path.join(private, datasets.config.DOWNLOADED_DATASETS_DIR))
+        yield BuildCache(private, private=True)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def release_prepared(builders: dict[str, datasets.DatasetBuilder], order: list[str], done: int,
+                     cache: BuildCache) -> None:
+    """In a private cache, delete the prepared folder of each config of `order[:done]` that no config of
+    `order[done:]` reads (`prepared_inputs`; `builders` has every config of `order`): its Parquet is written and
+    its rows are read from there from now on. A user's cache dir is left as it is."""
+    if not cache.private:
+        return
+    needed = {name for config in order[done:] for name in inputs_of(builders[config])}
+    for config in order[:done]:
+        if config not in needed:
+            shutil.rmtree(builders[config].prepared_dir, ignore_errors=True)
+
+
+def inputs_of(dataset_builder: datasets.DatasetBuilder) -> list[str]:
+    """The configs whose prepared cache `dataset_builder` reads (RagBuilder.prepared_inputs; none for others)."""
+    inputs = getattr(dataset_builder, "prepared_inputs", None)
+    return inputs() if inputs is not None else []
