@@ -32,14 +32,14 @@ def configs_cached(root: Path, configs: list[str]) -> set[str]:
             if any(part == config or part.startswith(config + "-") for part in path.parts)}
 
 
-def test_a_crag_build_keeps_records_only_while_derived_configs_read_it_and_leaves_no_cache(
+def test_a_crag_build_deletes_each_arrow_cache_once_written_and_leaves_none(
         crag_build, own_default_cache, tmp_path, monkeypatch):
     configs = [output.name for output in crag_build.outputs]
     cached_after: dict[str, set[str]] = {}
     release = publish_build.release_prepared
 
-    def watched(builders, order, done, cache):
-        release(builders, order, done, cache)
+    def watched(builders, order, done, written, cache):
+        release(builders, order, done, written, cache)
         cached_after[order[done - 1]] = configs_cached(tmp_path, configs)
 
     monkeypatch.setattr(publish_build, "release_prepared", watched)
@@ -47,13 +47,13 @@ def test_a_crag_build_keeps_records_only_while_derived_configs_read_it_and_leave
     build_folder(crag_build.path, str(out), data_dir=crag_build.data_dir)
 
     assert configs == ["records", "queries", "corpus", "search_results", "top_ranked"]
-    # records stays while the derived configs read it; every other config goes as soon as it is written
-    assert cached_after == {"records": {"records"}, "queries": {"records"}, "corpus": {"records"},
-                            "search_results": {"records"}, "top_ranked": set()}
+    # every config's Arrow files go as soon as its Parquet is written: the derived configs read records' Parquet
+    assert cached_after == {config: set() for config in configs}
     assert arrow_files(tmp_path) == []
     assert not [p for p in own_default_cache.rglob("*") if p.is_file()]
     assert not [p for p in tmp_path.rglob("*") if "ragloaders-work" in p.name or "ragloaders-prepare" in p.name]
-    # the same Parquet as the shared build from a kept cache (the card names its folder, so it is not compared)
+    # the same Parquet as the shared build, whose derived configs read records' Arrow cache (the card names its
+    # folder, so it is not compared)
     written = sorted(p.relative_to(out) for p in out.rglob("*.parquet"))
     assert written == sorted(p.relative_to(crag_build.out) for p in crag_build.out.rglob("*.parquet"))
     for name in written:

@@ -112,7 +112,7 @@ def write_folder(
     `cache_dir`); a private one loses each config's Arrow cache as soon as nothing later reads it.
     """
     cache = cache or BuildCache(cache_dir, private=False)
-    outputs, prepared = [], {}
+    outputs, prepared, files = [], {}, {}
     chosen = chosen_configs(path, configs)
     builders = {config: builder(path, config, data_dir=data_dir, cache_dir=cache.cache_dir, **(config_kwargs or {}))
                 for config in chosen}
@@ -120,7 +120,10 @@ def write_folder(
         dataset_builder = builders[config]
         dataset_builder.download_and_prepare(num_proc=num_proc)
         written = write_config(dataset_builder, staging)
-        release_prepared(builders, chosen, done, cache)
+        if written is not None:
+            files[config] = {split: [os.path.join(staging, name) for name in output.files]
+                             for split, output in written[0].splits.items()}
+        release_prepared(builders, chosen, done, files, cache)
         if written is None:  # no rows at all (an empty source table): a config with no split does not load
             logger.warning("%s %s: the source has no rows; the config is left out of the folder", path, config)
             continue

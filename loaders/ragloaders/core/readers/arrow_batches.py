@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 
 class RowBatcher:
@@ -48,3 +49,19 @@ def iter_ipc_batches(paths: Iterable[str]) -> Iterator[pa.RecordBatch]:
     for path in paths:
         with pa.OSFile(path, "rb") as source:
             yield from pa.ipc.open_stream(source)
+
+
+PARQUET_BATCH_ROWS = 256
+"""Rows per batch read from a Parquet file (a row group is held while it is read, ~64 MB of Arrow data)."""
+
+
+def iter_file_batches(paths: Iterable[str], columns: list[str]) -> Iterator[pa.RecordBatch]:
+    """The record batches of `columns` of Arrow IPC stream files (`iter_ipc_batches`) or Parquet files (a name
+    ending in `.parquet`: only those columns are read), in order."""
+    for path in paths:
+        if path.endswith(".parquet"):
+            with pq.ParquetFile(path) as file:
+                yield from file.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=columns, use_threads=False)
+        else:
+            for batch in iter_ipc_batches([path]):
+                yield batch.select(columns)
