@@ -51,17 +51,18 @@ def build_cache(work: str, cache_dir: str | None) -> Iterator[BuildCache]:
 
 def release_prepared(builders: dict[str, datasets.DatasetBuilder], order: list[str], done: int,
                      written: dict[str, dict[str, list[str]]], cache: BuildCache) -> None:
-    """After `order[done - 1]` is written (`written`: {config: {split: its Parquet files}} so far; `builders` has
-    every config of `order`): hand its Parquet files to the later configs that read it (`prepared_inputs`, through
-    `written_rows`), then, in a private cache, delete the Arrow files of each config of `order[:done]`: a config
-    no later one reads loses its whole prepared folder, one that is read keeps the rest of it (its info and side
-    files: the later ones read its rows from the Parquet). A user's cache dir is left as it is."""
+    """In a private cache, after `order[done - 1]` is written (`written`: {config: {split: its Parquet files}} so
+    far; `builders` has every config of `order`): hand its Parquet files to the later configs that read it
+    (`prepared_inputs`, through `written_rows`), then delete the Arrow files of each config of `order[:done]`: a
+    config no later one reads loses its whole prepared folder, one that is read keeps the rest of it (its info and
+    side files: the later ones read its rows from the Parquet). A user's cache dir is left as it is, and the
+    configs prepared there read each other's Arrow cache as `load` does."""
+    if not cache.private:
+        return
     config = order[done - 1]
     for later in order[done:]:
         if config in written and config in inputs_of(builders[later]) and hasattr(builders[later], "written_rows"):
             builders[later].written_rows[config] = written[config]
-    if not cache.private:
-        return
     needed = {name for later in order[done:] for name in inputs_of(builders[later])}
     for config in order[:done]:
         folder = builders[config].prepared_dir
