@@ -10,6 +10,7 @@ import pytest
 from ragloaders.core.output_target import OutputFolderError
 from ragloaders.publish import build as publish_build
 from ragloaders.publish.build import build_folder
+from ragloaders.publish.build_cache import BuildCache, build_cache
 
 
 @pytest.fixture
@@ -80,3 +81,17 @@ def test_a_given_cache_dir_keeps_what_it_held(nfcorpus_build, tmp_path):
     build_folder(nfcorpus_build.path, str(tmp_path / "out"), data_dir=nfcorpus_build.data_dir,
                  cache_dir=nfcorpus_build.cache_dir)
     assert {p: p.stat().st_mtime_ns for p in held} == held
+
+
+def test_a_private_cache_keeps_downloads_in_datasets_downloads_folder(own_default_cache, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    with build_cache(str(work), None) as cache:
+        assert cache.private and Path(cache.cache_dir).parent == work
+        downloaded = Path(cache.cache_dir) / "downloads" / "source.zip"
+        downloaded.write_bytes(b"kept")
+    assert list(work.iterdir()) == []
+    assert (own_default_cache / "downloads" / "source.zip").read_bytes() == b"kept"
+    with build_cache(str(work), str(tmp_path / "mine")) as cache:
+        assert cache == BuildCache(str(tmp_path / "mine"), private=False)
+    assert list(work.iterdir()) == []
