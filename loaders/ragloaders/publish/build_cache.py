@@ -45,8 +45,10 @@ def build_cache(work: str, cache_dir: str | None) -> Iterator[BuildCache]:
         os.makedirs(downloads, exist_ok=True)
         os.symlink(downloads, os.path.join(private, datasets.config.DOWNLOADED_DATASETS_DIR))
         yield BuildCache(private, private=True)
-    finally:
-        shutil.rmtree(private, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(private, ignore_errors=True)  # the work folder goes too
+        raise
+    shutil.rmtree(private)  # strictly: anything left would be sealed into the folder with the build
 
 
 def release_prepared(builders: dict[str, datasets.DatasetBuilder], order: list[str], done: int,
