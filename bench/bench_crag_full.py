@@ -11,9 +11,11 @@ Contenders, each in a fresh process with its own empty cache, alternated in a ro
 (a fixed order biases the middle slot on this machine), the load average printed with each figure:
 - `decompress`: indexed_bzip2 on 2 threads reading the whole file (the floor), and `lbzip2 -dc -n2` if installed;
 - `records`: the `records` builder's `download_and_prepare()` (the datasets cache only);
-- `all`: `ragloaders build --out` (every config, then the Parquet folder and its card);
+- `all`: `ragloaders build --out --cache-dir` (every config, then the Parquet folder and its card; the cache kept);
+- `build`: `ragloaders build --out` without a cache dir (datasets' default cache pointed into the run's folder);
 each for every --tree (a `loaders` folder: compare a branch against another in the same run). Peak disk is the
-largest size of the cache and output folders together, polled every 0.2 s; "left" is what stays in the cache.
+largest size of the run's folder (cache, output and the build's work folder beside it), polled every 0.2 s;
+"left" is what stays in it beside the output (the cache).
 """
 
 from __future__ import annotations
@@ -122,15 +124,20 @@ def run(kind: str, data: str, tree: str, work: str) -> dict:
                    "data_dir=sys.argv[1], cache_dir=sys.argv[2]).download_and_prepare()", os.path.dirname(data), cache]
     else:
         command = [sys.executable, "-m", "ragloaders", "build", "crag/task_1_and_2",
-                   "--data-dir", os.path.dirname(data), "--out", out, "--cache-dir", cache]
+                   "--data-dir", os.path.dirname(data), "--out", out]
+        if kind == "all":
+            command += ["--cache-dir", cache]
+        else:
+            env["HF_DATASETS_CACHE"] = cache
     start = time.time()
-    with DiskPeak(cache, out) as disk:
+    with DiskPeak(scratch) as disk:
         completed = subprocess.run(command, capture_output=True, text=True, env=env)
     seconds = time.time() - start
     if completed.returncode != 0:
         raise RuntimeError(f"{command} failed:\n{completed.stderr[-3000:]}")
     result = {"seconds": round(seconds, 2), "load_before": round(load, 1), "load_after": round(os.getloadavg()[0], 1),
-              "output_bytes": folder_bytes(out), "left_bytes": folder_bytes(cache), "peak_disk_bytes": disk.peak}
+              "output_bytes": folder_bytes(out), "left_bytes": folder_bytes(scratch) - folder_bytes(out),
+              "peak_disk_bytes": disk.peak}
     shutil.rmtree(scratch, ignore_errors=True)
     return result
 
@@ -142,7 +149,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--tree", action="append", default=[],
                         help="NAME=PATH of a loaders folder to measure (default: this checkout's)")
-    parser.add_argument("--kinds", default="decompress,lbzip2,records,all")
+    parser.add_argument("--kinds", default="decompress,lbzip2,records,all,build")
     args = parser.parse_args()
     trees = dict(t.split("=", 1) for t in args.tree) or {"this": os.path.join(HERE, os.pardir, "loaders")}
     info = generate(os.path.join(args.work, "data"), args.mb)
@@ -177,10 +184,11 @@ def report(info: dict, results: dict[str, list[dict]]) -> None:
         print(f"| {label} | {r['seconds']} | {ratio} | {r['load_before']}/{r['load_after']} | {out:.1f} | "
               f"{r['left_bytes'] / 1e6:.1f} | {r['peak_disk_bytes'] / 1e6:.1f} | {peak} |")
     for label in best:
-        if label.startswith("all"):
-            records = best.get(label.replace("all", "records", 1))
+        kind = label.split(" ", 1)[0]
+        if kind in ("all", "build"):
+            records = best.get(label.replace(kind, "records", 1))
             if records:
-                print(f"{label} / {label.replace('all', 'records', 1)}: "
+                print(f"{label} / {label.replace(kind, 'records', 1)}: "
                       f"{best[label]['seconds'] / records['seconds']:.2f}x")
 
 

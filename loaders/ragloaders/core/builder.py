@@ -63,6 +63,9 @@ class RagBuilder(CompatBuilder):
         kwargs.setdefault("hash", identity_hash(path, config_name, parameters, self.source_identity(data_dir, config)))
         kwargs.setdefault("dataset_name", path.replace("/", "__"))
         super().__init__(config_name=config_name, data_dir=data_dir, **parameters, **kwargs)
+        self.written_rows: dict[str, dict[str, list[str]]] = {}
+        """{config: {split: Parquet files}}: configs of `prepared_inputs` a build has already written (each split
+        with rows, its rows in order), which this config's preparation reads in place of their Arrow cache."""
 
     @classmethod
     def config_named(cls, name: str, parameters: dict[str, Any]) -> datasets.BuilderConfig:
@@ -79,6 +82,12 @@ class RagBuilder(CompatBuilder):
     def split_names(self) -> list[str] | None:
         """The splits this config has, known before any build (None: they depend on the files)."""
         return None
+
+    def prepared_inputs(self) -> list[str]:
+        """The configs of this path whose prepared cache (same cache_dir) this config's preparation reads (default:
+        none; it reads the source). A build that has written one as Parquet says so in `written_rows`; the rows
+        are then read from there, and only the rest of that config's prepared folder must stay."""
+        return []
 
     def source_files_read(self) -> list[str]:
         """The local source files this config reads, in reading order: each file of a folder, or the archive itself

@@ -13,6 +13,7 @@ from huggingface_hub.utils import tqdm
 
 from ..api import builder, configs_of, did_you_mean
 from ..core.memory import release_freed_memory
+from .build_cache import BuildCache, build_cache, release_prepared
 from .cached_split import CachedSplit
 from .cards import CardOptions, check_options, render_card
 from .output_folder import Altered, OutputFolder
@@ -64,15 +65,22 @@ def build_folder(path: str, out: str, *, data_dir: str | None = None, cache_dir:
     files ragloaders wrote that were changed since: "refuse" the build, or "set_aside" into a kept folder.
     `option` names the folder in errors (`--out`, `--staging-dir`). `card`: what the builder of their own data
     (beir-format) states on its card (default: nothing stated). `configs` (in `options`): only those are built.
+
+    Without `cache_dir`, the configs are prepared in a private folder inside the work folder (build_cache.py), each
+    config's Arrow cache deleted once its Parquet is written and no later config reads it, and the folder removed
+    before the swap: the build leaves no Arrow cache behind. With `cache_dir`, they are prepared there and kept
+    (`load` with that cache_dir reads them again).
     """
     card = card or CardOptions()
     check_options(path, card)
     chosen_configs(path, options.get("configs"))  # an unknown config is refused before the folder is touched
     with OutputFolder(out, data_dir=data_dir, cache_dir=cache_dir, into_existing=into_existing, altered=altered,
                       option=option) as folder:
-        identity = build_identity(path, data_dir, cache_dir, options.get("repo_id"), card, options.get("config_kwargs"),
-                                  list(options.get("extra_tables") or {}), options.get("configs"))
-        outputs = write_folder(path, folder.work, data_dir=data_dir, cache_dir=cache_dir, card=card, **options)
+        with build_cache(folder.work, cache_dir) as cache:
+            identity = build_identity(path, data_dir, cache.cache_dir, options.get("repo_id"), card,
+                                      options.get("config_kwargs"), list(options.get("extra_tables") or {}),
+                                      options.get("configs"))
+            outputs = write_folder(path, folder.work, data_dir=data_dir, card=card, cache=cache, **options)
         folder.commit(identity)
     return outputs
 
@@ -91,6 +99,7 @@ def write_folder(
     config_kwargs: dict[str, Any] | None = None,
     load_as: str | None = None,
     configs: list[str] | None = None,
+    cache: BuildCache | None = None,
 ) -> list[ConfigOutput]:
     """Prepare every config of `path` once and write `staging/<config>/<split>-*.parquet` plus `staging/README.md`
     (into a new folder: `build_folder` swaps it into place). `repo_id` goes into the card's
@@ -99,15 +108,22 @@ def write_folder(
     `extra_notes` ({config: how it was made}) go into the card, and so do `card`, what the builder of their own data
     states (beir-format). `config_kwargs` are the builders' config parameters (CRAG's `release`); `load_as` is what
     the card's load lines name when there is no `repo_id` (the folder). `configs`: only those configs are prepared
-    and written (default: all), and the card says which.
+    and written (default: all), and the card says which. `cache`: where to prepare (build_cache; it overrides
+    `cache_dir`); a private one loses each config's Arrow cache as soon as nothing later reads it.
     """
-    outputs, prepared, builders = [], {}, {}
+    cache = cache or BuildCache(cache_dir, private=False)
+    outputs, prepared, files = [], {}, {}
     chosen = chosen_configs(path, configs)
-    for config in tqdm(chosen, desc=f"Building {path}", unit="config"):
-        dataset_builder = builder(path, config, data_dir=data_dir, cache_dir=cache_dir, **(config_kwargs or {}))
+    builders = {config: builder(path, config, data_dir=data_dir, cache_dir=cache.cache_dir, **(config_kwargs or {}))
+                for config in chosen}
+    for done, config in enumerate(tqdm(chosen, desc=f"Building {path}", unit="config"), start=1):
+        dataset_builder = builders[config]
         dataset_builder.download_and_prepare(num_proc=num_proc)
-        builders[config] = dataset_builder
         written = write_config(dataset_builder, staging)
+        if written is not None:
+            files[config] = {split: [os.path.join(staging, name) for name in output.files]
+                             for split, output in written[0].splits.items()}
+        release_prepared(builders, chosen, done, files, cache)
         if written is None:  # no rows at all (an empty source table): a config with no split does not load
             logger.warning("%s %s: the source has no rows; the config is left out of the folder", path, config)
             continue
@@ -147,8 +163,8 @@ def write_config(dataset_builder: datasets.DatasetBuilder, staging: str
 
     The datasets are only planned from (parquet.plan_parquet) and let go before any row is written: every page
     their memory maps read (record batch headers, string offsets) counts in RSS while a map is open. The rows are
-    then read from the Arrow cache files with plain reads, for the Parquet and, later, the integrity report
-    (CachedSplit)."""
+    then read from the Arrow cache files with plain reads for the Parquet, and from the Parquet written for the
+    integrity report (CachedSplit.written_as), so the Arrow cache may go once the config is written."""
     config = dataset_builder.config.name
     # A split with no rows cannot be published (datasets cannot load an empty Parquet split): leave it out.
     splits = {split: dataset for split, dataset in dataset_builder.as_dataset().items() if dataset.num_rows}
@@ -162,6 +178,7 @@ def write_config(dataset_builder: datasets.DatasetBuilder, staging: str
     os.makedirs(folder, exist_ok=True)
     for split, plan in plans.items():
         files = write_parquet(plan, folder, split)
+        kept[split].written_as(files)
         output.splits[split] = SplitOutput(
             split, plan.num_rows, plan.nbytes, [os.path.relpath(f, staging) for f in files],
             sum(os.path.getsize(f) for f in files),

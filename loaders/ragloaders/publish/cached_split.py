@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 
 import datasets
 import pyarrow as pa
+import pyarrow.parquet as pq
 from datasets.table import ConcatenationTable, MemoryMappedTable
 
 from ..core.datasets_compat import has_indices_mapping
@@ -45,7 +46,8 @@ def _copied(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 class CachedSplit:
     """One prepared split, read column by column: from its Arrow cache files with plain reads when `cache_files`
-    finds them, else from its table. Keeps no memory map open, so it may outlive the dataset it was made from."""
+    finds them, else from its table; after `written_as`, from the Parquet files it was written as. Keeps no memory
+    map open, so it may outlive the dataset it was made from."""
 
     def __init__(self, dataset: datasets.Dataset):
         self.num_rows = dataset.num_rows
@@ -53,12 +55,24 @@ class CachedSplit:
         self.files = cache_files(dataset)
         self.table = dataset.data.table if self.files is None else None
         self.schema = dataset.features.arrow_schema if self.table is None else self.table.schema
+        self.parquet: list[str] | None = None
+
+    def written_as(self, parquet_files: Sequence[str]) -> None:
+        """Read the rows from `parquet_files` from now on: this split's rows, in order, as publish.parquet wrote
+        them. Its Arrow cache files (or table) are let go, so a build may delete them; only the columns asked
+        for are read from the Parquet files."""
+        self.parquet, self.files, self.table = list(parquet_files), None, None
 
     def batches(self, columns: Sequence[str], max_rows: int = 100_000) -> Iterator[pa.RecordBatch]:
         """The `columns` of every row, in order, a record batch at a time. Read from the files, a batch's columns
         share the buffer of every column of its IPC batch: to keep one, copy it (as `columns` does)."""
         if self.table is not None:
             yield from self.table.select(list(columns)).to_batches(max_chunksize=max_rows)
+            return
+        if self.parquet is not None:
+            for path in self.parquet:
+                with pq.ParquetFile(path) as file:
+                    yield from file.iter_batches(batch_size=max_rows, columns=list(columns), use_threads=False)
             return
         for batch in iter_ipc_batches(self.files):
             yield batch.select(list(columns))
@@ -67,7 +81,8 @@ class CachedSplit:
         """The `columns` of every row, as a table held in memory."""
         if self.table is not None:
             return self.table.select(list(columns))
-        kept = [_copied(batch) for batch in self.batches(columns)]
+        copy = _copied if self.parquet is None else (lambda batch: batch)  # a Parquet batch owns its buffers
+        kept = [copy(batch) for batch in self.batches(columns)]
         if not kept:
             return pa.schema([self.schema.field(name) for name in columns]).empty_table()
         return pa.Table.from_batches(kept)

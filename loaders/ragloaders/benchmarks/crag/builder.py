@@ -59,7 +59,7 @@ from ...core.builder import RagBuilder, identity_hash
 from ...core.compressed import iter_tar_members, open_bz2, open_joined, order_parts
 from ...core.errors import MissingSourceError, SourceError
 from ...core.html_text import html_to_text
-from ...core.readers.arrow_batches import RowBatcher, iter_ipc_batches
+from ...core.readers.arrow_batches import RowBatcher, iter_file_batches
 from ...core.readers.lines import iter_lines
 from ...core.readers.strict_json import loads_strict
 from ...core.readers.threads import map_ahead
@@ -264,8 +264,9 @@ RECORD_SPLITS_FILE = "crag-record-splits.bin"
 
 
 def record_batches(paths: Sequence[str], columns: list[str]) -> Iterator[pa.Table]:
-    """The record batches of prepared `records` Arrow files, in order, as tables of `columns`."""
-    for batch in iter_ipc_batches(paths):
+    """The record batches of prepared `records` Arrow files (or of the Parquet files a build wrote them as), in
+    order, as tables of `columns`."""
+    for batch in iter_file_batches(paths, columns):
         yield pa.Table.from_batches([batch]).select(columns)
 
 
@@ -451,6 +452,9 @@ class CragBuilder(RagBuilder):
         records.download_and_prepare()
         return records
 
+    def prepared_inputs(self) -> list[str]:
+        return [] if self.config.name == "records" else ["records"]
+
     def split_names(self) -> list[str]:
         return ["corpus"] if self.config.name == "corpus" else list(SPLITS.values())
 
@@ -478,8 +482,9 @@ class CragBuilder(RagBuilder):
 
     def _derived_split_generators(self) -> list[datasets.SplitGenerator]:
         records = self.records_builder()
+        written = self.written_rows.get("records")
         files = {
-            split: [path for path in filenames_for_dataset_split(
+            split: written.get(split, []) if written is not None else [path for path in filenames_for_dataset_split(
                 records.prepared_dir, records.dataset_name, split, "arrow", records.info.splits[split].shard_lengths)
                 if records.info.splits[split].num_examples]
             for split in SPLITS.values()
