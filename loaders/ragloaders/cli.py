@@ -436,16 +436,18 @@ def progress_bars(shown: bool) -> Iterator[None]:
 def interrupted_note(args: argparse.Namespace, out_existed: bool) -> str:
     """What a Ctrl-C left behind, as the rest of the `interrupted` line: a build's output folder is swapped in whole
     (publish.output_folder), so it holds the previous complete build, or the new one, or, for a first build, does
-    not exist yet; the prepared configs stay in the cache for a rerun."""
+    not exist yet; the configs prepared in a `--cache-dir` stay there for a rerun, while a build without one
+    prepares in a private folder that goes with it (publish.build_cache)."""
+    rerun = ("a rerun resumes from the configs already prepared" if getattr(args, "cache_dir", None)
+             else "a rerun prepares the configs again (with --cache-dir a rerun resumes from those prepared)")
     if args.command == "build" and out_existed:
         return (f"; {args.out} holds a complete build (its previous one, or the new one if it was already swapped "
-                "in), and a rerun resumes from the configs already prepared")
+                f"in), and {rerun}")
     if args.command == "build":
-        return (f"; {args.out} was not created (a build appears there only once complete), and a rerun resumes "
-                "from the configs already prepared")
+        return f"; {args.out} was not created (a build appears there only once complete), and {rerun}"
     if args.command == "push":
         return ("; the staging folder holds a complete build or none yet (a build appears there only once complete), "
-                "and a rerun builds from the cache and uploads only the files the repository does not hold yet")
+                "and a rerun uploads only the files the repository does not hold yet")
     return ""
 
 
