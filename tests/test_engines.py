@@ -71,6 +71,7 @@ def arrow_table(relation) -> pa.Table:
     return relation.to_arrow_table() if hasattr(relation, "to_arrow_table") else relation.fetch_arrow_table()
 
 
+@pytest.mark.slow
 def test_duckdb_reads_every_config_and_split_as_datasets_does(built):
     for path, folder, config, split, files in splits_of(built):
         expected = rows_of_datasets(folder, config, split)

@@ -82,6 +82,7 @@ def test_every_endpoint_is_called():
     assert set(BY_PATH) <= called and len(BY_PATH) == 38
 
 
+@pytest.mark.slow
 def test_http_answers_equal_the_official_servers(parity):
     differences, official_failures = [], []
     for path, body in calls():
@@ -115,6 +116,7 @@ def test_in_process_answers_equal_the_http_ones(parity):
             assert json.dumps(answer, ensure_ascii=False, separators=(",", ":")) == response.text, (path, body)
 
 
+@pytest.mark.slow
 def test_odd_movie_records_come_back_as_the_source_wrote_them(parity):
     """The answer is the source's record itself: key order (nested too), nulls vs absent keys, 7 vs 7.0, text;
     the same JSON text from the official server, ours over HTTP and ours in process."""
@@ -140,6 +142,7 @@ def test_odd_movie_records_come_back_as_the_source_wrote_them(parity):
     assert '"rating":7,' in exact(ODD_MOVIES["odd order"]) and '"rating":7.0,' in exact(ODD_MOVIES["null fields"])
 
 
+@pytest.mark.slow
 def test_ties_are_ordered_as_the_official_server_orders_them(parity):
     """Queries whose top 10 is decided among equal scores: the order still matches exactly (same machine)."""
     for path, query in (("/open/search_entity_by_name", "entity"), ("/movie/get_movie_info", "rings"),
@@ -199,6 +202,7 @@ def test_the_official_client_unchanged_against_ragloaders_serve(parity, tmp_path
     assert "listening on http://127.0.0.1:" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_a_body_that_is_not_json_gets_the_official_servers_422(parity):
     for path in ("/open/get_entity", "/sports/nba/get_games_on_date", "/music/grammy_get_all_awarded_artists"):
         for data in ("{not json", "", "[1, 2]", "null", '{"query": "x"'):

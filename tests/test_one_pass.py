@@ -60,6 +60,7 @@ def count_passes(monkeypatch) -> list:
 
 
 @pytest.mark.parametrize("name", ["example", "v4", "v5", "task3"])
+@pytest.mark.slow
 def test_derived_configs_equal_the_per_config_path(name, sources, tmp_path, crag_build):
     path, data_dir = sources[name]
     cache = crag_build.cache_dir if name == "example" else str(tmp_path)  # the example: the session's build of it

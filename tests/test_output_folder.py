@@ -373,6 +373,7 @@ def test_a_kill_between_the_two_renames_of_the_fallback_swap_is_undone(tmp_path,
     assert which_build(out, built, loads) == OLD and siblings(out) == ["out", "reached"]
 
 
+@pytest.mark.slow
 def test_two_concurrent_builds_of_one_folder_both_finish_with_a_complete_folder(tmp_path, cache_dir, built, loads):
     """The test holds the target's lock until both builds have said they wait, so they really contend."""
     out = tmp_path / "out"

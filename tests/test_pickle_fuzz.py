@@ -286,6 +286,7 @@ def default_run(tmp_path_factory) -> tuple[list[tuple[str, bytes, dict]], str]:
     return decoded(named, folder, timeout=120), str(folder)
 
 
+@pytest.mark.slow
 def test_flipped_and_truncated_pickles_give_rows_or_a_source_error(default_run):
     outcomes, folder = default_run
     ours = outcomes[:len(flips())]
@@ -295,6 +296,7 @@ def test_flipped_and_truncated_pickles_give_rows_or_a_source_error(default_run):
     assert sum("rows" in outcome for _, _, outcome in ours) > len(bases())  # some flips leave a readable pickle
 
 
+@pytest.mark.slow
 def test_composed_hostile_pickles_give_rows_or_a_source_error_within_the_bounds(default_run):
     """On the previous reader, 5 of these 160 cases ran out of their CPU time (a repr, a hash or colliding keys)."""
     outcomes, folder = default_run
