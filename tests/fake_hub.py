@@ -181,6 +181,17 @@ class FakeHub:
                     return commit["files"], rev
         return None
 
+    def _read_at(self, repo: str, rev: str):
+        """(the state, (files, commit id) of `repo` at `rev`), or (None, the hub's answer: no such repository or
+        revision)."""
+        state = self.load()
+        if self._repo(state, repo) is None:
+            return None, self._not_found(repo)
+        found = self.at(state, repo, rev)
+        if found is None:
+            return None, self._no_revision(rev)
+        return state, found
+
     def _no_revision(self, rev: str):
         return 404, {"error": f"Invalid rev id: {rev}"}, {"X-Error-Code": "RevisionNotFound"}
 
@@ -216,12 +227,9 @@ class FakeHub:
         return 200, {}
 
     def create_tag(self, request, repo, rev):
-        state = self.load()
-        if self._repo(state, repo) is None:
-            return self._not_found(repo)
-        found = self.at(state, repo, rev)
-        if found is None:
-            return self._no_revision(rev)
+        state, found = self._read_at(repo, rev)
+        if state is None:
+            return found
         tag = json.loads(request.content)["tag"]
         tags = state["repos"][repo].setdefault("tags", {})
         if tag in tags:
@@ -231,12 +239,9 @@ class FakeHub:
         return 200, {}
 
     def tree(self, request, repo, rev, sub=None):
-        state = self.load()
-        if self._repo(state, repo) is None:
-            return self._not_found(repo)
-        found = self.at(state, repo, rev)
-        if found is None:
-            return self._no_revision(rev)
+        state, found = self._read_at(repo, rev)
+        if state is None:
+            return found
         files = found[0]
         prefix = (sub or "").strip("/")
         prefix = prefix + "/" if prefix else ""
@@ -261,12 +266,9 @@ class FakeHub:
         return 200, entries
 
     def revision_info(self, request, repo, rev):
-        state = self.load()
-        if self._repo(state, repo) is None:
-            return self._not_found(repo)
-        found = self.at(state, repo, rev)
-        if found is None:
-            return self._no_revision(rev)
+        state, found = self._read_at(repo, rev)
+        if state is None:
+            return found
         files, sha = found
         return 200, {"id": repo, "sha": sha, "siblings": [{"rfilename": p} for p in files]}
 

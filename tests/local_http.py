@@ -1,7 +1,11 @@
-"""What the tests' local HTTP servers (on 127.0.0.1) share: answering a request with one whole body."""
+"""What the tests' local HTTP servers (on 127.0.0.1) share: answering a request with one whole body, and waiting
+for a server started in a child process to accept connections."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import time
 from http.server import BaseHTTPRequestHandler
 
 
@@ -13,3 +17,17 @@ def send_body(handler: BaseHTTPRequestHandler, body: bytes, *, status: int = 200
     handler.send_header("Content-Length", str(len(body)))
     handler.end_headers()
     handler.wfile.write(body)
+
+
+
+def wait_for_port(port: int, process: subprocess.Popen, seconds: float = 60) -> None:
+    """Return once 127.0.0.1:`port` accepts a connection; fail the test with the child's output if `process` ends
+    first, or once `seconds` have passed."""
+    deadline = time.monotonic() + seconds
+    while True:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, f"nothing listened on 127.0.0.1:{port} within {seconds} s"
+        time.sleep(0.1)

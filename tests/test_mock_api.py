@@ -11,11 +11,11 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from local_http import wait_for_port
 from ragloaders import CragMockAPI, SourceError
 from ragloaders.cli import main as cli_main
 from ragloaders.mock_api import client as client_module
@@ -132,17 +132,6 @@ def test_a_port_in_use_is_one_line(built, tmp_path, capsys):
     assert f"127.0.0.1:{port} is already in use" in err and len(err.strip().splitlines()) == 1
 
 
-def _wait_for(port: int, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-
-
 @pytest.mark.slow
 def test_serve_answers_malformed_bodies_as_fastapi_and_stops_cleanly_on_ctrl_c(built, tmp_path):
     import requests
@@ -154,7 +143,7 @@ def test_serve_answers_malformed_bodies_as_fastapi_and_stops_cleanly_on_ctrl_c(b
                                 "--port", str(port), "--cache-dir", str(tmp_path)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for(port, process)
+        wait_for_port(port, process)
         base = f"http://127.0.0.1:{port}"
         assert requests.get(base + "/").json() == {"message": "The CRAG API service is running"}
         bad = requests.post(base + "/open/get_entity", data="{not json", headers={"content-type": "application/json"})

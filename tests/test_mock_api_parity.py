@@ -16,10 +16,10 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from local_http import wait_for_port
 from mock_api_generated import ODD_MOVIES, ODD_PERSONS, ODD_YEARS, calls, write_parity_kg
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "crag_mock_api"
@@ -167,14 +167,7 @@ def test_the_official_client_unchanged_against_ragloaders_serve(parity, tmp_path
          "--port", str(port), "--cache-dir", str(tmp_path / "cache")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert process.poll() is None, process.communicate()[1]
-            assert time.monotonic() < deadline, "ragloaders serve did not start in 60 s"
-            time.sleep(0.1)
+        wait_for_port(port, process)
         os.environ["CRAG_SERVER"] = f"http://127.0.0.1:{port}"
         spec = importlib.util.spec_from_file_location("crag_reference_client",
                                                       REFERENCE / "apiwrapper" / "pycragapi.py")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import DATA
+from local_http import wait_for_port
 from ragloaders.api import configs_of
 from ragloaders.benchmarks import benchmark_of
 from ragloaders.benchmarks.crag_mock_kg.catalogue import SOURCE_FILES
@@ -164,7 +165,6 @@ def test_the_readme_mock_kg_commands_run_offline_as_shown(tmp_path, monkeypatch)
     import socket
     import subprocess
     import sys
-    import time
 
     from ragloaders import CragMockAPI
 
@@ -200,14 +200,7 @@ def test_the_readme_mock_kg_commands_run_offline_as_shown(tmp_path, monkeypatch)
     process = subprocess.Popen([sys.executable, "-m", "ragloaders", *serve_line[1:]], stderr=subprocess.PIPE,
                                text=True)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert process.poll() is None, process.communicate()[1]
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        wait_for_port(port, process)
         assert client_line[0] == "cd" and client_line[-3:-1] == ["python", "-c"]
         assert "CRAG_SERVER=http://127.0.0.1:8000" in client_line
         environment = dict(os.environ, CRAG_SERVER=f"http://127.0.0.1:{port}")
