@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import random
 import subprocess
 import sys
@@ -416,9 +417,10 @@ def test_interrupted_write_keeps_the_old_file(tmp_path):
 
 
 @pytest.mark.parametrize("writer", ["write_run", "write_verdicts"])
-def test_a_killed_writes_leftover_is_named_by_the_next_write_and_kept(tmp_path, capsys, writer):
+def test_a_killed_writes_leftover_is_named_by_the_next_write_and_kept(tmp_path, caplog, writer):
     """A kill leaves `NAME.XXXXXXXX.incomplete` (mkstemp's 8 random characters); the next write to NAME names every
-    such leftover in one line and deletes none (the name alone does not prove the file is ragloaders')."""
+    such leftover in one warning of the `ragloaders` logger, one line (the command line prints it so), and deletes
+    none (the name alone does not prove the file is ragloaders')."""
     from ragloaders.eval.crag_answers import AnswerReport
 
     target = tmp_path / "out.jsonl"
@@ -430,16 +432,18 @@ def test_a_killed_writes_leftover_is_named_by_the_next_write_and_kept(tmp_path, 
         write_run(str(target), [("q", ["d"], [1.0])])
     else:
         AnswerReport(str(tmp_path), [], {}, {}, []).write_verdicts(target)
-    warning = capsys.readouterr().err
-    assert warning.count("\n") == 1 and "warning" in warning
+    warnings = [r for r in caplog.records if r.name.startswith("ragloaders") and r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "\n" not in warnings[0].getMessage()
+    warning = warnings[0].getMessage()
     assert all(str(path) in warning for path in leftovers) and not any(path.name in warning for path in others)
     assert all(path.read_bytes() == b"half" for path in leftovers + others)
     assert sorted(tmp_path.iterdir()) == sorted([target, *leftovers, *others])
     target.unlink()
     for path in leftovers:
         path.unlink()
+    caplog.clear()
     write_run(str(target), [("q", ["d"], [1.0])])
-    assert capsys.readouterr().err == ""
+    assert not [r for r in caplog.records if r.name.startswith("ragloaders")]
 
 
 @pytest.mark.parametrize("table, message", [
