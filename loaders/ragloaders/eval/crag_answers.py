@@ -47,7 +47,7 @@ import pyarrow.parquet as pq
 
 from ..api import load, normalized
 from ..core.errors import SourceError
-from ..core.output_target import partial_file, put_in_place, refuse_existing
+from ..core.output_target import refuse_existing, write_new_file
 from ..core.readers.jsonl import Shard, iter_json_records
 from ..core.sources import SourceFiles
 from .judge import Judge, JudgeError
@@ -344,20 +344,17 @@ class AnswerReport:
         and the file appears only when complete."""
         target = os.fspath(target)
         refuse_existing(target, "--verdicts")
-        handle, partial = partial_file(target)
-        linked = True  # the partial file is still there to remove
-        try:
-            with os.fdopen(handle, "wb") as f:
+
+        def write(partial: str) -> None:
+            with open(partial, "wb") as f:
                 for v in self.verdicts:
                     f.write(orjson.dumps({
                         "interaction_id": v.interaction_id, "outcome": v.outcome, "reason": v.reason,
                         "prediction": v.prediction, "judge_explanation": v.judge_explanation,
                         "unparseable_judgements": v.unparseable,
                     }) + b"\n")
-            linked = put_in_place(partial, target)  # never over a target that appeared meanwhile
-        finally:
-            if linked:
-                os.unlink(partial)
+
+        write_new_file(target, write)  # never over a target that appeared meanwhile
 
 
 def load_records(path: str, splits: list[str] | None, where: dict) -> tuple[list[Record], set[str], list[str]]:

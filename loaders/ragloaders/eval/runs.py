@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 import stringzilla as sz
 
 from ..core.errors import SourceError
-from ..core.output_target import partial_file, put_in_place
+from ..core.output_target import write_new_file
 from ..core.readers.jsonl import Shard, iter_json_records
 from ..core.readers.lines import UTF8_BOM, iter_lines
 from ..core.readers.values import conform
@@ -348,18 +348,8 @@ def write_run(
     over an existing file."""
     path = os.fspath(path)
     fmt = run_format(path)
-    handle, partial = partial_file(path)
-    os.close(handle)
-    try:
-        writer = {"trec": _write_trec, "parquet": _write_parquet, "jsonl": _write_jsonl}[fmt]
-        count = writer(partial, rankings, tag)
-        linked = put_in_place(partial, path)
-    except BaseException:
-        os.unlink(partial)
-        raise
-    if linked:
-        os.unlink(partial)
-    return count
+    writer = {"trec": _write_trec, "parquet": _write_parquet, "jsonl": _write_jsonl}[fmt]
+    return write_new_file(path, lambda partial: writer(partial, rankings, tag))
 
 
 def _write_trec(path: str, rankings: Iterable[tuple[str, Sequence[str], Sequence[float]]], tag: str) -> int:
