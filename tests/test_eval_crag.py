@@ -90,7 +90,7 @@ def test_every_rule_without_a_judge(crafted, tmp_path):
 def test_missing_and_extra_ids_are_errors_unless_counted_missing(crafted, tmp_path, capsys):
     rows = crafted_rows(crafted)[1:] + [{"interaction_id": "not-a-record", "prediction": "yes"}]
     path = write_jsonl(tmp_path / "p.jsonl", rows)
-    with pytest.raises(ValueError, match="1 predictions for ids not in crag/task_1_and_2.*1 records without"):
+    with pytest.raises(ValueError, match="1 prediction for ids not in crag/task_1_and_2.*1 record without"):
         score_answers("crag/task_1_and_2", path, **where(crafted))
     args = ["eval", "crag/task_1_and_2", "--predictions", path, "--data-dir", crafted["data_dir"],
             "--cache-dir", crafted["cache_dir"]]
@@ -107,7 +107,7 @@ def test_missing_and_extra_ids_are_errors_unless_counted_missing(crafted, tmp_pa
     data = json.loads(out.out)
     assert data["unknown_predictions"] == {"count": 1, "examples": ["not-a-record"]}
     assert data["authors_metrics"]["metrics"]["n_missing"] == 2
-    assert "1 predictions are for ids not in crag/task_1_and_2" in out.err
+    assert "1 prediction is for an id not in crag/task_1_and_2" in out.err
 
 
 def test_split_restricts_the_records_and_names_unknown_splits(crafted, tmp_path):
