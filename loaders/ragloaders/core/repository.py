@@ -175,12 +175,22 @@ class Repository:
     def load(self, config: str | None, *, split: str | None = None, streaming: bool = False,
              cache_dir: str | None = None, **kwargs: Any) -> Any:
         """`datasets.load_dataset` of one config (None: the card's `default: true` one, or the only one); a missing
-        config names the ones there are."""
+        config names the ones there are; a local data file that does not read as Parquet is a SourceError naming
+        it (datasets says only that the generation failed)."""
         import datasets
+        from datasets.exceptions import DatasetGenerationError
 
         config = self.checked_config(config)
-        return datasets.load_dataset(self.location, config, split=split, streaming=streaming, cache_dir=cache_dir,
-                                     revision=self.hub_revision, **kwargs)
+        try:
+            return datasets.load_dataset(self.location, config, split=split, streaming=streaming,
+                                         cache_dir=cache_dir, revision=self.hub_revision, **kwargs)
+        except DatasetGenerationError:
+            if not os.path.isdir(self.location):
+                raise
+            damaged = unreadable_parquet(datasets.load_dataset_builder(self.location, config))
+            if damaged is None:
+                raise
+            raise damaged from None
 
     def builder(self, config: str | None, *, cache_dir: str | None = None) -> Any:
         """`datasets.load_dataset_builder` of one config (None: the default, as `load` chooses it), checked as
@@ -318,6 +328,25 @@ def cached_snapshot(repo_id: str, *, offline: bool, revision: str | None = None)
         cause = innermost_cause(e)
         raise HubError(f"{repo_id}: the hub at {hub_endpoint()} failed while this dataset repository was downloaded "
                        f"({cause}); {REMEDIES}", unreachable=cause) from None
+
+
+def unreadable_parquet(builder: Any) -> SourceError | None:
+    """A SourceError naming the first Parquet data file of `builder`'s config that does not read to its end and
+    why, or None when they all do. Each file is read in batches: this runs only once a load has failed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for files in (builder.config.data_files or {}).values():
+        for path in files:
+            if str(path).endswith(".parquet") and os.path.isfile(path):
+                try:
+                    with pq.ParquetFile(path) as parquet:
+                        for _ in parquet.iter_batches(batch_size=65_536, use_threads=False):
+                            pass
+                except (pa.ArrowException, OSError) as e:
+                    return SourceError(path, f"not a readable Parquet file ({' '.join(str(e).split())[:300]}); "
+                                             "build the folder again")
+    return None
 
 
 def refuse_revision(name: str, revision: str | None, what: str) -> None:

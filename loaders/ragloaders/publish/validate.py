@@ -378,7 +378,11 @@ def _undeclared_types(repository: str, config: str) -> str:
         return ""
     problems = []
     for path in sorted({p for p in patterns if os.path.isfile(p)}):
-        schema = pq.read_schema(path)
+        try:
+            schema = pq.read_schema(path)
+        except (pa.ArrowException, OSError) as e:
+            problems.append(f"{path}: not a readable Parquet file ({' '.join(str(e).split())[:300]})")
+            continue
         for column in schema if declared is not None else []:
             if column.name in declared.names and declared.field(column.name).type != column.type:
                 problems.append(f"{path}: column `{column.name}` is {column.type}, the card declares "
