@@ -335,6 +335,11 @@ def test_templates_py_is_read_as_data_never_run(tmp_path):
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("Reply with JSON.")
     assert read_prompt(str(prompt)) == "Reply with JSON."
+    prompt.write_bytes(b"Reply\r\nwith JSON.\r")
+    assert read_prompt(str(prompt)) == "Reply\nwith JSON.\n"
+    prompt.write_bytes(b"Reply \xe9 with JSON.")  # Latin-1, not UTF-8
+    with pytest.raises(SourceError, match=r"prompt.txt: invalid UTF-8 at byte 6 \(b'\\xe9 wi'\)"):
+        read_prompt(str(prompt))
 
 
 @pytest.mark.parametrize("reply, verdict", [

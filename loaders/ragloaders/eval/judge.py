@@ -162,8 +162,13 @@ class JudgeVerdict:
 def read_prompt(path: str) -> str:
     """The system prompt in a file: a CRAG `prompts/templates.py` (by its `.py` suffix) gives INSTRUCTIONS + "\\n"
     + IN_CONTEXT_EXAMPLES, read as string literals with `ast`; any other file is the prompt itself (UTF-8)."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as open()'s text mode reads it
+    except UnicodeDecodeError as e:
+        raise SourceError(path, f"invalid UTF-8 at byte {e.start} ({data[e.start:e.start + 4]!r}); the judge prompt is "
+                                "read as UTF-8 text") from None
     if not path.endswith(".py"):
         if not text.strip():
             raise SourceError(path, "the judge prompt is empty")
