@@ -288,7 +288,7 @@ def test_judge_decides_what_rules_leave_and_its_cache_makes_a_rerun_free(crafted
     assert (metrics["n_correct"], metrics["n_missing"], metrics["n_hallucinated"]) == (6, 1, 3)
     assert data["judge"] == {"requests": 5, "cached": 0, "unparseable": 1}
     assert data["reasons"]["judge"] == 3 and data["reasons"]["no-judge"] == 0
-    assert "1 judge replies held no score of 0 or 1" in first.err
+    assert "1 judge reply held no score of 0 or 1" in first.err
     FakeChat.requests.clear()
     assert main(args) == 0
     again = json.loads(capsys.readouterr().out)

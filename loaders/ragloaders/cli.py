@@ -401,10 +401,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         known = isinstance(e, USERS_ERRORS)
-        if not known and os.environ.get("RAGLOADERS_ESCAPES_LOG"):  # TEMPORARY instrumentation
-            import traceback
-            with open(os.environ["RAGLOADERS_ESCAPES_LOG"], "a") as log:
-                log.write("=" * 30 + f" {os.environ.get('PYTEST_CURRENT_TEST')}\n{traceback.format_exc()}\n")
         message = str(e) if known else f"{type(e).__name__}: {e} (--debug shows where)"
         print(f"ragloaders: error: {' '.join(message.splitlines())}", file=sys.stderr)
         return 2
