@@ -205,7 +205,7 @@ def test_a_staged_file_changed_or_missing_is_rebuilt_not_trusted(tmp_path, cache
     again = run_push(tmp_path, cache_dir)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "does not match its manifest (1 changed, 1 missing files): building it again" in again.stdout
-    assert "0 files uploaded, 6 already there, 1 stale files deleted" in again.stdout  # the altered bytes never went up
+    assert "0 files uploaded, 6 already there, 1 stale file deleted" in again.stdout  # the altered bytes never went up
     assert staged_files(tmp_path / "staged") == good
     hub.export(REPO, str(tmp_path / "received"))
     assert staged_files(tmp_path / "received") == good
