@@ -143,6 +143,7 @@ def test_a_bug_is_told_apart_from_the_users_error(monkeypatch, capsys):
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and ("(--debug shows where)" in err) == bug, err
         assert isinstance(UsageError("x"), ValueError)  # callers catching ValueError see usage errors as before
+    assert ragloaders.UsageError is UsageError
 
 
 def test_a_plain_value_error_is_a_bug_whose_traceback_debug_shows(monkeypatch, capsys):
