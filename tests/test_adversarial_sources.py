@@ -126,7 +126,7 @@ def test_dotted_paths_and_links_that_stay_inside_the_folder_load(declared, tmp_p
     monkeypatch.chdir(tmp_path)
     assert ragloaders.load("nf", "qrels", split="test")["corpus-id"] == ["d1"]
     code, out, err = run("validate", "nf")
-    assert code == 0 and "qrels/test: 1 rows" in out, err
+    assert code == 0 and "qrels/test: 1 row," in out, err
 
 
 def hub_cache_snapshot(tmp_path: Path, monkeypatch) -> Path:
@@ -157,7 +157,7 @@ def test_a_hub_cache_snapshot_reads_its_own_blobs_and_no_other_repositorys(tmp_p
     snapshot = hub_cache_snapshot(tmp_path, monkeypatch)
     assert ragloaders.load("org/nf", "qrels", split="test")["corpus-id"] == ["d1"]  # links into ../../blobs
     code, out, err = run("validate", "org/nf")
-    assert code == 0 and "qrels/test: 1 rows" in out, err
+    assert code == 0 and "qrels/test: 1 row," in out, err
 
     secret = outside_file(tmp_path)
     other = tmp_path / "hub" / "datasets--org--other" / "blobs"
@@ -196,7 +196,7 @@ def test_a_built_folder_named_like_a_benchmark_path_is_the_folder(tmp_path, monk
     monkeypatch.chdir(tmp_path)
     assert ragloaders.load("beir/nf-v2", "qrels", split="test")["corpus-id"] == ["d1"]
     code, out, _ = run("validate", "beir/nf-v2")
-    assert code == 0 and "qrels/test: 1 rows" in out
+    assert code == 0 and "qrels/test: 1 row," in out
     with pytest.raises(ValueError, match="unknown path 'beir/nfcorpuss'.*did you mean 'beir/nfcorpus'"):
         ragloaders.load("beir/nfcorpuss", "qrels")  # no such folder: still a misspelt path
 

@@ -143,6 +143,65 @@ def test_a_bug_is_told_apart_from_the_users_error(monkeypatch, capsys):
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and ("(--debug shows where)" in err) == bug, err
         assert isinstance(UsageError("x"), ValueError)  # callers catching ValueError see usage errors as before
+    assert ragloaders.UsageError is UsageError
+
+
+def test_a_plain_value_error_is_a_bug_whose_traceback_debug_shows(monkeypatch, capsys):
+    def broken_invariant(args):
+        raise ValueError("an internal invariant\nbroke")
+
+    monkeypatch.setattr(cli, "cmd_list", broken_invariant)
+    assert cli.main(["list"]) == 2
+    err = capsys.readouterr().err
+    assert err == "ragloaders: error: ValueError: an internal invariant broke (--debug shows where)\n"
+    with pytest.raises(ValueError, match="an internal invariant") as raised:
+        cli.main(["list", "--debug"])
+    assert any(entry.name == "broken_invariant" for entry in raised.traceback)
+    assert "--debug shows where" not in capsys.readouterr().err
+
+
+INTERNAL_VALUE_ERRORS = {
+    ("core/compressed.py", "_JoinedFiles.seek"): "io's contract: a negative seek position is a ValueError",
+    ("core/compressed.py", "order_parts"): "no parts: its one caller passes the files it found, never none",
+    ("core/compressed.py", "open_joined"): "no files: its one caller passes a source's files, never none",
+    ("benchmarks/mmrag/catalogue.py", "<module>"): "the catalogue's own constants disagree (at import)",
+    ("mock_api/validation.py", "_value"): "an endpoint's declared field type that validation does not know",
+    ("publish/push.py", "default_staging_dir"): "a staging folder outside its root after the ids were checked",
+}
+"""The plain `raise ValueError(...)` left in the package, each an invariant of ragloaders itself: what reaches the
+user from one is a bug (the CLI says --debug shows where). A user's mistake raises UsageError, bad source content
+SourceError (ContentError where the caller adds the file and line)."""
+
+
+def plain_value_error_raises() -> dict[tuple[str, str], int]:
+    """(module path under the package, enclosing function) -> how many `raise ValueError` it holds."""
+    import ast
+    from pathlib import Path
+
+    package = Path(ragloaders.__file__).parent
+    found: dict[tuple[str, str], int] = {}
+
+    def visit(node: ast.AST, where: str, module: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(child, child.name if where == "<module>" else f"{where}.{child.name}", module)
+                continue
+            if isinstance(child, ast.Raise) and child.exc is not None:
+                raised = child.exc.func if isinstance(child.exc, ast.Call) else child.exc
+                if isinstance(raised, ast.Name) and raised.id == "ValueError":
+                    found[module, where] = found.get((module, where), 0) + 1
+            visit(child, where, module)
+
+    for path in sorted(package.rglob("*.py")):
+        visit(ast.parse(path.read_text(encoding="utf-8")), "<module>", path.relative_to(package).as_posix())
+    return found
+
+
+def test_no_plain_value_error_is_raised_but_the_named_internal_invariants():
+    found = plain_value_error_raises()
+    assert set(found) - set(INTERNAL_VALUE_ERRORS) == set(), "a user's mistake raises UsageError or SourceError"
+    assert set(INTERNAL_VALUE_ERRORS) - set(found) == set(), "an allow-listed place no longer raises ValueError"
+    assert all(count == 1 for count in found.values()), found
 
 
 def test_warnings_of_the_ragloaders_loggers_are_one_line_each_on_stderr(tmp_path, capsys):

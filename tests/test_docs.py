@@ -346,3 +346,21 @@ def test_rows_are_taken_chunk_by_chunk_in_the_order_asked():
     assert ChunkedRows(chunked).take(rows).equals(table.take(pa.array(rows)))
     assert ChunkedRows(chunked.column("_id")).take(rows).equals(table.column("_id").take(pa.array(rows)).chunk(0))
     assert ChunkedRows(chunked).take(np.zeros(0, dtype=np.int64)).num_rows == 0
+
+
+@pytest.mark.parametrize("damage", ["middle", "footer"])
+def test_a_damaged_parquet_file_of_a_folder_is_named_in_one_line(own_copy, damage):
+    folder, cache = own_copy
+    corpus = Path(folder) / "corpus" / "corpus-00000-of-00001.parquet"
+    data = bytearray(corpus.read_bytes())
+    if damage == "middle":  # the footer still reads: only reading the pages finds it
+        data[len(data) // 2: len(data) // 2 + 64] = b"\xff" * 64
+    else:
+        del data[len(data) // 2:]
+    corpus.write_bytes(bytes(data))
+    code, _, err = run("docs", folder, "MED-10", "--cache-dir", cache)
+    assert code == 2 and err.count("\n") == 1 and "--debug" not in err, err
+    assert err.startswith(f"ragloaders: error: {corpus}: not a readable Parquet file (")
+    assert "build the folder again" in err
+    code, out, err = run("validate", folder, "--cache-dir", cache)  # a finding in the report, not a crash
+    assert code == 1 and "ERROR column_type in corpus" in out and err == "", (out, err)

@@ -520,7 +520,7 @@ def test_cli_json_equals_the_python_function(nfcorpus, tmp_path, capsys):
     assert printed["unknown_queries"] == {"count": 1, "examples": ["NOT-A-QUERY"]}
     assert main(args) == 0
     text = capsys.readouterr().out
-    assert "NDCG@10" in text and "warning: 1 queries of the run are not in beir/nfcorpus" in text
+    assert "NDCG@10" in text and "warning: 1 query of the run is not in beir/nfcorpus" in text
 
 
 def test_cli_says_which_extra_to_install(monkeypatch, tmp_path, capsys):

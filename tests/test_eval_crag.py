@@ -90,7 +90,7 @@ def test_every_rule_without_a_judge(crafted, tmp_path):
 def test_missing_and_extra_ids_are_errors_unless_counted_missing(crafted, tmp_path, capsys):
     rows = crafted_rows(crafted)[1:] + [{"interaction_id": "not-a-record", "prediction": "yes"}]
     path = write_jsonl(tmp_path / "p.jsonl", rows)
-    with pytest.raises(ValueError, match="1 predictions for ids not in crag/task_1_and_2.*1 records without"):
+    with pytest.raises(ValueError, match="1 prediction for ids not in crag/task_1_and_2.*1 record without"):
         score_answers("crag/task_1_and_2", path, **where(crafted))
     args = ["eval", "crag/task_1_and_2", "--predictions", path, "--data-dir", crafted["data_dir"],
             "--cache-dir", crafted["cache_dir"]]
@@ -107,7 +107,7 @@ def test_missing_and_extra_ids_are_errors_unless_counted_missing(crafted, tmp_pa
     data = json.loads(out.out)
     assert data["unknown_predictions"] == {"count": 1, "examples": ["not-a-record"]}
     assert data["authors_metrics"]["metrics"]["n_missing"] == 2
-    assert "1 predictions are for ids not in crag/task_1_and_2" in out.err
+    assert "1 prediction is for an id not in crag/task_1_and_2" in out.err
 
 
 def test_split_restricts_the_records_and_names_unknown_splits(crafted, tmp_path):
@@ -288,7 +288,7 @@ def test_judge_decides_what_rules_leave_and_its_cache_makes_a_rerun_free(crafted
     assert (metrics["n_correct"], metrics["n_missing"], metrics["n_hallucinated"]) == (6, 1, 3)
     assert data["judge"] == {"requests": 5, "cached": 0, "unparseable": 1}
     assert data["reasons"]["judge"] == 3 and data["reasons"]["no-judge"] == 0
-    assert "1 judge replies held no score of 0 or 1" in first.err
+    assert "1 judge reply held no score of 0 or 1" in first.err
     FakeChat.requests.clear()
     assert main(args) == 0
     again = json.loads(capsys.readouterr().out)
@@ -335,6 +335,11 @@ def test_templates_py_is_read_as_data_never_run(tmp_path):
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("Reply with JSON.")
     assert read_prompt(str(prompt)) == "Reply with JSON."
+    prompt.write_bytes(b"Reply\r\nwith JSON.\r")
+    assert read_prompt(str(prompt)) == "Reply\nwith JSON.\n"
+    prompt.write_bytes(b"Reply \xe9 with JSON.")  # Latin-1, not UTF-8
+    with pytest.raises(SourceError, match=r"prompt.txt: invalid UTF-8 at byte 6 \(b'\\xe9 wi'\)"):
+        read_prompt(str(prompt))
 
 
 @pytest.mark.parametrize("reply, verdict", [

@@ -296,7 +296,7 @@ def test_routing_run_problems_are_named(where, tmp_path, capsys):
     path.write_text(json.dumps({"query-id": record["id"], "dataset": "NQ", "score": 1}) + "\n")
     report = evaluate_routing("mmrag", path, **where)
     assert report.unknown_documents == ["NQ"]
-    assert "1 datasets of the run are not among the routing labels' (scored not relevant)" in report.text()
+    assert "1 dataset of the run is not among the routing labels' (scored not relevant)" in report.text()
     for text, message in (
         ('{"query-id": "a", "corpus-id": "nq", "score": 1}\n', "exactly the keys query-id, dataset, score"),
         ('{"query-id": 7, "dataset": "nq", "score": 1}\n', "`query-id` must be a string"),

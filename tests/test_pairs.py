@@ -160,3 +160,15 @@ def test_the_output_rules_of_bm25(nfcorpus_build, nf_run, tmp_path):
     assert code == 0 and out.startswith(f"wrote {tmp_path / 'ok.parquet'}: 6 pairs for 3 queries (labels from qrels "
                                         "test)")
     assert pa.types.is_int32(pq.read_schema(tmp_path / "ok.parquet").field("rank").type)
+
+
+def test_pairs_says_one_pair_for_one_query(nfcorpus_build, nf_run, tmp_path):
+    _, lines = nf_run
+    query_id, doc_id, score = lines[0]
+    run = tmp_path / "one.trec"
+    run.write_text(f"{query_id} Q0 {doc_id} 1 {score} test\n")
+    code, out, err = run_cli("pairs", "beir/nfcorpus", "--run", str(run), "--out", str(tmp_path / "one.parquet"),
+                             "--data-dir", nfcorpus_build.data_dir, "--cache-dir", nfcorpus_build.cache_dir)
+    assert code == 0, err
+    assert out.startswith(f"wrote {tmp_path / 'one.parquet'}: 1 pair for 1 query (labels from qrels test)"), out
+    assert pq.read_metadata(tmp_path / "one.parquet").num_rows == 1

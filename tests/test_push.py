@@ -138,7 +138,7 @@ def test_a_push_deletes_only_files_an_older_ragloaders_push_recorded(tmp_path, c
 
     again = run_push(tmp_path, cache_dir)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "0 files uploaded, 6 already there, 1 stale files deleted, 1 commits" in again.stdout
+    assert "0 files uploaded, 6 already there, 1 stale file deleted, 1 commit" in again.stdout
     assert set(hub.files(REPO)) == set(staged_files(tmp_path / "staged")) | {
         HUB_MANIFEST, "qrels/old-00000-of-00001.parquet", "corpus/mine.parquet"}
     assert hub.read(REPO, "corpus/mine.parquet") == b"PAR1 never published by ragloaders"
@@ -205,7 +205,7 @@ def test_a_staged_file_changed_or_missing_is_rebuilt_not_trusted(tmp_path, cache
     again = run_push(tmp_path, cache_dir)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "does not match its manifest (1 changed, 1 missing files): building it again" in again.stdout
-    assert "0 files uploaded, 6 already there, 1 stale files deleted" in again.stdout  # the altered bytes never went up
+    assert "0 files uploaded, 6 already there, 1 stale file deleted" in again.stdout  # the altered bytes never went up
     assert staged_files(tmp_path / "staged") == good
     hub.export(REPO, str(tmp_path / "received"))
     assert staged_files(tmp_path / "received") == good
@@ -268,7 +268,7 @@ def test_only_a_plan_verified_in_this_run_deletes_files_in_the_repository(tmp_pa
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines()[-1] == (
         "[] ['corpus/old.parquet'] ['.ragloaders-manifest.json', 'README.md', 'corpus/new.parquet']")
-    assert "not deleting 1 files of org/data" in done.stdout.splitlines()[0]
+    assert "not deleting 1 file of org/data" in done.stdout.splitlines()[0]
 
 
 BAD_REPO_IDS = ["../../escape", "org/../../escape", "a/b/c", "/name", "org/", "", "-org/name", "org/name-",

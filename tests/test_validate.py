@@ -88,7 +88,7 @@ def test_cli_exit_one_on_structural_errors(broken_scifact, tmp_path, capsys):
     status = cli.main(["validate", "beir/scifact", "--data-dir", broken_scifact, "--cache-dir", str(tmp_path / "c")])
     out = capsys.readouterr().out
     assert status == 1
-    assert "ERROR missing_docs in qrels/test: 1 corpus ids are not in `corpus`: 'd404'" in out
+    assert "ERROR missing_docs in qrels/test: 1 corpus id is not in `corpus`: 'd404'" in out
     assert out.rstrip().endswith("FAILED: 6 structural error(s)")
 
 
@@ -299,7 +299,7 @@ def test_a_hand_made_mteb_repository_with_a_dangling_qrel(tmp_path, capsys):
     assert split_facts(report, "default", "test")["score_histogram"] == {"1": 1, "2": 1}
     assert report["built_from"] is None
     assert cli.main(["validate", folder, "--cache-dir", str(tmp_path / "c2")]) == 1
-    assert "ERROR missing_docs in default/test: 1 corpus ids are not in `corpus`: 'd404'" in capsys.readouterr().out
+    assert "ERROR missing_docs in default/test: 1 corpus id is not in `corpus`: 'd404'" in capsys.readouterr().out
     assert cli.main(["validate", folder, "--data-dir", folder]) == 2  # --data-dir is for benchmark paths
 
 

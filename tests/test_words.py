@@ -156,3 +156,13 @@ def test_progress_is_one_line_per_build_on_a_terminal_only(tmp_path, capsys, mon
     assert "Generating" not in err and "examples/s" not in err  # datasets' bars, one per split: never
     assert ("Building mmrag" in err) == shown
     assert (datasets_logging.is_progress_bar_enabled(), hub_utils.are_progress_bars_disabled()) == before
+
+
+
+@pytest.mark.parametrize("count, queries, rows", [(0, "0 queries", "0 rows"), (1, "1 query", "1 row"),
+                                                  (2, "2 queries", "2 rows"), (1200, "1,200 queries", "1200 rows")])
+def test_a_count_agrees_with_its_noun(count, queries, rows):
+    from ragloaders.core.plural import counted
+
+    assert counted(count, "query", "queries", grouped=True) == queries
+    assert counted(count, "row") == rows

@@ -10,7 +10,7 @@ import datasets
 
 from .benchmarks import BENCHMARKS
 from .core.builder import RagBuilder
-from .core.errors import MissingSourceError
+from .core.errors import MissingSourceError, UsageError
 from .core.repository import open_repository, refuse_revision
 
 
@@ -48,7 +48,7 @@ def chosen_config(path: str, config: str | None) -> str:
     if config is not None:
         return config
     if (default := default_config(path)) is None:
-        raise ValueError(f"{normalized(path)} has no default config: name one of {', '.join(configs_of(path))}")
+        raise UsageError(f"{normalized(path)} has no default config: name one of {', '.join(configs_of(path))}")
     return default
 
 
@@ -87,10 +87,10 @@ def is_benchmark_path(path: str) -> bool:
 def _builder_class(path: str) -> type[RagBuilder]:
     paths = registry()
     if members := group_members(path):
-        raise ValueError(f"{path} is a group of {len(members)} paths whose ids repeat across them; load, build "
+        raise UsageError(f"{path} is a group of {len(members)} paths whose ids repeat across them; load, build "
                          f"or push one of them: {', '.join(members)} (validate, bm25 and eval take the group)")
     if path not in paths:
-        raise ValueError(f"unknown path {path!r}{did_you_mean(path, list(paths))}; `ragloaders list` shows the "
+        raise UsageError(f"unknown path {path!r}{did_you_mean(path, list(paths))}; `ragloaders list` shows the "
                          f"{len(paths)} known paths")
     return paths[path]
 
@@ -109,7 +109,7 @@ def refuse_unknown_keywords(function: str, given: dict[str, Any], accepted: list
     unknown = [name for name in given if name not in accepted]
     if unknown:
         close = did_you_mean(unknown[0], accepted)
-        raise ValueError(f"{function}() got an unknown keyword argument {unknown[0]!r}{close}; it accepts "
+        raise UsageError(f"{function}() got an unknown keyword argument {unknown[0]!r}{close}; it accepts "
                          f"{', '.join(accepted)}")
 
 
@@ -150,7 +150,7 @@ def builder(path: str, config: str | None = None, *, revision: str | None = None
     config = chosen_config(path, config)
     names = [c.name for c in cls.BUILDER_CONFIGS]
     if config not in names:
-        raise ValueError(f"{path} has no config {config!r}{did_you_mean(config, names)}; its configs are "
+        raise UsageError(f"{path} has no config {config!r}{did_you_mean(config, names)}; its configs are "
                          f"{', '.join(names)}")
     refuse_unknown_keywords("builder", kwargs, [*BUILDER_KEYWORDS, *cls.BUILDER_PARAMETERS])
     if kwargs.get("data_dir"):
@@ -234,7 +234,7 @@ def load(
     """
     if not is_benchmark_path(path):
         if data_dir:
-            raise ValueError(f"{path}: data_dir is for a benchmark path, not for a built folder or repository")
+            raise UsageError(f"{path}: data_dir is for a benchmark path, not for a built folder or repository")
         refuse_unknown_keywords("load", config_kwargs, [])
         given = {"num_proc": num_proc, "download_mode": download_mode, "verification_mode": verification_mode,
                  "keep_in_memory": keep_in_memory, "storage_options": storage_options}
@@ -249,7 +249,7 @@ def load(
     dataset_builder = builder(path, config, data_dir=data_dir, cache_dir=cache_dir, **options, **config_kwargs)
     names = dataset_builder.split_names() if split is not None else None
     if names is not None and split not in names:
-        raise ValueError(f"{path} {config} has no split {split!r}{did_you_mean(split, names)}; its splits are "
+        raise UsageError(f"{path} {config} has no split {split!r}{did_you_mean(split, names)}; its splits are "
                          f"{', '.join(names)}")
     if streaming:
         return dataset_builder.as_streaming_dataset(split=split)

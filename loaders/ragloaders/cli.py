@@ -14,13 +14,14 @@ from .api import catalogue_path, configs_of, normalized, registry
 from .core import progress
 from .core.errors import MissingSourceError, SourceError, UsageError
 from .core.log import show_warnings_on_stderr, warn
+from .core.plural import counted
 from .lookup import command as lookup_command
 from .mock_api import command as mock_api_command
 
-USERS_ERRORS = (UsageError, SourceError, MissingSourceError, OSError, ImportError, ValueError)
+USERS_ERRORS = (UsageError, SourceError, MissingSourceError, OSError, ImportError)
 """Errors about the user's input, files or machine (ImportError: an extra not installed), printed as one line; any
-other exception is a bug of ragloaders, printed with the hint that --debug shows its traceback. ValueError is here
-until every usage error is a UsageError."""
+other exception (a plain ValueError included) is a bug of ragloaders, printed with the hint that --debug shows its
+traceback."""
 SOURCE_HELP = ("a benchmark path (beir/scifact; with --data-dir or a download), a folder `ragloaders build` wrote "
                "(./scifact), or a hub dataset repository id in ragloaders' or mteb's layout (org/name; with "
                "HF_HUB_OFFLINE=1 its copy in the hub cache)")
@@ -97,7 +98,7 @@ def cmd_build(args: argparse.Namespace) -> int:
                            **derived_configs(args))
     for output in outputs:
         for split in output.splits.values():
-            print(f"{output.name}\t{split.name}\t{split.num_examples} rows")
+            print(f"{output.name}\t{split.name}\t{counted(split.num_examples, 'row')}")
     print(f"wrote {args.out}")
     return 0
 
@@ -150,8 +151,8 @@ def cmd_push(args: argparse.Namespace) -> int:
                       into_existing=args.into_existing, overwrite_foreign=args.overwrite_foreign, card=options,
                       derived=Derived(wanted, lambda: derived_configs(args)) if wanted else None)
     if not args.dry_run:
-        print(f"{args.repo_id}: {len(result.uploaded)} files uploaded, {len(result.unchanged)} already there, "
-              f"{len(result.deleted)} stale files deleted, {len(result.commits)} commits")
+        print(f"{args.repo_id}: {counted(len(result.uploaded), 'file')} uploaded, {len(result.unchanged)} already "
+              f"there, {counted(len(result.deleted), 'stale file')} deleted, {counted(len(result.commits), 'commit')}")
     return 0
 
 
@@ -180,7 +181,8 @@ def cmd_bm25(args: argparse.Namespace) -> int:
     result = bm25(args.path, out=args.out, split=args.split, top_k=args.top_k, data_dir=args.data_dir,
                   cache_dir=args.cache_dir, benchmark=args.benchmark, revision=args.revision,
                   settings=Bm25Settings(multifield=args.multifield))
-    print(f"wrote {result.out}: {result.lines} lines for {result.queries} {result.split} queries, "
+    print(f"wrote {result.out}: {counted(result.lines, 'line')} for {result.queries} {result.split} "
+          f"{'query' if result.queries == 1 else 'queries'}, "
           f"{result.unranked} of which got no document (no word in common with any) "
           f"({result.settings.describe()}, top {args.top_k})" + (f"; read {result.read}" if result.read else ""))
     return 0

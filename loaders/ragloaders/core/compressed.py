@@ -41,16 +41,16 @@ def order_parts(paths: Sequence[str]) -> list[str]:
     for path in paths:
         match = _PART.match(str(path))
         if match is None:
-            raise ValueError(f"{path}: not a numbered part (expected a name ending in .part<N>)")
+            raise SourceError(str(path), "not a numbered part (expected a name ending in .part<N>)")
         number = int(match["number"])
         if number in numbered:
-            raise ValueError(f"{path}: part {number} given twice (also {numbered[number]})")
+            raise SourceError(str(path), f"part {number} given twice (also {numbered[number]})")
         numbered[number] = str(path)
         stems.add(match["stem"])
     if not numbered:
         raise ValueError("no parts given")
     if len(stems) > 1:
-        raise ValueError(f"parts of different files mixed: {sorted(stems)}")
+        raise SourceError(os.path.dirname(str(paths[0])) or ".", f"parts of different files mixed: {sorted(stems)}")
     stem, first, last = stems.pop(), min(numbered), max(numbered)
     if first > 1:
         message = f"missing part (parts are numbered from 0 or 1; the first found is part{first})"

@@ -18,6 +18,11 @@ class UsageError(ValueError):
     give instead. A ValueError, so callers catching ValueError see it as before."""
 
 
+class ContentError(ValueError):
+    """What is wrong with one line, record or value of a source, said without where it is: the reader that knows
+    the file and the line raises a SourceError from it. One that reaches the user is a bug (the place is missing)."""
+
+
 class SourceError(ValueError):
     """Bad or incomplete source data: names the file, the line or record, and what was expected."""
 

@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import Literal, TypeVar
 
+from .errors import UsageError
 from .log import warn
 
 Written = TypeVar("Written")
@@ -23,7 +24,7 @@ MANIFEST = ".ragloaders-manifest.json"
 `eval` reports its sha256 as the digest of a built folder it scores)."""
 
 
-class OutputFolderError(ValueError):
+class OutputFolderError(UsageError):
     """A target folder (or file) that ragloaders will not write: names it and what to do."""
 
 

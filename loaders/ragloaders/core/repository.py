@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .card_yaml import check_card
-from .errors import MissingSourceError, SourceError
+from .errors import MissingSourceError, SourceError, UsageError
 
 BUILT_FROM = "<!-- built by ragloaders from {path} -->"
 """The last line of every card ragloaders writes (invisible when rendered): the benchmark path it was built from,
@@ -175,12 +175,22 @@ class Repository:
     def load(self, config: str | None, *, split: str | None = None, streaming: bool = False,
              cache_dir: str | None = None, **kwargs: Any) -> Any:
         """`datasets.load_dataset` of one config (None: the card's `default: true` one, or the only one); a missing
-        config names the ones there are."""
+        config names the ones there are; a local data file that does not read as Parquet is a SourceError naming
+        it (datasets says only that the generation failed)."""
         import datasets
+        from datasets.exceptions import DatasetGenerationError
 
         config = self.checked_config(config)
-        return datasets.load_dataset(self.location, config, split=split, streaming=streaming, cache_dir=cache_dir,
-                                     revision=self.hub_revision, **kwargs)
+        try:
+            return datasets.load_dataset(self.location, config, split=split, streaming=streaming,
+                                         cache_dir=cache_dir, revision=self.hub_revision, **kwargs)
+        except DatasetGenerationError:
+            if not os.path.isdir(self.location):
+                raise
+            damaged = unreadable_parquet(datasets.load_dataset_builder(self.location, config))
+            if damaged is None:
+                raise
+            raise damaged from None
 
     def builder(self, config: str | None, *, cache_dir: str | None = None) -> Any:
         """`datasets.load_dataset_builder` of one config (None: the default, as `load` chooses it), checked as
@@ -201,9 +211,9 @@ class Repository:
             config = datasets.get_dataset_default_config_name(self.location, revision=self.hub_revision) or (
                 configs[0] if len(configs) == 1 else None)
             if config is None:
-                raise ValueError(f"{self.name} has no default config: name one of {', '.join(configs)}")
+                raise UsageError(f"{self.name} has no default config: name one of {', '.join(configs)}")
         if config not in configs:
-            raise ValueError(f"{self.name} has no config {config!r}; its configs are {', '.join(configs)}")
+            raise UsageError(f"{self.name} has no config {config!r}; its configs are {', '.join(configs)}")
         require_own_data_files(self.location, config, revision=self.hub_revision)
         return config
 
@@ -320,10 +330,29 @@ def cached_snapshot(repo_id: str, *, offline: bool, revision: str | None = None)
                        f"({cause}); {REMEDIES}", unreachable=cause) from None
 
 
+def unreadable_parquet(builder: Any) -> SourceError | None:
+    """A SourceError naming the first Parquet data file of `builder`'s config that does not read to its end and
+    why, or None when they all do. Each file is read in batches: this runs only once a load has failed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for files in (builder.config.data_files or {}).values():
+        for path in files:
+            if str(path).endswith(".parquet") and os.path.isfile(path):
+                try:
+                    with pq.ParquetFile(path) as parquet:
+                        for _ in parquet.iter_batches(batch_size=65_536, use_threads=False):
+                            pass
+                except (pa.ArrowException, OSError) as e:
+                    return SourceError(path, f"not a readable Parquet file ({' '.join(str(e).split())[:300]}); "
+                                             "build the folder again")
+    return None
+
+
 def refuse_revision(name: str, revision: str | None, what: str) -> None:
     """ValueError in one line when a revision is given for something that is not a hub repository (`what`)."""
     if revision is not None:
-        raise ValueError(f"{name}: a revision (revision= / --revision) is for a hub repository, and {name} is {what}, "
+        raise UsageError(f"{name}: a revision (revision= / --revision) is for a hub repository, and {name} is {what}, "
                          "read as it is")
 
 
@@ -336,7 +365,7 @@ def resolve_commit(repo_id: str, revision: str | None) -> str:
     try:
         sha = HfApi().dataset_info(repo_id, revision=revision).sha
     except RevisionNotFoundError:
-        raise ValueError(f"{repo_id}: the hub dataset repository has no revision {revision!r} (a commit id, branch "
+        raise UsageError(f"{repo_id}: the hub dataset repository has no revision {revision!r} (a commit id, branch "
                          "or tag)") from None
     except HfHubHTTPError as e:
         cause = innermost_cause(e)
@@ -356,7 +385,7 @@ def open_repository(name: str, revision: str | None = None) -> Repository:
     repository does not have, HubError (one line) when the hub cannot be reached or has no such repository --
     saying also that no local folder of that name exists."""
     if revision is not None and not revision.strip():  # else taken for the main branch, or a hub failure
-        raise ValueError(f"{name}: the revision asked for is empty ({revision!r}); give a commit id, branch or tag, "
+        raise UsageError(f"{name}: the revision asked for is empty ({revision!r}); give a commit id, branch or tag, "
                          "or no revision for the main branch")
     location = os.path.expanduser(name)
     if os.path.isdir(location):
@@ -367,7 +396,7 @@ def open_repository(name: str, revision: str | None = None) -> Repository:
                                  "Parquet), a hub repository id, or a benchmark path (`ragloaders list`)")
     here = f"no folder {name} in {os.getcwd()}"
     if not looks_like_repo_id(name.strip("/")):
-        raise ValueError(f"unknown path {name!r}: {here}, nor is it a benchmark path (`ragloaders list` shows them) "
+        raise UsageError(f"unknown path {name!r}: {here}, nor is it a benchmark path (`ragloaders list` shows them) "
                          "or a hub repository id (org/name)")
     repo_id = name.strip("/")
     if hub_offline():

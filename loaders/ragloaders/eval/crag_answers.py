@@ -46,8 +46,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..api import load, normalized
-from ..core.errors import SourceError
+from ..core.errors import SourceError, UsageError
 from ..core.output_target import refuse_existing, write_new_file
+from ..core.plural import counted
 from ..core.readers.jsonl import Shard, iter_json_records
 from ..core.sources import SourceFiles
 from .judge import Judge, JudgeError
@@ -103,7 +104,7 @@ def read_predictions(path: str | os.PathLike) -> dict[str, str]:
         ".jsonl": _jsonl_predictions, ".csv": _csv_predictions, ".parquet": _parquet_predictions,
     }
     if suffix not in readers:
-        raise ValueError(f"{path}: predictions are read from .jsonl, .csv or .parquet, not {suffix or 'no suffix'}")
+        raise UsageError(f"{path}: predictions are read from .jsonl, .csv or .parquet, not {suffix or 'no suffix'}")
     predictions: dict[str, str] = {}
     for where, row in readers[suffix](path):
         for name in PREDICTION_COLUMNS:
@@ -179,7 +180,7 @@ class Trimmer:
         try:
             self.tokenizer = Tokenizer.from_file(os.fspath(path))
         except Exception as e:  # the library raises a bare Exception for a file it cannot read
-            raise ValueError(f"{path}: not a tokenizer.json the tokenizers library reads ({e})") from None
+            raise SourceError(path, f"not a tokenizer.json the tokenizers library reads ({e})") from None
         self.path = os.fspath(path)
         self.cut_at_spaces = _words_never_join_leftwards(orjson.loads(self.tokenizer.to_str()))
 
@@ -293,12 +294,15 @@ class AnswerReport:
 
     def warnings(self) -> list[str]:
         lines = []
-        for ids, what in ((self.unknown_predictions, f"predictions are for ids not in {self.path} (not scored)"),
-                          (self.absent_predictions, "records have no prediction (counted missing)")):
+        for ids, one, many in ((self.unknown_predictions, f"prediction is for an id not in {self.path} (not scored)",
+                                f"predictions are for ids not in {self.path} (not scored)"),
+                               (self.absent_predictions, "record has no prediction (counted missing)",
+                                "records have no prediction (counted missing)")):
             if ids:
-                lines.append(f"{len(ids)} {what}, e.g. {', '.join(map(repr, ids[:EXAMPLES]))}")
+                lines.append(f"{counted(len(ids), one, many)}, e.g. {', '.join(map(repr, ids[:EXAMPLES]))}")
         if self.unparseable_judgements:
-            lines.append(f"{self.unparseable_judgements} judge replies held no score of 0 or 1 (counted not correct)")
+            lines.append(f"{counted(self.unparseable_judgements, 'judge reply', 'judge replies')} held no score of 0 "
+                         "or 1 (counted not correct)")
         return lines
 
     def as_json(self) -> dict[str, Any]:
@@ -320,7 +324,7 @@ class AnswerReport:
 
     def text(self) -> str:
         o = self.overall
-        lines = [f"{self.path} {'+'.join(self.splits)}: {o['n']} records; CRAG's answer scores "
+        lines = [f"{self.path} {'+'.join(self.splits)}: {counted(o['n'], 'record')}; CRAG's answer scores "
                  "(local_evaluation.py's rules):"]
         lines += [f"  {name:<14}{o[name]:.5f}" for name in ("score", "accuracy", "hallucination", "missing")]
         lines.append(f"  counts        correct {o['n_correct']}, hallucinated {o['n_hallucinated']}, "
@@ -333,8 +337,9 @@ class AnswerReport:
         reasons = {reason: sum(1 for v in self.verdicts if v.reason == reason) for reason in REASONS}
         lines.append("reasons: " + ", ".join(f"{reason} {count}" for reason, count in reasons.items() if count))
         if self.other_split_predictions:
-            lines.append(f"note: {self.other_split_predictions} predictions are for records of other splits "
-                         "(not scored)")
+            one = self.other_split_predictions == 1
+            lines.append(f"note: {counted(self.other_split_predictions, 'prediction')} {'is' if one else 'are'} for "
+                         "records of other splits (not scored)")
         lines += [f"convention: {convention}" for convention in self.conventions]
         lines += [f"warning: {warning}" for warning in self.warnings()]
         return "\n".join(lines)
@@ -365,7 +370,7 @@ def load_records(path: str, splits: list[str] | None, where: dict) -> tuple[list
         splits = list(loaded)
     unknown = [split for split in splits if split not in loaded]
     if unknown:
-        raise ValueError(f"{path} has no split {unknown[0]!r}; its splits are {', '.join(loaded)}")
+        raise UsageError(f"{path} has no split {unknown[0]!r}; its splits are {', '.join(loaded)}")
     every: set[str] = set()
     chosen: list[Record] = []
     for split, dataset in loaded.items():
@@ -392,7 +397,7 @@ def score_answers(
     or `split`) by the rules of the module docstring."""
     path = normalized(path)
     if path != "crag/task_1_and_2" and path != "crag/task_3":
-        raise ValueError(f"{path}: answer predictions are scored on crag/task_1_and_2 or crag/task_3")
+        raise UsageError(f"{path}: answer predictions are scored on crag/task_1_and_2 or crag/task_3")
     if not isinstance(predictions, dict):
         predictions = read_predictions(predictions)
     trim = Trimmer(tokenizer) if tokenizer else None
@@ -403,10 +408,10 @@ def score_answers(
     if (unknown or absent) and not missing_as_idk:
         problems = []
         if unknown:
-            problems.append(f"{len(unknown)} predictions for ids not in {path} (e.g. {unknown[0]!r})")
+            problems.append(f"{counted(len(unknown), 'prediction')} for ids not in {path} (e.g. {unknown[0]!r})")
         if absent:
-            problems.append(f"{len(absent)} records without a prediction (e.g. {absent[0]!r})")
-        raise ValueError("; ".join(problems) + "; --missing-as-idk reports the first and counts the second missing")
+            problems.append(f"{counted(len(absent), 'record')} without a prediction (e.g. {absent[0]!r})")
+        raise UsageError("; ".join(problems) + "; --missing-as-idk reports the first and counts the second missing")
     scored_ids = {r.interaction_id for r in records}
     verdicts: list[Verdict] = []
     try:
@@ -416,7 +421,7 @@ def score_answers(
                 continue
             verdicts.append(verdict_of(record, predictions[record.interaction_id], trim, judge))
     except JudgeError as e:
-        raise ValueError(f"{e}; {len(verdicts)} of {len(records)} records were scored before it") from None
+        raise UsageError(f"{e}; {len(verdicts)} of {len(records)} records were scored before it") from None
     labels = {r.interaction_id: r.labels for r in records}
     breakdown = {}
     for label in BREAKDOWN:

@@ -36,6 +36,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
+from ..core.errors import SourceError, UsageError
+
 API_KEY_VARIABLES = ("RAGLOADERS_JUDGE_API_KEY", "OPENAI_API_KEY")
 """Where the key is read from, first one set wins; none set: no Authorization header (a local server)."""
 RETRIES = 3
@@ -160,28 +162,33 @@ class JudgeVerdict:
 def read_prompt(path: str) -> str:
     """The system prompt in a file: a CRAG `prompts/templates.py` (by its `.py` suffix) gives INSTRUCTIONS + "\\n"
     + IN_CONTEXT_EXAMPLES, read as string literals with `ast`; any other file is the prompt itself (UTF-8)."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as open()'s text mode reads it
+    except UnicodeDecodeError as e:
+        raise SourceError(path, f"invalid UTF-8 at byte {e.start} ({data[e.start:e.start + 4]!r}); the judge prompt is "
+                                "read as UTF-8 text") from None
     if not path.endswith(".py"):
         if not text.strip():
-            raise ValueError(f"{path}: the judge prompt is empty")
+            raise SourceError(path, "the judge prompt is empty")
         return text
     try:
         module = ast.parse(text, filename=path)
     except SyntaxError as e:
-        raise ValueError(f"{path}: not Python a templates.py can be read from ({e.msg}, line {e.lineno})") from None
+        raise SourceError(path, f"not Python a templates.py can be read from ({e.msg}, line {e.lineno})") from None
     found = {}
     for node in module.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
             if name in TEMPLATE_CONSTANTS:
                 if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
-                    raise ValueError(f"{path}, line {node.lineno}: {name} must be a string literal (the file is "
-                                     "read as data, never run)")
+                    raise SourceError(path, f"{name} must be a string literal (the file is read as data, never run)",
+                                      line=node.lineno)
                 found[name] = node.value.value
     missing = [name for name in TEMPLATE_CONSTANTS if name not in found]
     if missing:
-        raise ValueError(f"{path}: no string constant {' or '.join(missing)} (expected CRAG's prompts/templates.py)")
+        raise SourceError(path, f"no string constant {' or '.join(missing)} (expected CRAG's prompts/templates.py)")
     return found["INSTRUCTIONS"] + "\n" + found["IN_CONTEXT_EXAMPLES"]
 
 
@@ -235,7 +242,7 @@ class Judge:
     def __init__(self, url: str, model: str, cache_dir: str, *, prompt: str = JUDGE_PROMPT, retries: int = RETRIES,
                  retry_wait: float = 1.0, timeout: float = TIMEOUT_SECONDS):
         if not url.startswith(("http://", "https://")):
-            raise ValueError(f"--judge-url must be an http(s) URL, got {url!r}")
+            raise UsageError(f"--judge-url must be an http(s) URL, got {url!r}")
         self.url = url if url.rstrip("/").endswith("/chat/completions") else url.rstrip("/") + "/chat/completions"
         self.model, self.prompt, self.cache_dir = model, prompt, cache_dir
         check_limits(timeout, retries)
@@ -368,9 +375,9 @@ def without_key(text: str, key: str | None) -> str:
 def check_limits(timeout: float, retries: int) -> None:
     """ValueError unless the timeout is a positive number of seconds and the retries a count (0 or more)."""
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
-        raise ValueError(f"--judge-timeout must be a positive number of seconds, got {timeout!r}")
+        raise UsageError(f"--judge-timeout must be a positive number of seconds, got {timeout!r}")
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise ValueError(f"--judge-retries must be a whole number, 0 or more, got {retries!r}")
+        raise UsageError(f"--judge-retries must be a whole number, 0 or more, got {retries!r}")
 
 
 def _read_by(response, deadline: float) -> bytes:  # noqa: ANN001 - an http.client.HTTPResponse

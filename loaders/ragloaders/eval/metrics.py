@@ -41,6 +41,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ..core.errors import UsageError
 from .runs import Run
 
 INSTALL_EVAL = "pip install 'ragloaders[eval]'"
@@ -123,12 +124,12 @@ def parse_metrics(names: str | Iterable[str] | None) -> list[Metric]:
         family = FAMILIES.get(match.group(1).lower()) if match else None
         if family is None or int(match.group(2)) < 1:
             known = ", ".join(f"{f.name}@k" for f in FAMILIES.values())
-            raise ValueError(f"unknown metric {name!r}; metrics are {known} with a cutoff k >= 1, e.g. NDCG@10")
+            raise UsageError(f"unknown metric {name!r}; metrics are {known} with a cutoff k >= 1, e.g. NDCG@10")
         metric = Metric(family, int(match.group(2)))
         if metric not in metrics:
             metrics.append(metric)
     if not metrics:
-        raise ValueError("no metric given")
+        raise UsageError("no metric given")
     return metrics
 
 
@@ -174,11 +175,11 @@ def refuse_what_trec_eval_cannot_hold(qrels: Mapping[str, Mapping[str, int]], ru
                 continue  # (one check of all the query's ids joined; each id looked at only if that fails)
             for what, value in (("query id", query_id), *(("document id", doc_id) for doc_id in docs)):
                 if problem := _unholdable(value):
-                    raise ValueError(f"{source}: {what} {value!r} {problem}")
+                    raise UsageError(f"{source}: {what} {value!r} {problem}")
             if source == "qrels":
                 for doc_id, grade in docs.items():
                     if grade > MAX_GRADE:
-                        raise ValueError(f"qrels: query {query_id!r}, document {doc_id!r}: grade {grade} is above "
+                        raise UsageError(f"qrels: query {query_id!r}, document {doc_id!r}: grade {grade} is above "
                                          f"{MAX_GRADE}, the largest trec_eval is given (its memory grows with it)")
 
 
@@ -226,7 +227,7 @@ def score(
     import pytrec_eval
 
     if not 1 <= relevance_level <= MAX_GRADE:  # pytrec_eval takes a C int: 2^31 was a misleading TypeError
-        raise ValueError(f"relevance level must be 1 or more (trec_eval's -l) and at most {MAX_GRADE} (MAX_GRADE), "
+        raise UsageError(f"relevance level must be 1 or more (trec_eval's -l) and at most {MAX_GRADE} (MAX_GRADE), "
                          f"got {relevance_level}")
     metrics = list(metrics)
     judged = list(qrels)

@@ -15,6 +15,7 @@ from typing import Any
 from ..api import normalized
 from ..core.errors import UsageError
 from ..core.facts import AuthorsMeasures, EvalConventions
+from ..core.plural import counted
 from .data import (
     all_query_ids,
     conventions_of,
@@ -102,22 +103,26 @@ class EvalReport:
     def warnings(self) -> list[str]:
         """One line for each kind of mismatch between the run and the benchmark."""
         lines = []
-        for ids, what in (
-            (self.unranked_queries, "judged queries are not in the run (each scored 0)"),
-            (self.unknown_queries, f"queries of the run are not in {self.path} (not scored)"),
-            (self.unknown_documents, "datasets of the run are not among the routing labels' (scored not relevant)"
-                                     if self.task == "routing" else
-                                     f"documents of the run are not in the {self.path} corpus (scored not relevant)"),
+        for ids, one, many in (
+            (self.unranked_queries, "judged query is not in the run (scored 0)",
+             "judged queries are not in the run (each scored 0)"),
+            (self.unknown_queries, f"query of the run is not in {self.path} (not scored)",
+             f"queries of the run are not in {self.path} (not scored)"),
+            (self.unknown_documents, "dataset of the run is not among the routing labels' (scored not relevant)",
+             "datasets of the run are not among the routing labels' (scored not relevant)")
+            if self.task == "routing" else
+            (self.unknown_documents, f"document of the run is not in the {self.path} corpus (scored not relevant)",
+             f"documents of the run are not in the {self.path} corpus (scored not relevant)"),
         ):
             if ids:
-                lines.append(f"{len(ids)} {what}, e.g. {', '.join(map(repr, ids[:EXAMPLES]))}")
+                lines.append(f"{counted(len(ids), one, many)}, e.g. {', '.join(map(repr, ids[:EXAMPLES]))}")
         return lines
 
     def text(self) -> str:
         """The report as a person reads it: the authors' measures first, then BEIR's set, the conventions, notes and
         warnings (and per-query rows if kept)."""
-        lines = [f"{self.path} {self.split}: {self.judged_queries} judged queries, relevance level "
-                 f"{self.relevance_level}"]
+        lines = [f"{self.path} {self.split}: {counted(self.judged_queries, 'judged query', 'judged queries')}, "
+                 f"relevance level {self.relevance_level}"]
         if self.authors_title:
             lines.append(self.authors_title + ":")
             lines += [f"  {name:<12}{value:.5f}" for name, value in self.authors_metrics.items()]
@@ -127,10 +132,13 @@ class EvalReport:
         for member, means in self.members.items():
             lines.append(f"  {member}: " + ", ".join(f"{name} {value:.5f}" for name, value in means.items()))
         if self.unjudged_queries:
-            lines.append(f"note: {self.unjudged_queries} queries of the run are not judged in {self.split} "
-                         "(not scored)")
+            one = self.unjudged_queries == 1
+            lines.append(f"note: {counted(self.unjudged_queries, 'query', 'queries')} of the run "
+                         f"{'is' if one else 'are'} not judged in {self.split} (not scored)")
         if self.identical_ids_dropped:
-            lines.append(f"note: {self.identical_ids_dropped} retrieved documents equal to their query were dropped")
+            one = self.identical_ids_dropped == 1
+            lines.append(f"note: {counted(self.identical_ids_dropped, 'retrieved document')} equal to "
+                         f"{'its' if one else 'their'} query {'was' if one else 'were'} dropped")
         lines += [f"convention: {convention}" for convention in self.conventions]
         lines += [f"note: {note}" for note in self.notes]
         lines += [f"warning: {warning}" for warning in self.warnings()]

@@ -40,7 +40,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import stringzilla as sz
 
-from ..core.errors import SourceError
+from ..core.errors import ContentError, SourceError, UsageError
 from ..core.output_target import write_new_file
 from ..core.readers.jsonl import Shard, iter_json_records
 from ..core.readers.lines import UTF8_BOM, iter_lines
@@ -96,13 +96,13 @@ def checked_run(run: dict) -> Run:
     checked: Run = {}
     for query_id, docs in run.items():
         if not isinstance(query_id, str) or not isinstance(docs, dict):
-            raise ValueError(f"a run maps query ids (strings) to {{document id: score}}; got {query_id!r}: "
+            raise UsageError(f"a run maps query ids (strings) to {{document id: score}}; got {query_id!r}: "
                              f"{type(docs).__name__}")
         for doc_id, score in docs.items():
             if not isinstance(doc_id, str):
-                raise ValueError(f"query {query_id!r}: document id {doc_id!r} is not a string")
+                raise UsageError(f"query {query_id!r}: document id {doc_id!r} is not a string")
             if isinstance(score, bool) or not isinstance(score, numbers.Real) or not math.isfinite(score):
-                raise ValueError(f"query {query_id!r}, document {doc_id!r}: score must be a finite number, "
+                raise UsageError(f"query {query_id!r}, document {doc_id!r}: score must be a finite number, "
                                  f"got {score!r}")
         checked[query_id] = {doc_id: float(score) for doc_id, score in docs.items()}
     return checked
@@ -125,23 +125,23 @@ def trec_fields(line: bytes) -> tuple[str, str, float]:
     for byte, what in _TREC_REFUSED.items():
         if byte in line:
             where = next((f"field {i} ({names[i - 1]})" for i, f in enumerate(fields[:6], 1) if byte in f), "a field")
-            raise ValueError(f"{where} holds {what}, which does not separate fields (only spaces and tabs do)")
+            raise ContentError(f"{where} holds {what}, which does not separate fields (only spaces and tabs do)")
     if len(fields) != 6:
-        raise ValueError(f"expected 6 fields separated by spaces or tabs ({TREC_FIELDS}), got {len(fields)}")
+        raise ContentError(f"expected 6 fields separated by spaces or tabs ({TREC_FIELDS}), got {len(fields)}")
     text = []
     for index, field in enumerate(fields, 1):
         try:
             text.append(field.decode("utf-8"))
         except UnicodeDecodeError as e:
-            raise ValueError(f"field {index} ({names[index - 1]}): invalid UTF-8 at byte {e.start} of the field "
-                             f"({field[e.start:e.start + 4]!r})") from None
+            raise ContentError(f"field {index} ({names[index - 1]}): invalid UTF-8 at byte {e.start} of the field "
+                               f"({field[e.start:e.start + 4]!r})") from None
     query_id, _, doc_id, rank, score, _ = text
     if not _TREC_RANK.fullmatch(fields[3]):
-        raise ValueError(f"field 4 (rank) must be an integer in ASCII digits, got {rank!r}")
+        raise ContentError(f"field 4 (rank) must be an integer in ASCII digits, got {rank!r}")
     value = float(score) if _TREC_SCORE.fullmatch(fields[4]) else math.nan
     if not math.isfinite(value):
-        raise ValueError(f"field 5 (score) must be a finite number in ASCII decimal or exponent notation, "
-                         f"got {score!r}")
+        raise ContentError(f"field 5 (score) must be a finite number in ASCII decimal or exponent notation, "
+                           f"got {score!r}")
     return query_id, doc_id, value
 
 
@@ -328,15 +328,15 @@ def check_trec_id(value: str, what: str, *, starts_file: bool = False) -> None:
     """Refuse exactly the ids a TREC run could not give back as written: empty, holding a character of
     _TREC_UNWRITABLE or a lone surrogate (not UTF-8), or, `starts_file`, beginning with U+FEFF (read as the BOM)."""
     if not value or _TREC_UNWRITABLE.search(value):
-        raise ValueError(f"{what} {value!r} is empty or holds a space, tab, line end, vertical tab, form feed or NUL, "
+        raise UsageError(f"{what} {value!r} is empty or holds a space, tab, line end, vertical tab, form feed or NUL, "
                          "which a TREC run cannot hold; write the run as .parquet or .jsonl instead")
     if not value.isascii():
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
-            raise ValueError(f"{what} {value!r} holds a lone surrogate, which UTF-8 cannot encode") from None
+            raise UsageError(f"{what} {value!r} holds a lone surrogate, which UTF-8 cannot encode") from None
         if starts_file and value.startswith("\ufeff"):
-            raise ValueError(f"{what} {value!r} starts with U+FEFF, which a reader takes for the byte order mark "
+            raise UsageError(f"{what} {value!r} starts with U+FEFF, which a reader takes for the byte order mark "
                              "at the start of a TREC run; write the run as .parquet or .jsonl instead")
 
 

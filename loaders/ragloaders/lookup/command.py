@@ -7,6 +7,7 @@ import sys
 
 import orjson
 
+from ..core.plural import counted
 from .docstore import docs
 from .id_index import shown
 from .pairs import DEFAULT_TOP, pairs
@@ -48,7 +49,8 @@ def cmd_pairs(args: argparse.Namespace) -> int:
     written = pairs(args.path, args.out, run=args.run_file, from_top_ranked=args.from_top_ranked, top=args.top,
                     split=args.split, data_dir=args.data_dir, cache_dir=args.cache_dir, revision=args.revision)
     labels = f"labels from {written.labels_from}" if written.labels_from else "no qrels: every label is null"
-    print(f"wrote {written.out}: {written.rows} pairs for {written.queries} queries ({labels})")
+    print(f"wrote {written.out}: {counted(written.rows, 'pair')} for {counted(written.queries, 'query', 'queries')} "
+          f"({labels})")
     return 0
 
 

@@ -18,6 +18,7 @@ import datasets
 import pyarrow as pa
 
 from ..api import load
+from ..core.errors import UsageError
 from .chunked_take import ChunkedRows
 from .id_index import DuplicateIdError, IdIndex, shown
 
@@ -126,7 +127,7 @@ def docs(
     name = f"{source} {config}"
     first = next(iter(splits.values()))
     if ID_COLUMN not in first.column_names:
-        raise ValueError(f"{name} has no _id column (its columns are {', '.join(first.column_names)}); docs looks "
+        raise UsageError(f"{name} has no _id column (its columns are {', '.join(first.column_names)}); docs looks "
                          "rows up in a config keyed by _id, such as corpus or queries")
     table = pa.concat_tables([dataset.data.table for dataset in splits.values()])
     ids = table.column(ID_COLUMN)

@@ -26,6 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..core.errors import SourceError
+from ..core.plural import counted
 from .chunked_take import ChunkedRows
 from .id_hash import string_hash, string_hashes
 
@@ -43,8 +45,11 @@ def shown(value: object) -> str:
     return f"{text[:PREVIEW_CHARS]!r}… ({len(text):,} characters)"
 
 
-class DuplicateIdError(ValueError):
+class DuplicateIdError(SourceError):
     """A table in which one id names two rows: it cannot be looked up by id."""
+
+    def __reduce__(self):
+        return (DuplicateIdError, (self.path, self.message))
 
 
 class IdIndex:
@@ -62,7 +67,7 @@ class IdIndex:
         ValueError a row without an id)."""
         if ids.null_count:
             first = int(np.flatnonzero(np.asarray(ids.is_null()))[0])
-            raise ValueError(f"{name}: row {first} has no _id (null); every row needs one to be looked up by id")
+            raise SourceError(name, f"row {first} has no _id (null); every row needs one to be looked up by id")
         row_bits = max(1, (len(ids) - 1).bit_length())
         entries = string_hashes(ids)
         entries &= ~np.uint64((1 << row_bits) - 1)
@@ -83,9 +88,11 @@ class IdIndex:
         repeated = [value for value, count in counts.items() if count > 1]
         if repeated:
             where = sorted(int(r) for r in rows if self.ids[int(r)].as_py() == repeated[0])
-            raise DuplicateIdError(f"{name}: the _id {shown(repeated[0])} is held by {len(where)} rows "
-                                   f"({', '.join(map(str, where[:5]))}); {len(repeated):,} ids repeat in all. Ids must "
-                                   "be unique to be looked up (`ragloaders validate` lists the duplicates)")
+            repeat = f"{counted(len(repeated), 'id', grouped=True)} {'repeats' if len(repeated) == 1 else 'repeat'}"
+            raise DuplicateIdError(name, f"the _id {shown(repeated[0])} is held by {len(where)} rows "
+                                         f"({', '.join(map(str, where[:5]))}); {repeat} in all. "
+                                         "Ids must be unique to be looked up (`ragloaders validate` lists the "
+                                         "duplicates)")
 
     def row_of(self, doc_id: str) -> int:
         """The row of one id, -1 where the table has no row with exactly that id (`rows_of` without numpy's cost

@@ -20,7 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..api import configs_of, is_benchmark_path, load
+from ..core.errors import SourceError, UsageError
 from ..core.output_target import check_output, write_new_file
+from ..core.plural import counted
 from ..core.repository import open_repository
 from ..eval.data import ROLE_CONFIGS, config_for
 from ..eval.runs import read_run, run_format
@@ -84,14 +86,14 @@ def pairs(
             record), a bad argument, and what `ragloaders.docs` raises. FileExistsError / OutputFolderError: `out`.
     """
     if (run is None) == (not from_top_ranked):
-        raise ValueError("pairs takes a run (--run RUN) or --from-top-ranked, one of them")
+        raise UsageError("pairs takes a run (--run RUN) or --from-top-ranked, one of them")
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-        raise ValueError(f"--top must be a whole number of documents per query, at least 1; got {top!r}")
+        raise UsageError(f"--top must be a whole number of documents per query, at least 1; got {top!r}")
     target = check_output(out, kind="file", data_dir=data_dir, cache_dir=cache_dir, source=source)
     if os.path.splitext(target)[1].lower() != ".parquet":
-        raise ValueError(f"--out {os.fspath(out)}: pairs are written as Parquet; name a file ending in .parquet")
+        raise UsageError(f"--out {os.fspath(out)}: pairs are written as Parquet; name a file ending in .parquet")
     if not os.path.isdir(os.path.dirname(target)):
-        raise ValueError(f"--out {os.fspath(out)}: the folder {os.path.dirname(target)} does not exist; create it "
+        raise UsageError(f"--out {os.fspath(out)}: the folder {os.path.dirname(target)} does not exist; create it "
                          "first")
     options: dict[str, Any] = {"data_dir": data_dir, "cache_dir": cache_dir, "revision": revision}
     corpus = docs(source, "corpus", **options)
@@ -117,7 +119,7 @@ def split_of(source: str, config: str, split: str, options: dict[str, Any]) -> d
     reads it."""
     splits = load(source, config, **_given(options))
     if split not in splits and not (len(splits) == 1 and not is_benchmark_path(source)):
-        raise ValueError(f"{source} {config} has no split {split!r}; its splits are {', '.join(splits)}")
+        raise UsageError(f"{source} {config} has no split {split!r}; its splits are {', '.join(splits)}")
     return splits[split] if split in splits else next(iter(splits.values()))
 
 
@@ -139,7 +141,7 @@ def top_ranked_rankings(source: str, split: str, top: int, options: dict[str, An
     """Each row of the source's `top_ranked` split: a query and its first `top` documents, with their scores where
     it has them (BEIR's BM25 `scores`, aligned with `corpus-ids`; CRAG's pages have none)."""
     if "top_ranked" not in configs_in(source):
-        raise ValueError(f"{source} has no top_ranked config (a folder built with `ragloaders build --with "
+        raise UsageError(f"{source} has no top_ranked config (a folder built with `ragloaders build --with "
                          "top_ranked` has one); pass a run with --run instead")
     table = split_of(source, "top_ranked", split, options).data.table
     row = 0
@@ -215,15 +217,18 @@ class PairWriter:
         missing = np.flatnonzero(query_rows < 0)
         if len(missing):
             query_id, _, _, where = rankings[int(missing[0])]
-            raise ValueError(f"{located(where, 'query-id', query_id)}: query {shown(query_id)} is not in "
-                             f"{self.queries.name} ({len(missing):,} unknown queries in this batch)")
+            raise SourceError(**located(where, "query-id", query_id),
+                              message=f"query {shown(query_id)} is not in {self.queries.name} "
+                                      f"({counted(len(missing), 'unknown query', 'unknown queries', grouped=True)} "
+                                      "in this batch)")
         missing = np.flatnonzero(doc_rows < 0)
         if len(missing):
             first = int(missing[0])
             query_id, _, _, where = rankings[int(np.repeat(np.arange(len(rankings)), counts)[first])]
-            raise ValueError(f"{located(where, 'corpus-id', doc_ids[first], query_id)}: document "
-                             f"{shown(doc_ids[first])} (query {shown(query_id)}) is not in {self.corpus.name} "
-                             f"({len(missing):,} unknown documents in this batch)")
+            raise SourceError(**located(where, "corpus-id", doc_ids[first], query_id),
+                              message=f"document {shown(doc_ids[first])} (query {shown(query_id)}) is not in "
+                                      f"{self.corpus.name} ({counted(len(missing), 'unknown document', grouped=True)} "
+                                      "in this batch)")
 
 
 def _type_of(table: pa.Table, column: str) -> pa.DataType:
@@ -235,18 +240,19 @@ def _given(options: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in options.items() if name != "revision" or value is not None}
 
 
-def located(where: str, column: str, value: str, query_id: str | None = None) -> str:
+def located(where: str, column: str, value: str, query_id: str | None = None) -> dict[str, Any]:
     """`where` (a run file, or a top_ranked row) with the line or record that first names `value` in `column` (for
-    a document, in a line of `query_id`), found by reading the run again: only an error takes this path."""
+    a document, in a line of `query_id`), found by reading the run again: only an error takes this path. Returned
+    as a SourceError's `path` and `line` or `record`."""
     if not os.path.isfile(where):
-        return where
+        return {"path": where}
     fmt = run_format(where)
     if fmt == "parquet":
         table = pq.read_table(where, columns=["query-id", "corpus-id"])
         hits = np.flatnonzero(np.asarray(table.column(column).to_numpy(zero_copy_only=False) == value)
                               & (np.asarray(table.column("query-id").to_numpy(zero_copy_only=False) == query_id)
                                  if query_id is not None else True))
-        return f"{where}, record {int(hits[0]) + 1}" if len(hits) else where
+        return {"path": where, "record": int(hits[0]) + 1} if len(hits) else {"path": where}
     field = {"query-id": 0, "corpus-id": 2}[column]
     with open(where, "rb") as stream:
         for number, line in enumerate(stream, start=1):
@@ -262,5 +268,5 @@ def located(where: str, column: str, value: str, query_id: str | None = None) ->
                 found = (isinstance(record, dict) and record.get(column) == value
                          and (query_id is None or record.get("query-id") == query_id))
             if found:
-                return f"{where}, line {number}"
-    return where
+                return {"path": where, "line": number}
+    return {"path": where}

@@ -12,6 +12,7 @@ from datasets.table import InMemoryTable
 from huggingface_hub.utils import tqdm
 
 from ..api import builder, configs_of, did_you_mean
+from ..core.errors import UsageError
 from ..core.memory import release_freed_memory
 from .build_cache import BuildCache, build_cache, release_prepared
 from .cached_split import CachedSplit
@@ -33,7 +34,7 @@ def chosen_configs(path: str, configs: list[str] | None) -> list[str]:
     unknown = [name for name in configs if name not in declared]
     if unknown or not configs:
         named = f"unknown config(s) {', '.join(unknown)}" if unknown else "no config named"
-        raise ValueError(f"--configs: {named}{did_you_mean(unknown[0], declared) if unknown else ''}; the configs of "
+        raise UsageError(f"--configs: {named}{did_you_mean(unknown[0], declared) if unknown else ''}; the configs of "
                          f"{path} are {', '.join(declared)}")
     return [name for name in declared if name in configs]
 
@@ -131,7 +132,7 @@ def write_folder(
         prepared[config] = written[1]
     for config, tables in (extra_tables or {}).items():
         if config in prepared:
-            raise ValueError(f"{path} already has a config {config!r}")
+            raise UsageError(f"{path} already has a config {config!r}")
         outputs.append(write_table_config(staging, config, tables))
     with open(os.path.join(staging, "README.md"), "w", encoding="utf-8") as f:
         source = source_of(path, builders, sha256=True)
@@ -191,7 +192,7 @@ def write_table_config(staging: str, config: str, tables: dict[str, pa.Table]) -
     """A config made outside the builders ({split: Arrow table}) written as `staging/<config>/<split>-*.parquet`."""
     splits = {split: datasets.Dataset(InMemoryTable(table)) for split, table in tables.items() if table.num_rows}
     if not splits:
-        raise ValueError(f"{config}: no rows in any split")
+        raise UsageError(f"{config}: no rows in any split")
     output = ConfigOutput(config, datasets.DatasetInfo(features=next(iter(splits.values())).features))
     folder = os.path.join(staging, config)
     os.makedirs(folder, exist_ok=True)

@@ -35,7 +35,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ..api import configs_of
+from ..core.errors import UsageError
 from ..core.output_target import OutputFolderError
+from ..core.plural import counted
 from ..core.repository import REPO_ID_PART, repo_id_problem
 from ..core.sources import file_digest
 from ..core.user_cache import user_cache_dir
@@ -92,7 +94,7 @@ def check_repo_id(repo_id: str) -> str:
     """`owner/name` or `name` of legal characters (the hub's rules), else a ValueError saying what is wrong."""
     problem = repo_id_problem(repo_id)
     if problem is not None:
-        raise ValueError(f"--repo-id {repo_id!r}: {problem}")
+        raise UsageError(f"--repo-id {repo_id!r}: {problem}")
     return repo_id
 
 
@@ -106,7 +108,7 @@ def default_staging_dir(path: str, repo_id: str) -> str:
     check_repo_id(repo_id)
     parts = path.split("/")
     if not all(_NAME_PART.fullmatch(part) for part in parts) or "--" in path or ".." in path:
-        raise ValueError(f"{path!r}: not a benchmark path; `ragloaders list` shows them")
+        raise UsageError(f"{path!r}: not a benchmark path; `ragloaders list` shows them")
     root = os.path.realpath(staging_root())
     staged = os.path.join(root, repo_id.replace("/", "--"), "--".join(parts))
     if os.path.commonpath([root, os.path.realpath(staged)]) != root or os.path.realpath(staged) == root:
@@ -203,7 +205,8 @@ def plan(staged_dir: str, *, max_files: int = MAX_COMMIT_FILES, max_bytes: int =
 def describe(push_plan: PushPlan) -> Iterator[str]:
     files, commits = push_plan.files, push_plan.commits
     size = sum(f.size for f in files)
-    yield f"{len(files)} files, {size:,} bytes, {len(commits)} commits, from {push_plan.staged_dir}"
+    yield (f"{counted(len(files), 'file')}, {counted(size, 'byte', grouped=True)}, {counted(len(commits), 'commit')}, "
+           f"from {push_plan.staged_dir}")
     for number, commit in enumerate(push_plan.commits, start=1):
         for staged in commit:
             yield f"  commit {number}: {staged.path_in_repo} ({staged.size:,} bytes)"
@@ -375,7 +378,7 @@ def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision
     from huggingface_hub.errors import HfHubHTTPError
 
     if not get_token():
-        raise ValueError("no Hugging Face token: set HF_TOKEN or run `hf auth login`")
+        raise UsageError("no Hugging Face token: set HF_TOKEN or run `hf auth login`")
     api = HfApi()
     api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
     if revision:
@@ -385,7 +388,7 @@ def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision
     foreign = view.overlaps(push_plan.files)
     if foreign and not overwrite_foreign:
         shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
-        raise ValueError(f"{repo_id} already holds {len(foreign)} file(s) the push would overwrite that ragloaders "
+        raise UsageError(f"{repo_id} already holds {len(foreign)} file(s) the push would overwrite that ragloaders "
                          f"did not publish there or that were changed since ({shown}); nothing was sent: move them in "
                          "the repository, or pass --overwrite-foreign to replace them")
     allowed = {path: _identity(view.remote[path]) for path in foreign}
@@ -395,8 +398,8 @@ def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision
     may_delete = push_plan.verified
     stale = sorted(p for p in view.recorded if p not in local)
     if stale and not may_delete:
-        log(f"not deleting {len(stale)} files of {repo_id} that the staged folder lacks: it was not verified "
-            "against a manifest in this run")
+        log(f"not deleting {counted(len(stale), 'file')} of {repo_id} that the staged folder lacks: it was not "
+            "verified against a manifest in this run")
     left = sorted(p for p in view.remote if p.endswith(".parquet") and p not in local and not view.own(p))
     if left:
         log(f"leaving {len(left)} Parquet files of {repo_id} that no ragloaders push recorded ({', '.join(left[:3])}"
@@ -435,13 +438,13 @@ def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision
                     raise
                 races += 1
                 if races > MAX_RACES:
-                    raise ValueError(f"{repo_id} kept changing during the push ({races} commits by someone else); "
+                    raise UsageError(f"{repo_id} kept changing during the push ({races} commits by someone else); "
                                      f"stopped before {progress}: push again when it is quiet") from None
                 log(f"{progress}: {repo_id} changed since it was read (a commit by someone else): reading it again")
                 snapshot = _snapshot(api, repo_id, revision)
                 view, head, manifest_now = snapshot.view, snapshot.head, snapshot.view.remote.get(HUB_MANIFEST)
                 if view.foreign_manifest and allowed.get(HUB_MANIFEST) != _identity(view.remote[HUB_MANIFEST]):
-                    raise ValueError(f"{repo_id}: {HUB_MANIFEST} was replaced during the push by a file that is not "
+                    raise UsageError(f"{repo_id}: {HUB_MANIFEST} was replaced during the push by a file that is not "
                                      f"ragloaders' record; stopped before {progress}") from None
                 remaining = {f.path_in_repo for c in push_plan.commits[number:] for f in c}
                 theirs |= {p for p in view.overlaps(push_plan.files) if p in remaining
@@ -457,8 +460,8 @@ def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision
             result.commits.append(info.oid)
             result.uploaded += [f.path_in_repo for f in changed]
             result.deleted += deleted
-            log(f"{progress}: {len(changed)} files uploaded"
-                + (f", {len(deleted)} stale files deleted" if deleted else ""))
+            log(f"{progress}: {counted(len(changed), 'file')} uploaded"
+                + (f", {counted(len(deleted), 'stale file')} deleted" if deleted else ""))
         else:
             log(f"{progress}: already in {repo_id}, skipped")
         result.unchanged += [f.path_in_repo for f in kept if f not in changed]

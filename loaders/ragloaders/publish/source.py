@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 
 from ..api import group_members, is_benchmark_path
-from ..core.errors import MissingSourceError
+from ..core.errors import MissingSourceError, SourceError, UsageError
 from ..core.repository import PUSH_REMEDIES, HubError, hub_offline, open_repository, probe_hub, refuse_revision
 from .manifest import verify
 from .push import PushResult, check_repo_id, describe, plan, upload
@@ -25,13 +25,13 @@ def validate_source(source: str, *, data_dir: str | None = None, cache_dir: str 
     branch or tag of a hub repository to validate; the report names the commit read (`commit`)."""
     if is_benchmark_path(source):
         if as_path is not None:
-            raise ValueError(f"{source} is a benchmark path: --as is for a built folder or a hub repository")
+            raise UsageError(f"{source} is a benchmark path: --as is for a built folder or a hub repository")
         refuse_revision(source, revision, "a benchmark path (built from its source files)")
         paths = group_members(source) or (source,)
         reports = [integrity(path, data_dir=data_dir, cache_dir=cache_dir) for path in paths]
     else:
         if data_dir:
-            raise ValueError(f"{source}: --data-dir is for a benchmark path, not for a built folder or repository")
+            raise UsageError(f"{source}: --data-dir is for a benchmark path, not for a built folder or repository")
         repository = open_repository(source, revision).local()
         report = integrity_of_repository(repository.folder, cache_dir=cache_dir, as_path=as_path)
         reports = [{**report, "path": source, **({"commit": repository.commit} if repository.commit else {})}]
@@ -50,7 +50,7 @@ def require_token_and_hub(repo_id: str) -> None:
     if hub_offline():
         raise HubError(f"{repo_id}: HF_HUB_OFFLINE is set, so nothing can be pushed; unset it to push")
     if not get_token():
-        raise ValueError("no Hugging Face token: set HF_TOKEN or run `hf auth login` (nothing was built or uploaded)")
+        raise UsageError("no Hugging Face token: set HF_TOKEN or run `hf auth login` (nothing was built or uploaded)")
     probe_hub(repo_id, what="push")
 
 
@@ -67,13 +67,13 @@ def push_folder(folder: str, repo_id: str, *, private: bool = False, revision: s
     verdict = verify(folder)
     manifest = verdict.manifest
     if manifest is None:
-        raise ValueError(f"{folder}: no ragloaders manifest, so what to upload cannot be verified; build it with "
-                         "`ragloaders build PATH --out FOLDER`, or push the benchmark path")
+        raise SourceError(folder, "no ragloaders manifest, so what to upload cannot be verified; build it with "
+                                  "`ragloaders build PATH --out FOLDER`, or push the benchmark path")
     if not manifest.complete or verdict.altered or verdict.missing:
         changed = verdict.altered + verdict.missing
-        raise ValueError(f"{folder}: does not verify against its manifest ({len(verdict.altered)} changed, "
-                         f"{len(verdict.missing)} missing files, e.g. {', '.join(changed[:3]) or '-'}"
-                         f"{'' if manifest.complete else '; the build was not complete'}); build it again")
+        raise SourceError(folder, f"does not verify against its manifest ({len(verdict.altered)} changed, "
+                                  f"{len(verdict.missing)} missing files, e.g. {', '.join(changed[:3]) or '-'}"
+                                  f"{'' if manifest.complete else '; the build was not complete'}); build it again")
     if not dry_run:
         require_token_and_hub(repo_id)
     push_plan = plan(folder, verdict=verdict)

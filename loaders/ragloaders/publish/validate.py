@@ -38,6 +38,7 @@ from ..benchmarks import benchmark_of
 from ..core.card_yaml import check_card
 from ..core.errors import UsageError
 from ..core.facts import KnownDefect, PublishedCounts
+from ..core.plural import counted
 from ..core.repository import require_own_data_files
 from .cached_split import CachedSplit
 from .provenance import files_read, published_of, source_report
@@ -181,7 +182,8 @@ class _Inspection:
                 repeated = duplicates(ids)
                 facts["duplicate_ids"] = len(repeated)
                 if len(repeated):
-                    self.add("duplicate_ids", config, split, repeated, f"{len(repeated):,} ids occur more than once")
+                    self.add("duplicate_ids", config, split, repeated, f"{counted(len(repeated), 'id', grouped=True)} "
+                             f"{'occurs' if len(repeated) == 1 else 'occur'} more than once")
                 if empty is not None:
                     facts["empty_texts"], facts["empty_text_ids"] = empty
             self.splits.append(facts)
@@ -200,13 +202,15 @@ class _Inspection:
             facts: SplitFacts = {"config": config, "split": split, "rows": table.num_rows,
                                  "queries": pc.count_distinct(queries).as_py(), "docs": pc.count_distinct(docs).as_py()}
             for check, ids, target, what in (
-                ("missing_queries", queries, "queries", "query ids"), ("missing_docs", docs, "corpus", "corpus ids")
+                ("missing_queries", queries, "queries", "query id"), ("missing_docs", docs, "corpus", "corpus id")
             ):
                 if target in self.ids:
                     absent = missing(ids, self.ids[target])
                     facts[check] = len(absent)
                     if len(absent):
-                        self.add(check, config, split, absent, f"{len(absent):,} {what} are not in `{target}`")
+                        verb = "is" if len(absent) == 1 else "are"
+                        self.add(check, config, split, absent,
+                                 f"{counted(len(absent), what, grouped=True)} {verb} not in `{target}`")
             pairs = table.select(["query-id", "corpus-id"]).group_by(["query-id", "corpus-id"]).aggregate(
                 [([], "count_all")]
             )
@@ -374,7 +378,11 @@ def _undeclared_types(repository: str, config: str) -> str:
         return ""
     problems = []
     for path in sorted({p for p in patterns if os.path.isfile(p)}):
-        schema = pq.read_schema(path)
+        try:
+            schema = pq.read_schema(path)
+        except (pa.ArrowException, OSError) as e:
+            problems.append(f"{path}: not a readable Parquet file ({' '.join(str(e).split())[:300]})")
+            continue
         for column in schema if declared is not None else []:
             if column.name in declared.names and declared.field(column.name).type != column.type:
                 problems.append(f"{path}: column `{column.name}` is {column.type}, the card declares "

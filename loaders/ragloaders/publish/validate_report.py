@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypedDict
 
+from ..core.plural import counted
+
 
 class _FindingKeys(TypedDict):
 
@@ -90,24 +92,24 @@ def describe(found: Finding) -> str:
     return f"{found['check']} in {where}: {found['message']}{ids}{more}"
 
 
-COUNTED = (("docs", "docs"), ("missing_queries", "dangling query ids"), ("missing_docs", "dangling corpus ids"),
-           ("duplicate_ids", "duplicate ids"), ("duplicate_pairs", "duplicate pairs"),
-           ("duplicate_keys", "repeated keys"), ("empty_texts", "empty texts"))
-"""The counts of a split's facts a terminal report shows, in this order, with what they count."""
+COUNTED = (("docs", "doc"), ("missing_queries", "dangling query id"), ("missing_docs", "dangling corpus id"),
+           ("duplicate_ids", "duplicate id"), ("duplicate_pairs", "duplicate pair"),
+           ("duplicate_keys", "repeated key"), ("empty_texts", "empty text"))
+"""The counts of a split's facts a terminal report shows, in this order, with what they count (one of it)."""
 
 
 def render_text(report: Report) -> Iterable[str]:
     """The report as lines for a terminal."""
     yield report["path"] + (f" at commit {report['commit']}" if report.get("commit") else "")
     for facts in report["splits"]:
-        line = f"  {facts['config']}/{facts['split']}: {facts['rows']:,} rows"
+        line = f"  {facts['config']}/{facts['split']}: {counted(facts['rows'], 'row', grouped=True)}"
         if "queries" in facts:
-            line += f", {facts['queries']:,} queries"
+            line += f", {counted(facts['queries'], 'query', 'queries', grouped=True)}"
         if facts.get("published") is not None:
             line += f" (published {facts['published']:,}{'' if facts.get('compared', True) else ', not compared'})"
         for count, what in COUNTED:
             if count in facts:  # every count the check made, 0 included
-                line += f", {facts[count]:,} {what}"
+                line += f", {counted(facts[count], what, grouped=True)}"
         if "score_histogram" in facts:
             line += f", scores {facts['score_histogram']}"
         yield line

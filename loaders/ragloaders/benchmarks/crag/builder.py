@@ -57,7 +57,7 @@ from datasets.naming import filenames_for_dataset_split
 
 from ...core.builder import RagBuilder, identity_hash
 from ...core.compressed import iter_tar_members, open_bz2, open_joined, order_parts
-from ...core.errors import MissingSourceError, SourceError
+from ...core.errors import ContentError, MissingSourceError, SourceError, UsageError
 from ...core.html_text import html_to_text
 from ...core.readers.arrow_batches import RowBatcher, iter_file_batches
 from ...core.readers.lines import iter_lines
@@ -132,14 +132,15 @@ def normalize(record: Any) -> dict:
     legacy = row.pop("alternative_answers")
     if legacy is not None:
         if row["alt_ans"] is not None:
-            raise ValueError("both `alt_ans` and `alternative_answers` present")
+            raise ContentError("both `alt_ans` and `alternative_answers` present")
         row["alt_ans"] = literal_string_list(legacy)
         if row["alt_ans"] is None:
-            raise ValueError(f"`alternative_answers` must be a list of strings such as \"['a']\", got {legacy[:60]!r}")
+            raise ContentError("`alternative_answers` must be a list of strings such as \"['a']\", "
+                               f"got {legacy[:60]!r}")
     if row["split"] not in SPLITS:
-        raise ValueError(f"`split` must be 0 (validation) or 1 (test), got {row['split']!r}")
+        raise ContentError(f"`split` must be 0 (validation) or 1 (test), got {row['split']!r}")
     if row["search_results"] is not None and None in row["search_results"]:
-        raise ValueError(f"`search_results[{row['search_results'].index(None)}]` must be an object, got null")
+        raise ContentError(f"`search_results[{row['search_results'].index(None)}]` must be an object, got null")
     return row
 
 
@@ -345,10 +346,10 @@ class CragBuilder(RagBuilder):
     def __init__(self, path: str, config_name: str, **kwargs: Any):
         self.task = path.split("/", 1)[-1]
         if path not in BUILDERS:
-            raise ValueError(f"unknown CRAG path {path!r}; known: {', '.join(BUILDERS)}")
+            raise UsageError(f"unknown CRAG path {path!r}; known: {', '.join(BUILDERS)}")
         names = [r.name for r in RELEASES if r.task == self.task]
         if kwargs.get("release") is not None and kwargs["release"] not in names:
-            raise ValueError(f"{path} has no release {kwargs['release']!r}; its releases are {', '.join(names)}")
+            raise UsageError(f"{path} has no release {kwargs['release']!r}; its releases are {', '.join(names)}")
         self._spool_dir: str | None = None
         self._cache_dir_arg = kwargs.get("cache_dir")
         if config_name in ("queries", "search_results", "top_ranked"):

@@ -26,6 +26,7 @@ import pyarrow.json as pa_json
 from ...core import json_array_cuts, json_cut_tables
 from ...core.builder import RagBuilder
 from ...core.errors import DownloadError, SourceError, is_no_space
+from ...core.plural import counted
 from ...core.readers.arrow_batches import tables_from_rows
 from ...core.readers.json_array import array_elements_before, iter_json_array, iter_json_array_batches
 from ...core.readers.jsonl import Shard
@@ -183,7 +184,8 @@ def read_query_file(shard: Shard, config: str) -> Iterator[pa.Table]:
 
     yield from tables_from_rows(rows(), schema, max_rows=2_000)
     if fallbacks:
-        logger.warning("%s: %d answers look like a list but are not a list literal; kept whole", shard.name, fallbacks)
+        logger.warning("%s: %s like a list but %s not a list literal; kept whole", shard.name,
+                       counted(fallbacks, "answer looks", "answers look"), "is" if fallbacks == 1 else "are")
 
 
 def split_chunk_ids(ids: pa.Array) -> tuple[pa.Array, pa.Array, int | None]:

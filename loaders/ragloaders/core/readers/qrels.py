@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from ..errors import SourceError
+from ..errors import ContentError, SourceError
 from .jsonl import Shard
 from .lines import BLOCK_BYTES, UTF8_BOM, iter_line_chunks
 from .values import fits_int32
@@ -29,19 +29,19 @@ def qrels_fields(line: bytes) -> tuple[str, str, int]:
 
     A score is an optional `-` followed by ASCII digits and fits int32."""
     if b"\r" in line:
-        raise ValueError("carriage return inside the line (only a CRLF line end is allowed)")
+        raise ContentError("carriage return inside the line (only a CRLF line end is allowed)")
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ValueError(f"invalid UTF-8 at byte {e.start} of the line ({line[e.start:e.start + 4]!r})") from None
+        raise ContentError(f"invalid UTF-8 at byte {e.start} of the line ({line[e.start:e.start + 4]!r})") from None
     columns = text.split("\t")
     if len(columns) != 3:
-        raise ValueError(f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(columns)}")
+        raise ContentError(f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(columns)}")
     query, doc, score = columns
     if not _SCORE.fullmatch(score):
-        raise ValueError(f"score must be an integer (an optional '-' followed by ASCII digits), got {score!r}")
+        raise ContentError(f"score must be an integer (an optional '-' followed by ASCII digits), got {score!r}")
     if len(score) > 11 or not fits_int32(int(score)):
-        raise ValueError(f"score {score} does not fit in int32")
+        raise ContentError(f"score {score} does not fit in int32")
     return query, doc, int(score)
 
 

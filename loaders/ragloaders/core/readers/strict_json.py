@@ -11,6 +11,8 @@ from typing import Any
 import orjson
 import stringzilla as sz
 
+from ..errors import ContentError
+
 JSON_WHITESPACE = b" \t\r\n"
 KEY_END = re.compile(rb'"[ \t\r\n]*:')
 """Ends a key (and, rarely, an escaped quote in a string): its count bounds the number of keys in the text."""
@@ -132,12 +134,12 @@ def loads_strict(text: bytes) -> Any:
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError as e:
-        raise ValueError(_json_problem(text, e)) from None
+        raise ContentError(_json_problem(text, e)) from None
     if _needs_exact_parse(text, value):
         try:
             value = json.loads(text, object_pairs_hook=refuse_duplicate_keys)
         except RecursionError:  # orjson reads 1,024 levels, Python's json recurses fewer
-            raise ValueError("invalid JSON (nested too deeply for Python's json)") from None
+            raise ContentError("invalid JSON (nested too deeply for Python's json)") from None
     return value
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..errors import ContentError
 from .strict_json import json_text
 
 JSON_FIELD = {b"ragloaders": b"json"}
@@ -37,11 +38,11 @@ def _conform_value(value: Any, field: pa.Field, where: str) -> Any:
             low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1)) if pa.types.is_signed_integer(kind) else (0, 2**bits)
             if low <= value < high:
                 return value
-            raise ValueError(f"`{where}` = {value} does not fit in {kind}")
+            raise ContentError(f"`{where}` = {value} does not fit in {kind}")
         expected = "an integer"
     elif pa.types.is_floating(kind):
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**53:
-            raise ValueError(f"`{where}` = {value} cannot be held exactly in {kind}")
+            raise ContentError(f"`{where}` = {value} cannot be held exactly in {kind}")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return value
         expected = "a number"
@@ -60,7 +61,7 @@ def _conform_value(value: Any, field: pa.Field, where: str) -> Any:
         expected = "an object"
     else:
         raise TypeError(f"unsupported type {kind}")
-    raise ValueError(f"`{where}` must be {expected}, got {preview(value)}")
+    raise ContentError(f"`{where}` must be {expected}, got {preview(value)}")
 
 
 def conform(record: Any, fields: Iterable[pa.Field], where: str = "") -> dict:
@@ -69,13 +70,13 @@ def conform(record: Any, fields: Iterable[pa.Field], where: str = "") -> dict:
     Raises ValueError naming the offending key; unknown keys are an error, never dropped.
     """
     if not isinstance(record, dict):
-        raise ValueError(f"expected a JSON object{' at `' + where + '`' if where else ''}, got {preview(record)}")
+        raise ContentError(f"expected a JSON object{' at `' + where + '`' if where else ''}, got {preview(record)}")
     fields = list(fields)
     names = {field.name for field in fields}
     unknown = [key for key in record if key not in names]
     if unknown:
         place = f" in `{where}`" if where else ""
-        raise ValueError(f"unexpected key {unknown[0]!r}{place}; expected only {sorted(names)}")
+        raise ContentError(f"unexpected key {unknown[0]!r}{place}; expected only {sorted(names)}")
     prefix = f"{where}." if where else ""
     return {f.name: _conform_value(record.get(f.name), f, prefix + f.name) for f in fields}
 
@@ -83,7 +84,7 @@ def conform(record: Any, fields: Iterable[pa.Field], where: str = "") -> dict:
 def check_required(row: dict, required: Iterable[str]) -> None:
     for name in required:
         if row.get(name) is None:
-            raise ValueError(f"missing required field `{name}`")
+            raise ContentError(f"missing required field `{name}`")
 
 
 def literal_string_list(text: str) -> list[str] | None:
