@@ -193,17 +193,18 @@ def _unholdable(value: str) -> str | None:
     return None
 
 
-def ranking(run: Run) -> dict[str, list[tuple[str, float]]]:
-    """Each query's (document id, score) pairs in trec_eval's order: score descending, then document id descending.
-    Sorted once here, then cut at every k that is scored (`cut`'s `ranked`)."""
+def ranking(run: Run, depth: int | None = None) -> dict[str, list[tuple[str, float]]]:
+    """Each query's first `depth` (None: all) (document id, score) pairs in trec_eval's order: score descending,
+    then document id descending. Sorted once here, then cut at every k up to `depth` that is scored (`cut`'s
+    `ranked`); only the first `depth` are kept, so a deep run is not held twice."""
     order = operator.itemgetter(1, 0)  # (score, document id)
-    return {query_id: sorted(docs.items(), key=order, reverse=True) for query_id, docs in run.items()}
+    return {query_id: sorted(docs.items(), key=order, reverse=True)[:depth] for query_id, docs in run.items()}
 
 
 def cut(run: Run, k: int, ranked: Mapping[str, list[tuple[str, float]]] | None = None) -> Run:
     """Each query's first k documents in trec_eval's order: score descending, then document id descending.
-    `ranked`: `ranking(run)`, when it is already at hand."""
-    ranked = ranking(run) if ranked is None else ranked
+    `ranked`: `ranking(run, depth)` with depth k or more, when it is already at hand."""
+    ranked = ranking(run, k) if ranked is None else ranked
     return {query_id: dict(pairs[:k]) for query_id, pairs in ranked.items()}
 
 
@@ -213,8 +214,8 @@ def capped_recall(
 ) -> dict[str, float]:
     """BEIR's R_cap@k of each query of `run` that `qrels` judges (module docstring): relevant documents in the first
     k (trec_eval's order) over min(k, relevant documents); 0 for a query with no relevant document. `ranked`:
-    `ranking(run)`, when it is already at hand."""
-    ranked = ranking(run) if ranked is None else ranked
+    `ranking(run, depth)` with depth k or more, when it is already at hand."""
+    ranked = ranking(run, k) if ranked is None else ranked
     values = {}
     for query_id, pairs in ranked.items():
         grades = qrels.get(query_id)
@@ -256,8 +257,8 @@ def score(
         results = pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=relevance_level).evaluate(judged_run)
         for query_id, result in results.items():
             values[query_id].update({m.name: result[m.trec_key] for m in native})
-    ranked = ranking(judged_run) if any(not m.family.native_cutoff or not m.family.in_trec_eval for m in metrics) \
-        else {}
+    cutoffs = [m.cutoff for m in metrics if not m.family.native_cutoff or not m.family.in_trec_eval]
+    ranked = ranking(judged_run, max(cutoffs)) if cutoffs else {}
     for metric in (m for m in metrics if not m.family.in_trec_eval):
         for query_id, value in capped_recall(qrels, judged_run, metric.cutoff, relevance_level, ranked).items():
             values[query_id][metric.name] = value
