@@ -4,19 +4,27 @@ from __future__ import annotations
 
 import difflib
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import datasets
-
-from .benchmarks import BENCHMARKS
-from .core.builder import RagBuilder
+from .benchmarks import BENCHMARKS, benchmark_of
 from .core.errors import MissingSourceError, UsageError
 from .core.repository import open_repository, refuse_revision
 
+if TYPE_CHECKING:  # both import `datasets`, which only `load` and `builder` need
+    import datasets
+
+    from .core.builder import RagBuilder
+
 
 def registry() -> dict[str, type[RagBuilder]]:
-    """Every path this package serves, with its builder class."""
+    """Every path this package serves, with its builder class (importing the builders, and `datasets` with them;
+    `paths()` names the paths without)."""
     return {path: cls for benchmark in BENCHMARKS for path, cls in benchmark.builders.items()}
+
+
+def paths() -> list[str]:
+    """Every path this package serves, in the registry's order, without importing a builder."""
+    return [path for benchmark in BENCHMARKS for path in benchmark.builders]
 
 
 def normalized(path: str) -> str:
@@ -74,25 +82,25 @@ def is_benchmark_path(path: str) -> bool:
     a benchmark family (`beir/scifcat`): anything else is a built folder or a hub repository
     (`ragloaders.core.repository`)."""
     name = normalized(path)
-    if name in registry() or group_members(name):
+    if name in paths() or group_members(name):
         return True
     if os.path.isdir(os.path.expanduser(path)):  # a folder built as `beir/scifact-v2`: the folder, not a misspelling
         return False
     if name.split("/")[0] in {b.name for b in BENCHMARKS}:
         return True
     # a misspelt one-word path (`mmrg`) that is no folder here: "did you mean", not a hub lookup
-    return "/" not in name and not os.path.exists(path) and bool(did_you_mean(name, list(registry())))
+    return "/" not in name and not os.path.exists(path) and bool(did_you_mean(name, paths()))
 
 
 def _builder_class(path: str) -> type[RagBuilder]:
-    paths = registry()
+    known = paths()
     if members := group_members(path):
         raise UsageError(f"{path} is a group of {len(members)} paths whose ids repeat across them; load, build "
                          f"or push one of them: {', '.join(members)} (validate, bm25 and eval take the group)")
-    if path not in paths:
-        raise UsageError(f"unknown path {path!r}{did_you_mean(path, list(paths))}; `ragloaders list` shows the "
-                         f"{len(paths)} known paths")
-    return paths[path]
+    if path not in known:
+        raise UsageError(f"unknown path {path!r}{did_you_mean(path, known)}; `ragloaders list` shows the "
+                         f"{len(known)} known paths")
+    return benchmark_of(path).builders[path]
 
 
 BUILDER_KEYWORDS = ("data_dir", "cache_dir", "storage_options")

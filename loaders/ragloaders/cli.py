@@ -7,10 +7,11 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from . import __version__
-from .api import catalogue_path, configs_of, normalized, registry
+from .api import catalogue_path, configs_of, normalized
+from .benchmarks import BENCHMARKS
 from .core import progress
 from .core.errors import MissingSourceError, SourceError, UsageError
 from .core.log import show_warnings_on_stderr, warn
@@ -66,7 +67,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     Example: `ragloaders list` prints `beir/nfcorpus  corpus queries qrels  3,633 docs; 2.4 MB download`."""
     from .api import default_config, group_members
-    from .benchmarks import BENCHMARKS
     from .publish.listing import path_size, supplied_by_user
 
     groups_shown = set()
@@ -201,11 +201,12 @@ def card_options(args: argparse.Namespace):
 
 
 def builder_parameters() -> dict[str, list[str]]:
-    """Every config parameter a path's builder takes (`load(path, config, release="v4")`) -> the paths taking it."""
+    """Every config parameter a path's builder takes (`load(path, config, release="v4")`) -> the paths taking it,
+    as each benchmark declares them (no builder imported)."""
     found: dict[str, list[str]] = {}
-    for path, cls in registry().items():
-        for name in cls.BUILDER_PARAMETERS:
-            found.setdefault(name, []).append(path)
+    for benchmark in BENCHMARKS:
+        for name in benchmark.builder_parameters:
+            found.setdefault(name, []).extend(benchmark.builders)
     return found
 
 
@@ -416,23 +417,56 @@ def progress_bars(shown: bool) -> Iterator[None]:
     """While a command runs: none of datasets' bars (one per split, config and shard: "Generating train split"...),
     and, when `shown`, ragloaders' own line per build (`Building PATH`) and huggingface_hub's download bars, which
     share one switch, and a line while a large source file is read (core.progress); after it, all as they were.
-    `shown` is False with --quiet and when stderr is not a terminal: a log or a pipe gets no bars to clutter it."""
-    import datasets.utils.logging as datasets_logging
-    import huggingface_hub.utils as hub_utils
-
-    before = (datasets_logging.is_progress_bar_enabled(), hub_utils.are_progress_bars_disabled())
-    datasets_logging.disable_progress_bar()
-    if not shown:
-        hub_utils.disable_progress_bars()
+    `shown` is False with --quiet and when stderr is not a terminal: a log or a pipe gets no bars to clutter it.
+    A library the command imports only while it runs (most commands need neither at start) reads the same switches
+    from its environment variables then, set for the command's duration."""
     sources_before = progress.show(shown)
+    with library_bars("datasets", "HF_DATASETS_DISABLE_PROGRESS_BARS", True), \
+            library_bars("huggingface_hub", "HF_HUB_DISABLE_PROGRESS_BARS", not shown):
+        try:
+            yield
+        finally:
+            progress.show(sources_before)
+
+
+@contextlib.contextmanager
+def library_bars(library: str, variable: str, disabled: bool) -> Iterator[None]:
+    """While the block runs, `library`'s progress bars (datasets' or huggingface_hub's) off when `disabled`: through
+    its own switch, restored after the block, when it is imported already; else through `variable`, the
+    environment variable it reads when it is imported, set for the block only (the library then keeps its bars
+    off, as that variable has priority over its switch). A variable the user set is left as it is: it has the
+    last word either way."""
+    if not disabled or (library not in sys.modules and variable in os.environ):
+        yield
+        return
+    if library not in sys.modules:
+        os.environ[variable] = "1"
+        try:
+            yield
+        finally:
+            del os.environ[variable]
+        return
+    switch_bars, enabled_before = bar_switch(library)
+    switch_bars(False)
     try:
         yield
     finally:
-        progress.show(sources_before)
-        if before[0]:
-            datasets_logging.enable_progress_bar()
-        if not before[1]:
-            hub_utils.enable_progress_bars()
+        if enabled_before:
+            switch_bars(True)
+
+
+def bar_switch(library: str) -> tuple[Callable[[bool], None], bool]:
+    """(a function turning `library`'s progress bars on (True) or off, whether they are on now), for datasets or
+    huggingface_hub, both imported already."""
+    if library == "datasets":
+        import datasets.utils.logging as datasets_logging
+
+        return (lambda on: datasets_logging.enable_progress_bar() if on else datasets_logging.disable_progress_bar(),
+                datasets_logging.is_progress_bar_enabled())
+    import huggingface_hub.utils as hub_utils
+
+    return (lambda on: hub_utils.enable_progress_bars() if on else hub_utils.disable_progress_bars(),
+            not hub_utils.are_progress_bars_disabled())
 
 
 def interrupted_note(args: argparse.Namespace, out_existed: bool) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypedDict
 
@@ -168,14 +168,45 @@ class Sample:
     """The folder (or file) under tests/data passed as `--data-dir`."""
 
 
+class LazyBuilders(Mapping[str, type]):
+    """path -> the builder class that serves it, the class imported on first use: the builder modules import
+    `datasets` (about a second), which the command line's set-up, `import ragloaders` and what reads only a
+    benchmark's facts do without. Its paths are known without importing anything."""
+
+    def __init__(self, paths: Iterable[str], builder_class: Callable[[], type]):
+        """`builder_class()` imports and returns the class serving every one of `paths`."""
+        self._paths = tuple(paths)
+        self._builder_class = builder_class
+        self._loaded: type | None = None
+
+    def __getitem__(self, path: str) -> type:
+        if path not in self._paths:
+            raise KeyError(path)
+        if self._loaded is None:
+            self._loaded = self._builder_class()
+        return self._loaded
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._paths
+
+
 @dataclass(frozen=True)
 class Benchmark:
     """One benchmark family as the other layers see it: its paths and what it declares about each."""
 
     name: str
     builders: Mapping[str, type]
-    """path -> the `datasets` builder class that serves it."""
+    """path -> the `datasets` builder class that serves it (a LazyBuilders: imported when first looked up)."""
     card_facts: Callable[[str], CardFacts]
+    builder_parameters: tuple[str, ...] = ()
+    """The config parameters its builders take (their BUILDER_PARAMETERS, e.g. CRAG's `release`), known without
+    importing them: the command line's options."""
     published_counts: Callable[[str], PublishedCounts] = _no_counts
     known_defects: Callable[[str], tuple[KnownDefect, ...]] = _no_defects
     keys: Callable[[str], Mapping[str, tuple[str, ...]]] = _no_keys

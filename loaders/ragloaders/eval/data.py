@@ -11,8 +11,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import datasets
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,6 +23,9 @@ from ..core.errors import UsageError
 from ..core.facts import EvalConventions
 from ..core.repository import Repository, open_repository, refuse_revision
 from .metrics import Qrels
+
+if TYPE_CHECKING:
+    import datasets
 
 CORPUS_BATCH_ROWS = 20_000
 

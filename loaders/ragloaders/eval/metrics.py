@@ -194,22 +194,36 @@ def _unholdable(value: str) -> str | None:
     return None
 
 
-def cut(run: Run, k: int) -> Run:
-    """Each query's first k documents in trec_eval's order: score descending, then document id descending."""
+def ranking(run: Run, depth: int | None = None) -> dict[str, list[tuple[str, float]]]:
+    """Each query's first `depth` (None: all) (document id, score) pairs in trec_eval's order: score descending,
+    then document id descending. Sorted once here, then cut at every k up to `depth` that is scored (`cut`'s
+    `ranked`); only the first `depth` are kept, so a deep run is not held twice."""
     order = operator.itemgetter(1, 0)  # (score, document id)
-    return {query_id: dict(sorted(docs.items(), key=order, reverse=True)[:k]) for query_id, docs in run.items()}
+    return {query_id: sorted(docs.items(), key=order, reverse=True)[:depth] for query_id, docs in run.items()}
 
 
-def capped_recall(qrels: Mapping[str, Mapping[str, int]], run: Run, k: int, relevance_level: int) -> dict[str, float]:
+def cut(run: Run, k: int, ranked: Mapping[str, list[tuple[str, float]]] | None = None) -> Run:
+    """Each query's first k documents in trec_eval's order: score descending, then document id descending.
+    `ranked`: `ranking(run, depth)` with depth k or more, when it is already at hand."""
+    ranked = ranking(run, k) if ranked is None else ranked
+    return {query_id: dict(pairs[:k]) for query_id, pairs in ranked.items()}
+
+
+def capped_recall(
+    qrels: Mapping[str, Mapping[str, int]], run: Run, k: int, relevance_level: int,
+    ranked: Mapping[str, list[tuple[str, float]]] | None = None,
+) -> dict[str, float]:
     """BEIR's R_cap@k of each query of `run` that `qrels` judges (module docstring): relevant documents in the first
-    k (trec_eval's order) over min(k, relevant documents); 0 for a query with no relevant document."""
+    k (trec_eval's order) over min(k, relevant documents); 0 for a query with no relevant document. `ranked`:
+    `ranking(run, depth)` with depth k or more, when it is already at hand."""
+    ranked = ranking(run, k) if ranked is None else ranked
     values = {}
-    for query_id, docs in cut(run, k).items():
+    for query_id, pairs in ranked.items():
         grades = qrels.get(query_id)
         if grades is None:
             continue
         relevant = sum(1 for grade in grades.values() if grade >= relevance_level)
-        found = sum(1 for doc_id in docs if grades.get(doc_id, 0) >= relevance_level)
+        found = sum(1 for doc_id, _ in pairs[:k] if grades.get(doc_id, 0) >= relevance_level)
         values[query_id] = found / min(k, relevant) if relevant else 0.0
     return values
 
@@ -244,12 +258,14 @@ def score(
         results = pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=relevance_level).evaluate(judged_run)
         for query_id, result in results.items():
             values[query_id].update({m.name: result[m.trec_key] for m in native})
+    cutoffs = [m.cutoff for m in metrics if not m.family.native_cutoff or not m.family.in_trec_eval]
+    ranked = ranking(judged_run, max(cutoffs)) if cutoffs else {}
     for metric in (m for m in metrics if not m.family.in_trec_eval):
-        for query_id, value in capped_recall(qrels, judged_run, metric.cutoff, relevance_level).items():
+        for query_id, value in capped_recall(qrels, judged_run, metric.cutoff, relevance_level, ranked).items():
             values[query_id][metric.name] = value
     for metric in (m for m in metrics if not m.family.native_cutoff and m.family.in_trec_eval):
         evaluator = pytrec_eval.RelevanceEvaluator(qrels, {metric.family.trec_measure}, relevance_level=relevance_level)
-        for query_id, result in evaluator.evaluate(cut(judged_run, metric.cutoff)).items():
+        for query_id, result in evaluator.evaluate(cut(judged_run, metric.cutoff, ranked)).items():
             values[query_id][metric.name] = result[metric.trec_key]
     zero = {m.name: 0.0 for m in metrics}
     per_query = {query_id: {**zero, **values.get(query_id, {})} for query_id in judged}

@@ -14,7 +14,6 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import datasets
 import pyarrow as pa
 
 from ..api import load
@@ -123,6 +122,8 @@ def docs(
     if revision is not None:
         options["revision"] = revision
     loaded = load(source, config, **options)
+    import datasets  # (here: the command line's set-up imports this module, and does without datasets)
+
     splits = dict(loaded) if isinstance(loaded, datasets.DatasetDict) else {"": loaded}
     name = f"{source} {config}"
     first = next(iter(splits.values()))

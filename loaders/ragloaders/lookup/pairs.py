@@ -11,9 +11,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import datasets
 import numpy as np
 import orjson
 import pyarrow as pa
@@ -29,6 +28,9 @@ from ..eval.runs import read_run, run_format
 from .chunked_take import ChunkedRows
 from .docstore import DocStore, docs
 from .id_index import shown
+
+if TYPE_CHECKING:
+    import datasets
 
 BATCH_BYTES = 64 << 20
 """About this many bytes of document text per written batch (the rows per batch follow the corpus's mean size)."""

@@ -40,6 +40,22 @@ Where the official server fails (HTTP 500, or it does not start), ours answers:
   any `'` answers null and nothing is run.
 """
 
-from .client import CragMockAPI
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .client import CragMockAPI
 
 __all__ = ["CragMockAPI"]
+
+
+def __getattr__(name: str) -> Any:
+    """`CragMockAPI`, imported when first used: its tables import pyarrow and `datasets`, which the command line's
+    set-up (it imports `mock_api.command`) does without."""
+    if name != "CragMockAPI":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .client import CragMockAPI as found
+
+    globals()[name] = found
+    return found

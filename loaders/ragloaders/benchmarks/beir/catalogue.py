@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ...core.formats.beir import JSON_TEXT, BeirLayout
+from ...core.formats.beir_layout import JSON_TEXT, BeirLayout
 from ...core.sources import Download, mirror_base
 from .citations import SOURCE_CITATIONS
 

@@ -65,7 +65,17 @@ from ...core.readers.strict_json import loads_strict
 from ...core.readers.threads import map_ahead
 from ...core.readers.values import check_required, conform, literal_string_list
 from ...core.sources import download_verified, file_identity
-from .catalogue import HOMEPAGE, LICENSE, RELEASES, SCHEMAS, SOURCE_FIELDS, SPLITS, TASKS, CragRelease
+from .catalogue import (
+    BUILDER_PARAMETERS,
+    HOMEPAGE,
+    LICENSE,
+    RELEASES,
+    SCHEMAS,
+    SOURCE_FIELDS,
+    SPLITS,
+    TASKS,
+    CragRelease,
+)
 from .citations import CITATION
 from .spool import Spool, SpoolWriter
 
@@ -338,7 +348,7 @@ class CragBuilder(RagBuilder):
 
     BUILDER_CONFIG_CLASS = CragConfig
     BUILDER_CONFIGS = [CragConfig(name=name, version=RagBuilder.VERSION) for name in SCHEMAS]
-    BUILDER_PARAMETERS = ("release",)
+    BUILDER_PARAMETERS = BUILDER_PARAMETERS
     DEFAULT_CONFIG_NAME = "records"
     DEFAULT_WRITER_BATCH_SIZE = 16
     """Rows per Arrow record batch: records reach several MB of HTML (datasets' default of 1000 peaks at 1.3 GB)."""

@@ -53,6 +53,8 @@ RELEASES: tuple[CragRelease, ...] = (
                 (2_097_152_000,) * 3 + (1_432_877_269,), joined=_T3_V4),
 )
 TASKS = ("task_1_and_2", "task_3")
+BUILDER_PARAMETERS = ("release",)
+"""The config parameters CragBuilder takes (`load("crag/task_1_and_2", release="v4")`)."""
 
 STRING, TEXT, INT = pa.string(), pa.large_string(), pa.int64()
 PAGE = pa.struct([

@@ -6,13 +6,20 @@ shapes (catalogue shapes as Arrow), values (a key's value as row values), sqlite
 files (JSON, JSON lines, pickled dicts, the company CSV), frames (pickled DataFrames), builder.
 """
 
-from ...core.facts import Benchmark, Sample
+from ...core.facts import Benchmark, LazyBuilders, Sample
 from . import facts
-from .builder import MockKgBuilder
+
+
+def builder_class() -> type:
+    """MockKgBuilder, imported (with `datasets`) when a builder is first asked for."""
+    from .builder import MockKgBuilder
+
+    return MockKgBuilder
+
 
 BENCHMARK = Benchmark(
     name="crag_mock_kg",
-    builders={facts.PATH: MockKgBuilder},
+    builders=LazyBuilders([facts.PATH], builder_class),
     card_facts=facts.card_facts,
     published_counts=facts.published_counts,
     known_defects=facts.known_defects,

@@ -30,6 +30,7 @@ from ...core.plural import counted
 from ...core.readers.arrow_batches import tables_from_rows
 from ...core.readers.json_array import array_elements_before, iter_json_array, iter_json_array_batches
 from ...core.readers.jsonl import Shard
+from ...core.readers.qrels import QRELS_SCHEMA
 from ...core.readers.values import fits_int32, literal_string_list, preview
 from ...core.repository import HubError, hub_offline, probe_hub
 from ...core.sources import SourceFiles, download_cause
@@ -45,7 +46,6 @@ from .catalogue import (
     CORPUS_RANGE_BYTES,
     CORPUS_SEPARATOR,
     DATASET_SCORE_KEYS,
-    FEATURES,
     GRADES,
     HUB_REPO_ID,
     HUB_REVISION,
@@ -58,6 +58,25 @@ from .catalogue import (
 from .facts import card_facts
 
 logger = logging.getLogger(__name__)
+
+STRING = datasets.Value("string")
+GRADE = datasets.Value("int32")
+FEATURES = {
+    "records": datasets.Features({
+        "id": STRING,
+        "query": STRING,
+        "answer": STRING,
+        "answers": datasets.List(STRING),
+        "relevant_chunks": datasets.List({"chunk_id": STRING, "score": GRADE}),
+        "ori_context": datasets.List(STRING),
+        "dataset_score": {key: datasets.Value("int32") for key in DATASET_SCORE_KEYS},
+    }),
+    "queries": datasets.Features({"_id": STRING, "text": STRING}),
+    "qrels": datasets.Features.from_arrow_schema(QRELS_SCHEMA),
+    "corpus": datasets.Features({"_id": STRING, "title": STRING, "text": STRING, "source": STRING, "doc_id": STRING}),
+    "routing": datasets.Features({"query-id": STRING, "dataset": STRING, "score": GRADE}),
+}
+"""Each config's features (here, not in the catalogue: `datasets` is imported with the builder only)."""
 
 
 CORPUS_SCHEMA = FEATURES["corpus"].arrow_schema

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import re
 
-import datasets
 import pyarrow as pa
 
 from ...core.json_array_cuts import boundary_pattern, separator_pattern
-from ...core.readers.qrels import QRELS_SCHEMA
 
 PATH = "mmrag"
 HUB_REPO_ID = "Askio/mmrag_benchmark"
@@ -51,23 +49,6 @@ CORPUS_SEPARATOR = separator_pattern(("id", "text"))
 BATCH_MEMORY = pa.system_memory_pool()
 """Corpus batches are allocated with malloc: pyarrow's default mimalloc pool keeps ~15 MB more resident here."""
 
-STRING = datasets.Value("string")
-GRADE = datasets.Value("int32")
-FEATURES = {
-    "records": datasets.Features({
-        "id": STRING,
-        "query": STRING,
-        "answer": STRING,
-        "answers": datasets.List(STRING),
-        "relevant_chunks": datasets.List({"chunk_id": STRING, "score": GRADE}),
-        "ori_context": datasets.List(STRING),
-        "dataset_score": {key: datasets.Value("int32") for key in DATASET_SCORE_KEYS},
-    }),
-    "queries": datasets.Features({"_id": STRING, "text": STRING}),
-    "qrels": datasets.Features.from_arrow_schema(QRELS_SCHEMA),
-    "corpus": datasets.Features({"_id": STRING, "title": STRING, "text": STRING, "source": STRING, "doc_id": STRING}),
-    "routing": datasets.Features({"query-id": STRING, "dataset": STRING, "score": GRADE}),
-}
 QUERY_FIELDS = {
     "id": str, "query": str, "answer": str, "relevant_chunks": dict, "ori_context": list, "dataset_score": dict,
 }
