@@ -420,6 +420,8 @@ def progress_bars(shown: bool) -> Iterator[None]:
     `shown` is False with --quiet and when stderr is not a terminal: a log or a pipe gets no bars to clutter it.
     A library the command imports only while it runs (most commands need neither at start) reads the same switches
     from its environment variables then, set for the command's duration."""
+    import huggingface_hub.utils  # noqa: F401  (cheap; its switch, unlike its variable, can be turned back on after)
+
     sources_before = progress.show(shown)
     with library_bars("datasets", "HF_DATASETS_DISABLE_PROGRESS_BARS", True), \
             library_bars("huggingface_hub", "HF_HUB_DISABLE_PROGRESS_BARS", not shown):
