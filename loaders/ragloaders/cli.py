@@ -126,6 +126,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     unless `--overwrite-foreign`. Returns 0; errors are raised and printed by `main`.
 
     Example: `ragloaders push beir/scifact --repo-id my-org/scifact --private`; `ragloaders push ./scifact ...`."""
+    from .benchmarks import benchmark_of
     from .publish.cards import check_options
     from .publish.push import Derived, push
     from .publish.source import is_folder_source, push_folder, require_token_and_hub
@@ -140,7 +141,8 @@ def cmd_push(args: argparse.Namespace) -> int:
                              overwrite_foreign=args.overwrite_foreign)
     else:
         options = card_options(args)
-        check_options(args.path, options)
+        if options.given():  # refused before the token is asked for
+            check_options(benchmark_of(args.path), args.path, options)
         wanted = derived_names(args)
         if not args.dry_run:
             require_token_and_hub(args.repo_id)
