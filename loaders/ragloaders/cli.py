@@ -142,6 +142,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     else:
         options = card_options(args)
         if options.given():  # refused before the token is asked for
+            configs_of(args.path)  # (an unknown path is its one-line error, not a KeyError of benchmark_of)
             check_options(benchmark_of(args.path), args.path, options)
         wanted = derived_names(args)
         if not args.dry_run:
