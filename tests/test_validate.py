@@ -326,15 +326,15 @@ def test_a_hub_repo_id_is_loaded_by_its_id(tmp_path, monkeypatch):
     """No network in tests: the hub's answer and its download are redirected from the repo id to a local folder,
     which shows the id reaches them unchanged (tests/test_sources.py covers the hub cache and an unreachable hub)."""
     from mteb_layout import beir_tables, write_repository
-    from ragloaders.core import repository
+    from ragloaders.core import hub_repository
 
     folder = write_repository(str(tmp_path / "repo"), beir_tables([("d1", "x")], [("q1", "y")],
                                                                    {"test": [("q1", "d1", 1)]}))
     seen = []
-    monkeypatch.setattr(repository, "hub_offline", lambda: False)
-    monkeypatch.setattr(repository, "probe_hub", lambda repo, **kwargs: seen.append(repo) or 200)
-    monkeypatch.setattr(repository, "resolve_commit", lambda repo, revision: seen.append(repo) or "c" * 40)
-    monkeypatch.setattr(repository, "cached_snapshot", lambda repo, **kwargs: seen.append(repo) or folder)
+    monkeypatch.setattr(hub_repository, "hub_offline", lambda: False)
+    monkeypatch.setattr(hub_repository, "probe_hub", lambda repo, **kwargs: seen.append(repo) or 200)
+    monkeypatch.setattr(hub_repository, "resolve_commit", lambda repo, revision: seen.append(repo) or "c" * 40)
+    monkeypatch.setattr(hub_repository, "cached_snapshot", lambda repo, **kwargs: seen.append(repo) or folder)
     monkeypatch.chdir(tmp_path)
     assert cli.main(["validate", "some-org/beir-copy", "--json", "--cache-dir", str(tmp_path / "c")]) == 0
     assert seen == ["some-org/beir-copy"] * 3

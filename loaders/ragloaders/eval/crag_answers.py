@@ -49,7 +49,7 @@ from ..api import load, normalized
 from ..core.errors import SourceError
 from ..core.output_target import refuse_existing, write_new_file
 from ..core.readers.jsonl import Shard, iter_json_records
-from ..core.sources import SourceFiles
+from ..core.source_files import SourceFiles
 from .judge import Judge, JudgeError
 
 MAX_PREDICTION_TOKENS = 75

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.errors import SourceError, UsageError
-from ..core.repository import hub_offline, open_repository, refuse_revision
+from ..core.hub_repository import hub_offline, open_repository, refuse_revision
 from .tables import default_cache_dir, download_repository, is_repo_id, open_tables, snapshot_commit
 
 

@@ -24,7 +24,7 @@ from ..api import configs_of
 from ..core.card_yaml import load_yaml
 from ..core.errors import UsageError
 from ..core.facts import Benchmark, CardFacts
-from ..core.repository import BUILT_FROM, BUILT_FROM_PATTERN  # noqa: F401 (validate reads the pattern here)
+from ..core.hub_repository import BUILT_FROM, BUILT_FROM_PATTERN  # noqa: F401 (validate reads the pattern here)
 from .parquet import CUTTING_RULE, LARGE_ROW_BYTES, ConfigOutput
 
 TEMPLATES_ENV = "RAGLOADERS_CARD_TEMPLATES"

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.facts import Benchmark, PublishedCounts, Release
-from ..core.sources import file_digests
+from ..core.source_files import file_digests
 
 OFFICIAL = "official"
 """The name of the one release of a benchmark that declares no releases (its card's official files)."""

@@ -38,10 +38,10 @@ from ..benchmarks import benchmark_of
 from ..core.card_yaml import check_card
 from ..core.errors import UsageError
 from ..core.facts import Benchmark, KnownDefect, PublishedCounts
-from ..core.repository import require_own_data_files
+from ..core.hub_repository import require_own_data_files
 from .cached_split import CachedSplit
 from .provenance import files_read, published_of, source_report
-from .repository import README, built_from_card, card_text, declared_files
+from .repository_card import README, built_from_card, card_text, declared_files
 from .validate_report import Finding, Report, SplitFacts, finding
 
 RELATION_CONFIGS = ("qrels", "search_results")
