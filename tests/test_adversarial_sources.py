@@ -249,7 +249,7 @@ def endpoint(monkeypatch):
 
 OPEN_IN_A_FRESH_PROCESS = """
 import json, sys, time
-from ragloaders.core.repository import HubError, open_repository
+from ragloaders.core.hub_repository import HubError, open_repository
 start = time.monotonic()
 try:
     open_repository("org/name")
@@ -324,7 +324,7 @@ def test_validate_calls_the_files_of_beir_format_the_users_own(tmp_path):
 
 
 def test_a_folder_name_with_line_breaks_stays_one_title_line_on_the_card(tmp_path):
-    from ragloaders.core.repository import BUILT_FROM_PATTERN
+    from ragloaders.core.hub_repository import BUILT_FROM_PATTERN
 
     data = tmp_path / "evil\n<!-- built by ragloaders from mmrag -->\r\n---"
     (data / "qrels").mkdir(parents=True)

@@ -21,7 +21,7 @@ from ragloaders.cli import main as cli_main
 from ragloaders.core.errors import MissingSourceError, SourceError
 from ragloaders.core.formats import beir as beir_layout
 from ragloaders.core.readers import jsonl
-from ragloaders.core.sources import md5_of
+from ragloaders.core.source_files import md5_of
 
 NFCORPUS_ZIP = DATA / "beir" / "nfcorpus.zip"
 NFCORPUS_COUNTS = {"corpus": 3_633, "queries": 3_237, "train": 110_575, "dev": 11_385, "test": 12_334}
@@ -52,7 +52,7 @@ def nfcorpus_loaded(nfcorpus_build) -> dict:
 
 
 def test_nfcorpus_zip_is_the_official_file():
-    from ragloaders.core.sources import md5_of
+    from ragloaders.core.source_files import md5_of
 
     assert md5_of(str(NFCORPUS_ZIP)) == beir.DATASETS["beir/nfcorpus"].md5
     assert NFCORPUS_ZIP.stat().st_size == beir.DATASETS["beir/nfcorpus"].zip_bytes
@@ -273,7 +273,7 @@ def test_num_proc_splits_one_file_into_line_aligned_ranges(tmp_path, monkeypatch
     corpus = [{"_id": f"{i:06d}", "title": "", "text": "word " * (i % 50)} for i in range(3000)]
     folder = write_beir(tmp_path / "msmarco", corpus, [], {})
     monkeypatch.setattr(jsonl, "SHARD_BYTES", 16 << 10)
-    shards = jsonl.shards_of(ragloaders.core.sources.SourceFiles(str(folder)), "corpus.jsonl")
+    shards = jsonl.shards_of(ragloaders.core.source_files.SourceFiles(str(folder)), "corpus.jsonl")
     assert len(shards) > 4 and shards[0].start == 0 and shards[-1].end == (folder / "corpus.jsonl").stat().st_size
     single = ragloaders.load("beir/msmarco", "corpus", split="corpus", data_dir=str(folder),
                              cache_dir=str(tmp_path / "a"))

@@ -201,6 +201,10 @@ def test_license_and_pretty_name_are_stated_on_build_and_push_and_only_for_own_d
     assert cli_main(["build", "beir/nfcorpus", "--data-dir", "tests/data/beir", "--out", str(tmp_path / "nf"),
                      "--license", "mit"]) == 2
     assert "your own data (beir-format)" in capsys.readouterr().err and not (tmp_path / "nf").exists()
+    for command in (["build", "beir/nfcorpuz", "--out", str(tmp_path / "nf")],
+                    ["push", "beir/nfcorpuz", "--repo-id", "me/nf", "--dry-run"]):
+        assert cli_main([*command, "--license", "mit"]) == 2
+        assert "unknown path 'beir/nfcorpuz' (did you mean 'beir/nfcorpus'?)" in capsys.readouterr().err, command
     for bad in ("other", "CC BY 4.0"):
         assert cli_main(["build", PATH, "--data-dir", str(folder), "--out", str(tmp_path / "o2"), "--license",
                          bad]) == 2

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 import ragloaders
 from datasets.table import InMemoryTable
+from ragloaders.benchmarks import benchmark_of
 from ragloaders.core.readers.arrow_batches import iter_ipc_batches
 from ragloaders.publish import build, parquet
 from ragloaders.publish.cached_split import CachedSplit, cache_files
@@ -22,6 +23,7 @@ from ragloaders.publish.validate import integrity_of
 from test_crag import EXAMPLE
 
 PATH = "crag/task_1_and_2"
+BENCHMARK = benchmark_of(PATH)
 CONFIGS = ("records", "queries", "corpus", "search_results", "top_ranked")
 
 
@@ -127,9 +129,10 @@ def test_parquet_from_the_cache_files_is_byte_identical_to_parquet_from_the_tabl
 
 def test_the_report_read_with_plain_reads_equals_the_report_on_tables(cache):
     loaded = {config: prepared(config, cache) for config in CONFIGS}
-    on_tables = integrity_of(PATH, {c: {s: in_memory(d) for s, d in dd.items()} for c, dd in loaded.items()})
-    assert integrity_of(PATH, loaded) == on_tables
-    assert integrity_of(PATH, {c: {s: CachedSplit(d) for s, d in dd.items()} for c, dd in loaded.items()}) == on_tables
+    on_tables = integrity_of(BENCHMARK, PATH, {c: {s: in_memory(d) for s, d in dd.items()} for c, dd in loaded.items()})
+    assert integrity_of(BENCHMARK, PATH, loaded) == on_tables
+    cached = {c: {s: CachedSplit(d) for s, d in dd.items()} for c, dd in loaded.items()}
+    assert integrity_of(BENCHMARK, PATH, cached) == on_tables
     corpus = next(f for f in on_tables["splits"] if f["config"] == "corpus")
     assert corpus["rows"] == loaded["corpus"]["corpus"].num_rows and "empty_texts" in corpus
 

@@ -13,6 +13,7 @@ from datasets.info import DatasetInfosDict
 from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard
 from ragloaders.api import builder, configs_of, registry
+from ragloaders.benchmarks import benchmark_of
 from ragloaders.benchmarks.beir import catalogue as beir
 from ragloaders.benchmarks.beir import citations as beir_citations
 from ragloaders.publish import cards
@@ -74,7 +75,8 @@ def test_card_text_has_the_build_numbers_checksums_and_both_citations(built):
     out, outputs, _ = built
     text = (out / "README.md").read_text()
     assert 'load_dataset("<org>/<repo>", "qrels")' in text  # built without a repo id
-    assert 'load_dataset("org/nfcorpus", "qrels")' in cards.render_card(PATH, outputs, repo_id="org/nfcorpus")
+    card = cards.render_card(benchmark_of(PATH), PATH, outputs, repo_id="org/nfcorpus")
+    assert 'load_dataset("org/nfcorpus", "qrels")' in card
     assert "| qrels | train | 110,575 |" in text  # splits with real counts
     assert "a89dba18a62ef92f7d323ec890a0d38d" in text and "2,448,432" in text
     assert "@inproceedings{thakur2021beir" in text and "@inproceedings{boteva2016nfcorpus" in text
@@ -136,7 +138,7 @@ def synthetic_outputs(path: str) -> list[ConfigOutput]:
 @pytest.mark.parametrize("path", list(beir.DATASETS))
 def test_every_beir_card_renders_with_its_licence_and_source_citation(path):
     dataset = beir.DATASETS[path]
-    text = cards.render_card(path, synthetic_outputs(path))
+    text = cards.render_card(benchmark_of(path), path, synthetic_outputs(path))
     card = DatasetCard(text)
     assert card.data.license == dataset.license_id in HUB_LICENSES
     assert (getattr(card.data, "license_link", None) is not None) == (dataset.license_id == "other")
@@ -160,7 +162,8 @@ def test_integrity_findings_and_known_defects_are_shown():
         "shared_ids": 7,
         "splits": [{"config": "qrels", "split": "test", "rows": 10, "score_histogram": {"-1": 2, "0": 8}}],
     }
-    text = cards.render_card("beir/arguana", synthetic_outputs("beir/arguana"), integrity=report)
+    text = cards.render_card(benchmark_of("beir/arguana"), "beir/arguana", synthetic_outputs("beir/arguana"),
+                             integrity=report)
     assert "- qrels/test: qrels point at docs missing from the corpus; e.g. `q1 -> d9` …." in text
     known = " A known upstream defect (see Known upstream defects)."
     assert "- queries: query ids that are also corpus ids." + known in text
@@ -172,7 +175,7 @@ def test_integrity_findings_and_known_defects_are_shown():
 
 def test_every_benchmark_path_gets_a_card_even_without_card_facts():
     for path in registry():
-        text = cards.render_card(path, synthetic_outputs(path))
+        text = cards.render_card(benchmark_of(path), path, synthetic_outputs(path))
         card = DatasetCard(text)
         assert card.data.pretty_name and card.data.license in HUB_LICENSES, path
         assert set(MetadataConfigs.from_dataset_card_data(card.data)) == set(configs_of(path))
@@ -246,6 +249,6 @@ def test_beir_card_names_the_zip_read_and_checks_it(built):
 
 
 def test_a_card_without_a_recorded_source_says_so():
-    text = cards.render_card(PATH, synthetic_outputs(PATH))
+    text = cards.render_card(benchmark_of(PATH), PATH, synthetic_outputs(PATH))
     assert "This build did not record which source files it read." in section(text, "This build")
     assert "The official files (this build did not record which it read)" in section(text, "Source files")

@@ -22,14 +22,14 @@ from conftest import DATA
 from ragloaders.benchmarks.beir import catalogue as beir
 from ragloaders.benchmarks.crag import catalogue as crag_catalogue
 from ragloaders.cli import main as cli_main
-from ragloaders.core import sources
+from ragloaders.core import source_files
 from ragloaders.core.errors import DownloadError, SourceError
 from ragloaders.core.formats import beir as beir_layout
 from ragloaders.core.readers import jsonl, lines, qrels, values
 from ragloaders.core.readers.json_array import iter_json_array
 from ragloaders.core.readers.jsonl import Shard, read_jsonl
 from ragloaders.core.readers.qrels import read_qrels
-from ragloaders.core.sources import SourceFiles
+from ragloaders.core.source_files import SourceFiles
 from test_crag import release_lines, tar_bytes, task3_members, write_parts
 
 NFCORPUS_ZIP = DATA / "beir" / "nfcorpus.zip"
@@ -359,7 +359,7 @@ def test_a_local_zip_is_checked_against_the_catalogue_md5_once_per_identity(tmp_
         for info in source.infolist():
             target.writestr(info.filename, source.read(info))
     expected = beir.DATASETS["beir/nfcorpus"].md5
-    actual = sources.md5_of(str(repacked))
+    actual = source_files.md5_of(str(repacked))
     with pytest.raises(SourceError, match=f"md5 {actual} does not match the official file's md5 {expected}"):
         ragloaders.load("beir/nfcorpus", "queries", data_dir=str(repacked.parent), cache_dir=str(tmp_path / "c"))
 
@@ -367,7 +367,8 @@ def test_a_local_zip_is_checked_against_the_catalogue_md5_once_per_identity(tmp_
     official.parent.mkdir()
     shutil.copy(NFCORPUS_ZIP, official)
     computed = []
-    monkeypatch.setattr(sources, "md5_of", lambda path: computed.append(path) or sources.file_digest(path, "md5"))
+    monkeypatch.setattr(source_files, "md5_of",
+                        lambda path: computed.append(path) or source_files.file_digest(path, "md5"))
     for _ in range(3):  # streaming prepares nothing, so only the marker in the cache spares the second check
         stream = ragloaders.load("beir/nfcorpus", "queries", streaming=True, data_dir=str(official),
                                  cache_dir=str(tmp_path / "c"))

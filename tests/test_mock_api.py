@@ -105,6 +105,51 @@ def test_each_endpoint_is_answered_by_the_method_its_path_names():
     for endpoint in ENDPOINTS:
         name = endpoint.client_method.removeprefix(endpoint.domain + "_")
         assert endpoint.answer.__name__ == name and vars(DOMAINS[endpoint.domain])[name] is endpoint.answer, endpoint
+    methods = {name for name, value in vars(CragMockAPI).items() if callable(value) and not name.startswith("_")}
+    assert methods - {"call"} == {endpoint.client_method for endpoint in ENDPOINTS}
+
+
+MALFORMED_BODIES = (
+    {}, {"query": None}, {"query": 1.5}, {"query": ["x"]}, {"query": True}, {"query": {"a": 1}}, {"query": " 12 "},
+    {"query": "\u0663"}, {"query": 10**30}, {"query": 2**53 + 0.5}, {"rank": "1e3"}, {"rank": 2.0, "date": 5},
+    {"game_ids": ["1", 2, None]}, {"game_ids": "a"}, {"date": None, "team_name": 3}, {"other": "x\u2028\x00"},
+)
+"""Missing fields, wrong types, a 100-bit integer, a non-ASCII digit, a null byte and a line separator."""
+
+
+def test_the_in_process_client_answers_a_malformed_body_as_the_http_app_byte_for_byte(built, tmp_path):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+    from ragloaders.mock_api.endpoints import ENDPOINTS
+    from ragloaders.mock_api.http import create_app
+
+    api = CragMockAPI(str(built), cache_dir=str(tmp_path))
+    client = TestClient(create_app(api.kg))
+    rejected = 0
+    for endpoint in ENDPOINTS:
+        for body in MALFORMED_BODIES:
+            response = client.post(endpoint.path, json=body)
+            if response.status_code != 422:
+                continue
+            rejected += 1
+            answer = api.call(endpoint.client_method, body)
+            assert json.dumps(answer, ensure_ascii=False, separators=(",", ":")) == response.text, (endpoint, body)
+    assert rejected > 400  # (most of the 16 bodies are wrong for each of the 37 endpoints that take one)
+
+
+def test_the_http_app_validates_with_the_models_the_client_does(built):
+    pytest.importorskip("fastapi")
+    from ragloaders.mock_api.endpoints import ENDPOINTS, MockKg
+    from ragloaders.mock_api.http import create_app
+    from ragloaders.mock_api.validation import body_model
+
+    app = create_app(MockKg(None))  # (no call is answered: only the routes are read)
+    models = {route.path: route.body_field.field_info.annotation if route.body_field else None
+              for route in app.routes if route.path in {endpoint.path for endpoint in ENDPOINTS}}
+    assert len(models) == 38
+    for endpoint in ENDPOINTS:
+        assert models[endpoint.path] is body_model(endpoint) is body_model(endpoint), endpoint.path
+        assert (models[endpoint.path] is None) == (endpoint.body == ())
 
 
 def test_every_config_the_api_reads_is_built(built):

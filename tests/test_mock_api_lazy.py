@@ -6,6 +6,8 @@ test_mock_api_parity.py)."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -51,3 +53,20 @@ def test_an_unreadable_row_group_is_one_clear_error_on_first_use(built, tmp_path
     with pytest.raises(SourceError, match=r"movie_years: row group 0 is not readable") as raised:
         api.movie_get_year_info("2000")
     assert str(path) in str(raised.value)
+
+
+def test_pydantic_is_imported_on_the_first_call_not_on_import_or_open(built, tmp_path):
+    script = (
+        "import sys\n"
+        "import ragloaders\n"
+        "loaded = ['pydantic' in sys.modules]\n"
+        "api = ragloaders.CragMockAPI(sys.argv[1], cache_dir=sys.argv[2])\n"
+        "loaded.append('pydantic' in sys.modules)\n"
+        "answer = api.movie_get_movie_info_by_id('not a number')\n"
+        "loaded.append('pydantic' in sys.modules)\n"
+        "print(loaded, answer['detail'][0]['type'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(built), str(tmp_path)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[False,", "False,", "True]", "int_parsing"]

@@ -109,11 +109,7 @@ def test_in_process_answers_equal_the_http_ones(parity):
             continue
         response = responses(ours, path, body)
         answer = api.call(BY_PATH[path].client_method, body)
-        if response.status_code == 422:
-            assert [e["loc"] for e in answer["detail"]] == [e["loc"] for e in response.json()["detail"]], (path, body)
-            assert [e["type"] for e in answer["detail"]] == [e["type"] for e in response.json()["detail"]], body
-        else:
-            assert json.dumps(answer, ensure_ascii=False, separators=(",", ":")) == response.text, (path, body)
+        assert json.dumps(answer, ensure_ascii=False, separators=(",", ":")) == response.text, (path, body)
 
 
 @pytest.mark.slow

@@ -15,7 +15,7 @@ from ragloaders.benchmarks.crag.catalogue import RELEASES
 from ragloaders.cli import main, progress_bars
 from ragloaders.core import progress
 from ragloaders.core.compressed import open_bz2, open_joined
-from ragloaders.core.sources import SourceFiles
+from ragloaders.core.source_files import SourceFiles
 
 CRAG_FILE = str(DATA / "crag" / "dev_data.jsonl.bz2")
 EXAMPLE = next(release for release in RELEASES if release.files == ("dev_data.jsonl.bz2",))

@@ -14,7 +14,7 @@ import pytest
 import ragloaders
 from ragloaders.core.errors import SourceError
 from ragloaders.core.readers import jsonl, lines, threads
-from ragloaders.core.sources import SourceFiles
+from ragloaders.core.source_files import SourceFiles
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -21,6 +22,13 @@ DATA = os.path.join(os.path.dirname(__file__), "data", "beir")
 
 def by_check(findings):
     return {f["check"]: f for f in findings}
+
+
+def declare(monkeypatch, **declarations) -> None:
+    """`validate` sees each benchmark with `declarations` (its `published_counts`, `known_defects`...) in place of
+    what it declares."""
+    real = validate.benchmark_of
+    monkeypatch.setattr(validate, "benchmark_of", lambda path: dataclasses.replace(real(path), **declarations))
 
 
 def split_facts(report, config, split):
@@ -63,7 +71,7 @@ def broken_scifact(tmp_path, monkeypatch):
             "test": [("q1", "d1", 1), ("q1", "d1", 2), ("q9", "d2", 0), ("q2", "d404", -1)],
         },
     ))
-    monkeypatch.setattr(validate, "published_counts_of", lambda path: {("qrels", "test"): 5, ("corpus", "corpus"): 4})
+    declare(monkeypatch, published_counts=lambda path: {("qrels", "test"): 5, ("corpus", "corpus"): 4})
     return folder
 
 
@@ -99,7 +107,7 @@ def arguana_like(tmp_path, monkeypatch, missing_docs):
         queries=[("a1", "pro"), ("a2", "con")],
         qrels={"test": [("a1", "a2", 1), ("a2", "a1", 1)] + [("a1", f"gone{i}", 1) for i in range(missing_docs)]},
     ))
-    monkeypatch.setattr(validate, "published_counts_of", lambda path: {("qrels", "test"): 2, ("corpus", "corpus"): 3})
+    declare(monkeypatch, published_counts=lambda path: {("qrels", "test"): 2, ("corpus", "corpus"): 3})
     return folder
 
 
@@ -118,7 +126,7 @@ def test_known_upstream_defects_are_warnings_with_exit_zero(tmp_path, monkeypatc
 def test_a_defect_worse_than_declared_is_an_error(tmp_path, monkeypatch):
     folder = arguana_like(tmp_path, monkeypatch, missing_docs=3)
     declared = (KnownDefect("missing_docs", "qrels", "at most two", split="test", max_count=2),)
-    monkeypatch.setattr(validate, "known_defects_of", lambda path: list(declared + beir_facts.KNOWN_DEFECTS[path][1:]))
+    declare(monkeypatch, known_defects=lambda path: declared + beir_facts.KNOWN_DEFECTS[path][1:])
     report = integrity("beir/arguana", data_dir=folder, cache_dir=str(tmp_path / "cache"))
     assert [e["check"] for e in report["errors"]] == ["missing_docs"]
     assert report["errors"][0]["count"] == 3
@@ -318,15 +326,15 @@ def test_a_hub_repo_id_is_loaded_by_its_id(tmp_path, monkeypatch):
     """No network in tests: the hub's answer and its download are redirected from the repo id to a local folder,
     which shows the id reaches them unchanged (tests/test_sources.py covers the hub cache and an unreachable hub)."""
     from mteb_layout import beir_tables, write_repository
-    from ragloaders.core import repository
+    from ragloaders.core import hub_repository
 
     folder = write_repository(str(tmp_path / "repo"), beir_tables([("d1", "x")], [("q1", "y")],
                                                                    {"test": [("q1", "d1", 1)]}))
     seen = []
-    monkeypatch.setattr(repository, "hub_offline", lambda: False)
-    monkeypatch.setattr(repository, "probe_hub", lambda repo, **kwargs: seen.append(repo) or 200)
-    monkeypatch.setattr(repository, "resolve_commit", lambda repo, revision: seen.append(repo) or "c" * 40)
-    monkeypatch.setattr(repository, "cached_snapshot", lambda repo, **kwargs: seen.append(repo) or folder)
+    monkeypatch.setattr(hub_repository, "hub_offline", lambda: False)
+    monkeypatch.setattr(hub_repository, "probe_hub", lambda repo, **kwargs: seen.append(repo) or 200)
+    monkeypatch.setattr(hub_repository, "resolve_commit", lambda repo, revision: seen.append(repo) or "c" * 40)
+    monkeypatch.setattr(hub_repository, "cached_snapshot", lambda repo, **kwargs: seen.append(repo) or folder)
     monkeypatch.chdir(tmp_path)
     assert cli.main(["validate", "some-org/beir-copy", "--json", "--cache-dir", str(tmp_path / "c")]) == 0
     assert seen == ["some-org/beir-copy"] * 3
@@ -408,3 +416,40 @@ def test_the_yaml_budget(yaml_text, refused):
             check_card(card, "README.md")
     else:
         check_card(card, "README.md")
+
+
+def counted_resolutions(monkeypatch) -> list[str]:
+    """The paths `benchmark_of` is asked for from now on, by any module of the package (each module's own binding
+    of it is replaced)."""
+    import sys
+
+    from ragloaders import benchmarks
+
+    real, asked = benchmarks.benchmark_of, []
+
+    def counted(path: str):
+        asked.append(path)
+        return real(path)
+
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] == "ragloaders" and vars(module).get("benchmark_of") is real:
+            monkeypatch.setattr(module, "benchmark_of", counted)
+    return asked
+
+
+def test_one_build_and_one_validate_resolve_the_benchmark_once(tmp_path, monkeypatch, capsys):
+    import ragloaders.cli  # noqa: F401 (the modules the commands import bind benchmark_of too)
+    from ragloaders.publish import build, cards, provenance  # noqa: F401
+
+    mmrag = os.path.join(os.path.dirname(DATA), "mmrag")
+    asked = counted_resolutions(monkeypatch)
+    assert cli.main(["build", "mmrag", "--data-dir", mmrag, "--out", str(tmp_path / "out"),
+                     "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert asked == ["mmrag"]
+    for args in (["mmrag", "--data-dir", mmrag, "--cache-dir", str(tmp_path / "cache")],
+                 [str(tmp_path / "out")]):  # a built folder: its card names the path whose declarations apply
+        asked.clear()
+        capsys.readouterr()
+        assert cli.main(["validate", *args, "--json"]) in (0, 1)  # (the cut sample misses published counts)
+        assert json.loads(capsys.readouterr().out)["splits"]
+        assert asked == ["mmrag"]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .benchmarks import BENCHMARKS, benchmark_of
 from .core.errors import MissingSourceError, UsageError
-from .core.repository import open_repository, refuse_revision
+from .core.hub_repository import open_repository, refuse_revision
 
 if TYPE_CHECKING:  # both import `datasets`, which only `load` and `builder` need
     import datasets
@@ -80,7 +80,7 @@ def group_members(path: str) -> tuple[str, ...]:
 def is_benchmark_path(path: str) -> bool:
     """Whether `path` names a benchmark path, a group path, or, when no folder of that name exists, a misspelt one of
     a benchmark family (`beir/scifcat`): anything else is a built folder or a hub repository
-    (`ragloaders.core.repository`)."""
+    (`ragloaders.core.hub_repository`)."""
     name = normalized(path)
     if name in paths() or group_members(name):
         return True
@@ -215,7 +215,7 @@ def load(
         num_proc: processes for preparing large files.
         download_mode, verification_mode, keep_in_memory, storage_options: as in `datasets.load_dataset`.
         revision: for a hub repository: the commit, branch or tag to read, card and files (default the main
-            branch); it is resolved to a commit id once, and the log says which (`ragloaders.core.repository`). A
+            branch); it is resolved to a commit id once, and the log says which (`ragloaders.core.hub_repository`). A
             benchmark path or a folder given one is a ValueError.
         **config_kwargs: the path's config parameters (CRAG's `release`: "v5", "v4", "example"). Any other keyword
             (`hash`, `name`, `data_files`, ...) is a ValueError naming it and listing the accepted ones:
@@ -230,7 +230,7 @@ def load(
             path (`beir/cqadupstack`: load one of its members).
         MissingSourceError: no source files where they are expected (`data_dir`, or not downloadable), or no folder
             of that name.
-        ConnectionError (`core.repository.HubError`): a repository id, and the hub cannot be reached (one line:
+        ConnectionError (`core.hub_repository.HubError`): a repository id, and the hub cannot be reached (one line:
             the repository, the cause, the remedies) or has no such repository.
         SourceError: a source file is damaged or not as the benchmark specifies; names the file and record.
 

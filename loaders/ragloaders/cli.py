@@ -106,12 +106,12 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     """`ragloaders validate TARGET`: the integrity report of a benchmark path (from its source files), or of a
     built folder or hub repository in BEIR / mteb layout (from its Parquet); `--json` for JSON; `--as PATH` names
-    the benchmark of a folder or repository whose card does not (`publish.source.validate_source`). Returns 0 when
-    there is no structural error, 1 otherwise; `main` prints raised errors (unknown path with "did you mean",
-    missing files) and returns 2.
+    the benchmark of a folder or repository whose card does not (`publish.source_commands.validate_source`).
+    Returns 0 when there is no structural error, 1 otherwise; `main` prints raised errors (unknown path with "did
+    you mean", missing files) and returns 2.
 
     Example: `ragloaders validate crag/task_1_and_2 --data-dir ~/crag`; `ragloaders validate ./scifact`."""
-    from .publish.source import validate_source
+    from .publish.source_commands import validate_source
 
     as_path = normalized(args.benchmark) if args.benchmark is not None else None
     return validate_source(args.path, data_dir=args.data_dir, cache_dir=args.cache_dir, as_json=args.json,
@@ -121,15 +121,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_push(args: argparse.Namespace) -> int:
     """`ragloaders push SOURCE --repo-id ORG/NAME`: a benchmark path is built into a staging folder and what changed
     uploaded (`publish.push.push`); a folder ragloaders built is uploaded as it is once it verifies against its
-    manifest (`publish.source.push_folder`). The token and the hub are checked before any build. `--dry-run` stops
-    before any request. The repository keeps `.ragloaders-manifest.json`, the files ragloaders published there: only
-    those are replaced or deleted as stale; a push that would overwrite any other file stops before sending anything
-    unless `--overwrite-foreign`. Returns 0; errors are raised and printed by `main`.
+    manifest (`publish.source_commands.push_folder`). The token and the hub are checked before any build.
+    `--dry-run` stops before any request. The repository keeps `.ragloaders-manifest.json`, the files ragloaders
+    published there: only those are replaced or deleted as stale; a push that would overwrite any other file stops
+    before sending anything unless `--overwrite-foreign`. Returns 0; errors are raised and printed by `main`.
 
     Example: `ragloaders push beir/scifact --repo-id my-org/scifact --private`; `ragloaders push ./scifact ...`."""
+    from .benchmarks import benchmark_of
     from .publish.cards import check_options
     from .publish.push import Derived, push
-    from .publish.source import is_folder_source, push_folder, require_token_and_hub
+    from .publish.source_commands import is_folder_source, push_folder, require_token_and_hub
 
     if is_folder_source(args.path):
         if (args.data_dir or args.staging_dir or args.into_existing or args.license or args.pretty_name
@@ -141,7 +142,9 @@ def cmd_push(args: argparse.Namespace) -> int:
                              overwrite_foreign=args.overwrite_foreign)
     else:
         options = card_options(args)
-        check_options(args.path, options)
+        if options.given():  # refused before the token is asked for
+            configs_of(args.path)  # (an unknown path is its one-line error, not a KeyError of benchmark_of)
+            check_options(benchmark_of(args.path), args.path, options)
         wanted = derived_names(args)
         if not args.dry_run:
             require_token_and_hub(args.repo_id)

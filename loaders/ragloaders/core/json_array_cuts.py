@@ -23,7 +23,7 @@ import orjson
 
 from .readers.lines import fill
 from .readers.strict_json import UNPAIRED_SURROGATE
-from .sources import RangeReader
+from .source_files import RangeReader
 
 WHITESPACE = b" \t\r\n"
 UTF8_BOM = b"\xef\xbb\xbf"

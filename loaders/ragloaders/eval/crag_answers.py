@@ -50,7 +50,7 @@ from ..core.errors import SourceError, UsageError
 from ..core.output_target import refuse_existing, write_new_file
 from ..core.plural import counted
 from ..core.readers.jsonl import Shard, iter_json_records
-from ..core.sources import SourceFiles
+from ..core.source_files import SourceFiles
 from .judge import Judge, JudgeError
 
 MAX_PREDICTION_TOKENS = 75

@@ -21,7 +21,7 @@ from ..api import configs_of, is_benchmark_path, load, normalized
 from ..benchmarks import BENCHMARKS, benchmark_of
 from ..core.errors import UsageError
 from ..core.facts import EvalConventions
-from ..core.repository import Repository, open_repository, refuse_revision
+from ..core.hub_repository import Repository, open_repository, refuse_revision
 from .metrics import Qrels
 
 if TYPE_CHECKING:

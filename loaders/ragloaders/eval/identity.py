@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..api import builder, configs_of
+from ..core.hub_repository import Repository
 from ..core.output_target import MANIFEST
-from ..core.repository import Repository
-from ..core.sources import file_digest
+from ..core.source_files import file_digest
 from ..core.version import VERSION
 
 CATALOGUE, FOLDER, HUB = "benchmark path", "built folder", "hub repository"

@@ -45,7 +45,7 @@ from ..core.output_target import write_new_file
 from ..core.readers.jsonl import Shard, iter_json_records
 from ..core.readers.lines import UTF8_BOM, iter_lines
 from ..core.readers.values import conform
-from ..core.sources import SourceFiles
+from ..core.source_files import SourceFiles
 
 Run = dict[str, dict[str, float]]
 """query id -> {document id: score}: the shape pytrec_eval evaluates."""

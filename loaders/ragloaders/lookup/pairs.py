@@ -20,9 +20,9 @@ import pyarrow.parquet as pq
 
 from ..api import configs_of, is_benchmark_path, load
 from ..core.errors import SourceError, UsageError
+from ..core.hub_repository import open_repository
 from ..core.output_target import check_output, write_new_file
 from ..core.plural import counted
-from ..core.repository import open_repository
 from ..eval.data import ROLE_CONFIGS, config_for
 from ..eval.runs import read_run, run_format
 from .chunked_take import ChunkedRows

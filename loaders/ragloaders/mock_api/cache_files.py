@@ -71,7 +71,7 @@ def sync_folder(folder: str) -> None:
         os.close(handle)
 
 
-def put_in_place(partial: str, target: str) -> None:
+def replace_durably(partial: str, target: str) -> None:
     """fsync the finished file `partial`, rename it to `target` and fsync the folder: after a crash `target` is
     either absent or whole."""
     with open(partial, "rb+") as f:
@@ -87,7 +87,7 @@ def record_file(path: str) -> None:
     try:
         with open(partial, "w", encoding="utf-8") as f:
             json.dump(entry, f)
-        put_in_place(partial, path + CHECK_SUFFIX)
+        replace_durably(partial, path + CHECK_SUFFIX)
     finally:
         if os.path.exists(partial):
             os.unlink(partial)

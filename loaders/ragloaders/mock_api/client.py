@@ -8,11 +8,13 @@ Where the official server fails (HTTP 500) ours answers; the package docstring l
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from typing import Any
 
 from ..core.errors import SourceError, UsageError
-from ..core.repository import hub_offline, open_repository, refuse_revision
+from ..core.hub_repository import hub_offline, open_repository, refuse_revision
 from .tables import default_cache_dir, download_repository, is_repo_id, open_tables, snapshot_commit
 
 
@@ -58,6 +60,17 @@ def build_into_cache(data_dir: str, cache_dir: str | None) -> str:
     return out
 
 
+def _posts(body_of: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """The official client's method of `body_of`'s name (its parameters, defaults and docs): posts the request body
+    `body_of` returns, as the official method does, and returns the answer (`CragMockAPI.call`)."""
+
+    @functools.wraps(body_of)
+    def post(self: CragMockAPI, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return self.call(body_of.__name__, body_of(self, *args, **kwargs))
+
+    return post
+
+
 class CragMockAPI:
     """CRAG's mock API in process. `source`: a folder built from `crag/mock_kg`, or a hub repository id holding
     one (`revision`: its commit, branch or tag, default the main branch; `commit` says which commit was read); or
@@ -76,125 +89,163 @@ class CragMockAPI:
     def call(self, client_method: str, body: dict[str, Any]) -> dict[str, Any]:
         """What the official client's `client_method` returns for the request body `body`."""
         from .endpoints import BY_CLIENT_METHOD
-        from .validation import validate
+        from .validation import check
 
         endpoint = BY_CLIENT_METHOD[client_method]
-        values, errors = validate(endpoint, body)
+        values, errors = check(endpoint, body)
         if errors:
             return {"detail": errors}
         return self.kg.answer(endpoint, values)
 
+    @_posts
     def open_search_entity_by_name(self, query: str):
-        return self.call("open_search_entity_by_name", {"query": query})
+        return {"query": query}
 
+    @_posts
     def open_get_entity(self, entity: str):
-        return self.call("open_get_entity", {"query": entity})
+        return {"query": entity}
 
+    @_posts
     def movie_get_person_info(self, person_name: str):
-        return self.call("movie_get_person_info", {"query": person_name})
+        return {"query": person_name}
 
+    @_posts
     def movie_get_movie_info(self, movie_name: str):
-        return self.call("movie_get_movie_info", {"query": movie_name})
+        return {"query": movie_name}
 
+    @_posts
     def movie_get_year_info(self, year: str):
-        return self.call("movie_get_year_info", {"query": year})
+        return {"query": year}
 
+    @_posts
     def movie_get_movie_info_by_id(self, movid_id: int):  # (sic: the official parameter name)
-        return self.call("movie_get_movie_info_by_id", {"query": movid_id})
+        return {"query": movid_id}
 
+    @_posts
     def movie_get_person_info_by_id(self, person_id: int):
-        return self.call("movie_get_person_info_by_id", {"query": person_id})
+        return {"query": person_id}
 
+    @_posts
     def finance_get_company_name(self, query: str):
-        return self.call("finance_get_company_name", {"query": query})
+        return {"query": query}
 
+    @_posts
     def finance_get_ticker_by_name(self, query: str):
-        return self.call("finance_get_ticker_by_name", {"query": query})
+        return {"query": query}
 
+    @_posts
     def finance_get_price_history(self, ticker_name: str):
-        return self.call("finance_get_price_history", {"query": ticker_name})
+        return {"query": ticker_name}
 
+    @_posts
     def finance_get_detailed_price_history(self, ticker_name: str):
-        return self.call("finance_get_detailed_price_history", {"query": ticker_name})
+        return {"query": ticker_name}
 
+    @_posts
     def finance_get_dividends_history(self, ticker_name: str):
-        return self.call("finance_get_dividends_history", {"query": ticker_name})
+        return {"query": ticker_name}
 
+    @_posts
     def finance_get_market_capitalization(self, ticker_name: str):
-        return self.call("finance_get_market_capitalization", {"query": ticker_name})
+        return {"query": ticker_name}
 
+    @_posts
     def finance_get_eps(self, ticker_name: str):
-        return self.call("finance_get_eps", {"query": ticker_name})
+        return {"query": ticker_name}
 
+    @_posts
     def finance_get_pe_ratio(self, ticker_name: str):
-        return self.call("finance_get_pe_ratio", {"query": ticker_name})
+        return {"query": ticker_name}
 
+    @_posts
     def finance_get_info(self, ticker_name: str):
-        return self.call("finance_get_info", {"query": ticker_name})
+        return {"query": ticker_name}
 
+    @_posts
     def music_search_artist_entity_by_name(self, artist_name: str):
-        return self.call("music_search_artist_entity_by_name", {"query": artist_name})
+        return {"query": artist_name}
 
+    @_posts
     def music_search_song_entity_by_name(self, song_name: str):
-        return self.call("music_search_song_entity_by_name", {"query": song_name})
+        return {"query": song_name}
 
+    @_posts
     def music_get_billboard_rank_date(self, rank: int, date: str = None):  # type: ignore[assignment]
-        return self.call("music_get_billboard_rank_date", {"rank": rank, "date": date})
+        return {"rank": rank, "date": date}
 
+    @_posts
     def music_get_billboard_attributes(self, date: str, attribute: str, song_name: str):
-        return self.call("music_get_billboard_attributes", {"date": date, "attribute": attribute,
-                                                             "song_name": song_name})
+        return {"date": date, "attribute": attribute,
+                                                             "song_name": song_name}
 
+    @_posts
     def music_grammy_get_best_artist_by_year(self, year: int):
-        return self.call("music_grammy_get_best_artist_by_year", {"query": year})
+        return {"query": year}
 
+    @_posts
     def music_grammy_get_award_count_by_artist(self, artist_name: str):
-        return self.call("music_grammy_get_award_count_by_artist", {"query": artist_name})
+        return {"query": artist_name}
 
+    @_posts
     def music_grammy_get_award_count_by_song(self, song_name: str):
-        return self.call("music_grammy_get_award_count_by_song", {"query": song_name})
+        return {"query": song_name}
 
+    @_posts
     def music_grammy_get_best_song_by_year(self, year: int):
-        return self.call("music_grammy_get_best_song_by_year", {"query": year})
+        return {"query": year}
 
+    @_posts
     def music_grammy_get_award_date_by_artist(self, artist_name: str):
-        return self.call("music_grammy_get_award_date_by_artist", {"query": artist_name})
+        return {"query": artist_name}
 
+    @_posts
     def music_grammy_get_best_album_by_year(self, year: int):
-        return self.call("music_grammy_get_best_album_by_year", {"query": year})
+        return {"query": year}
 
+    @_posts
     def music_grammy_get_all_awarded_artists(self):
-        return self.call("music_grammy_get_all_awarded_artists", {})
+        return {}
 
+    @_posts
     def music_get_artist_birth_place(self, artist_name: str):
-        return self.call("music_get_artist_birth_place", {"query": artist_name})
+        return {"query": artist_name}
 
+    @_posts
     def music_get_artist_birth_date(self, artist_name: str):
-        return self.call("music_get_artist_birth_date", {"query": artist_name})
+        return {"query": artist_name}
 
+    @_posts
     def music_get_members(self, band_name: str):
-        return self.call("music_get_members", {"query": band_name})
+        return {"query": band_name}
 
+    @_posts
     def music_get_lifespan(self, artist_name: str):
-        return self.call("music_get_lifespan", {"query": artist_name})
+        return {"query": artist_name}
 
+    @_posts
     def music_get_song_author(self, song_name: str):
-        return self.call("music_get_song_author", {"query": song_name})
+        return {"query": song_name}
 
+    @_posts
     def music_get_song_release_country(self, song_name: str):
-        return self.call("music_get_song_release_country", {"query": song_name})
+        return {"query": song_name}
 
+    @_posts
     def music_get_song_release_date(self, song_name: str):
-        return self.call("music_get_song_release_date", {"query": song_name})
+        return {"query": song_name}
 
+    @_posts
     def music_get_artist_all_works(self, song_name: str):  # (sic: the official parameter name)
-        return self.call("music_get_artist_all_works", {"query": song_name})
+        return {"query": song_name}
 
+    @_posts
     def sports_soccer_get_games_on_date(self, date: str, team_name: str = None):  # type: ignore[assignment]
-        return self.call("sports_soccer_get_games_on_date", {"team_name": team_name, "date": date})
+        return {"team_name": team_name, "date": date}
 
+    @_posts
     def sports_nba_get_games_on_date(self, date: str, team_name: str = None):  # type: ignore[assignment]
-        return self.call("sports_nba_get_games_on_date", {"team_name": team_name, "date": date})
+        return {"team_name": team_name, "date": date}
 
+    @_posts
     def sports_nba_get_play_by_play_data_by_game_ids(self, game_ids: list[str]):
-        return self.call("sports_nba_get_play_by_play_data_by_game_ids", {"game_ids": game_ids})
+        return {"game_ids": game_ids}

@@ -22,12 +22,15 @@ REQUIRED = object()
 
 @dataclass(frozen=True)
 class Field:
+    """A field of a request body: its name, its Python type (as the official server's model annotates it) and its
+    default (REQUIRED: none)."""
+
     name: str
-    type: str
+    type: Any
     default: Any = REQUIRED
 
 
-def _query(kind: str = "str") -> tuple[Field, ...]:
+def _query(kind: Any = str) -> tuple[Field, ...]:
     return (Field("query", kind),)
 
 
@@ -51,15 +54,15 @@ class Endpoint:
         return self.path.strip("/").replace("/", "_")
 
 
-_DATED = (Field("date", "str"), Field("team_name", "str | None", None))
+_DATED = (Field("date", str), Field("team_name", str | None, None))
 ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("/open/search_entity_by_name", OpenDomain.search_entity_by_name),
     Endpoint("/open/get_entity", OpenDomain.get_entity),
     Endpoint("/movie/get_person_info", MovieDomain.get_person_info),
     Endpoint("/movie/get_movie_info", MovieDomain.get_movie_info),
     Endpoint("/movie/get_year_info", MovieDomain.get_year_info),
-    Endpoint("/movie/get_movie_info_by_id", MovieDomain.get_movie_info_by_id, _query("int")),
-    Endpoint("/movie/get_person_info_by_id", MovieDomain.get_person_info_by_id, _query("int")),
+    Endpoint("/movie/get_movie_info_by_id", MovieDomain.get_movie_info_by_id, _query(int)),
+    Endpoint("/movie/get_person_info_by_id", MovieDomain.get_person_info_by_id, _query(int)),
     Endpoint("/finance/get_company_name", FinanceDomain.get_company_name),
     Endpoint("/finance/get_ticker_by_name", FinanceDomain.get_ticker_by_name),
     Endpoint("/finance/get_price_history", FinanceDomain.get_price_history),
@@ -72,15 +75,15 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("/music/search_artist_entity_by_name", MusicDomain.search_artist_entity_by_name),
     Endpoint("/music/search_song_entity_by_name", MusicDomain.search_song_entity_by_name),
     Endpoint("/music/get_billboard_rank_date", MusicDomain.get_billboard_rank_date,
-             (Field("rank", "int"), Field("date", "str | None", None))),
+             (Field("rank", int), Field("date", str | None, None))),
     Endpoint("/music/get_billboard_attributes", MusicDomain.get_billboard_attributes,
-             (Field("date", "str"), Field("attribute", "str"), Field("song_name", "str"))),
-    Endpoint("/music/grammy_get_best_artist_by_year", MusicDomain.grammy_get_best_artist_by_year, _query("int")),
+             (Field("date", str), Field("attribute", str), Field("song_name", str))),
+    Endpoint("/music/grammy_get_best_artist_by_year", MusicDomain.grammy_get_best_artist_by_year, _query(int)),
     Endpoint("/music/grammy_get_award_count_by_artist", MusicDomain.grammy_get_award_count_by_artist),
     Endpoint("/music/grammy_get_award_count_by_song", MusicDomain.grammy_get_award_count_by_song),
-    Endpoint("/music/grammy_get_best_song_by_year", MusicDomain.grammy_get_best_song_by_year, _query("int")),
+    Endpoint("/music/grammy_get_best_song_by_year", MusicDomain.grammy_get_best_song_by_year, _query(int)),
     Endpoint("/music/grammy_get_award_date_by_artist", MusicDomain.grammy_get_award_date_by_artist),
-    Endpoint("/music/grammy_get_best_album_by_year", MusicDomain.grammy_get_best_album_by_year, _query("int")),
+    Endpoint("/music/grammy_get_best_album_by_year", MusicDomain.grammy_get_best_album_by_year, _query(int)),
     Endpoint("/music/grammy_get_all_awarded_artists", MusicDomain.grammy_get_all_awarded_artists, ()),
     Endpoint("/music/get_artist_birth_place", MusicDomain.get_artist_birth_place),
     Endpoint("/music/get_artist_birth_date", MusicDomain.get_artist_birth_date),
@@ -93,7 +96,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("/sports/soccer/get_games_on_date", SportsDomain.soccer_get_games_on_date, _DATED),
     Endpoint("/sports/nba/get_games_on_date", SportsDomain.nba_get_games_on_date, _DATED),
     Endpoint("/sports/nba/get_play_by_play_data_by_game_ids", SportsDomain.nba_get_play_by_play_data_by_game_ids,
-             (Field("game_ids", "list[str]"),)),
+             (Field("game_ids", list[str]),)),
 )
 BY_PATH = {endpoint.path: endpoint for endpoint in ENDPOINTS}
 BY_CLIENT_METHOD = {endpoint.client_method: endpoint for endpoint in ENDPOINTS}

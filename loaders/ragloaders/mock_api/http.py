@@ -1,7 +1,8 @@
 """`ragloaders serve crag/mock_kg`: the official mock API server's endpoints over HTTP (FastAPI + uvicorn, the
 official stack; the `[serve]` extra), answered by MockKg.
 
-Same paths, request bodies (the same pydantic models: field names, types, defaults), status codes (422 with
+Same paths, request bodies (pydantic models with the official ones' field names, types and defaults: module
+validation's, the very models the in-process client validates with), status codes (422 with
 FastAPI's body for a malformed body) and JSON as the official server; `GET /` answers its "running" message.
 Handlers are coroutines answering in the event loop, as the official server's are (no thread hop per call; a long
 call delays the next, as there).
@@ -12,11 +13,10 @@ from __future__ import annotations
 import errno
 import socket
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from .endpoints import ENDPOINTS, ROOT_MESSAGE, Endpoint, MockKg
-
-PYTHON_TYPES: dict[str, Any] = {"str": str, "int": int, "str | None": Optional[str], "list[str]": list[str]}  # noqa: UP045
+from .validation import body_model, values_of
 
 
 def missing_stack() -> str | None:
@@ -30,19 +30,15 @@ def missing_stack() -> str | None:
 
 
 def _route(kg: MockKg, endpoint: Endpoint) -> Any:
-    from pydantic import create_model
-
-    if not endpoint.body:
+    model = body_model(endpoint)
+    if model is None:
         async def answer_empty():  # (no return annotation: FastAPI would validate the answer against it)
             return kg.answer(endpoint, [])
 
         return answer_empty
-    fields = {field.name: (PYTHON_TYPES[field.type], ... if field.default is not None else None)
-              for field in endpoint.body}
-    model = create_model(f"Body_{endpoint.client_method}", **fields)  # type: ignore[call-overload]
 
     async def answer(body: Any):  # (no return annotation: FastAPI would validate the answer against it)
-        return kg.answer(endpoint, [getattr(body, field.name) for field in endpoint.body])
+        return kg.answer(endpoint, values_of(endpoint, body))
 
     answer.__annotations__ = {"body": model}  # FastAPI reads the body model from the annotation
     return answer

@@ -25,10 +25,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..core.errors import SourceError
-from ..core.repository import looks_like_repo_id, require_own_file
+from ..core.hub_repository import looks_like_repo_id, require_own_file
 from ..core.user_cache import user_cache_dir
-from ..publish.repository import built_from
-from .cache_files import CHECK_SUFFIX, building, file_problem, put_in_place, record_file, warn_rebuilt
+from ..publish.repository_card import built_from
+from .cache_files import CHECK_SUFFIX, building, file_problem, record_file, replace_durably, warn_rebuilt
 from .indexes import Store
 
 logger = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ def default_cache_dir() -> str:
 
 
 def is_repo_id(source: str) -> bool:
-    """A hub repository id (`org/name` or `name`, core.repository's rule) that is not an existing path."""
+    """A hub repository id (`org/name` or `name`, core.hub_repository's rule) that is not an existing path."""
     return not os.path.exists(source) and looks_like_repo_id(source)
 
 
@@ -169,7 +169,7 @@ def _convert(paths: list[str], target: str, config: str) -> pa.Table:
                 writer.write_table(table.replace_schema_metadata(None))
         writer.close()
         writer = None
-        put_in_place(partial, target)
+        replace_durably(partial, target)
     finally:
         if writer is not None:
             writer.close()

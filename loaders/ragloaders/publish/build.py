@@ -12,7 +12,9 @@ from datasets.table import InMemoryTable
 from huggingface_hub.utils import tqdm
 
 from ..api import builder, configs_of, did_you_mean
+from ..benchmarks import benchmark_of
 from ..core.errors import UsageError
+from ..core.facts import Benchmark
 from ..core.memory import release_freed_memory
 from .build_cache import BuildCache, build_cache, release_prepared
 from .cached_split import CachedSplit
@@ -73,20 +75,23 @@ def build_folder(path: str, out: str, *, data_dir: str | None = None, cache_dir:
     (`load` with that cache_dir reads them again).
     """
     card = card or CardOptions()
-    check_options(path, card)
-    chosen_configs(path, options.get("configs"))  # an unknown config is refused before the folder is touched
+    chosen_configs(path, options.get("configs"))  # an unknown path or config is refused before the folder is touched
+    benchmark = benchmark_of(path)
+    check_options(benchmark, path, card)
     with OutputFolder(out, data_dir=data_dir, cache_dir=cache_dir, into_existing=into_existing, altered=altered,
                       option=option) as folder:
         with build_cache(folder.work, cache_dir) as cache:
             identity = build_identity(path, data_dir, cache.cache_dir, options.get("repo_id"), card,
                                       options.get("config_kwargs"), list(options.get("extra_tables") or {}),
                                       options.get("configs"))
-            outputs = write_folder(path, folder.work, data_dir=data_dir, card=card, cache=cache, **options)
+            outputs = write_folder(benchmark, path, folder.work, data_dir=data_dir, card=card, cache=cache,
+                                   **options)
         folder.commit(identity)
     return outputs
 
 
 def write_folder(
+    benchmark: Benchmark,
     path: str,
     staging: str,
     *,
@@ -102,8 +107,8 @@ def write_folder(
     configs: list[str] | None = None,
     cache: BuildCache | None = None,
 ) -> list[ConfigOutput]:
-    """Prepare every config of `path` once and write `staging/<config>/<split>-*.parquet` plus `staging/README.md`
-    (into a new folder: `build_folder` swaps it into place). `repo_id` goes into the card's
+    """Prepare every config of `path` (of `benchmark`) once and write `staging/<config>/<split>-*.parquet` plus
+    `staging/README.md` (into a new folder: `build_folder` swaps it into place). `repo_id` goes into the card's
     `load_dataset` lines; the card shows the integrity report of the prepared configs. `extra_tables`
     ({config: {split: table}}, e.g. BM25's `top_ranked`) are written beside the built configs, and
     `extra_notes` ({config: how it was made}) go into the card, and so do `card`, what the builder of their own data
@@ -135,13 +140,13 @@ def write_folder(
             raise UsageError(f"{path} already has a config {config!r}")
         outputs.append(write_table_config(staging, config, tables))
     with open(os.path.join(staging, "README.md"), "w", encoding="utf-8") as f:
-        source = source_of(path, builders, sha256=True)
+        source = source_of(benchmark, path, builders, sha256=True)
         if configs is not None:  # a partial build: the configs not asked for are neither built nor compared
             source["published"] = {key: count for key, count in source["published"].items()
                                    if key.split("|", 1)[0] in chosen}
-        integrity = integrity_of(path, prepared, source=source)
+        integrity = integrity_of(benchmark, path, prepared, source=source)
         report_findings(path, integrity)
-        f.write(render_card(path, outputs, data_dir=data_dir, integrity=integrity, repo_id=repo_id,
+        f.write(render_card(benchmark, path, outputs, data_dir=data_dir, integrity=integrity, repo_id=repo_id,
                             derived=extra_notes, options=card, load_as=load_as,
                             built=None if configs is None else chosen))
     return outputs

@@ -21,11 +21,10 @@ from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCardData
 
 from ..api import configs_of
-from ..benchmarks import benchmark_of
 from ..core.card_yaml import load_yaml
 from ..core.errors import UsageError
 from ..core.facts import Benchmark, CardFacts
-from ..core.repository import BUILT_FROM, BUILT_FROM_PATTERN  # noqa: F401 (validate reads the pattern here)
+from ..core.hub_repository import BUILT_FROM, BUILT_FROM_PATTERN  # noqa: F401 (validate reads the pattern here)
 from .parquet import CUTTING_RULE, LARGE_ROW_BYTES, ConfigOutput
 
 TEMPLATES_ENV = "RAGLOADERS_CARD_TEMPLATES"
@@ -61,9 +60,10 @@ class CardOptions:
         return {name: value for name, value in dataclasses.asdict(self).items() if value is not None}
 
 
-def check_options(path: str, options: CardOptions) -> None:
-    """Refuse card options for a path whose card states its publisher's facts (before anything is built)."""
-    if options.given() and not facts_for(benchmark_of(path), path).own_data:
+def check_options(benchmark: Benchmark, path: str, options: CardOptions) -> None:
+    """Refuse card options for a path (of `benchmark`) whose card states its publisher's facts (before anything is
+    built)."""
+    if options.given() and not facts_for(benchmark, path).own_data:
         raise UsageError(f"--license and --pretty-name describe your own data (beir-format); the card of {path} "
                          "states what its publisher declares")
 
@@ -438,6 +438,7 @@ def baselines_section(path: str, facts: CardFacts, derived: dict[str, str]) -> s
 
 
 def render_card(
+    benchmark: Benchmark,
     path: str,
     outputs: list[ConfigOutput],
     *,
@@ -449,11 +450,10 @@ def render_card(
     load_as: str | None = None,
     built: list[str] | None = None,
 ) -> str:
-    """README.md for a folder built from `path`: YAML front matter, then the family template's sections;
-    `derived` says how each config made from the data (not from the source files) was made; `options` are what
+    """README.md for a folder built from `path` (of `benchmark`): YAML front matter, then the family template's
+    sections; `derived` says how each config made from the data (not from the source files) was made; `options` are what
     the builder of their own data states (default: none). The load lines name `repo_id`, else the folder
     `load_as` (a build with `--out`), else a placeholder. `built`: the configs asked for, in a partial build."""
-    benchmark = benchmark_of(path)
     facts = facts_for(benchmark, path, data_dir, options)
     family_yaml, body = read_template(facts.family)
     summary = facts.summary

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..core.output_target import MANIFEST, OutputFolderError
-from ..core.sources import file_digest
+from ..core.source_files import file_digest
 from ..core.version import VERSION as PACKAGE_VERSION
 
 FORMAT = "ragloaders-manifest"

@@ -20,9 +20,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ..benchmarks import benchmark_of
-from ..core.facts import PublishedCounts, Release
-from ..core.sources import file_digests
+from ..core.facts import Benchmark, PublishedCounts, Release
+from ..core.source_files import file_digests
 
 OFFICIAL = "official"
 """The name of the one release of a benchmark that declares no releases (its card's official files)."""
@@ -46,9 +45,9 @@ def files_read(builders: Mapping[str, Any]) -> tuple[dict[str, list[str]], str |
     return read, release
 
 
-def releases_of(path: str, default_counts: PublishedCounts) -> tuple[Release, ...]:
-    """The path's published releases; without declared ones, one release of the card's official files."""
-    benchmark = benchmark_of(path)
+def releases_of(benchmark: Benchmark, path: str, default_counts: PublishedCounts) -> tuple[Release, ...]:
+    """The path's published releases (as `benchmark` declares them); without declared ones, one release of the
+    card's official files."""
     declared = benchmark.releases(path)
     if declared:
         return tuple(declared)
@@ -90,9 +89,9 @@ def _of(release: str) -> str:
     return "" if release == OFFICIAL else f" of release `{release}`"
 
 
-def source_report(path: str, read: dict[str, list[str]], release: str | None, default_counts: PublishedCounts, *,
-                  sha256: bool) -> dict:
-    """What was read and what it is, as a JSON-able dict:
+def source_report(benchmark: Benchmark, path: str, read: dict[str, list[str]], release: str | None,
+                  default_counts: PublishedCounts, *, sha256: bool) -> dict:
+    """What was read for `path` (of `benchmark`) and what it is, as a JSON-able dict:
 
         {"files": [{"name", "path", "bytes", "configs", "status", "release", "note", ["sha256"], ["md5"],
                     ["official"], ["difference"]}],  # status: official | differs | unlisted | unverified | own
@@ -102,12 +101,12 @@ def source_report(path: str, read: dict[str, list[str]], release: str | None, de
          "not_compared": {config: why}}    # configs whose counts are shown but not compared
     `sha256`: hash every file (a card records it); otherwise only where a checksum must be compared.
     """
-    if benchmark_of(path).card_facts(path).own_data:
+    if benchmark.card_facts(path).own_data:
         files = [{"name": os.path.basename(location), "path": location, "bytes": os.path.getsize(location),
                   **file_digests(location, ["sha256"] if sha256 else []), "configs": configs, "status": "own",
                   "release": None, "note": OWN_FILE} for location, configs in read.items()]
         return {"files": files, "release": None, "published": {}, "compared": [], "not_compared": {}}
-    releases = releases_of(path, default_counts)
+    releases = releases_of(benchmark, path, default_counts)
     candidates = [r for r in releases if release in (None, r.name)] or list(releases)
     files = []
     for location, configs in read.items():

@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 
 from ..api import configs_of
 from ..core.errors import UsageError
+from ..core.hub_repository import REPO_ID_PART, repo_id_problem
 from ..core.output_target import OutputFolderError
 from ..core.plural import counted
-from ..core.repository import REPO_ID_PART, repo_id_problem
-from ..core.sources import file_digest
+from ..core.source_files import file_digest
 from ..core.user_cache import user_cache_dir
 from .build import build_identity
 from .cards import CardOptions

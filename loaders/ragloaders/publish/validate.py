@@ -37,12 +37,12 @@ from ..api import builder, configs_of, registry
 from ..benchmarks import benchmark_of
 from ..core.card_yaml import check_card
 from ..core.errors import UsageError
-from ..core.facts import KnownDefect, PublishedCounts
+from ..core.facts import Benchmark, KnownDefect, PublishedCounts
+from ..core.hub_repository import require_own_data_files
 from ..core.plural import counted
-from ..core.repository import require_own_data_files
 from .cached_split import CachedSplit
 from .provenance import files_read, published_of, source_report
-from .repository import README, built_from_card, card_text, declared_files
+from .repository_card import README, built_from_card, card_text, declared_files
 from .validate_report import Finding, Report, SplitFacts, finding
 
 RELATION_CONFIGS = ("qrels", "search_results")
@@ -80,21 +80,6 @@ def column_problems(schema: pa.Schema, expected: Mapping[str, tuple[Any, str]]) 
             elif not accepts(kind):
                 problems.append((name, f"column `{name}` is {kind}, expected {what}"))
     return problems
-
-
-def published_counts_of(path: str) -> PublishedCounts:
-    """What the benchmark publishes for `path` (see core.facts.PublishedCounts)."""
-    return dict(benchmark_of(path).published_counts(path))
-
-
-def keys_of(path: str) -> dict[str, tuple[str, ...]]:
-    """config -> the column(s) whose values should identify a row, as the benchmark declares them."""
-    return dict(benchmark_of(path).keys(path))
-
-
-def known_defects_of(path: str) -> list[KnownDefect]:
-    """The upstream defects declared for `path`, reported as warnings."""
-    return list(benchmark_of(path).known_defects(path))
 
 
 def _sample(ids: pa.Array | pa.ChunkedArray) -> list[str]:
@@ -304,27 +289,28 @@ def integrity(path: str, *, data_dir: str | None = None, cache_dir: str | None =
     """
     if path not in registry():
         builder(path, "")  # raises the unknown-path error (with its suggestion)
+    benchmark = benchmark_of(path)
     builders, loaded = {}, {}
     for config in configs_of(path):
         builders[config] = builder(path, config, data_dir=data_dir, cache_dir=cache_dir)
         builders[config].download_and_prepare()
         loaded[config] = builders[config].as_dataset()
-    return integrity_of(path, loaded, source=source_of(path, builders, sha256=False))
+    return integrity_of(benchmark, path, loaded, source=source_of(benchmark, path, builders, sha256=False))
 
 
-def source_of(path: str, builders: dict[str, Any], *, sha256: bool) -> dict:
-    """The `provenance.source_report` of prepared builders ({config: builder}): the files they read, the release
-    those are, and which configs' counts are compared with the published ones."""
+def source_of(benchmark: Benchmark, path: str, builders: dict[str, Any], *, sha256: bool) -> dict:
+    """The `provenance.source_report` of prepared builders ({config: builder}) of `path` (of `benchmark`): the
+    files they read, the release those are, and which configs' counts are compared with the published ones."""
     read, release = files_read(builders)
-    return source_report(path, read, release, published_counts_of(path), sha256=sha256)
+    return source_report(benchmark, path, read, release, dict(benchmark.published_counts(path)), sha256=sha256)
 
 
-def integrity_of(path: str, loaded: Loaded, source: dict | None = None) -> Report:
-    """The report of `integrity` on configs already prepared: {config: DatasetDict}, or {config: {split:
-    CachedSplit}}. `source` (`source_of`) says which published counts apply; without it, the path's published
-    counts are compared as they are. The rows are read from the Arrow cache files with plain reads, only the
-    columns checked (see cached_split)."""
-    return inspect(plan_for_path(path, loaded, source), loaded)
+def integrity_of(benchmark: Benchmark, path: str, loaded: Loaded, source: dict | None = None) -> Report:
+    """The report of `integrity` on configs of `path` (of `benchmark`) already prepared: {config: DatasetDict}, or
+    {config: {split: CachedSplit}}. `source` (`source_of`) says which published counts apply; without it, the
+    path's published counts are compared as they are. The rows are read from the Arrow cache files with plain
+    reads, only the columns checked (see cached_split)."""
+    return inspect(plan_for_path(benchmark, path, loaded, source), loaded)
 
 
 def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as_path: str | None = None) -> Report:
@@ -426,16 +412,17 @@ class Plan:
     """For a repository: the benchmark path given with `--as`, whose keys and declared defects apply instead."""
 
 
-def plan_for_path(path: str, loaded: Loaded, source: dict | None) -> Plan:
-    """A benchmark path: BEIR's roles by config name, published counts (as `source` says which apply), the
-    benchmark's keys and declared defects."""
-    published = published_of(source) if source is not None else published_counts_of(path)
+def plan_for_path(benchmark: Benchmark, path: str, loaded: Loaded, source: dict | None) -> Plan:
+    """A benchmark path (of `benchmark`): BEIR's roles by config name, published counts (as `source` says which
+    apply), the benchmark's keys and declared defects."""
+    published = published_of(source) if source is not None else dict(benchmark.published_counts(path))
     plan = Plan(path, published=published, not_compared=source["not_compared"] if source is not None else {},
-                defects=known_defects_of(path), source=source)
+                defects=list(benchmark.known_defects(path)), source=source)
     plan.entities = [(config, config) for config in ("corpus", "queries") if config in loaded]
     plan.relations = [config for config in RELATION_CONFIGS if config in loaded]
     planned = {config for config, _ in plan.entities} | set(plan.relations)
-    plan.keyed = {config: key for config, key in keys_of(path).items() if config in loaded and config not in planned}
+    plan.keyed = {config: key for config, key in benchmark.keys(path).items()
+                  if config in loaded and config not in planned}
     plan.counted = [config for config in loaded if config not in planned and config not in plan.keyed]
     return plan
 
@@ -446,8 +433,9 @@ def plan_for_repository(repository: str, loaded: Loaded, built_from_path: str | 
     columns, every other config counted; no published counts. `as_path` (`--as`), else a card naming the path it
     was built from, brings that path's keys and declared defects."""
     declaring = as_path or built_from_path
-    plan = Plan(repository, defects=known_defects_of(declaring) if declaring else [], files=files,
-                repository=True, built_from=built_from_path, validated_as=as_path)
+    benchmark = benchmark_of(declaring) if declaring else None
+    plan = Plan(repository, defects=list(benchmark.known_defects(declaring)) if benchmark and declaring else [],
+                files=files, repository=True, built_from=built_from_path, validated_as=as_path)
     plan.entities = [(config, role) for config, role in (("corpus", "corpus"), ("queries", "queries"),
                                                           ("query", "queries"))
                      if config in loaded and not (config == "query" and "queries" in loaded)]
@@ -455,7 +443,7 @@ def plan_for_repository(repository: str, loaded: Loaded, built_from_path: str | 
     plan.relations = [config for config in loaded if config not in planned
                       and set(RELATION_COLUMNS) <= set(loaded[config].column_names[next(iter(loaded[config]))])]
     planned |= set(plan.relations)
-    keys = keys_of(declaring) if declaring else {}
+    keys = dict(benchmark.keys(declaring)) if benchmark and declaring else {}
     plan.keyed = {config: key for config, key in keys.items() if config in loaded and config not in planned}
     plan.counted = [config for config in loaded if config not in planned and config not in plan.keyed]
     return plan

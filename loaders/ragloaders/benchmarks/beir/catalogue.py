@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from ...core.formats.beir_layout import JSON_TEXT, BeirLayout
-from ...core.sources import Download, mirror_base
+from ...core.source_files import Download, mirror_base
 from .citations import SOURCE_CITATIONS
 
 BASE_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets"

@@ -16,7 +16,7 @@ from typing import Any
 from ...core.errors import MissingSourceError, SourceError
 from ...core.formats.beir import BeirLayoutBuilder
 from ...core.formats.beir_layout import CORPUS_FILE, JSON_TEXT, QRELS_FOLDER, QUERIES_FILE, BeirLayout
-from ...core.sources import SourceFiles, open_zip
+from ...core.source_files import SourceFiles, open_zip
 from .facts import PATH, card_facts
 
 SPLIT_NAME = re.compile(r"\w+(\.\w+)*")

@@ -64,7 +64,7 @@ from ...core.readers.lines import iter_lines
 from ...core.readers.strict_json import loads_strict
 from ...core.readers.threads import map_ahead
 from ...core.readers.values import check_required, conform, literal_string_list
-from ...core.sources import download_verified, file_identity
+from ...core.source_files import download_verified, file_identity
 from .catalogue import (
     BUILDER_PARAMETERS,
     HOMEPAGE,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ...core.sources import Download, mirror_base
+from ...core.source_files import Download, mirror_base
 
 BASE_URL = "https://github.com/facebookresearch/CRAG/raw/refs/heads/main"
 BASE_URL_ENV = "RAGLOADERS_CRAG_BASE_URL"

@@ -14,7 +14,7 @@ import pyarrow as pa
 from ...core.builder import RagBuilder
 from ...core.errors import MissingSourceError, SourceError
 from ...core.readers.arrow_batches import tables_from_rows
-from ...core.sources import Download, download_verified, file_identity, mirror_base
+from ...core.source_files import Download, download_verified, file_identity, mirror_base
 from . import sqlite
 from .catalogue import BY_CONFIG, FOLDER, NBA_TABLES, SOURCE_FILES, SPLIT, TABLES, MockKgTable, Reader
 from .facts import BASE_URL, BASE_URL_ENV, CITATION, HOMEPAGE, LICENSE

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...core.facts import CardFacts, KnownDefect, PublishedCounts
-from ...core.sources import mirror_base
+from ...core.source_files import mirror_base
 from .catalogue import SOURCE_FILES, SPLIT, TABLES
 
 PATH = "crag/mock_kg"

@@ -26,14 +26,14 @@ import pyarrow.json as pa_json
 from ...core import json_array_cuts, json_cut_tables
 from ...core.builder import RagBuilder
 from ...core.errors import DownloadError, SourceError, is_no_space
+from ...core.hub_repository import HubError, hub_offline, probe_hub
 from ...core.plural import counted
 from ...core.readers.arrow_batches import tables_from_rows
 from ...core.readers.json_array import array_elements_before, iter_json_array, iter_json_array_batches
 from ...core.readers.jsonl import Shard
 from ...core.readers.qrels import QRELS_SCHEMA
 from ...core.readers.values import fits_int32, literal_string_list, preview
-from ...core.repository import HubError, hub_offline, probe_hub
-from ...core.sources import SourceFiles, download_cause
+from ...core.source_files import SourceFiles, download_cause
 from .catalogue import (
     ALL_FILES,
     BATCH_MEMORY,

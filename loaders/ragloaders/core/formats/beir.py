@@ -27,7 +27,7 @@ from ..facts import CardFacts
 from ..readers.jsonl import Shard, read_jsonl, shards_of
 from ..readers.qrels import QRELS_SCHEMA, read_qrels
 from ..readers.values import JSON_FIELD
-from ..sources import SourceFiles, download_verified, verify_md5_once
+from ..source_files import SourceFiles, download_verified, verify_md5_once
 from .beir_layout import CORPUS_FILE, JSON_TEXT, QRELS_FOLDER, QUERIES_FILE, REQUIRED, STRING, BeirLayout, Metadata
 
 

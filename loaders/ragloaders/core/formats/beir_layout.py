@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..sources import Download
+from ..source_files import Download
 
 STRING = pa.string()
 JSON_TEXT = None

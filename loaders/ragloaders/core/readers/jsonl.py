@@ -15,7 +15,7 @@ import pyarrow.json as pa_json
 import stringzilla as sz
 
 from ..errors import SourceError
-from ..sources import RangeReader, SourceFiles, line_aligned_ranges
+from ..source_files import RangeReader, SourceFiles, line_aligned_ranges
 from .arrow_batches import tables_from_rows
 from .lines import BLOCK_BYTES, LineTooLong, count_newlines, iter_chunks_of_lines, iter_line_chunks
 from .strict_json import JSON_WHITESPACE, loads_strict

@@ -8,8 +8,8 @@ import os
 
 from ..api import registry
 from ..core.card_yaml import front_matter, load_yaml
-from ..core.repository import CARD as README
-from ..core.repository import card_text
+from ..core.hub_repository import CARD as README
+from ..core.hub_repository import card_text
 from .cards import BUILT_FROM_PATTERN
 
 

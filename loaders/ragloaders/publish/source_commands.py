@@ -1,5 +1,5 @@
 """`validate` and `push` on any SOURCE: a benchmark path (built from its files), a group path (each member), a folder
-ragloaders built, or a hub dataset repository in ragloaders' or mteb's layout (`core.repository`)."""
+ragloaders built, or a hub dataset repository in ragloaders' or mteb's layout (`core.hub_repository`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from ..api import group_members, is_benchmark_path
 from ..core.errors import MissingSourceError, SourceError, UsageError
-from ..core.repository import PUSH_REMEDIES, HubError, hub_offline, open_repository, probe_hub, refuse_revision
+from ..core.hub_repository import PUSH_REMEDIES, HubError, hub_offline, open_repository, probe_hub, refuse_revision
 from .manifest import verify
 from .push import PushResult, check_repo_id, describe, plan, upload
 from .validate import integrity, integrity_of_repository
