@@ -165,7 +165,6 @@ INTERNAL_VALUE_ERRORS = {
     ("core/compressed.py", "order_parts"): "no parts: its one caller passes the files it found, never none",
     ("core/compressed.py", "open_joined"): "no files: its one caller passes a source's files, never none",
     ("benchmarks/mmrag/catalogue.py", "<module>"): "the catalogue's own constants disagree (at import)",
-    ("mock_api/validation.py", "_value"): "an endpoint's declared field type that validation does not know",
     ("publish/push.py", "default_staging_dir"): "a staging folder outside its root after the ids were checked",
 }
 """The plain `raise ValueError(...)` left in the package, each an invariant of ragloaders itself: what reaches the
