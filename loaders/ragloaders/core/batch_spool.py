@@ -62,38 +62,46 @@ class BatchSpool:
         self._close_file()
 
 
+def folder_files(folder: str) -> list[str]:
+    """The spool files a BatchSpool wrote into `folder`, in the order written."""
+    names = sorted(name for name in os.listdir(folder) if FILE_NAME.match(name)) if os.path.isdir(folder) else []
+    return [os.path.join(folder, name) for name in names]
+
+
 def spool_files(root: str, split: str) -> list[str]:
     """The spool files of `split` under a config's spool `root`, in row order: job by job, then by number."""
     prefix = f"{split}-"
     jobs = sorted(name for name in os.listdir(root) if name.startswith(prefix) and name[len(prefix):].isdigit()
                   and len(name) == len(prefix) + 5) if os.path.isdir(root) else []
-    files = []
-    for job in jobs:
-        folder = os.path.join(root, job)
-        names = sorted(name for name in os.listdir(folder) if FILE_NAME.match(name))
-        files.extend(os.path.join(folder, name) for name in names)
-    return files
+    return [path for job in jobs for path in folder_files(os.path.join(root, job))]
 
 
-class SpooledSplit:
-    """The reading end for one split: its rows in order, as `batches`, any number of times until `batches(...,
-    consume=True)` reads them one last time, deleting each file once its batches are read."""
+class SpooledBatches:
+    """The reading end: the record batches of spool `files` in order, as `batches`, any number of times until
+    `batches(..., consume=True)` reads them one last time, deleting each file once its batches are read."""
 
-    def __init__(self, root: str, split: str, schema: pa.Schema):
-        self.files = spool_files(root, split)
+    def __init__(self, files: Sequence[str], schema: pa.Schema):
+        self.files = list(files)
         self.schema = schema
         self.column_names = list(schema.names)
 
-    def _file_batches(self, path: str) -> Iterator[pa.RecordBatch]:
-        with pa.OSFile(path, "rb") as source:
-            yield from pa.ipc.open_stream(source)
-
     def batches(self, columns: Sequence[str], consume: bool = False) -> Iterator[pa.RecordBatch]:
-        """The `columns` of every row, in order, a record batch at a time (as datasets' cache would hold them)."""
+        """The `columns` of every row, in order, a record batch at a time (as datasets' cache would hold them).
+        `consume`: each file is deleted as soon as its last batch is read, before that batch is given (a reader
+        that stops there still leaves no file behind)."""
         for path in list(self.files):
-            for batch in self._file_batches(path):
-                yield batch.select(list(columns))
-            if consume:
+            with pa.OSFile(path, "rb") as source:
+                reader = pa.ipc.open_stream(source)
+                batch = next(reader, None)
+                while batch is not None:
+                    following = next(reader, None)
+                    if following is None and consume:
+                        source.close()
+                        os.remove(path)
+                        self.files.remove(path)
+                    yield batch.select(list(columns))
+                    batch = following
+            if consume and path in self.files:  # a file with no batch
                 os.remove(path)
                 self.files.remove(path)
 
@@ -118,3 +126,10 @@ class SpooledSplit:
             if os.path.exists(path):
                 os.remove(path)
         self.files = []
+
+
+class SpooledSplit(SpooledBatches):
+    """The spooled rows of one split of a config (spool folder `root`), job by job (datasets' num_proc)."""
+
+    def __init__(self, root: str, split: str, schema: pa.Schema):
+        super().__init__(spool_files(root, split), schema)

@@ -127,7 +127,7 @@ class CompatBuilder(datasets.ArrowBasedBuilder):
                     except CastError as cast_error:
                         raise DatasetGenerationCastError.from_cast_error(
                             cast_error=cast_error, builder_name=self.info.builder_name, gen_kwargs=gen_kwargs,
-                            token=self.token)
+                            token=self.token) from cast_error
                     if len(original_shard_lengths) <= original_shard_id:
                         original_shard_lengths.extend([0] * (1 + original_shard_id - len(original_shard_lengths)))
                     original_shard_lengths[original_shard_id] += len(table)

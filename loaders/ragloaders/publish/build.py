@@ -181,6 +181,8 @@ def write_config(dataset_builder: datasets.DatasetBuilder, staging: str
     os.makedirs(folder, exist_ok=True)
     for split, plan in plans.items():
         files = write_parquet(plan, folder, split)
+        if isinstance(plan.rows, SpooledSplit):
+            plan.rows.discard()  # what the writer did not read: nothing, as it reads every row
         if kept[split] is None:
             kept[split] = CachedSplit.of_parquet(files, plan.schema, plan.num_rows)
         else:
