@@ -8,9 +8,13 @@ import os
 import shutil
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
+from beir_files import write_beir
 from conftest import declared_samples
 from ragloaders.core import batch_spool
+from ragloaders.core.errors import SourceError
+from ragloaders.core.readers import jsonl
 from ragloaders.publish import build as publish_build
 from ragloaders.publish import parquet
 from ragloaders.publish.build import build_folder
@@ -102,3 +106,39 @@ def test_a_crag_build_holds_about_its_output_on_disk_while_it_runs(crag_build, t
     peak = max(total for _, total, _ in seen)
     assert peak <= 1.25 * output, (peak, output)
     assert files_under(root).keys() == files_under(out).keys()  # nothing left beside the output
+
+
+def test_a_spooled_build_over_two_workers_keeps_the_file_order_of_the_cache_build(tmp_path, monkeypatch):
+    corpus = [{"_id": f"{i:06d}", "title": "", "text": "word " * (i % 50)} for i in range(3000)]
+    queries = [{"_id": f"q{i}", "text": f"query {i}"} for i in range(40)]
+    folder = write_beir(tmp_path / "arguana", corpus, queries, {"test": [(f"q{i}", f"{i:06d}", 1) for i in range(40)]})
+    monkeypatch.setattr(jsonl, "SHARD_BYTES", 16 << 10)  # the corpus file read in > 4 line-aligned ranges
+    monkeypatch.setattr(parquet, "MAX_SHARD_BYTES", 64 << 10)
+    out = tmp_path / "out"
+    build_folder("beir/arguana", str(out), data_dir=str(folder), cache_dir=str(tmp_path / "cache"), num_proc=2)
+    from_cache = built_files(out)
+    shutil.rmtree(out)
+    jobs, plan = set(), publish_build.plan_spooled
+
+    def planned(spooled, *args):
+        jobs.update(Path(path).parent.name for path in spooled.files)
+        return plan(spooled, *args)
+
+    monkeypatch.setattr(publish_build, "plan_spooled", planned)
+    build_folder("beir/arguana", str(out), data_dir=str(folder), num_proc=2)
+
+    assert {"corpus-00000", "corpus-00001"} <= jobs  # the corpus was spooled by both workers
+    assert sorted(built_files(out)) == sorted(from_cache)
+    assert built_files(out) == from_cache
+    ids = pq.read_table(sorted(out.glob("corpus/corpus-*.parquet")), columns=["_id"]).column("_id").to_pylist()
+    assert ids == [row["_id"] for row in corpus]
+
+
+def test_a_bad_record_while_spooling_is_the_source_error_and_leaves_nothing(tmp_path):
+    folder = write_beir(tmp_path / "arguana", [], [], {}, raw={
+        "corpus.jsonl": b'{"_id": "a", "title": "", "text": "x"}\n{"_id": "b", "title": "", "text": "y"\n'})
+    out = tmp_path / "out"
+    with pytest.raises(SourceError) as error:
+        build_folder("beir/arguana", str(out), data_dir=str(folder))
+    assert error.value.line == 2 and str(folder / "corpus.jsonl") in str(error.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["arguana"]  # no output, no work folder, no spool
