@@ -46,11 +46,12 @@ class BatchSpool:
 
     def write_table(self, table: pa.Table, max_chunksize: int | None = None) -> None:
         """Write `table` as record batches of at most `max_chunksize` rows (the writer's own cut)."""
-        if self.writer is None:
-            self._open()
-        self.writer.write_table(table, max_chunksize)
-        if self.sink.tell() >= FILE_BYTES:
-            self._close_file()
+        for batch in table.to_batches(max_chunksize):  # the cut RecordBatchStreamWriter.write_table makes
+            if self.writer is None:
+                self._open()
+            self.writer.write_batch(batch)
+            if self.sink.tell() >= FILE_BYTES:
+                self._close_file()
 
     def _close_file(self) -> None:
         if self.writer is not None:
@@ -84,6 +85,7 @@ class SpooledBatches:
         self.files = list(files)
         self.schema = schema
         self.column_names = list(schema.names)
+        self.rows_read: int | None = None
 
     def batches(self, columns: Sequence[str], consume: bool = False) -> Iterator[pa.RecordBatch]:
         """The `columns` of every row, in order, a record batch at a time (as datasets' cache would hold them).
@@ -107,7 +109,8 @@ class SpooledBatches:
 
     def range_nbytes(self, ranges: Sequence[tuple[int, int]]) -> tuple[int, list[int]]:
         """The Arrow bytes of the whole split (`Table.nbytes` of its batches as one table) and of each (start, rows)
-        range of rows (`Table.slice(start, rows).nbytes` of that table), in one read of the spool."""
+        range of rows (`Table.slice(start, rows).nbytes` of that table), in one read of the spool. The rows read are
+        counted in `rows_read`."""
         total, sizes, offset = 0, [0] * len(ranges), 0
         for batch in self.batches(self.column_names):
             total += batch.nbytes
@@ -118,6 +121,7 @@ class SpooledBatches:
                     part = batch if (low, high) == (offset, end) else batch.slice(low - offset, high - low)
                     sizes[index] += part.nbytes
             offset = end
+        self.rows_read = offset
         return total, sizes
 
     def discard(self) -> None:
@@ -133,3 +137,4 @@ class SpooledSplit(SpooledBatches):
 
     def __init__(self, root: str, split: str, schema: pa.Schema):
         super().__init__(spool_files(root, split), schema)
+        self.split = split

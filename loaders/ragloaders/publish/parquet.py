@@ -140,6 +140,9 @@ def plan_spooled(spooled: SpooledSplit, schema: pa.Schema, num_rows: int) -> Par
     rows in datasets' Arrow cache (the sizes of the same record batches, summed as `Table.nbytes` and
     `Table.slice` count them), found by reading the spool once (twice for a split cut into several files)."""
     nbytes, (whole,) = spooled.range_nbytes([(0, num_rows)])
+    if spooled.rows_read != num_rows:  # never silently a shorter file: the spool lost or gained rows
+        raise RuntimeError(f"the batch spool of split {spooled.split!r} holds {spooled.rows_read:,} rows where its "
+                           f"preparation wrote {num_rows:,}")
     counts = shard_rows(num_rows, nbytes)
     if len(counts) == 1:
         sizes = [whole]
