@@ -5,19 +5,49 @@ installs with) through 5.2 (installed here). A new datasets release is checked a
 - `_output_dir`, `_cache_downloaded_dir`, `_cache_dir_root` of a builder (set in `DatasetBuilder.__init__` and
   `download_and_prepare` in 3.6, 4.0-4.4 and 5.0-5.2): `CompatBuilder.prepared_dir`, `.downloads_dir`, `.cache_root`.
 - `_as_dataset` and `_prepare_split_single`, overridden by `CompatBuilder` (same signatures in 3.6 through 5.2).
+  With a batch spool (`spool_into`), `_prepare_split_single` is datasets' own loop over `_generate_tables` (4.0: every
+  table through `write_table`, a 5-item result; 5.x, whose SplitInfo has `original_shard_lengths`: a one-row table
+  through `write_row`, a 7-item result with the original shards) writing through `SpoolArrowWriter`.
+- `ArrowWriter._build_writer` and its `_schema` (4.0 and 5.2): `SpoolArrowWriter` lets datasets build the schema
+  and then takes the place of its `pa_writer`.
 - `Dataset._indices` (None unless an indices mapping selects rows: 3.6 through 5.2): `has_indices_mapping`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import datasets
-from datasets.exceptions import DatasetGenerationError
-from datasets.table import InMemoryTable
+import pyarrow as pa
+from datasets.arrow_writer import ArrowWriter
+from datasets.exceptions import DatasetGenerationCastError, DatasetGenerationError
+from datasets.table import CastError, InMemoryTable
+from datasets.utils.track import tracked_list
 
+from .batch_spool import BatchSpool, job_folder
 from .errors import precise_cause
+
+ORIGINAL_SHARDS = "original_shard_lengths" in {field.name for field in dataclasses.fields(datasets.SplitInfo)}
+"""Whether this datasets release counts rows per original shard (5.x); its split loop then also writes one-row
+tables with `write_row`."""
+
+
+class SpoolArrowWriter(ArrowWriter):
+    """datasets' ArrowWriter (its encoding, casts and record batch cuts) writing the record batches to a
+    core.batch_spool folder in place of an Arrow file."""
+
+    def __init__(self, folder: str, **kwargs: Any):
+        super().__init__(stream=pa.BufferOutputStream(), **kwargs)
+        self.spool_folder = folder
+
+    def _build_writer(self, inferred_schema: pa.Schema) -> None:
+        super()._build_writer(inferred_schema)  # sets the schema, and a stream writer into the unused buffer
+        self.pa_writer.close()
+        self.pa_writer = BatchSpool(self.spool_folder, self._schema)
 
 
 class CompatBuilder(datasets.ArrowBasedBuilder):
@@ -48,16 +78,76 @@ class CompatBuilder(datasets.ArrowBasedBuilder):
             return datasets.Dataset(table, info=self.info.copy(), split=split_info.name)
         return super()._as_dataset(split, in_memory)
 
+    batch_spool: str | None = None
+    """The folder this config's splits are spooled into (`spool_into`), or None: datasets' Arrow cache."""
+
+    def spool_into(self, folder: str) -> None:
+        """Prepare into core.batch_spool files under `folder` (read by `batch_spool.SpooledSplit`) instead of the
+        Arrow cache: the prepared folder then holds the info and empty `.arrow` files, and cannot be read with
+        `as_dataset`."""
+        self.batch_spool = folder
+
     def _prepare_split_single(self, *args: Any, **kwargs: Any) -> Iterator:
         # datasets wraps any error in a generic DatasetGenerationError, and its cause does not survive
         # the trip back from a num_proc worker: raise the precise error itself instead.
         try:
-            yield from super()._prepare_split_single(*args, **kwargs)
+            if self.batch_spool is None:
+                yield from super()._prepare_split_single(*args, **kwargs)
+            else:
+                yield from self._spool_split_single(*args, **kwargs)
         except DatasetGenerationError as e:
             cause = precise_cause(e)
             if cause is None:
                 raise
             raise cause from None
+
+    def _spool_split_single(self, gen_kwargs: dict, fpath: str, file_format: str, max_shard_size: int | None,
+                            job_id: int) -> Iterator:
+        # datasets' ArrowBasedBuilder loop, one shard per job, through SpoolArrowWriter.
+        gen_kwargs = {k: tracked_list(v) if isinstance(v, list) else v for k, v in gen_kwargs.items()}
+        path = fpath.replace("SSSSS", "00000").replace("JJJJJ", f"{job_id:05d}")
+        split = os.path.basename(fpath)[len(self.dataset_name) + 1:-len("-JJJJJ-SSSSS-of-NNNNN.arrow")]
+        with open(path, "wb"):  # an empty shard for datasets to rename: the rows are in the spool
+            pass
+        original_shard_lengths: list[int] = []
+        original_shard_id = 0
+        progress = 0
+        try:
+            writer = SpoolArrowWriter(job_folder(self.batch_spool, split, job_id), features=self.info.features,
+                                      writer_batch_size=self._writer_batch_size)
+            try:
+                last = time.time()
+                for key, table in self._generate_tables(**gen_kwargs):
+                    original_shard_id = getattr(key, "original_shard_id", original_shard_id)
+                    try:
+                        if ORIGINAL_SHARDS and len(table) == 1:
+                            writer.write_row(table)
+                        else:
+                            writer.write_table(table)
+                    except CastError as cast_error:
+                        raise DatasetGenerationCastError.from_cast_error(
+                            cast_error=cast_error, builder_name=self.info.builder_name, gen_kwargs=gen_kwargs,
+                            token=self.token) from cast_error
+                    if len(original_shard_lengths) <= original_shard_id:
+                        original_shard_lengths.extend([0] * (1 + original_shard_id - len(original_shard_lengths)))
+                    original_shard_lengths[original_shard_id] += len(table)
+                    progress += len(table)
+                    if time.time() > last + datasets.config.PBAR_REFRESH_TIME_INTERVAL:
+                        last = time.time()
+                        yield job_id, False, progress
+                        progress = 0
+            finally:
+                yield job_id, False, progress
+                num_examples, num_bytes = writer.finalize()
+                writer.close()
+        except Exception as e:
+            if isinstance(e, DatasetGenerationError):
+                raise
+            raise DatasetGenerationError("An error occurred while generating the dataset") from e
+        result = (num_examples, num_bytes, writer._features, 1, [num_examples])
+        if ORIGINAL_SHARDS:
+            result += (original_shard_id + 1, original_shard_lengths)
+        yield job_id, True, result
 
 
 def has_indices_mapping(dataset: datasets.Dataset) -> bool:

@@ -13,6 +13,7 @@ from huggingface_hub.utils import tqdm
 
 from ..api import builder, configs_of, did_you_mean
 from ..benchmarks import benchmark_of
+from ..core.batch_spool import SpooledSplit
 from ..core.errors import UsageError
 from ..core.facts import Benchmark
 from ..core.memory import release_freed_memory
@@ -20,7 +21,7 @@ from .build_cache import BuildCache, build_cache, release_prepared
 from .cached_split import CachedSplit
 from .cards import CardOptions, check_options, render_card
 from .output_folder import Altered, OutputFolder
-from .parquet import ConfigOutput, SplitOutput, plan_parquet, write_parquet
+from .parquet import ConfigOutput, ParquetPlan, SplitOutput, plan_parquet, plan_spooled, write_parquet
 from .validate import integrity_of, source_of
 from .validate_report import describe
 
@@ -69,9 +70,10 @@ def build_folder(path: str, out: str, *, data_dir: str | None = None, cache_dir:
     `option` names the folder in errors (`--out`, `--staging-dir`). `card`: what the builder of their own data
     (beir-format) states on its card (default: nothing stated). `configs` (in `options`): only those are built.
 
-    Without `cache_dir`, the configs are prepared in a private folder inside the work folder (build_cache.py), each
-    config's Arrow cache deleted once its Parquet is written and no later config reads it, and the folder removed
-    before the swap: the build leaves no Arrow cache behind. With `cache_dir`, they are prepared there and kept
+    Without `cache_dir`, the configs are prepared in a private folder inside the work folder (build_cache.py) into
+    a compressed batch spool in place of datasets' Arrow cache (core/batch_spool.py), each spool file deleted as
+    soon as its rows are in the Parquet, and the folder removed before the swap: the build's disk stays about the
+    size of its output, and it leaves no Arrow cache behind. With `cache_dir`, they are prepared there and kept
     (`load` with that cache_dir reads them again).
     """
     card = card or CardOptions()
@@ -115,13 +117,16 @@ def write_folder(
     states (beir-format). `config_kwargs` are the builders' config parameters (CRAG's `release`); `load_as` is what
     the card's load lines name when there is no `repo_id` (the folder). `configs`: only those configs are prepared
     and written (default: all), and the card says which. `cache`: where to prepare (build_cache; it overrides
-    `cache_dir`); a private one loses each config's Arrow cache as soon as nothing later reads it.
+    `cache_dir`); in a private one, each config is prepared into a batch spool that goes as its Parquet is written.
     """
     cache = cache or BuildCache(cache_dir, private=False)
     outputs, prepared, files = [], {}, {}
     chosen = chosen_configs(path, configs)
     builders = {config: builder(path, config, data_dir=data_dir, cache_dir=cache.cache_dir, **(config_kwargs or {}))
                 for config in chosen}
+    if cache.private:
+        for config, dataset_builder in builders.items():
+            dataset_builder.spool_into(os.path.join(cache.cache_dir, "spool", config))
     for done, config in enumerate(tqdm(chosen, desc=f"Building {path}", unit="config"), start=1):
         dataset_builder = builders[config]
         dataset_builder.download_and_prepare(num_proc=num_proc)
@@ -170,13 +175,11 @@ def write_config(dataset_builder: datasets.DatasetBuilder, staging: str
     The datasets are only planned from (parquet.plan_parquet) and let go before any row is written: every page
     their memory maps read (record batch headers, string offsets) counts in RSS while a map is open. The rows are
     then read from the Arrow cache files with plain reads for the Parquet, and from the Parquet written for the
-    integrity report (CachedSplit.written_as), so the Arrow cache may go once the config is written."""
+    integrity report (CachedSplit.written_as), so the Arrow cache may go once the config is written. A config
+    prepared into a batch spool (`spool_into`) is planned from the spool, whose files go as the Parquet is written."""
     config = dataset_builder.config.name
-    # A split with no rows cannot be published (datasets cannot load an empty Parquet split): leave it out.
-    splits = {split: dataset for split, dataset in dataset_builder.as_dataset().items() if dataset.num_rows}
-    kept = {split: CachedSplit(dataset) for split, dataset in splits.items()}
-    plans = {split: plan_parquet(dataset, kept[split]) for split, dataset in splits.items()}
-    del splits  # closes the memory maps of the splits that have cache files
+    plans = planned_splits(dataset_builder)
+    kept = {split: plan.rows if isinstance(plan.rows, CachedSplit) else None for split, plan in plans.items()}
     if not plans:
         return None
     output = ConfigOutput(config, dataset_builder.info)
@@ -184,13 +187,37 @@ def write_config(dataset_builder: datasets.DatasetBuilder, staging: str
     os.makedirs(folder, exist_ok=True)
     for split, plan in plans.items():
         files = write_parquet(plan, folder, split)
-        kept[split].written_as(files)
+        if isinstance(plan.rows, SpooledSplit):
+            plan.rows.discard()  # what the writer did not read: nothing, as it reads every row
+        if kept[split] is None:
+            kept[split] = CachedSplit.of_parquet(files, plan.schema, plan.num_rows)
+        else:
+            kept[split].written_as(files)
         output.splits[split] = SplitOutput(
             split, plan.num_rows, plan.nbytes, [os.path.relpath(f, staging) for f in files],
             sum(os.path.getsize(f) for f in files),
         )
         release_freed_memory()  # the Parquet writer's buffers, before the next split
     return output, kept
+
+
+def planned_splits(dataset_builder: datasets.DatasetBuilder) -> dict[str, ParquetPlan]:
+    """The ParquetPlan of each split with rows of a prepared config (a split with no rows cannot be published:
+    datasets cannot load an empty Parquet split), from its batch spool when it was prepared into one, else from its
+    datasets (let go before returning: that closes their memory maps)."""
+    spool = getattr(dataset_builder, "batch_spool", None)
+    if spool is None:
+        splits = {split: dataset for split, dataset in dataset_builder.as_dataset().items() if dataset.num_rows}
+        return {split: plan_parquet(dataset, CachedSplit(dataset)) for split, dataset in splits.items()}
+    schema = dataset_builder.info.features.arrow_schema
+    plans = {}
+    for split, info in dataset_builder.info.splits.items():
+        spooled = SpooledSplit(spool, split, schema)
+        if info.num_examples:
+            plans[split] = plan_spooled(spooled, schema, info.num_examples)
+        else:
+            spooled.discard()
+    return plans
 
 
 def write_table_config(staging: str, config: str, tables: dict[str, pa.Table]) -> ConfigOutput:

@@ -57,6 +57,14 @@ class CachedSplit:
         self.schema = dataset.features.arrow_schema if self.table is None else self.table.schema
         self.parquet: list[str] | None = None
 
+    @classmethod
+    def of_parquet(cls, parquet_files: Sequence[str], schema: pa.Schema, num_rows: int) -> CachedSplit:
+        """A split read from the Parquet files publish.parquet wrote it as (its rows in order), of `schema`."""
+        split = cls.__new__(cls)
+        split.num_rows, split.column_names, split.schema = num_rows, list(schema.names), schema
+        split.files, split.table, split.parquet = None, None, list(parquet_files)
+        return split
+
     def written_as(self, parquet_files: Sequence[str]) -> None:
         """Read the rows from `parquet_files` from now on: this split's rows, in order, as publish.parquet wrote
         them. Its Arrow cache files (or table) are let go, so a build may delete them; only the columns asked

@@ -10,6 +10,7 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..core.batch_spool import SpooledSplit
 from .cached_split import CachedSplit
 from .sink import DeferredErrorFile
 
@@ -57,10 +58,10 @@ class ConfigOutput:
         return [{"split": split, "path": f"{self.name}/{split}-*.parquet"} for split in self.splits]
 
 
-def _row_group_rows(table: pa.Table) -> int:
-    if table.num_rows == 0:
+def _row_group_rows(num_rows: int, nbytes: int) -> int:
+    if num_rows == 0:
         return 1
-    per_row = max(1, table.nbytes // table.num_rows)
+    per_row = max(1, nbytes // num_rows)
     return max(1, min(MAX_ROW_GROUP_ROWS, ROW_GROUP_BYTES // per_row))
 
 
@@ -90,10 +91,13 @@ def _shards(table: pa.Table) -> Iterator[pa.Table]:
 class _RowsInOrder:
     """A split's rows in order, `take(n)` rows at a time, read through its CachedSplit (plain reads of the Arrow
     cache files when it has them: a memory map would count every page read in the process's RSS, up to the files'
-    size, where reading the files keeps the memory of writing a split to about one row group)."""
+    size, where reading the files keeps the memory of writing a split to about one row group), or from its batch
+    spool, each spool file deleted once read."""
 
-    def __init__(self, rows: CachedSplit, schema: pa.Schema):
-        self.schema, self.batches = schema, rows.batches(rows.column_names)
+    def __init__(self, rows: CachedSplit | SpooledSplit, schema: pa.Schema):
+        self.schema = schema
+        self.batches = (rows.batches(rows.column_names, consume=True) if isinstance(rows, SpooledSplit)
+                        else rows.batches(rows.column_names))
         self.pending: list[pa.RecordBatch] = []
         self.count = 0
 
@@ -120,15 +124,33 @@ class ParquetPlan:
     """Uncompressed bytes of the split's table (`Table.nbytes`)."""
     shards: tuple[tuple[int, int], ...]
     """(rows, rows per row group) of each shard."""
-    rows: CachedSplit
+    rows: CachedSplit | SpooledSplit
 
 
 def plan_parquet(dataset: datasets.Dataset, rows: CachedSplit | None = None) -> ParquetPlan:
     """The ParquetPlan of one split; `rows`, its CachedSplit if the caller has one already."""
     table = dataset.data.table
-    shards = tuple((shard.num_rows, _row_group_rows(shard)) for shard in _shards(table))
+    shards = tuple((shard.num_rows, _row_group_rows(shard.num_rows, shard.nbytes)) for shard in _shards(table))
     return ParquetPlan(dataset.features.arrow_schema, table.num_rows, table.nbytes, shards,
                        rows or CachedSplit(dataset))
+
+
+def plan_spooled(spooled: SpooledSplit, schema: pa.Schema, num_rows: int) -> ParquetPlan:
+    """The ParquetPlan of one split prepared into a batch spool: the very plan `plan_parquet` makes of the same
+    rows in datasets' Arrow cache (the sizes of the same record batches, summed as `Table.nbytes` and
+    `Table.slice` count them), found by reading the spool once (twice for a split cut into several files)."""
+    nbytes, (whole,) = spooled.range_nbytes([(0, num_rows)])
+    if spooled.rows_read != num_rows:  # never silently a shorter file: the spool lost or gained rows
+        raise RuntimeError(f"the batch spool of split {spooled.split!r} holds {spooled.rows_read:,} rows where its "
+                           f"preparation wrote {num_rows:,}")
+    counts = shard_rows(num_rows, nbytes)
+    if len(counts) == 1:
+        sizes = [whole]
+    else:
+        starts = [sum(counts[:index]) for index in range(len(counts))]
+        sizes = spooled.range_nbytes(list(zip(starts, counts)))[1]
+    shards = tuple((rows, _row_group_rows(rows, size)) for rows, size in zip(counts, sizes))
+    return ParquetPlan(schema, num_rows, nbytes, shards, spooled)
 
 
 def write_parquet(split_rows: datasets.Dataset | ParquetPlan, folder: str, split: str) -> list[str]:

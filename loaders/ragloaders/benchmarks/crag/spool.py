@@ -1,20 +1,22 @@
 """A spool: where one pass over a source keeps the tables of another split, for that split to replay later.
 
 CRAG's records of both splits are interleaved in one compressed file: a full build decompresses it once, keeping
-the second split's tables in an Arrow IPC stream (lz4) while the first split's are written, and the second split
-then reads them back instead of the source. A spool is written to `<path>.partial` and appears at `path` only when
-complete, so a pass that failed halfway is never replayed.
+the second split's tables as zstd Arrow record batches in numbered files (core.batch_spool) while the first split's
+are written, and the second split then reads them back instead of the source, each file deleted once read (the disk
+it takes goes as the second split is written). A spool is written into the folder `<path>.partial` and appears at
+`path` only when complete, so a pass that failed halfway is never replayed.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ...core.readers.arrow_batches import iter_ipc_batches
+from ...core.batch_spool import BatchSpool, SpooledBatches, folder_files
 
 
 @dataclass(frozen=True)
@@ -24,13 +26,18 @@ class Spool:
     path: str
 
     def exists(self) -> bool:
-        return os.path.isfile(self.path)
+        return os.path.isdir(self.path)
 
     def replay(self) -> Iterator[pa.Table]:
-        """The kept tables in the order written; the spool is deleted once they are all read."""
-        for batch in iter_ipc_batches([self.path]):
-            yield pa.Table.from_batches([batch])
-        os.remove(self.path)
+        """The kept tables in the order written; each file of the spool is deleted once read, its folder once they
+        all are."""
+        files = folder_files(self.path)
+        if files:
+            with pa.OSFile(files[0], "rb") as first:
+                schema = pa.ipc.open_stream(first).schema
+            for batch in SpooledBatches(files, schema).batches(schema.names, consume=True):
+                yield pa.Table.from_batches([batch])
+        shutil.rmtree(self.path)
 
 
 class SpoolWriter:
@@ -38,7 +45,7 @@ class SpoolWriter:
 
     def __init__(self, spool: Spool, schema: pa.Schema):
         self.spool, self.partial = spool, spool.path + ".partial"
-        self.writer = pa.ipc.new_stream(self.partial, schema, options=pa.ipc.IpcWriteOptions(compression="lz4"))
+        self.writer = BatchSpool(self.partial, schema)
 
     def write(self, table: pa.Table | None) -> None:
         if table is not None:
@@ -50,5 +57,4 @@ class SpoolWriter:
 
     def discard(self) -> None:
         self.writer.close()
-        if os.path.exists(self.partial):
-            os.remove(self.partial)
+        shutil.rmtree(self.partial, ignore_errors=True)

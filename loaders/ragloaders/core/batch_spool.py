@@ -1,0 +1,140 @@
+"""A prepared split kept as zstd-compressed Arrow record batches in numbered files, read back once and deleted file by
+file as it is read.
+
+`build --out` without a cache dir prepares each config through datasets' own writer (encoding, casts, batch
+boundaries: datasets_compat.SpoolArrowWriter) but keeps the record batches here in place of datasets' uncompressed
+Arrow cache: compressed, the spool of a config is about the size of its Parquet files, and since each spool file
+goes as soon as its rows are read for the Parquet, the build's disk stays about the size of its output.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+
+FILE_BYTES = 16 << 20
+"""Compressed bytes after which a spool file is closed and the next one begun: what is on disk beyond the output while
+a split's Parquet is written is about one of these."""
+COMPRESSION = "zstd"
+FILE_NAME = re.compile(r"batches-(\d{5})\.arrows\Z")
+
+
+def job_folder(root: str, split: str, job_id: int) -> str:
+    """Where job `job_id` (datasets' num_proc worker) of `split` keeps its batches under a config's spool `root`."""
+    return os.path.join(root, f"{split}-{job_id:05d}")
+
+
+class BatchSpool:
+    """The writing end: `write_table` as pyarrow's RecordBatchStreamWriter cuts a table into record batches, into
+    numbered compressed IPC stream files of about FILE_BYTES each; `close` when done."""
+
+    def __init__(self, folder: str, schema: pa.Schema):
+        os.makedirs(folder, exist_ok=True)
+        self.folder, self.schema = folder, schema
+        self.count = 0
+        self.sink: pa.OSFile | None = None
+        self.writer: pa.ipc.RecordBatchStreamWriter | None = None
+
+    def _open(self) -> None:
+        self.sink = pa.OSFile(os.path.join(self.folder, f"batches-{self.count:05d}.arrows"), "wb")
+        self.writer = pa.ipc.new_stream(self.sink, self.schema,
+                                        options=pa.ipc.IpcWriteOptions(compression=COMPRESSION))
+        self.count += 1
+
+    def write_table(self, table: pa.Table, max_chunksize: int | None = None) -> None:
+        """Write `table` as record batches of at most `max_chunksize` rows (the writer's own cut)."""
+        for batch in table.to_batches(max_chunksize):  # the cut RecordBatchStreamWriter.write_table makes
+            if self.writer is None:
+                self._open()
+            self.writer.write_batch(batch)
+            if self.sink.tell() >= FILE_BYTES:
+                self._close_file()
+
+    def _close_file(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.sink.close()
+            self.writer = self.sink = None
+
+    def close(self) -> None:
+        self._close_file()
+
+
+def folder_files(folder: str) -> list[str]:
+    """The spool files a BatchSpool wrote into `folder`, in the order written."""
+    names = sorted(name for name in os.listdir(folder) if FILE_NAME.match(name)) if os.path.isdir(folder) else []
+    return [os.path.join(folder, name) for name in names]
+
+
+def spool_files(root: str, split: str) -> list[str]:
+    """The spool files of `split` under a config's spool `root`, in row order: job by job, then by number."""
+    prefix = f"{split}-"
+    jobs = sorted(name for name in os.listdir(root) if name.startswith(prefix) and name[len(prefix):].isdigit()
+                  and len(name) == len(prefix) + 5) if os.path.isdir(root) else []
+    return [path for job in jobs for path in folder_files(os.path.join(root, job))]
+
+
+class SpooledBatches:
+    """The reading end: the record batches of spool `files` in order, as `batches`, any number of times until
+    `batches(..., consume=True)` reads them one last time, deleting each file once its batches are read."""
+
+    def __init__(self, files: Sequence[str], schema: pa.Schema):
+        self.files = list(files)
+        self.schema = schema
+        self.column_names = list(schema.names)
+        self.rows_read: int | None = None
+
+    def batches(self, columns: Sequence[str], consume: bool = False) -> Iterator[pa.RecordBatch]:
+        """The `columns` of every row, in order, a record batch at a time (as datasets' cache would hold them).
+        `consume`: each file is deleted as soon as its last batch is read, before that batch is given (a reader
+        that stops there still leaves no file behind)."""
+        for path in list(self.files):
+            with pa.OSFile(path, "rb") as source:
+                reader = pa.ipc.open_stream(source)
+                batch = next(reader, None)
+                while batch is not None:
+                    following = next(reader, None)
+                    if following is None and consume:
+                        source.close()
+                        os.remove(path)
+                        self.files.remove(path)
+                    yield batch.select(list(columns))
+                    batch = following
+            if consume and path in self.files:  # a file with no batch
+                os.remove(path)
+                self.files.remove(path)
+
+    def range_nbytes(self, ranges: Sequence[tuple[int, int]]) -> tuple[int, list[int]]:
+        """The Arrow bytes of the whole split (`Table.nbytes` of its batches as one table) and of each (start, rows)
+        range of rows (`Table.slice(start, rows).nbytes` of that table), in one read of the spool. The rows read are
+        counted in `rows_read`."""
+        total, sizes, offset = 0, [0] * len(ranges), 0
+        for batch in self.batches(self.column_names):
+            total += batch.nbytes
+            end = offset + batch.num_rows
+            for index, (start, rows) in enumerate(ranges):
+                low, high = max(start, offset), min(start + rows, end)
+                if high > low:  # a slice leaves out the chunks it does not reach, empty ones included
+                    part = batch if (low, high) == (offset, end) else batch.slice(low - offset, high - low)
+                    sizes[index] += part.nbytes
+            offset = end
+        self.rows_read = offset
+        return total, sizes
+
+    def discard(self) -> None:
+        """Delete whatever is left of the spool."""
+        for path in self.files:
+            if os.path.exists(path):
+                os.remove(path)
+        self.files = []
+
+
+class SpooledSplit(SpooledBatches):
+    """The spooled rows of one split of a config (spool folder `root`), job by job (datasets' num_proc)."""
+
+    def __init__(self, root: str, split: str, schema: pa.Schema):
+        super().__init__(spool_files(root, split), schema)
+        self.split = split
