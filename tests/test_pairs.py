@@ -80,8 +80,8 @@ def test_small_batches_write_the_same_rows(nfcorpus_build, nf_run, tmp_path, mon
     ragloaders.pairs(nfcorpus_build.path, tmp_path / "one.parquet", run=path, top=4, **where)
     original = PairWriter.__init__
 
-    def tiny(self, *args):
-        original(self, *args)
+    def tiny(self, *args, **options):
+        original(self, *args, **options)
         self.batch_rows = 3
 
     monkeypatch.setattr(PairWriter, "__init__", tiny)
@@ -131,10 +131,11 @@ def test_unknown_ids_are_one_line_naming_the_id_and_the_line(nfcorpus_build, nf_
     assert f"{bad_doc}, line 5: document 'MED-999999'" in err and "is not in beir/nfcorpus corpus" in err
     assert not list(tmp_path.glob("p.parquet*"))  # nothing written, nothing partial left
     bad_query = tmp_path / "bad-query.trec"
-    bad_query.write_text("\n".join(lines[:2] + ["nope Q0 MED-10 1 1.0 x"] + lines[2:]) + "\n")
+    first_block = next(n for n, line in enumerate(lines) if line.split()[0] != lines[0].split()[0])
+    bad_query.write_text("\n".join(lines[:first_block] + ["nope Q0 MED-10 1 1.0 x"] + lines[first_block:]) + "\n")
     code, out, err = run_cli("pairs", "beir/nfcorpus", "--run", str(bad_query), "--out", str(tmp_path / "q.parquet"),
                              *where)
-    assert code == 2 and f"{bad_query}, line 3: query 'nope' is not in beir/nfcorpus queries" in err
+    assert code == 2 and f"{bad_query}, line {first_block + 1}: query 'nope' is not in beir/nfcorpus queries" in err
 
 
 def test_the_output_rules_of_bm25(nfcorpus_build, nf_run, tmp_path):
