@@ -74,8 +74,13 @@ class DocStore:
         asked = doc_ids if isinstance(doc_ids, str) else list(doc_ids)
         rows = self.index.rows_of(asked)
         found = rows >= 0
-        taken = iter(self.take(rows[found]).to_pylist())
-        return [next(taken) if hit else None for hit in found.tolist()]
+        taken = self.take(rows[found])
+        # a struct array makes its dicts in Arrow's C++ (Table.to_pylist makes them in Python, row by row)
+        dicts = taken.to_struct_array().to_pylist()
+        if len(dicts) == len(asked):
+            return dicts
+        given = iter(dicts)
+        return [next(given) if hit else None for hit in found.tolist()]
 
     def rows_of(self, doc_ids: Sequence[str]) -> Any:
         """The row numbers of `doc_ids` in `table` (a numpy int64 array, -1 where absent): for reading columns of
