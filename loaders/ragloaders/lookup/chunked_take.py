@@ -4,8 +4,9 @@
 for ten rows of it). Here the rows are read where they lie:
 - when every column is text (`string`, `large_string`) without nulls, as the corpora and queries are, by address
   (`StringGather`): the offsets of every row asked for are read with one numpy gather over the memory the chunks'
-  buffers lie in, and the bytes of each value copied once into the new column. The cost follows the rows asked for,
-  not the number of chunks (an 8.8M-row corpus is ~2,200 record batches);
+  buffers lie in, and each column is made as a `string_view` array pointing into the chunks' data buffers, cast to
+  the column's type by one Arrow kernel. The cost follows the rows asked for, not the number of chunks (an 8.8M-row
+  corpus is ~2,200 record batches, and a take per chunk cost ~5× more there);
 - otherwise each chunk that holds a wanted row gives its rows (`Array.take`, no copy of the rest), and the rows taken
   are put back in the order asked.
 """
@@ -19,9 +20,9 @@ import pyarrow as pa
 
 INLINE = np.arange(12)
 """Byte positions a string_view row holds inline (a longer value holds its first 4 there)."""
-SPAN_LIMIT = 1 << 44
-"""Largest distance in bytes between the lowest and highest buffer address StringGather reads across (the buffers of
-one memory-mapped file lie together; several files a long way apart are taken chunk by chunk)."""
+SPAN_LIMIT = 1 << 48
+"""Largest distance in bytes between the lowest and highest buffer address StringGather spans (a view only: nothing
+outside the buffers is read; 2**48 is x86-64's and arm64's whole user address space)."""
 
 
 class StringGather:
@@ -46,7 +47,7 @@ class StringGather:
     @classmethod
     def of(cls, chunks: list[pa.RecordBatch], starts: np.ndarray) -> StringGather | None:
         """The gather of `chunks` (record batches of one schema), or None when a column is not text, holds a null,
-        or its buffers are not where this reading expects them (aligned, within SPAN_LIMIT of each other)."""
+        or its buffers are not where this reading expects them (aligned offsets, within SPAN_LIMIT of each other)."""
         if not chunks:
             return None
         types = [field.type for field in chunks[0].schema]
