@@ -201,7 +201,6 @@ def _read_plain_trec(path: str) -> Run | None:
     return run
 
 
-
 def _plain_values(batch: pa.RecordBatch) -> tuple[pa.Array, pa.Array, pa.Array] | None:
     """(query ids, document ids, scores as float64) of a batch of `_read_plain_trec`'s CSV reader; None if a rank or
     score breaks the rules or a score is not finite."""
@@ -214,6 +213,7 @@ def _plain_values(batch: pa.RecordBatch) -> tuple[pa.Array, pa.Array, pa.Array] 
     if not pc.all(pc.is_finite(values)).as_py():
         return None
     return query, doc, values
+
 
 def _add_plain_batch(run: Run, batch: pa.RecordBatch) -> bool:
     """Add one batch of `_read_plain_trec` to `run`; False if a field breaks the rules or a document repeats."""
@@ -280,10 +280,8 @@ def run_of_rows(path: str, rows: Iterable[Row], *, unit: str, item: str = RUN_IT
     return run
 
 
-
 STREAM_BLOCK = 1 << 20
-"""Bytes of a TREC run parsed at once by `iter_run` (its Arrow batches; Parquet is read STREAM_ROWS rows at once)."""
-STREAM_ROWS = 65_536
+"""Bytes of a TREC run parsed at once by `iter_run` (its Arrow batches; Parquet is read 65,536 records at once)."""
 
 
 def iter_run(path: str) -> Iterator[tuple[str, dict[str, float]]]:
@@ -294,7 +292,7 @@ def iter_run(path: str) -> Iterator[tuple[str, dict[str, float]]]:
     SourceError naming the file and the line or record). One more rule: the lines of a query must be together, as
     every TREC tool writes them; a query that comes back after another is a SourceError naming the line and the
     last line of its earlier block (sort the run by query id first). Memory: one batch of lines (STREAM_BLOCK
-    bytes, STREAM_ROWS records), one query's documents, and the ids of the queries already given."""
+    bytes, or 65,536 Parquet records), one query's documents, and the ids of the queries already given."""
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such run file")
