@@ -126,9 +126,17 @@ class ChunkedRows:
         self.type = None if self.is_table else data.type
         self.chunks = data.to_batches() if self.is_table else data.chunks
         self.starts = np.cumsum([0] + [len(chunk) for chunk in self.chunks])
-        batches = self.chunks if self.is_table else [pa.record_batch([chunk], names=["value"])
-                                                     for chunk in self.chunks]
-        self.gather = StringGather.of(batches, self.starts)
+        self._gather: StringGather | None | bool = False  # False: not looked at yet
+
+    @property
+    def gather(self) -> StringGather | None:
+        """The StringGather of these chunks (None where they are not all text without nulls), made at the first
+        take: opening a store of 2,200 chunks does not wait for it (~0.3 s on a loaded machine)."""
+        if self._gather is False:
+            batches = self.chunks if self.is_table else [pa.record_batch([chunk], names=["value"])
+                                                         for chunk in self.chunks]
+            self._gather = StringGather.of(batches, self.starts)
+        return self._gather
 
     def take(self, rows: np.ndarray) -> pa.Table | pa.Array:
         """The rows numbered `rows`, in that order. IndexError unless each is a whole number from 0 to the row count
@@ -141,8 +149,9 @@ class ChunkedRows:
             raise IndexError(f"row numbers are whole numbers from 0 to {total - 1:,} (the rows there are); got "
                              f"{given.dtype} values from {given.min()} to {given.max()}")
         rows = given.astype(np.int64).ravel()
-        if self.gather is not None:
-            columns = self.gather.take(rows)
+        gather = self.gather
+        if gather is not None:
+            columns = gather.take(rows)
             return pa.Table.from_arrays(columns, schema=self.schema) if self.is_table else columns[0]
         chunk = np.searchsorted(self.starts, rows, side="right") - 1
         order = np.argsort(chunk, kind="stable")
