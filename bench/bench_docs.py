@@ -1,7 +1,7 @@
 """Documents by id: `ragloaders.docs` against a Python dict of the corpus, ir_datasets' docstore and Dataset.filter.
 
-Run by hand (a few minutes at 1M documents; needs ~2 GB of free disk, ~16 GB and ~10 GB of memory (the dict) at
---docs 8800000, and ir_datasets:
+Run by hand (a few minutes at 1M documents, ~20 at --docs 8800000 on a loaded machine; needs ~2 GB of free disk,
+~13 GB and ~9 GB of memory (the dict) at 8.8M, and ir_datasets:
 `pip install 'ir_datasets>=0.5,<0.7'`, which the venv has; 0.6.3 was measured):
 
     PYTHONPATH=loaders python bench/bench_docs.py [--docs 1000000] [--workdir /tmp/ragloaders-bench-docs]
