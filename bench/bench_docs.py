@@ -1,6 +1,7 @@
 """Documents by id: `ragloaders.docs` against a Python dict of the corpus, ir_datasets' docstore and Dataset.filter.
 
-Run by hand (a few minutes at 1M documents; needs ~2 GB of free disk, ~8 GB at --docs 8841823, and ir_datasets:
+Run by hand (a few minutes at 1M documents, ~20 at --docs 8800000 on a loaded machine; needs ~2 GB of free disk,
+~13 GB and ~9 GB of memory (the dict) at 8.8M, and ir_datasets:
 `pip install 'ir_datasets>=0.5,<0.7'`, which the venv has; 0.6.3 was measured):
 
     PYTHONPATH=loaders python bench/bench_docs.py [--docs 1000000] [--workdir /tmp/ragloaders-bench-docs]
@@ -144,6 +145,7 @@ CONTENDERS = {
 
 
 def run(name: str, work: str, docs: int, mode: str = "") -> dict:
+    print(f"{name}{' (' + mode + ')' if mode else ''}: load average {os.getloadavg()[0]:.1f}", file=sys.stderr)
     script = COMMON + textwrap.dedent(CONTENDERS[name])
     done = subprocess.run([sys.executable, "-c", script, work, str(docs), mode], capture_output=True, text=True,
                           env={**os.environ, "HF_HOME": os.path.join(work, "hf"), "HF_DATASETS_OFFLINE": "1"})
@@ -181,6 +183,7 @@ def main() -> None:
     results[names[4]] = {**run(names[4], work, args.docs), **irds}
     results[names[5]] = run(names[5], work, args.docs)
     build = results[names[0]]["build"]
+    print(f"load average at the end {' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1 / 5 / 15 min)")
     print(f"{args.docs:,} documents; corpus build {build:.2f} s; ragloaders index build "
           f"{results[names[1]]['index_build']:.2f} s alone ({results[names[1]]['index_build'] / build:.2f}× the "
           f"corpus build), first docs() {results[names[1]]['make']:.2f} s, kept index "

@@ -80,8 +80,8 @@ def test_small_batches_write_the_same_rows(nfcorpus_build, nf_run, tmp_path, mon
     ragloaders.pairs(nfcorpus_build.path, tmp_path / "one.parquet", run=path, top=4, **where)
     original = PairWriter.__init__
 
-    def tiny(self, *args):
-        original(self, *args)
+    def tiny(self, *args, **options):
+        original(self, *args, **options)
         self.batch_rows = 3
 
     monkeypatch.setattr(PairWriter, "__init__", tiny)
@@ -131,10 +131,11 @@ def test_unknown_ids_are_one_line_naming_the_id_and_the_line(nfcorpus_build, nf_
     assert f"{bad_doc}, line 5: document 'MED-999999'" in err and "is not in beir/nfcorpus corpus" in err
     assert not list(tmp_path.glob("p.parquet*"))  # nothing written, nothing partial left
     bad_query = tmp_path / "bad-query.trec"
-    bad_query.write_text("\n".join(lines[:2] + ["nope Q0 MED-10 1 1.0 x"] + lines[2:]) + "\n")
+    first_block = next(n for n, line in enumerate(lines) if line.split()[0] != lines[0].split()[0])
+    bad_query.write_text("\n".join(lines[:first_block] + ["nope Q0 MED-10 1 1.0 x"] + lines[first_block:]) + "\n")
     code, out, err = run_cli("pairs", "beir/nfcorpus", "--run", str(bad_query), "--out", str(tmp_path / "q.parquet"),
                              *where)
-    assert code == 2 and f"{bad_query}, line 3: query 'nope' is not in beir/nfcorpus queries" in err
+    assert code == 2 and f"{bad_query}, line {first_block + 1}: query 'nope' is not in beir/nfcorpus queries" in err
 
 
 def test_the_output_rules_of_bm25(nfcorpus_build, nf_run, tmp_path):
@@ -172,3 +173,125 @@ def test_pairs_says_one_pair_for_one_query(nfcorpus_build, nf_run, tmp_path):
     assert code == 0, err
     assert out.startswith(f"wrote {tmp_path / 'one.parquet'}: 1 pair for 1 query (labels from qrels test)"), out
     assert pq.read_metadata(tmp_path / "one.parquet").num_rows == 1
+
+
+def test_the_rows_equal_those_of_the_whole_run_read_at_once(nfcorpus_build, mmrag_build, nf_run, tmp_path):
+    """The streamed pairs equal the pairs of the run read whole (`read_run`, the reader pairs used before), on the
+    samples' runs: TREC, Parquet and JSONL."""
+    from ragloaders.eval.runs import read_run, write_run
+
+    parquet_run = tmp_path / "run.parquet"
+    lines = nf_run[1]
+    write_run(str(parquet_run), [(q, [d for qq, d, _ in lines if qq == q], [s for qq, _, s in lines if qq == q])
+                                 for q in dict.fromkeys(q for q, _, _ in lines)])
+    mm_run = tmp_path / "mm.jsonl"
+    qrels = mmrag_build.load("qrels", split="dev").to_list()[:8]
+    mm_run.write_text("".join(json.dumps({"query-id": r["query-id"], "corpus-id": r["corpus-id"], "score": i % 3})
+                              + "\n" for i, r in enumerate(sorted(qrels, key=lambda r: r["query-id"]))))
+    for build, run_file, split in ((nfcorpus_build, nf_run[0], "test"), (nfcorpus_build, parquet_run, "test"),
+                                   (mmrag_build, mm_run, "dev")):
+        source = "mmrag" if build is mmrag_build else build.path
+        where = {"data_dir": build.data_dir, "cache_dir": build.cache_dir}
+        out = tmp_path / f"{run_file.stem}-{run_file.suffix[1:]}.parquet"
+        ragloaders.pairs(source, out, run=run_file, top=4, split=split, **where)
+        corpus, queries = ragloaders.docs(source, **where), ragloaders.docs(source, "queries", **where)
+        labels = {(r["query-id"], r["corpus-id"]): r["score"]
+                  for r in ragloaders.load(source, "qrels", split=split, **where).to_list()}
+        whole = [(q, [d for d, _ in ranked], [s for _, s in ranked], str(run_file))
+                 for q, scored in read_run(str(run_file)).items()
+                 for ranked in [sorted(scored.items(), key=lambda item: -item[1])[:4]]]
+        expected = PairWriter(corpus, queries, labels).batch(whole)
+        assert pq.read_table(out).equals(expected), run_file
+
+
+def test_a_query_whose_lines_are_apart_is_one_line_naming_both(nfcorpus_build, nf_run, tmp_path):
+    path, lines = nf_run
+    text = path.read_text().splitlines()
+    apart = tmp_path / "apart.trec"
+    apart.write_text("\n".join(text[1:] + text[:1]) + "\n")
+    first = lines[0][0]
+    block = sum(1 for q, _, _ in lines if q == first) - 1
+    code, _, err = run_cli("pairs", "beir/nfcorpus", "--run", str(apart), "--out", str(tmp_path / "p.parquet"),
+                           "--data-dir", nfcorpus_build.data_dir, "--cache-dir", nfcorpus_build.cache_dir)
+    assert code == 2 and len(err.splitlines()) == 1
+    assert (f"{apart}, line {len(text)}: query {first!r} comes back after other queries (its earlier lines end at line "
+            f"{block})") in err
+    assert not list(tmp_path.glob("p.parquet*"))
+
+
+def test_missing_skip_leaves_out_unknown_queries_and_documents(nfcorpus_build, nf_run, tmp_path):
+    path, lines = nf_run
+    where = {"data_dir": nfcorpus_build.data_dir, "cache_dir": nfcorpus_build.cache_dir}
+    text = path.read_text().splitlines()
+    first = lines[0][0]
+    block = sum(1 for q, _, _ in lines if q == first)
+    # the first query's best document is unknown; an unknown query sits between the first and second query
+    best = max(range(block), key=lambda i: lines[i][2])
+    text[best] = text[best].replace(f" {lines[best][1]} ", " MED-999999 ")
+    text[block:block] = ["nope Q0 MED-10 1 9 x", "nope Q0 MED-14 2 8 x"]
+    damaged = tmp_path / "damaged.trec"
+    damaged.write_text("\n".join(text) + "\n")
+    code, out, err = run_cli("pairs", "beir/nfcorpus", "--run", str(damaged), "--top", "3", "--out",
+                             str(tmp_path / "skip.parquet"), "--missing", "skip", "--data-dir", where["data_dir"],
+                             "--cache-dir", where["cache_dir"])
+    assert code == 0, err
+    assert err.splitlines() == ["ragloaders: warning: --missing skip: skipped 1 query not in the queries (all their "
+                                "pairs; first 'nope') and 1 pair whose document is not in the corpus (first "
+                                "'MED-999999')"]
+    assert out.startswith(f"wrote {tmp_path / 'skip.parquet'}: 8 pairs for 3 queries")
+    table = pq.read_table(tmp_path / "skip.parquet").to_pylist()
+    assert "nope" not in {r["query-id"] for r in table} and "MED-999999" not in {r["corpus-id"] for r in table}
+    assert [r["rank"] for r in table if r["query-id"] == first] == [2, 3]  # rank 1 was the unknown document
+    code, _, err = run_cli("pairs", "beir/nfcorpus", "--run", str(damaged), "--out", str(tmp_path / "e.parquet"),
+                           "--data-dir", where["data_dir"], "--cache-dir", where["cache_dir"])
+    assert code == 2 and f"{damaged}, line {block + 1}: query 'nope' is not in" in err
+    written = ragloaders.pairs(nfcorpus_build.path, tmp_path / "py.parquet", run=damaged, top=3, missing="skip",
+                               **where)
+    assert (written.rows, written.queries, written.skipped_queries, written.skipped_documents,
+            written.first_skipped_query, written.first_skipped_document) == (8, 3, 1, 1, "nope", "MED-999999")
+    assert pq.read_table(tmp_path / "py.parquet").to_pylist() == table
+    with pytest.raises(ValueError, match="missing must be one of error, skip"):
+        ragloaders.pairs(nfcorpus_build.path, tmp_path / "x.parquet", run=damaged, missing="ignore", **where)
+
+
+STREAM_CHILD = r"""
+import json, sys
+import ragloaders
+source, data_dir, cache_dir, small, big, out = sys.argv[1:]
+def status(key):
+    return next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith(key))
+where = dict(data_dir=data_dir, cache_dir=cache_dir)
+ragloaders.pairs(source, out + ".warm.parquet", run=small, top=10, **where)  # imports, opened stores, index: warm
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # resets VmHWM to the current RSS
+before = status("VmRSS:")
+written = ragloaders.pairs(source, out, run=big, top=10, **where)
+print(json.dumps({"added": status("VmHWM:") - before, "rows": written.rows, "queries": written.queries}))
+"""
+
+
+def test_a_run_of_two_million_pairs_is_read_in_bounded_memory(nfcorpus_build, nf_run, tmp_path):
+    """600 queries x every document of nfcorpus (2.2M lines, 80 MB): read whole (read_run), pairs added 345 MB of
+    peak RSS; streamed, what it adds stays under 120 MB (69 MB measured: one batch of lines, one query, one output
+    batch)."""
+    import subprocess
+    import sys
+
+    queries = nfcorpus_build.load("queries", split="queries")["_id"][:600]
+    corpus = nfcorpus_build.load("corpus", split="corpus")["_id"]
+    big = tmp_path / "big.trec"
+    with open(big, "w") as f:
+        for query_id in queries:
+            f.writelines([f"{query_id} Q0 {doc_id} {rank} {-rank / 7:.6f} big\n"
+                          for rank, doc_id in enumerate(corpus, start=1)])
+    done = subprocess.run([sys.executable, "-c", STREAM_CHILD, nfcorpus_build.path, nfcorpus_build.data_dir,
+                           nfcorpus_build.cache_dir, str(nf_run[0]), str(big), str(tmp_path / "big.parquet")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (figures["rows"], figures["queries"]) == (6000, 600)
+    assert figures["added"] < 120 << 20, figures
+    print(f"peak RSS added by pairs of a 2.2M-line run: {figures['added'] / 1e6:.0f} MB")
+    table = pq.read_table(tmp_path / "big.parquet", columns=["query-id", "corpus-id", "rank"])
+    assert table.column("corpus-id").to_pylist()[:10] == corpus[:10]
+    assert table.column("query-id").to_pylist()[::10] == queries

@@ -117,3 +117,96 @@ def test_missing_doc_ids_is_the_set_difference_in_order(monkeypatch, doc_ids, co
 
 def test_missing_doc_ids_takes_ids_arrow_cannot_hold():
     assert data.missing_doc_ids(["\ud800", "d1"], [pa.table({"_id": ["d1"]})]) == ["\ud800"]
+
+
+def stream_outcome(path):
+    try:
+        return ("run", list(runs.iter_run(path)))
+    except SourceError as e:
+        return ("error", str(e), e.line)
+
+
+def first_comeback(path: str) -> int | None:
+    """The first line whose query already had a block of lines before another query's, read by the line rules, up to
+    the first line those rules refuse."""
+    from ragloaders.core.readers.lines import UTF8_BOM, iter_lines
+
+    finished, current = set(), None
+    with open(path, "rb") as stream:
+        for number, line in iter_lines(stream, path):
+            try:
+                query_id = runs.trec_fields(line.removeprefix(UTF8_BOM) if number == 1 else line)[0]
+            except ValueError:
+                return None
+            if query_id != current:
+                if current is not None:
+                    finished.add(current)
+                if query_id in finished:
+                    return number
+                current = query_id
+    return None
+
+
+def check_stream_against_read_run(tmp_path, text: bytes) -> None:
+    path = tmp_path / "run.trec"
+    path.write_bytes(text)
+    expected = outcome(runs.read_run, str(path))
+    got = stream_outcome(str(path))
+    back = first_comeback(str(path))
+    if back is not None and (expected[0] == "run" or back <= expected[2]):
+        assert got[0] == "error" and got[2] == back and "comes back after other queries" in got[1], got
+    elif expected[0] == "run":
+        assert got == ("run", list(expected[1].items()))
+        assert all(list(docs) == list(expected[1][query_id]) for query_id, docs in got[1])
+    else:
+        assert got == expected
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(trec_files())
+def test_iter_run_gives_read_runs_queries_in_order_or_its_error(tmp_path, text):
+    check_stream_against_read_run(tmp_path, text)
+
+
+@pytest.mark.parametrize("text, line", [
+    (b"q1 Q0 d1 1 1 t\nq1 Q0 d1 2 1 t\n", 2),
+    (b"q1 Q0 d1 1 1 t\nq1 Q0 d2 1 1e999 t\n", 2),
+    (b"q1 Q0 d1 1 1 t\n\nq1 Q0 d2 1 1 t\n", 2),
+    (b"q1 Q0 d1 1 1 t\nq1 Q0 d2 \xd9\xa1 1 t\n", 2),
+    (b"q1 Q0 d1 1 1 t\rq2 Q0 d2 1 1 t\n", 1),
+])
+def test_iter_run_names_the_line_read_run_names(tmp_path, text, line):
+    path = tmp_path / "run.trec"
+    path.write_bytes(text)
+    assert stream_outcome(str(path)) == outcome(runs.read_run, str(path))
+    assert stream_outcome(str(path))[2] == line
+
+
+def test_iter_run_switches_to_the_line_reader_mid_file(tmp_path, monkeypatch):
+    """Batches of the Arrow reader, then a line Arrow does not take (two spaces): the rest is read line by line,
+    no line read twice or left out; then a bad score many batches in is named by its line."""
+    monkeypatch.setattr(runs, "STREAM_BLOCK", 4096)
+    lines = [f"q{n // 50} Q0 d{n} {n % 50 + 1} {1000 - n % 50}.5 t\n" for n in range(3000)]
+    lines[2000] = lines[2000].replace(" Q0 ", "  Q0 ")
+    path = tmp_path / "run.trec"
+    path.write_text("".join(lines))
+    assert list(runs.iter_run(str(path))) == list(runs.read_run(str(path)).items())
+    lines[2500] = lines[2500].replace(".5 t", ".5x t")
+    path.write_text("".join(lines))
+    with pytest.raises(SourceError) as caught:
+        list(runs.iter_run(str(path)))
+    assert caught.value.line == 2501 and "field 5 (score)" in str(caught.value)
+
+
+@pytest.mark.parametrize("suffix, unit", [(".parquet", "record"), (".jsonl", "line")])
+def test_iter_run_of_tables(tmp_path, suffix, unit):
+    path = tmp_path / f"run{suffix}"
+    runs.write_run(str(path), [("q2", ["d1", "00123"], [1.0, 2.0]), ("q1", ["é"], [0.5])])
+    assert list(runs.iter_run(str(path))) == list(runs.read_run(str(path)).items()) == [
+        ("q2", {"d1": 1.0, "00123": 2.0}), ("q1", {"é": 0.5})]
+    back = tmp_path / f"back{suffix}"
+    runs.write_run(str(back), [("q2", ["d1"], [1.0]), ("q1", ["é"], [0.5]), ("q2", ["d2"], [0.25])])
+    with pytest.raises(SourceError) as caught:
+        list(runs.iter_run(str(back)))
+    assert str(caught.value).startswith(f"{back}, {unit} 3: query 'q2' comes back after other queries (its earlier "
+                                        f"{unit}s end at {unit} 1)")

@@ -42,6 +42,7 @@ import stringzilla as sz
 
 from ..core.errors import ContentError, SourceError, UsageError
 from ..core.output_target import write_new_file
+from ..core.preview import preview
 from ..core.readers.jsonl import Shard, iter_json_records
 from ..core.readers.lines import UTF8_BOM, iter_lines
 from ..core.readers.values import conform
@@ -200,16 +201,26 @@ def _read_plain_trec(path: str) -> Run | None:
     return run
 
 
-def _add_plain_batch(run: Run, batch: pa.RecordBatch) -> bool:
-    """Add one batch of `_read_plain_trec` to `run`; False if a field breaks the rules or a document repeats."""
+def _plain_values(batch: pa.RecordBatch) -> tuple[pa.Array, pa.Array, pa.Array] | None:
+    """(query ids, document ids, scores as float64) of a batch of `_read_plain_trec`'s CSV reader; None if a rank or
+    score breaks the rules or a score is not finite."""
     query, doc, rank, score = batch.columns
     plain_ranks = pc.all(pc.ascii_is_decimal(rank)).as_py()  # (the usual ranks, 10x faster than the regex)
     for column, pattern in ((score, _SCORE_PATTERN), *(() if plain_ranks else ((rank, _RANK_PATTERN),))):
         if not pc.all(pc.match_substring_regex(column, pattern)).as_py():
-            return False
+            return None
     values = pc.cast(score, pa.float64())
     if not pc.all(pc.is_finite(values)).as_py():
+        return None
+    return query, doc, values
+
+
+def _add_plain_batch(run: Run, batch: pa.RecordBatch) -> bool:
+    """Add one batch of `_read_plain_trec` to `run`; False if a field breaks the rules or a document repeats."""
+    checked = _plain_values(batch)
+    if checked is None:
         return False
+    query, doc, values = checked
     # (No field is empty: two separators in a row, or one at either end of a line, make a 7th column.)
     starts = [0, *(np.flatnonzero(pc.not_equal(query[1:], query[:-1]).to_numpy(zero_copy_only=False)) + 1).tolist()]
     queries, docs, scores = query.take(starts).to_pylist(), doc.to_pylist(), values.to_pylist()
@@ -267,6 +278,93 @@ def run_of_rows(path: str, rows: Iterable[Row], *, unit: str, item: str = RUN_IT
             raise SourceError(path, f"score must be a finite number, got {score!r}", **where)
         _add(run, query_id, doc_id, score, path, **where)
     return run
+
+
+STREAM_BLOCK = 1 << 20
+"""Bytes of a TREC run parsed at once by `iter_run` (its Arrow batches; Parquet is read 65,536 records at once)."""
+
+
+def iter_run(path: str) -> Iterator[tuple[str, dict[str, float]]]:
+    """The queries of a run file (TREC, `.parquet` or `.jsonl`) one at a time, in the file's order, each with its
+    `{document id: score}` in the file's order: what `read_run` gives, item by item, without holding the run.
+
+    Every line or record is checked by the rules of `read_run`, in the file's order, with the same errors (a
+    SourceError naming the file and the line or record). One more rule: the lines of a query must be together, as
+    every TREC tool writes them; a query that comes back after another is a SourceError naming the line and the
+    last line of its earlier block (sort the run by query id first). Memory: one batch of lines (STREAM_BLOCK
+    bytes, or 65,536 Parquet records), one query's documents, and the ids of the queries already given."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no such run file")
+    fmt = run_format(path)
+    if fmt == "trec":
+        return _grouped(path, _trec_rows(path), "line")
+    if fmt == "parquet":
+        return _grouped(path, _parquet_rows(path, RUN_SCHEMA, "run"), "record")
+    return _grouped(path, _jsonl_rows(path, RUN_SCHEMA), "line")
+
+
+def _grouped(path: str, rows: Iterable[Row], unit: str) -> Iterator[tuple[str, dict[str, float]]]:
+    """`rows` as (query id, {document id: score}) per block of one query, each row checked as `run_of_rows` checks
+    it, when it is read; a query id met again after a block of another is a SourceError."""
+    ended: dict[str, int] = {}
+    block: Run = {}
+    current: str | None = None
+    last = 0
+    for row in rows:
+        number, query_id, doc_id, score = row
+        if query_id is None or doc_id is None or score is None or not math.isfinite(score):
+            run_of_rows(path, [row], unit=unit)  # raises the error of that row
+        if query_id != current or not block:
+            if block:
+                yield current, block.pop(current)
+                ended[current] = last
+            if query_id in ended:
+                raise SourceError(path, f"query {preview(query_id)} comes back after other queries (its earlier "
+                                        f"{unit}s end at {unit} {ended[query_id]:,}); the run is read one query at a "
+                                        "time, so each query's lines must be together: sort the run by query id "
+                                        "first (`LC_ALL=C sort -s -k1,1` keeps each query's order)", **{unit: number})
+            current = query_id
+        _add(block, query_id, doc_id, score, path, **{unit: number})
+        last = number
+    if block:
+        yield current, block.pop(current)
+
+
+def _trec_rows(path: str) -> Iterator[Row]:
+    """The rows of a TREC run: read with Arrow while the file is in the common form (`_read_plain_trec`'s checks,
+    a batch at a time), and from the first batch that is not, line by line (`trec_fields`), which names every
+    error."""
+    done = 0
+    if _plain_bytes(path):
+        read = pa_csv.ReadOptions(column_names=list(_TREC_COLUMNS), block_size=STREAM_BLOCK)
+        parse = pa_csv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False, double_quote=False,
+                                    newlines_in_values=False, ignore_empty_lines=False)
+        convert = pa_csv.ConvertOptions(column_types={name: pa.string() for name in _TREC_COLUMNS}, null_values=[],
+                                        strings_can_be_null=False, include_columns=["query", "doc", "rank", "score"])
+        try:
+            with pa_csv.open_csv(path, read_options=read, parse_options=parse, convert_options=convert) as reader:
+                for batch in reader:
+                    values = _plain_values(batch)
+                    if values is None:
+                        break
+                    query, doc, score = (column.to_pylist() for column in values)
+                    yield from zip(range(done + 1, done + len(query) + 1), query, doc, score)
+                    done += len(query)
+                else:
+                    return
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+    with open(path, "rb") as stream:
+        for number, line in iter_lines(stream, path):
+            if number <= done:
+                continue
+            if number == 1:
+                line = line.removeprefix(UTF8_BOM)
+            try:
+                yield (number, *trec_fields(line))
+            except ValueError as e:
+                raise SourceError(path, str(e), line=number) from None
 
 
 def _check_columns(path: str, schema: pa.Schema, expected: pa.Schema, what: str) -> None:

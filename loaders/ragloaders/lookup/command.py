@@ -7,10 +7,11 @@ import sys
 
 import orjson
 
+from ..core.log import warn
 from ..core.plural import counted
 from .docstore import docs
 from .id_index import shown
-from .pairs import DEFAULT_TOP, pairs
+from .pairs import DEFAULT_TOP, MISSING, pairs
 
 SOURCE = ("a benchmark path (beir/scifact; with --data-dir or a download), a folder `ragloaders build` wrote, or a "
           "hub dataset repository id")
@@ -19,7 +20,8 @@ EXAMPLES = {
              "ragloaders docs ./nfcorpus PLAIN-3 --config queries",
              "ragloaders docs my-org/nfcorpus MED-10 nope --missing skip"],
     "pairs": ["ragloaders pairs beir/nfcorpus --run bm25.trec --top 100 --out pairs.parquet",
-              "ragloaders pairs ./nfcorpus --from-top-ranked --top 20 --out pairs.parquet"],
+              "ragloaders pairs ./nfcorpus --from-top-ranked --top 20 --out pairs.parquet",
+              "ragloaders pairs ./nfcorpus --run old-corpus.trec --missing skip --out pairs.parquet"],
 }
 """Command lines shown at the end of each subcommand's --help."""
 
@@ -47,10 +49,20 @@ def cmd_docs(args: argparse.Namespace) -> int:
 def cmd_pairs(args: argparse.Namespace) -> int:
     """Write the reranker's input of a run (or of `--from-top-ranked`) to a new Parquet file."""
     written = pairs(args.path, args.out, run=args.run_file, from_top_ranked=args.from_top_ranked, top=args.top,
-                    split=args.split, data_dir=args.data_dir, cache_dir=args.cache_dir, revision=args.revision)
+                    split=args.split, data_dir=args.data_dir, cache_dir=args.cache_dir, revision=args.revision,
+                    missing=args.missing)
     labels = f"labels from {written.labels_from}" if written.labels_from else "no qrels: every label is null"
     print(f"wrote {written.out}: {counted(written.rows, 'pair')} for {counted(written.queries, 'query', 'queries')} "
           f"({labels})")
+    if written.skipped_queries or written.skipped_documents:
+        skipped = []
+        if written.skipped_queries:
+            skipped.append(f"{counted(written.skipped_queries, 'query', 'queries', grouped=True)} not in the queries "
+                           f"(all their pairs; first {shown(written.first_skipped_query)})")
+        if written.skipped_documents:
+            skipped.append(f"{counted(written.skipped_documents, 'pair', grouped=True)} whose document is not in the "
+                           f"corpus (first {shown(written.first_skipped_document)})")
+        warn(f"--missing skip: skipped {' and '.join(skipped)}")
     return 0
 
 
@@ -76,6 +88,9 @@ def add_lookup_commands(commands: argparse._SubParsersAction) -> None:
     reranking.add_argument("--out", required=True, help="a new .parquet file")
     reranking.add_argument("--split", default="test",
                            help="the qrels split of the labels, and of top_ranked (default test, as eval)")
+    reranking.add_argument("--missing", choices=MISSING, default="error",
+                           help="a query or document of the run the source lacks: an error naming it and its line, "
+                                "exit 2 (default), or skipped (its pairs left out) and counted on stderr")
     reranking.set_defaults(run=cmd_pairs)
     for command in (lookup, reranking):
         command.add_argument("--data-dir", help="a folder holding the benchmark's files as it distributes them")

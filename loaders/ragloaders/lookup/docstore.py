@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..api import load
-from ..core.errors import UsageError
+from ..core.errors import ContentError, SourceError, UsageError
 from .chunked_take import ChunkedRows
 from .id_index import DuplicateIdError, IdIndex, shown
 
@@ -74,8 +74,13 @@ class DocStore:
         asked = doc_ids if isinstance(doc_ids, str) else list(doc_ids)
         rows = self.index.rows_of(asked)
         found = rows >= 0
-        taken = iter(self.take(rows[found]).to_pylist())
-        return [next(taken) if hit else None for hit in found.tolist()]
+        taken = self.take(rows[found])
+        # a struct array makes its dicts in Arrow's C++ (Table.to_pylist makes them in Python, row by row)
+        dicts = taken.to_struct_array().to_pylist()
+        if len(dicts) == len(asked):
+            return dicts
+        given = iter(dicts)
+        return [next(given) if hit else None for hit in found.tolist()]
 
     def rows_of(self, doc_ids: Sequence[str]) -> Any:
         """The row numbers of `doc_ids` in `table` (a numpy int64 array, -1 where absent): for reading columns of
@@ -85,7 +90,10 @@ class DocStore:
     def take(self, rows: Any) -> pa.Table:
         """The rows numbered `rows` (a numpy array of row numbers in range) as one table, in that order, read from
         the chunks that hold them (the table's other rows are not copied)."""
-        return self.rows.take(rows)
+        try:
+            return self.rows.take(rows)
+        except ContentError as e:
+            raise SourceError(self.name, str(e)) from None
 
 
 def docs(

@@ -199,7 +199,8 @@ def _as_array(ids: Sequence[str]) -> tuple[pa.Array, np.ndarray]:
     if isinstance(ids, str):
         raise TypeError(f"ids are a list of ids, not one string ({shown(ids)}); for one id use store[id] or "
                         "store.get(id), for several get_many([id, ...])")
-    if not all(isinstance(value, str) for value in ids):  # pyarrow would take None and bytes for strings
+    # pyarrow would take None and bytes for strings (the set of types is the quick test; subclasses of str pass)
+    if set(map(type, ids)) - {str} and not all(isinstance(value, str) for value in ids):
         wrong = next(value for value in ids if not isinstance(value, str))
         raise TypeError(f"ids are strings (byte for byte, never converted); got {type(wrong).__name__} "
                         f"{shown(wrong)}")

@@ -3,7 +3,9 @@ source's `top_ranked` config, with the query's text, the document's title and te
 
 Streams: the pairs are made and written in batches of bounded size (the query and document texts are taken from the
 memory-mapped tables by row number, `docstore.DocStore.rows_of`), so the output never sits in memory whole. The run
-itself is read by `eval.runs.read_run`.
+is read one query at a time (`eval.runs.iter_run`), so memory is bounded by one batch of the run's lines, one query's
+documents and one output batch whatever the run's size; a run whose query's lines are not together is refused,
+naming the line (every TREC tool writes each query's lines together).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ..core.hub_repository import open_repository
 from ..core.output_target import check_output, write_new_file
 from ..core.plural import counted
 from ..eval.data import ROLE_CONFIGS, config_for
-from ..eval.runs import read_run, run_format
+from ..eval.runs import iter_run, run_format
 from .chunked_take import ChunkedRows
 from .docstore import DocStore, docs
 from .id_index import shown
@@ -38,6 +40,8 @@ BATCH_ROWS = (64, 10_000)
 """The fewest and most pairs per batch."""
 DEFAULT_TOP = 100
 """BEIR's reranking setup re-ranks the top 100."""
+MISSING = ("error", "skip")
+"""What `pairs` does with a query or document of the run the source lacks: an error naming it, or skip it."""
 
 Ranking = tuple[str, list[str], list[float | None], str]
 """(query id, document ids in rank order, their scores (None where top_ranked has none), where it is read: for
@@ -53,6 +57,12 @@ class PairsWritten:
     rows: int
     queries: int
     labels_from: str | None
+    skipped_queries: int = 0
+    """With `missing="skip"`: queries of the run the source lacks (none of their pairs is written)."""
+    skipped_documents: int = 0
+    """With `missing="skip"`: pairs of known queries left out because the corpus lacks their document."""
+    first_skipped_query: str | None = None
+    first_skipped_document: str | None = None
 
 
 def pairs(
@@ -66,6 +76,7 @@ def pairs(
     data_dir: str | None = None,
     cache_dir: str | None = None,
     revision: str | None = None,
+    missing: str = "error",
 ) -> PairsWritten:
     """Write the (query, document) pairs of a run's top `top` per query to the new Parquet file `out`.
 
@@ -82,15 +93,25 @@ def pairs(
             source's `top_ranked` config (split `split`, or its only split in a folder or repository).
         top: documents per query.
         split: the qrels split the labels come from (default `test`, as `eval`).
+        missing: `error` (the default): a query or document of the run the source lacks is a ValueError naming it
+            and its line; `skip`: an unknown query's pairs and a pair whose document is unknown are left out, the
+            others keeping their `rank` in the run's top `top` (the skipped ones leave gaps), and counted in the
+            result (`skipped_queries`, `skipped_documents`).
+
+    The run is read one query at a time (`eval.runs.iter_run`): memory stays bounded whatever its size, and each
+    query's lines must be together (a query that comes back after another is an error naming both lines).
 
     Raises:
         ValueError: a query or document of the run that the source does not have (naming the id and the line or
-            record), a bad argument, and what `ragloaders.docs` raises. FileExistsError / OutputFolderError: `out`.
+            record) unless `missing="skip"`, a run whose query's lines are not together, a bad argument, and what
+            `ragloaders.docs` raises. FileExistsError / OutputFolderError: `out`.
     """
     if (run is None) == (not from_top_ranked):
         raise UsageError("pairs takes a run (--run RUN) or --from-top-ranked, one of them")
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise UsageError(f"--top must be a whole number of documents per query, at least 1; got {top!r}")
+    if missing not in MISSING:
+        raise UsageError(f"missing must be one of {', '.join(MISSING)}; got {missing!r}")
     target = check_output(out, kind="file", data_dir=data_dir, cache_dir=cache_dir, source=source)
     if os.path.splitext(target)[1].lower() != ".parquet":
         raise UsageError(f"--out {os.fspath(out)}: pairs are written as Parquet; name a file ending in .parquet")
@@ -106,9 +127,11 @@ def pairs(
         rankings = top_ranked_rankings(source, split, top, options)
     else:
         rankings = run_rankings(os.fspath(run), top)
-    writer = PairWriter(corpus, queries, labels)
+    writer = PairWriter(corpus, queries, labels, skip=missing == "skip")
     rows, count = write_new_file(target, lambda partial: writer.write(partial, rankings))
-    return PairsWritten(target, rows, count, f"{qrels_config} {split}" if qrels_config else None)
+    return PairsWritten(target, rows, count, f"{qrels_config} {split}" if qrels_config else None,
+                        writer.skipped_queries, writer.skipped_documents, writer.first_skipped_query,
+                        writer.first_skipped_document)
 
 
 def configs_in(source: str) -> list[str]:
@@ -133,8 +156,9 @@ def grades(source: str, config: str, split: str, options: dict[str, Any]) -> dic
 
 
 def run_rankings(path: str, top: int) -> Iterator[Ranking]:
-    """Each query of a run with its top `top` documents by score (equal scores in the run's order)."""
-    for query_id, scored in read_run(path).items():
+    """Each query of a run with its top `top` documents by score (equal scores in the run's order), read one query
+    at a time."""
+    for query_id, scored in iter_run(path):
         ranked = sorted(scored.items(), key=lambda item: -item[1])[:top]
         yield query_id, [doc_id for doc_id, _ in ranked], [score for _, score in ranked], path
 
@@ -160,10 +184,16 @@ def top_ranked_rankings(source: str, split: str, top: int, options: dict[str, An
 
 
 class PairWriter:
-    """Writes pairs in batches: the texts are taken from the memory-mapped tables by row number."""
+    """Writes pairs in batches: the texts are taken from the memory-mapped tables by row number. An unknown query or
+    document is a ValueError, or with `skip` its pairs are left out and counted."""
 
-    def __init__(self, corpus: DocStore, queries: DocStore, labels: dict[tuple[str, str], int]):
+    def __init__(self, corpus: DocStore, queries: DocStore, labels: dict[tuple[str, str], int], *,
+                 skip: bool = False):
         self.corpus, self.queries, self.labels = corpus, queries, labels
+        self.skip = skip
+        self.skipped_queries = self.skipped_documents = 0
+        self.first_skipped_query: str | None = None
+        self.first_skipped_document: str | None = None
         self.documents = corpus.table.select([name for name in ("title", "text") if name in corpus.table.column_names])
         self.document_rows = ChunkedRows(self.documents)
         self.query_texts = ChunkedRows(queries.table.column("text"))
@@ -185,12 +215,14 @@ class PairWriter:
                 pending.append(ranking)
                 size += len(ranking[1])
                 if size >= self.batch_rows:
-                    writer.write_table(self.batch(pending))
-                    rows, pending, size = rows + size, [], 0
+                    table = self.batch(pending)
+                    writer.write_table(table)
+                    rows, pending, size = rows + table.num_rows, [], 0
             if pending or not rows:
-                writer.write_table(self.batch(pending))
-                rows += size
-        return rows, queries
+                table = self.batch(pending)
+                writer.write_table(table)
+                rows += table.num_rows
+        return rows, queries - self.skipped_queries
 
     def batch(self, rankings: list[Ranking]) -> pa.Table:
         """The pairs of `rankings` as one table."""
@@ -199,20 +231,47 @@ class PairWriter:
         query_rows = self.queries.rows_of([query_id for query_id, _, _, _ in rankings])
         doc_rows = self.corpus.rows_of(doc_ids)
         counts = np.fromiter((len(ids) for _, ids, _, _ in rankings), dtype=np.int64, count=len(rankings))
-        self._refuse_unknown(rankings, query_rows, doc_ids, doc_rows, counts)
+        ranks = (np.concatenate([np.arange(1, n + 1, dtype=np.int32) for n in counts]) if len(counts)
+                 else np.zeros(0, dtype=np.int32))
+        scores = [score for _, _, given, _ in rankings for score in given]
+        pair_query_rows = np.repeat(query_rows, counts)
+        if not self.skip:
+            self._refuse_unknown(rankings, query_rows, doc_ids, doc_rows, counts)
+        else:
+            keep = self._count_unknown(rankings, query_rows, doc_ids, doc_rows, counts)
+            if not keep.all():
+                kept = np.flatnonzero(keep).tolist()
+                query_ids, doc_ids, scores = ([values[i] for i in kept] for values in (query_ids, doc_ids, scores))
+                doc_rows, pair_query_rows, ranks = doc_rows[keep], pair_query_rows[keep], ranks[keep]
         taken = self.document_rows.take(doc_rows)
         columns = {
             "query-id": pa.array(query_ids, pa.string()),
-            "query": self.query_texts.take(np.repeat(query_rows, counts)),
+            "query": self.query_texts.take(pair_query_rows),
             "corpus-id": pa.array(doc_ids, pa.string()),
-            "rank": pa.array(np.concatenate([np.arange(1, n + 1, dtype=np.int32) for n in counts])
-                             if len(counts) else np.zeros(0, dtype=np.int32)),
-            "score": pa.array([score for _, _, scores, _ in rankings for score in scores], pa.float64()),
+            "rank": pa.array(ranks),
+            "score": pa.array(scores, pa.float64()),
             "title": taken.column("title") if "title" in taken.column_names else pa.nulls(len(doc_ids), pa.string()),
             "text": taken.column("text"),
             "label": pa.array([self.labels.get(pair) for pair in zip(query_ids, doc_ids)], pa.int32()),
         }
         return pa.table(columns, schema=self.schema)
+
+    def _count_unknown(self, rankings: list[Ranking], query_rows: np.ndarray, doc_ids: list[str],
+                       doc_rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Count the unknown queries of `rankings` and the unknown documents of their known queries; the mask of
+        the pairs to keep."""
+        known_query = query_rows >= 0
+        of_known_query = np.repeat(known_query, counts)
+        unknown_document = of_known_query & (doc_rows < 0)
+        if not known_query.all():
+            self.skipped_queries += int((~known_query).sum())
+            if self.first_skipped_query is None:
+                self.first_skipped_query = rankings[int(np.flatnonzero(~known_query)[0])][0]
+        if unknown_document.any():
+            self.skipped_documents += int(unknown_document.sum())
+            if self.first_skipped_document is None:
+                self.first_skipped_document = doc_ids[int(np.flatnonzero(unknown_document)[0])]
+        return of_known_query & (doc_rows >= 0)
 
     def _refuse_unknown(self, rankings: list[Ranking], query_rows: np.ndarray, doc_ids: list[str],
                         doc_rows: np.ndarray, counts: np.ndarray) -> None:
