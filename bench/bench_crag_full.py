@@ -2,6 +2,13 @@
 behind, beside the floor of decompressing the same file on 2 threads, all measured in one run.
 
     PYTHONPATH=loaders python bench/bench_crag_full.py [--work DIR] [--mb 40] [--rounds 2] [--tree NAME=LOADERS ...]
+    PYTHONPATH=loaders python bench/bench_crag_full.py --task 3 [--fraction 0.1] [--rounds 1] [--keep]
+
+Task 3 (`--task 3`): `generate_task3` writes --fraction of its 7.7 GB of bz2 in its v5 layout (a tar of JSONL
+shards, bz2, cut into 4 `.partN` files in the published proportions), each record with the labels of a real one
+and all 50 real pages (task 3 has up to 50 a question, ~2.7 MB of bz2 each as published), URLs distinct per copy;
+contenders: indexed_bzip2 on 2 threads over the joined file (floor), `records`, `build --out`; then every figure
+extrapolated linearly to the full size. The generated input is deleted at the end unless --keep.
 
 The input: the 10 real records of tests/data/crag (50 pages, 15 MB of real HTML) repeated with fresh interaction
 ids and each copy's page URLs made distinct (so every copy's pages are new corpus pages, their HTML still the real
@@ -72,6 +79,79 @@ def generate(folder: str, target_mb: int) -> dict:
     os.replace(path + ".partial", path)
     info = {"bytes": os.path.getsize(path), "records": copies * len(lines),
             "json_bytes": copies * sum(len(line) + 1 for line in lines)}
+    json.dump(info, open(info_path, "w"))
+    return info
+
+
+TASK3 = "crag_task_3_dev_v5.tar.bz2"
+TASK3_PART_BYTES = (2_147_483_648,) * 3 + (1_283_117_287,)
+"""The published v5 parts: task 3 is 7.7 GB of bz2 (a tar of JSONL shards cut into 4 parts)."""
+TASK3_RECORDS_PER_MEMBER = 5
+
+
+def _task3_record(lines: list[bytes], copy: int) -> bytes:
+    """A task-3-shaped record: the labels of real record `copy` % 10 and all 50 real pages (task 3 has up to 50 a
+    question), their URLs made distinct per copy."""
+    import orjson
+
+    records = [orjson.loads(line) for line in lines]
+    record = records[copy % len(records)]
+    record["interaction_id"] = str(uuid.UUID(int=copy))
+    record["search_results"] = [dict(page, page_url=None if page["page_url"] is None else
+                                     page["page_url"] + f"#copy-{copy}")
+                                for r in records for page in r["search_results"]]
+    return orjson.dumps(record) + b"\n"
+
+
+def _compress(data: bytes) -> bytes:
+    return bz2.compress(data, 9)
+
+
+def generate_task3(folder: str, fraction: float) -> dict:
+    """`fraction` of task 3's bz2 size as its v5 layout: a tar of JSONL shards (TASK3_RECORDS_PER_MEMBER records
+    each), bz2 (a stream per ~20 MB of tar, written by 2 processes), cut into 4 parts in the published
+    proportions under `folder`/parts; the joined file under `folder`/joined for the decompression floor."""
+    import tarfile
+
+    info_path = os.path.join(folder, "generated.json")
+    if os.path.isfile(info_path):
+        return json.load(open(info_path))
+    joined_dir, parts_dir = os.path.join(folder, "joined"), os.path.join(folder, "parts")
+    os.makedirs(joined_dir, exist_ok=True)
+    os.makedirs(parts_dir, exist_ok=True)
+    joined = os.path.join(joined_dir, TASK3)
+    target = int(sum(TASK3_PART_BYTES) * fraction)
+    with open(REAL_SAMPLE, "rb") as f:
+        lines = [line for line in bz2.decompress(f.read()).split(b"\n") if line.strip()]
+    records = tar_bytes = 0
+    pending: list = []
+    with open(joined, "wb") as out, Pool(2) as pool:
+        def send(data: bytes) -> None:
+            nonlocal tar_bytes
+            tar_bytes += len(data)
+            for at in range(0, len(data), 20 << 20):
+                pending.append(pool.apply_async(_compress, (data[at:at + (20 << 20)],)))
+                while len(pending) > 4:
+                    out.write(pending.pop(0).get())
+
+        member = 0
+        while out.tell() + 4 * (2 << 20) < target:
+            content = b"".join(_task3_record(lines, records + n) for n in range(TASK3_RECORDS_PER_MEMBER))
+            header = tarfile.TarInfo(f"crag_task_3_dev_v5/crag_task_3_dev_v5_{member}.jsonl")
+            header.size, header.mtime = len(content), 0
+            send(header.tobuf(tarfile.GNU_FORMAT) + content + bytes(-len(content) % tarfile.BLOCKSIZE))
+            records += TASK3_RECORDS_PER_MEMBER
+            member += 1
+        send(bytes(2 * tarfile.BLOCKSIZE))
+        for result in pending:
+            out.write(result.get())
+    size = os.path.getsize(joined)
+    cut = [int(size * part / sum(TASK3_PART_BYTES)) for part in TASK3_PART_BYTES[:3]]
+    with open(joined, "rb") as f:
+        for number, length in enumerate([*cut, size - sum(cut)]):
+            with open(os.path.join(parts_dir, f"{TASK3}.part{number}"), "wb") as part:
+                part.write(f.read(length))
+    info = {"bytes": size, "records": records, "json_bytes": tar_bytes, "fraction": fraction}
     json.dump(info, open(info_path, "w"))
     return info
 
@@ -150,7 +230,13 @@ def main() -> None:
     parser.add_argument("--tree", action="append", default=[],
                         help="NAME=PATH of a loaders folder to measure (default: this checkout's)")
     parser.add_argument("--kinds", default="decompress,lbzip2,records,all,build")
+    parser.add_argument("--task", choices=("1_and_2", "3"), default="1_and_2")
+    parser.add_argument("--fraction", type=float, default=0.1, help="task 3: the fraction of its size generated")
+    parser.add_argument("--keep", action="store_true", help="task 3: keep the generated input")
     args = parser.parse_args()
+    if args.task == "3":
+        task3(args)
+        return
     trees = dict(t.split("=", 1) for t in args.tree) or {"this": os.path.join(HERE, os.pardir, "loaders")}
     info = generate(os.path.join(args.work, "data"), args.mb)
     print(json.dumps(info), file=sys.stderr)
@@ -167,6 +253,60 @@ def main() -> None:
             results.setdefault(label, []).append(result)
             print(f"round {round_ + 1} {label}: {json.dumps(result)}", file=sys.stderr)
     report(info, results)
+
+
+def task3(args: argparse.Namespace) -> None:
+    """Task 3 at `--fraction` of its size: the decompression floor, `records` and `build --out` (fullscale.py's
+    fresh-process runs, rotating order, peak RSS and disk), then each figure extrapolated to the full size."""
+    sys.path.insert(0, HERE)
+    from fullscale import Contender, rotate, table
+
+    work = os.path.join(args.work, "task3")
+    # Generated in a spawned process: a child started from this one would report this process's peak RSS (Linux
+    # keeps the pre-exec high-water mark), which the generation raises to ~1 GB.
+    import multiprocessing
+
+    generator = multiprocessing.get_context("spawn").Process(target=generate_task3,
+                                                             args=(os.path.join(work, "data"), args.fraction))
+    generator.start()
+    generator.join()
+    if generator.exitcode != 0:
+        raise SystemExit(f"generating the task 3 input failed ({generator.exitcode})")
+    info = generate_task3(os.path.join(work, "data"), args.fraction)
+    print(json.dumps(info), file=sys.stderr)
+    joined = os.path.join(work, "data", "joined", TASK3)
+    parts = os.path.join(work, "data", "parts")
+    tree = dict(t.split("=", 1) for t in args.tree).get("this", os.path.join(HERE, os.pardir, "loaders"))
+    env = {"PYTHONPATH": tree}
+    contenders = [
+        Contender("indexed_bzip2, 2 threads, the joined file (floor)", [sys.executable, "-c", DECOMPRESS, joined],
+                  floor=True),
+        Contender("`records` download_and_prepare (Arrow cache)", [
+            sys.executable, "-c", "import ragloaders, sys\nragloaders.builder('crag/task_3', 'records', "
+            "data_dir=sys.argv[1], cache_dir=sys.argv[2]).download_and_prepare()", parts, "{scratch}/cache"], env),
+        Contender("every config, `ragloaders build --out` (Parquet + card)", [
+            sys.executable, "-m", "ragloaders", "build", "crag/task_3", "--data-dir", parts, "--out",
+            "{scratch}/out"], {**env, "HF_DATASETS_CACHE": "{scratch}/hf"}),
+    ]
+    results = rotate(contenders, args.rounds, work, log=lambda line: print(line, file=sys.stderr, flush=True))
+    print(f"task 3 at {args.fraction:g} of its size: {info['bytes'] / 1e6:,.0f} MB of bz2 in 4 parts, "
+          f"{info['json_bytes'] / 1e6:,.0f} MB of tar, {info['records']} records of 50 pages; "
+          f"{args.rounds} round(s), best of the rounds:\n")
+    print(table(contenders, results, info["bytes"]))
+    print(f"\nExtrapolated to task 3's {sum(TASK3_PART_BYTES) / 1e9:.2f} GB of bz2 "
+          f"(x {sum(TASK3_PART_BYTES) / info['bytes']:.1f}, its bytes over the generated ones):\n")
+    print("| contender | s | peak disk GB | output GB |\n|---|---|---|---|")
+    for c in contenders:
+        r = min(results[c.label], key=lambda r: r["seconds"])
+        scale = sum(TASK3_PART_BYTES) / info["bytes"]
+        print(f"| {c.label} | {r['seconds'] * scale:,.0f} | {r['peak_disk_bytes'] * scale / 1e9:.1f} "
+              f"| {r['output_bytes'] * scale / 1e9:.1f} |")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+DECOMPRESS = ("import indexed_bzip2 as b, sys\nf = b.open(sys.argv[1], parallelization=2)\n"
+              "while f.read(1 << 20): pass\nf.close()")
 
 
 def report(info: dict, results: dict[str, list[dict]]) -> None:
