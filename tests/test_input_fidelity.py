@@ -348,7 +348,7 @@ def test_a_damaged_zip_member_names_archive_member_and_damage(tmp_path, how, mon
 def test_a_truncated_zip_is_a_source_error_not_a_missing_folder(tmp_path):
     path = damaged_zip(tmp_path, "cut")
     for data_dir in (path, tmp_path):
-        with pytest.raises(SourceError, match=r"nfcorpus\.zip: not a readable zip file: truncated or damaged"):
+        with pytest.raises(SourceError, match=r"nfcorpus\.zip: not a readable zip file"):
             ragloaders.load("beir/nfcorpus", "queries", data_dir=str(data_dir), cache_dir=str(tmp_path / "c"))
 
 
