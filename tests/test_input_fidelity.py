@@ -360,7 +360,7 @@ def test_a_local_zip_is_checked_against_the_catalogue_md5_once_per_identity(tmp_
             target.writestr(info.filename, source.read(info))
     expected = beir.DATASETS["beir/nfcorpus"].md5
     actual = sources.md5_of(str(repacked))
-    with pytest.raises(SourceError, match=f"md5 {actual} does not match the official file's md5 {expected}"):
+    with pytest.raises(SourceError, match=f"md5 {actual}.*md5 {expected}"):
         ragloaders.load("beir/nfcorpus", "queries", data_dir=str(repacked.parent), cache_dir=str(tmp_path / "c"))
 
     official = tmp_path / "official" / "nfcorpus.zip"
