@@ -1,4 +1,5 @@
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -65,6 +66,22 @@ class SampleBuilds:
         if path not in self.built:
             self.built[path] = SharedBuild(path, self.root, self.cache_dir)
         return self.built[path]
+
+
+@pytest.fixture(autouse=True)
+def no_cli_warning_handler_left():
+    """`ragloaders.cli.main` run in process adds its one-line warning handler to the `ragloaders` logger, where it
+    would stay for the tests after it (a warning then reaches stderr or not by test order): remove it after each
+    test, and before (a session fixture may have run the CLI)."""
+    def remove() -> None:
+        log = sys.modules.get("ragloaders.core.log")  # not imported: no handler (test_hub_compat runs without it)
+        if log is not None:
+            for handler in [h for h in log.LOGGER.handlers if isinstance(h, log.OneLineWarnings)]:
+                log.LOGGER.removeHandler(handler)
+
+    remove()
+    yield
+    remove()
 
 
 @pytest.fixture(scope="session")

@@ -379,6 +379,18 @@ def install(state_dir: str) -> FakeHub:
     return hub
 
 
+def uninstall() -> None:
+    """Route every huggingface_hub request of this process nowhere (a connection error naming why): what a test
+    process is left with after an in-process fake-hub session. huggingface_hub has no public way to get its default
+    client factory back, and no test may reach the network anyway."""
+    from huggingface_hub import set_client_factory
+
+    def refuse(request):
+        raise http.ConnectError(f"no network in tests ({request.url}); install a FakeHub first", request=request)
+
+    set_client_factory(lambda: http.Client(transport=http.MockTransport(refuse), follow_redirects=True))
+
+
 def main(argv: list[str]) -> int:
     separator = argv.index("--")
     options, command = argv[:separator], argv[separator + 1:]

@@ -52,7 +52,7 @@ def test_a_card_cannot_make_load_or_validate_read_outside_its_folder(declared, t
     folder = Path(write_repository(str(tmp_path / "nf"), TABLES))
     declare(folder, "path: qrels/test-00000-of-00001.parquet", "path: " + declared.format(outside=outside))
     monkeypatch.chdir(tmp_path)  # `../outside` is a sibling of the folder, as `{outside}` is
-    with pytest.raises(SourceError, match="outside nf; a card's data files must be inside"):
+    with pytest.raises(SourceError, match="outside nf"):
         ragloaders.load("nf", "qrels")
     code, _, err = run("validate", "nf")
     assert code == 2 and "secret.parquet, outside nf" in err and err.count("\n") == 1
@@ -72,7 +72,7 @@ def outside_file(tmp_path: Path) -> Path:
 
 def refused_everywhere(folder: str, file: str) -> None:
     """load and validate of `folder` both refuse its qrels config in one line naming `file`."""
-    with pytest.raises(SourceError, match="resolves \\(symlinks followed\\) to .*secret.parquet, outside") as raised:
+    with pytest.raises(SourceError, match="secret.parquet, outside") as raised:
         ragloaders.load(folder, "qrels")
     assert file in str(raised.value)
     code, _, err = run("validate", folder)
@@ -166,7 +166,7 @@ def test_a_hub_cache_snapshot_reads_its_own_blobs_and_no_other_repositorys(tmp_p
     target = snapshot / "qrels" / "test-00000-of-00001.parquet"
     target.unlink()
     target.symlink_to(os.path.relpath(other / "secret.parquet", target.parent))  # into another repository's cache
-    with pytest.raises(SourceError, match="resolves \\(symlinks followed\\) to .*datasets--org--other"):
+    with pytest.raises(SourceError, match="datasets--org--other"):
         ragloaders.load("org/nf", "qrels")
     code, _, err = run("validate", "org/nf")
     assert code == 2 and err.count("\n") == 1 and "qrels/test-00000-of-00001.parquet" in err, err

@@ -23,7 +23,7 @@ def files_under(folder) -> set[str]:
 ])
 def test_load_refuses_an_undocumented_keyword_naming_it_and_writes_nothing(tmp_path, keyword, value):
     cache = tmp_path / "deep" / "cache"
-    with pytest.raises(ValueError, match=f"^load\\(\\) got an unknown keyword argument '{keyword}'.*; it accepts "
+    with pytest.raises(ValueError, match=f"^load\\(\\).*'{keyword}'.*it accepts "
                                          "split, data_dir, streaming, cache_dir, num_proc, download_mode") as error:
         ragloaders.load("beir/nfcorpus", "queries", data_dir=NFCORPUS, cache_dir=str(cache), **{keyword: value})
     assert "\n" not in str(error.value)
@@ -32,7 +32,7 @@ def test_load_refuses_an_undocumented_keyword_naming_it_and_writes_nothing(tmp_p
 
 @pytest.mark.parametrize("keyword", ["hash", "name", "data_files", "writer_batch_size", "release"])
 def test_builder_refuses_an_undocumented_keyword(tmp_path, keyword):
-    with pytest.raises(ValueError, match=f"^builder\\(\\) got an unknown keyword argument '{keyword}'; it accepts "
+    with pytest.raises(ValueError, match=f"^builder\\(\\).*'{keyword}'.*it accepts "
                                          "data_dir, cache_dir, storage_options$"):
         builder("beir/nfcorpus", "qrels", data_dir=NFCORPUS, cache_dir=str(tmp_path), **{keyword: "x"})
     assert files_under(tmp_path) == set()

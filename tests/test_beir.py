@@ -291,7 +291,7 @@ def test_malformed_json_line_names_file_and_line(tmp_path):
     assert error.value.line == 2 and str(folder / "corpus.jsonl") in str(error.value)
     assert "invalid JSON" in str(error.value) and "cut short" not in str(error.value)
     (folder / "corpus.jsonl").write_bytes(b'{"_id": "a", "title": "", "text": "x"}\n{"_id": "b", "title": "", "te')
-    with pytest.raises(SourceError, match="line 2: invalid JSON .*last line has no line end, as when a file is cut"):
+    with pytest.raises(SourceError, match="line 2: .*no line end"):
         ragloaders.load("beir/arguana", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "d"))
     (folder / "corpus.jsonl").write_bytes(b'{"_id": "a", "title": "", "text": "x"}\n{"_id": "b", "_id": "c"}')
     with pytest.raises(SourceError, match="line 2: duplicate key '_id'") as error:  # complete: not cut short
@@ -342,13 +342,13 @@ def test_missing_file_is_named(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(MissingSourceError, match="expected the extracted BEIR folder"):
         ragloaders.load("beir/nfcorpus", "corpus", data_dir=str(tmp_path / "empty"), cache_dir=str(tmp_path / "c"))
-    with pytest.raises(MissingSourceError, match="absent: no such file or folder"):
+    with pytest.raises(MissingSourceError, match="absent"):
         ragloaders.load("beir/nfcorpus", "corpus", data_dir=str(tmp_path / "absent"), cache_dir=str(tmp_path / "c"))
 
 
 def test_datasets_that_cannot_be_downloaded_say_where_to_get_them(tmp_path):
     for name in ("bioasq", "signal1m", "trec-news", "robust04"):
-        with pytest.raises(MissingSourceError, match="not redistributable.*data_dir"):
+        with pytest.raises(MissingSourceError, match="data_dir"):
             ragloaders.load(f"beir/{name}", "corpus", cache_dir=str(tmp_path))
 
 

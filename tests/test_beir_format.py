@@ -127,14 +127,14 @@ def test_a_folder_not_in_the_layout_is_one_line_naming_the_missing_file(tmp_path
 
 
 def test_data_dir_is_required_and_a_split_file_name_must_be_a_split_name(tmp_path, capsys):
-    with pytest.raises(MissingSourceError, match="beir-format reads your own files: pass data_dir"):
+    with pytest.raises(MissingSourceError, match="pass data_dir"):
         ragloaders.load(PATH, "corpus")
     assert cli_main(["build", PATH, "--out", str(tmp_path / "out")]) == 2
     assert "pass data_dir" in capsys.readouterr().err and not (tmp_path / "out").exists()
     for bad in ("two words", "all", "a-b"):
         source = write_folder(tmp_path / bad / "data")
         (source / "qrels" / f"{bad}.tsv").write_bytes(QRELS["test"])
-        with pytest.raises(SourceError, match=f"{bad}.tsv: a qrels file name is its split's name"):
+        with pytest.raises(SourceError, match=f"{bad}.tsv: .*split"):
             ragloaders.load(PATH, "qrels", data_dir=str(source), cache_dir=str(tmp_path / "c"))
 
 

@@ -8,7 +8,6 @@ import json
 import math
 import shutil
 
-import bm25s
 import datasets
 import numpy as np
 import pyarrow as pa
@@ -132,6 +131,8 @@ def test_multifield_counts_only_the_documents_holding_a_field(nfcorpus_tables):
 
 
 def test_scores_equal_bm25s_on_the_same_tokens(nfcorpus_tables):
+    import bm25s  # imported here: it imports numba, a second of every worker's start
+
     corpus, queries = nfcorpus_tables["corpus"], nfcorpus_tables["queries"][::40]
     analyzer = Analyzer(DEFAULT_SETTINGS)
     texts = [f"{t} {x}" for t, x in zip(corpus.column("title").to_pylist(), corpus.column("text").to_pylist())]

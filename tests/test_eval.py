@@ -125,25 +125,36 @@ def test_graded_qrels_feed_ndcg_as_gains_and_binary_metrics_by_level():
 NEGATIVE_GRADES_SCRIPT = """
 import json, random, sys
 from ragloaders.eval import parse_metrics, score
-rng = random.Random(int(sys.argv[1]))
-qrels = {f"q{i}": {f"d{j}": rng.randint(-5, 2) for j in rng.sample(range(12), rng.randint(1, 6))} for i in range(60)}
-qrels["all-negative"] = {"d0": -2, "d1": -3}
-run = {q: {f"d{j}": float(rng.randint(0, 5)) for j in range(10)} for q in qrels}
 metrics = parse_metrics("NDCG@3,NDCG@10,Recall@5,MAP@10,P@3,MRR@10")
-print(json.dumps({"qrels": qrels, "run": run, "scores": [score(qrels, run, metrics, relevance_level=level).per_query
-                                                         for level in (1, 2)]}))
+results = {}
+for seed in sys.argv[1:]:
+    rng = random.Random(int(seed))
+    qrels = {f"q{i}": {f"d{j}": rng.randint(-5, 2) for j in rng.sample(range(12), rng.randint(1, 6))}
+             for i in range(60)}
+    qrels["all-negative"] = {"d0": -2, "d1": -3}
+    run = {q: {f"d{j}": float(rng.randint(0, 5)) for j in range(10)} for q in qrels}
+    results[seed] = {"qrels": qrels, "run": run,
+                     "scores": [score(qrels, run, metrics, relevance_level=level).per_query for level in (1, 2)]}
+print(json.dumps(results))
 """
+NEGATIVE_GRADE_SEEDS = (0, 1)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_negative_grades_are_judged_non_relevant_and_never_crash(seed):
+@pytest.fixture(scope="module")
+def negative_grades_scored() -> dict[str, dict]:
+    """Every seed's random qrels with negative grades and run, and their scores, from one child."""
+    done = subprocess.run([sys.executable, "-c", NEGATIVE_GRADES_SCRIPT, *map(str, NEGATIVE_GRADE_SEEDS)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("seed", NEGATIVE_GRADE_SEEDS)
+def test_negative_grades_are_judged_non_relevant_and_never_crash(seed, negative_grades_scored):
     """pytrec_eval segfaults on grades of -2 and below: scored in a subprocess so a crash fails the test. trec_eval
     reads a negative grade as judged non-relevant; at relevance levels 1 and 2 that is what grade 0 means, so every
     measure must equal pytrec_eval's on the qrels with 0 in place of each negative grade."""
-    done = subprocess.run([sys.executable, "-c", NEGATIVE_GRADES_SCRIPT, str(seed)], capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    result = json.loads(done.stdout)
+    result = negative_grades_scored[str(seed)]
     zeroed = {q: {d: max(grade, 0) for d, grade in docs.items()} for q, docs in result["qrels"].items()}
     metrics = parse_metrics("NDCG@3,NDCG@10,Recall@5,MAP@10,P@3,MRR@10")
     for level, per_query in zip((1, 2), result["scores"]):

@@ -155,7 +155,7 @@ def test_headers_that_trickle_in_do_not_hold_a_call_past_its_timeout(hostile, tm
     Hostile.mode = "trickle-headers"  # the server would take 40 s to finish its headers
     judge = Judge(hostile[0], "m", str(tmp_path / "cache"), retries=0, retry_wait=0, timeout=1)
     start = time.monotonic()
-    with pytest.raises(JudgeError, match="no answer within the timeout of 1 s after 1 request"):
+    with pytest.raises(JudgeError, match="timeout of 1 s.*1 request"):
         judge.verdict("q", "a", "b")
     assert time.monotonic() - start < 5  # a bound on hanging (the timeout is 1 s), not a benchmark
 
@@ -416,7 +416,7 @@ def test_an_https_judge_answers_and_its_trickled_headers_end_at_the_timeout(tls_
     Hostile.mode = "trickle-headers"
     judge = Judge(tls_server, "m", str(tmp_path / "cache2"), retries=0, retry_wait=0, timeout=1)
     start = time.monotonic()
-    with pytest.raises(JudgeError, match="no answer within the timeout of 1 s"):
+    with pytest.raises(JudgeError, match="timeout of 1 s"):
         judge.verdict("q", "a", "b")
     assert time.monotonic() - start < 5
 
@@ -442,7 +442,7 @@ def test_a_tls_handshake_that_trickles_ends_at_the_timeout(tmp_path):
                   retry_wait=0, timeout=1)
     start = time.monotonic()
     try:
-        with pytest.raises(JudgeError, match="no answer within the timeout of 1 s"):
+        with pytest.raises(JudgeError, match="timeout of 1 s"):
             judge.verdict("q", "a", "b")
         assert time.monotonic() - start < 5
     finally:

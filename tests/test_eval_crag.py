@@ -327,10 +327,10 @@ def test_templates_py_is_read_as_data_never_run(tmp_path):
     assert read_prompt(str(templates)) == "Grade it.\nExamples: none"
     assert not marker.exists()
     templates.write_text('INSTRUCTIONS = "a" + "b"\nIN_CONTEXT_EXAMPLES = ""\n')
-    with pytest.raises(ValueError, match="line 1: INSTRUCTIONS must be a string literal"):
+    with pytest.raises(ValueError, match="line 1: INSTRUCTIONS"):
         read_prompt(str(templates))
     templates.write_text('INSTRUCTIONS = "a"\n')
-    with pytest.raises(ValueError, match="no string constant IN_CONTEXT_EXAMPLES"):
+    with pytest.raises(ValueError, match="IN_CONTEXT_EXAMPLES"):
         read_prompt(str(templates))
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("Reply with JSON.")

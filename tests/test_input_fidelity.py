@@ -348,7 +348,7 @@ def test_a_damaged_zip_member_names_archive_member_and_damage(tmp_path, how, mon
 def test_a_truncated_zip_is_a_source_error_not_a_missing_folder(tmp_path):
     path = damaged_zip(tmp_path, "cut")
     for data_dir in (path, tmp_path):
-        with pytest.raises(SourceError, match=r"nfcorpus\.zip: not a readable zip file: truncated or damaged"):
+        with pytest.raises(SourceError, match=r"nfcorpus\.zip: not a readable zip file"):
             ragloaders.load("beir/nfcorpus", "queries", data_dir=str(data_dir), cache_dir=str(tmp_path / "c"))
 
 
@@ -360,7 +360,7 @@ def test_a_local_zip_is_checked_against_the_catalogue_md5_once_per_identity(tmp_
             target.writestr(info.filename, source.read(info))
     expected = beir.DATASETS["beir/nfcorpus"].md5
     actual = source_files.md5_of(str(repacked))
-    with pytest.raises(SourceError, match=f"md5 {actual} does not match the official file's md5 {expected}"):
+    with pytest.raises(SourceError, match=f"md5 {actual}.*md5 {expected}"):
         ragloaders.load("beir/nfcorpus", "queries", data_dir=str(repacked.parent), cache_dir=str(tmp_path / "c"))
 
     official = tmp_path / "official" / "nfcorpus.zip"

@@ -1,9 +1,10 @@
 """The mock API's vectorised index building (mock_api/name_arrays.py) against the per-name Python it replaced and
 against rank_bm25, on random names mixing ASCII, non-ASCII, punctuation, every kind of whitespace, empty strings,
-nulls and duplicates. The comparisons run in a subprocess, so a crash in an Arrow kernel fails the test."""
+nulls and duplicates. The comparisons run in one subprocess, so a crash in an Arrow kernel fails the tests."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -13,6 +14,7 @@ import textwrap
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from ragloaders.mock_api import name_arrays
 from ragloaders.mock_api.search import normalise, postings_arrays, with_cutoff_idf, with_okapi_idf
 
@@ -101,29 +103,48 @@ def compare_idf_with_rank_bm25(seed: int) -> None:
     assert with_cutoff_idf(arrays)["idf"].tolist() == [math.log(size - n + 0.5) - math.log(n + 0.5) for n in counts]
 
 
-def run_in_subprocess(call: str) -> None:
+IN_A_CHILD = {
+    "random names": "for seed in range(40): t.compare(seed, 400)",
+    "empty and all-null columns": "t.compare(0, 0); t.compare(1, 1); t.compare(2, 2)",
+    "idf": "t.compare_idf_with_rank_bm25(0); t.compare_idf_with_rank_bm25(1)",
+}
+"""The comparisons run in one child: name -> the calls (`t` is this module)."""
+
+
+@pytest.fixture(scope="module")
+def compared_in_a_child() -> dict[str, str]:
+    """name -> "" when the calls of IN_A_CHILD ran without error in the child, else their traceback; the child
+    crashing fails every test that reads it."""
     here = os.path.dirname(os.path.abspath(__file__))
     code = textwrap.dedent(f"""
-        import sys
+        import json, sys, traceback
         sys.path.insert(0, {here!r})
         import test_mock_api_name_arrays as t
-        {call}
+        failures = {{}}
+        for name, call in t.IN_A_CHILD.items():
+            try:
+                exec(call)
+                failures[name] = ""
+            except Exception:
+                failures[name] = traceback.format_exc()[-3000:]
+        print(json.dumps(failures))
     """)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout)
 
 
-def test_vectorised_building_equals_the_python_one_on_random_names():
-    run_in_subprocess("for seed in range(40): t.compare(seed, 400)")
+def test_vectorised_building_equals_the_python_one_on_random_names(compared_in_a_child):
+    assert compared_in_a_child["random names"] == ""
 
 
-def test_vectorised_building_on_empty_and_all_null_columns():
-    run_in_subprocess("t.compare(0, 0); t.compare(1, 1); t.compare(2, 2)")
+def test_vectorised_building_on_empty_and_all_null_columns(compared_in_a_child):
+    assert compared_in_a_child["empty and all-null columns"] == ""
     keys = name_arrays.distinct_in_order(pa.chunked_array([pa.array([None, None], pa.string())]))
     names, grouped = name_arrays.grouped_by_name(keys, name_arrays.normalised(keys))
     assert len(names) == 0 and len(grouped) == 0
     assert_same_arrays(name_arrays.postings_from_joined(names), postings_arrays([]))
 
 
-def test_okapi_and_cutoff_idf_equal_rank_bm25_bit_for_bit():
-    run_in_subprocess("t.compare_idf_with_rank_bm25(0); t.compare_idf_with_rank_bm25(1)")
+def test_okapi_and_cutoff_idf_equal_rank_bm25_bit_for_bit(compared_in_a_child):
+    assert compared_in_a_child["idf"] == ""

@@ -239,7 +239,7 @@ def test_record_json_keeps_each_movie_record_exactly(kg, tmp_path):
             assert typed["null fields"]["cast"][0]["character"] is None
     assert '"rating":7,' in exact(ODD_MOVIES["odd order"]) and '"budget":null' in exact(ODD_MOVIES["odd order"])
     (copy / "movie" / "movie_db.json").write_text('{"a": {"title": "A", "rating": NaN}}')
-    with pytest.raises(SourceError, match="invalid or truncated JSON after member 0"):  # json.load reads NaN
+    with pytest.raises(SourceError, match="after member 0"):  # json.load reads NaN
         load("movie_movies", copy, tmp_path / "nan")
 
 
@@ -367,7 +367,7 @@ def test_json_and_jsonl_errors_name_file_and_place(kg, tmp_path):
     with pytest.raises(SourceError, match=r"member 1 \(key 'a'\) at `budget`: expected an integer, got str '25M'"):
         load("movie_movies", copy, tmp_path / "c")
     movie_file.write_text('{"a": {"title": "A"}, "b": {"title":')
-    with pytest.raises(SourceError, match="invalid or truncated JSON after member 1"):
+    with pytest.raises(SourceError, match="after member 1"):
         load("movie_movies", copy, tmp_path / "c2")
     movie_file.write_text('[{"title": "A"}]')
     with pytest.raises(SourceError, match="expected a JSON object"):
@@ -415,7 +415,7 @@ def test_sqlite_files_that_are_not_what_the_server_reads(kg, tmp_path, caplog):
         db.execute("DROP TABLE officials")
         db.execute('CREATE TABLE "new ""table""" (x)')
     db.close()
-    with pytest.raises(SourceError, match=r"no table 'officials'; the file's tables are \["):
+    with pytest.raises(SourceError, match=r"'officials'.*tables are \["):
         load("sports_nba_officials", nba.parent.parent, tmp_path / "c3")
     with caplog.at_level(logging.WARNING):
         assert load("sports_nba_player", nba.parent.parent, tmp_path / "c4").num_rows == 3

@@ -6,7 +6,9 @@ huggingface_hub is imported and a push can really be killed half way.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import subprocess
@@ -17,7 +19,7 @@ import datasets
 import pytest
 import ragloaders
 from conftest import DATA
-from fake_hub import FakeHub, git_sha1
+from fake_hub import FakeHub, git_sha1, install, uninstall
 from ragloaders.publish.manifest import MANIFEST
 from ragloaders.publish.push import HUB_MANIFEST, Published, hub_manifest_bytes, parse_hub_manifest
 
@@ -30,17 +32,52 @@ CONFIGS = ("corpus", "queries", "qrels")
 
 def run_push(tmp_path: Path, cache_dir: str, *args: str, token: str | None = TOKEN, max_files: int = 2,
              env: dict | None = None) -> subprocess.CompletedProcess:
+    """`ragloaders push` of the nfcorpus sample to REPO on the fake hub kept in `tmp_path / "hub"`: in this process,
+    or, given `env` (the fake hub's FAKE_HUB_* switches: a process that dies half way), in a child."""
+    push_args = ["push", PATH, "--repo-id", REPO, "--data-dir", str(DATA / "beir"), "--cache-dir", cache_dir,
+                 "--staging-dir", str(tmp_path / "staged"), *args]
+    if env is None:
+        return push_in_process(tmp_path, push_args, token, max_files)
     environment = {key: value for key, value in os.environ.items() if not key.startswith("HF_")}
     environment.update(HF_ENDPOINT="http://hub.test", HF_HUB_DISABLE_XET="1", HF_HOME=str(tmp_path / "hf-home"),
                        HF_HUB_DISABLE_TELEMETRY="1", PYTHONPATH=f"{ROOT / 'loaders'}{os.pathsep}{ROOT / 'tests'}")
     if token:
         environment["HF_TOKEN"] = token
-    environment.update(env or {})
+    environment.update(env)
     command = [sys.executable, str(ROOT / "tests" / "fake_hub.py"), str(tmp_path / "hub"),
-               "--max-commit-files", str(max_files), "--",
-               "push", PATH, "--repo-id", REPO, "--data-dir", str(DATA / "beir"), "--cache-dir", cache_dir,
-               "--staging-dir", str(tmp_path / "staged"), *args]
+               "--max-commit-files", str(max_files), "--", *push_args]
     return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600)
+
+
+def push_in_process(tmp_path: Path, push_args: list[str], token: str | None, max_files: int
+                    ) -> subprocess.CompletedProcess:
+    """What the child of `run_push` does (tests/fake_hub.py as a script), in this process: huggingface_hub's
+    constants set as HF_ENDPOINT, HF_HUB_DISABLE_XET and a fresh HF_HOME would set them, its client routed to the
+    fake hub, and all of it put back afterwards."""
+    from huggingface_hub import constants
+    from ragloaders import cli
+    from ragloaders.publish import push
+
+    home = tmp_path / "hf-home"
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(constants, "ENDPOINT", "http://hub.test")
+        patch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+        patch.setattr(constants, "HF_HUB_OFFLINE", False)
+        patch.setattr(constants, "HF_HUB_CACHE", str(home / "hub"))
+        patch.setattr(constants, "HF_TOKEN_PATH", str(home / "token"))
+        patch.setattr(push, "MAX_COMMIT_FILES", max_files)
+        if token:
+            patch.setenv("HF_TOKEN", token)
+        else:
+            patch.delenv("HF_TOKEN", raising=False)
+        install(str(tmp_path / "hub"))
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = cli.main(push_args)
+        finally:
+            uninstall()
+    return subprocess.CompletedProcess(["ragloaders", *push_args], code, out.getvalue(), err.getvalue())
 
 
 def staged_files(folder: Path) -> dict[str, bytes]:

@@ -112,7 +112,7 @@ def test_a_revision_for_a_folder_or_a_benchmark_path_is_an_error_in_one_line(nfc
                  lambda: ragloaders.builder(str(nfcorpus_build.out), "qrels", revision="main"),
                  lambda: ragloaders.load("beir/nfcorpus", "qrels", revision="main"),
                  lambda: ragloaders.builder("beir/nfcorpus", "qrels", revision="main")):
-        with pytest.raises(ValueError, match="a revision \\(revision= / --revision\\) is for a hub repository"):
+        with pytest.raises(ValueError, match="--revision.*hub repository"):
             call()
     for command in (["validate", str(nfcorpus_build.out)], ["validate", "beir/nfcorpus"],
                     ["bm25", str(nfcorpus_build.out), "--out", "never.trec"],
