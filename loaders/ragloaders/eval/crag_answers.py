@@ -300,7 +300,7 @@ class AnswerReport:
                                (self.absent_predictions, "record has no prediction (counted missing)",
                                 "records have no prediction (counted missing)")):
             if ids:
-                lines.append(f"{counted(len(ids), one, many)}, e.g. {', '.join(map(repr, ids[:EXAMPLES]))}")
+                lines.append(f"{counted(len(ids), one, many)}, e.g. {', '.join(map(preview, ids[:EXAMPLES]))}")
         if self.unparseable_judgements:
             lines.append(f"{counted(self.unparseable_judgements, 'judge reply', 'judge replies')} held no score of 0 "
                          "or 1 (counted not correct)")
