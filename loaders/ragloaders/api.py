@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .benchmarks import BENCHMARKS, benchmark_of
 from .core.errors import MissingSourceError, UsageError
 from .core.hub_repository import open_repository, refuse_revision
+from .core.preview import preview
 
 if TYPE_CHECKING:  # both import `datasets`, which only `load` and `builder` need
     import datasets
@@ -98,7 +99,7 @@ def _builder_class(path: str) -> type[RagBuilder]:
         raise UsageError(f"{path} is a group of {len(members)} paths whose ids repeat across them; load, build "
                          f"or push one of them: {', '.join(members)} (validate, bm25 and eval take the group)")
     if path not in known:
-        raise UsageError(f"unknown path {path!r}{did_you_mean(path, known)}; `ragloaders list` shows the "
+        raise UsageError(f"unknown path {preview(path)}{did_you_mean(path, known)}; `ragloaders list` shows the "
                          f"{len(known)} known paths")
     return benchmark_of(path).builders[path]
 
@@ -117,7 +118,7 @@ def refuse_unknown_keywords(function: str, given: dict[str, Any], accepted: list
     unknown = [name for name in given if name not in accepted]
     if unknown:
         close = did_you_mean(unknown[0], accepted)
-        raise UsageError(f"{function}() got an unknown keyword argument {unknown[0]!r}{close}; it accepts "
+        raise UsageError(f"{function}() got an unknown keyword argument {preview(unknown[0])}{close}; it accepts "
                          f"{', '.join(accepted)}")
 
 
@@ -158,7 +159,7 @@ def builder(path: str, config: str | None = None, *, revision: str | None = None
     config = chosen_config(path, config)
     names = [c.name for c in cls.BUILDER_CONFIGS]
     if config not in names:
-        raise UsageError(f"{path} has no config {config!r}{did_you_mean(config, names)}; its configs are "
+        raise UsageError(f"{path} has no config {preview(config)}{did_you_mean(config, names)}; its configs are "
                          f"{', '.join(names)}")
     refuse_unknown_keywords("builder", kwargs, [*BUILDER_KEYWORDS, *cls.BUILDER_PARAMETERS])
     if kwargs.get("data_dir"):
@@ -257,7 +258,7 @@ def load(
     dataset_builder = builder(path, config, data_dir=data_dir, cache_dir=cache_dir, **options, **config_kwargs)
     names = dataset_builder.split_names() if split is not None else None
     if names is not None and split not in names:
-        raise UsageError(f"{path} {config} has no split {split!r}{did_you_mean(split, names)}; its splits are "
+        raise UsageError(f"{path} {config} has no split {preview(split)}{did_you_mean(split, names)}; its splits are "
                          f"{', '.join(names)}")
     if streaming:
         return dataset_builder.as_streaming_dataset(split=split)

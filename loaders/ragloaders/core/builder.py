@@ -14,6 +14,7 @@ import datasets
 from .datasets_compat import CompatBuilder
 from .errors import UsageError, is_no_space, precise_cause
 from .memory import release_freed_memory
+from .preview import preview
 
 VERSION = datasets.Version("1.0.0")
 
@@ -72,7 +73,8 @@ class RagBuilder(CompatBuilder):
         """The declared config `name` with `parameters` set, as datasets will build it."""
         declared = next((config for config in cls.BUILDER_CONFIGS if config.name == name), None)
         if declared is None:
-            raise UsageError(f"no config {name!r}; the configs are {', '.join(c.name for c in cls.BUILDER_CONFIGS)}")
+            raise UsageError(f"no config {preview(name)}; the configs are "
+                             f"{', '.join(c.name for c in cls.BUILDER_CONFIGS)}")
         return dataclasses.replace(declared, **parameters) if parameters else declared
 
     def source_identity(self, data_dir: str | None, config: datasets.BuilderConfig) -> Any:

@@ -23,6 +23,7 @@ import indexed_bzip2
 
 from . import progress
 from .errors import SourceError
+from .preview import preview
 
 CHUNK_BYTES = 1 << 20
 MAX_MEMBER_BYTES = 1 << 37
@@ -332,7 +333,7 @@ def _refuse_member(member: tarfile.TarInfo, max_member_bytes: int) -> str | None
     if path.is_absolute() or ".." in path.parts:
         return "path outside the archive (absolute or with '..')"
     if member.issym() or member.islnk():
-        return f"link to {member.linkname!r} (links are not allowed)"
+        return f"link to {preview(member.linkname)} (links are not allowed)"
     if not member.isfile():
         return "not a regular file (device, fifo or other special member)"
     if member.size > max_member_bytes:
@@ -358,13 +359,13 @@ def iter_tar_members(
                     continue
                 reason = _refuse_member(member, max_member_bytes)
                 if reason is not None:
-                    raise SourceError(name, f"tar member {member.name!r}: {reason}")
+                    raise SourceError(name, f"tar member {preview(member.name)}: {reason}")
                 content = archive.extractfile(member)
                 assert content is not None
-                reader = _MemberReader(content, f"{name}: tar member {member.name!r}")
+                reader = _MemberReader(content, f"{name}: tar member {preview(member.name)}")
                 yield member.name, io.BufferedReader(reader, buffer_size=CHUNK_BYTES)  # type: ignore[misc]
             if counted.count < archive.offset + tarfile.BLOCKSIZE:
-                raise SourceError(name, f"truncated tar: no end-of-archive marker after member {current!r}")
+                raise SourceError(name, f"truncated tar: no end-of-archive marker after member {preview(current)}")
     except tarfile.TarError as error:
-        where = f" after member {current!r}" if current else ""
+        where = f" after member {preview(current)}" if current else ""
         raise SourceError(name, f"bad or truncated tar{where}: {error}") from error

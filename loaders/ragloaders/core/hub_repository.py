@@ -22,6 +22,7 @@ from typing import Any
 
 from .card_yaml import check_card
 from .errors import MissingSourceError, SourceError, UsageError
+from .preview import preview
 
 BUILT_FROM = "<!-- built by ragloaders from {path} -->"
 """The last line of every card ragloaders writes (invisible when rendered): the benchmark path it was built from,
@@ -213,7 +214,7 @@ class Repository:
             if config is None:
                 raise UsageError(f"{self.name} has no default config: name one of {', '.join(configs)}")
         if config not in configs:
-            raise UsageError(f"{self.name} has no config {config!r}; its configs are {', '.join(configs)}")
+            raise UsageError(f"{self.name} has no config {preview(config)}; its configs are {', '.join(configs)}")
         require_own_data_files(self.location, config, revision=self.hub_revision)
         return config
 
@@ -245,23 +246,25 @@ def require_own_data_files(location: str, config: str, *, revision: str | None =
         missing = re.match(r"Unable to find ('[^']*')", str(e))
         if missing is None:
             raise
-        raise SourceError(card, f"config {config!r}: no file {missing.group(1)}, which the card declares"
+        raise SourceError(card, f"config {preview(config)}: no file {missing.group(1)}, which the card declares"
                                 f"{offline}") from None
     roots = {os.path.join(os.path.normpath(root), "") for root in (os.path.abspath(location),
                                                                    os.path.realpath(location))}
     bounds = data_file_bounds(location) if local else []
     for split, files in data_files.items():
         if not files:
-            raise SourceError(card, f"config {config!r} split {split!r}: no file matches the data files the card "
+            raise SourceError(card, f"config {preview(config)} split {preview(split)}: no file matches the data "
+                                    f"files the card "
                                     f"declares{offline}")
         for file in files:
             inside = (any(os.path.normpath(file).startswith(root) for root in roots) if local else
                       file.startswith(f"hf://datasets/{location}@") and "/../" not in file)
             if not inside:
-                raise SourceError(card, f"config {config!r} split {split!r} reads {file}, outside {location}; "
+                raise SourceError(card, f"config {preview(config)} split {preview(split)} reads {file}, outside "
+                                        f"{location}; "
                                         "a card's data files must be inside its folder or repository (refused)")
             if local:
-                require_own_file(file, location, f"config {config!r} split {split!r}: ", bounds)
+                require_own_file(file, location, f"config {preview(config)} split {preview(split)}: ", bounds)
 
 
 def require_own_file(file: str, location: str, where: str = "", bounds: list[str] | None = None) -> None:
@@ -396,7 +399,8 @@ def open_repository(name: str, revision: str | None = None) -> Repository:
                                  "Parquet), a hub repository id, or a benchmark path (`ragloaders list`)")
     here = f"no folder {name} in {os.getcwd()}"
     if not looks_like_repo_id(name.strip("/")):
-        raise UsageError(f"unknown path {name!r}: {here}, nor is it a benchmark path (`ragloaders list` shows them) "
+        raise UsageError(f"unknown path {preview(name)}: {here}, nor is it a benchmark path (`ragloaders list` "
+                         f"shows them) "
                          "or a hub repository id (org/name)")
     repo_id = name.strip("/")
     if hub_offline():

@@ -76,7 +76,7 @@ class Global:
         return Call(self, args)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise Refused(f"setting {name!r} on {self.qualified} refused")
+        raise Refused(f"setting {preview(name)} on {self.qualified} refused")
 
     def __setstate__(self, state: Any) -> None:
         raise Refused(f"BUILD on {self.qualified} refused")

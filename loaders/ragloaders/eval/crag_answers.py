@@ -49,6 +49,7 @@ from ..api import load, normalized
 from ..core.errors import SourceError, UsageError
 from ..core.output_target import refuse_existing, write_new_file
 from ..core.plural import counted
+from ..core.preview import preview
 from ..core.readers.jsonl import Shard, iter_json_records
 from ..core.source_files import SourceFiles
 from .judge import Judge, JudgeError
@@ -112,7 +113,7 @@ def read_predictions(path: str | os.PathLike) -> dict[str, str]:
                 got = "missing" if name not in row else f"{row[name]!r:.60}"
                 raise SourceError(path, f"`{name}` must be a string, got {got}", **where)
         if row["interaction_id"] in predictions:
-            raise SourceError(path, f"interaction_id {row['interaction_id']!r} has a second prediction", **where)
+            raise SourceError(path, f"interaction_id {preview(row['interaction_id'])} has a second prediction", **where)
         predictions[row["interaction_id"]] = row["prediction"]
     return predictions
 
@@ -299,7 +300,7 @@ class AnswerReport:
                                (self.absent_predictions, "record has no prediction (counted missing)",
                                 "records have no prediction (counted missing)")):
             if ids:
-                lines.append(f"{counted(len(ids), one, many)}, e.g. {', '.join(map(repr, ids[:EXAMPLES]))}")
+                lines.append(f"{counted(len(ids), one, many)}, e.g. {', '.join(map(preview, ids[:EXAMPLES]))}")
         if self.unparseable_judgements:
             lines.append(f"{counted(self.unparseable_judgements, 'judge reply', 'judge replies')} held no score of 0 "
                          "or 1 (counted not correct)")
@@ -370,7 +371,7 @@ def load_records(path: str, splits: list[str] | None, where: dict) -> tuple[list
         splits = list(loaded)
     unknown = [split for split in splits if split not in loaded]
     if unknown:
-        raise UsageError(f"{path} has no split {unknown[0]!r}; its splits are {', '.join(loaded)}")
+        raise UsageError(f"{path} has no split {preview(unknown[0])}; its splits are {', '.join(loaded)}")
     every: set[str] = set()
     chosen: list[Record] = []
     for split, dataset in loaded.items():
@@ -408,9 +409,9 @@ def score_answers(
     if (unknown or absent) and not missing_as_idk:
         problems = []
         if unknown:
-            problems.append(f"{counted(len(unknown), 'prediction')} for ids not in {path} (e.g. {unknown[0]!r})")
+            problems.append(f"{counted(len(unknown), 'prediction')} for ids not in {path} (e.g. {preview(unknown[0])})")
         if absent:
-            problems.append(f"{counted(len(absent), 'record')} without a prediction (e.g. {absent[0]!r})")
+            problems.append(f"{counted(len(absent), 'record')} without a prediction (e.g. {preview(absent[0])})")
         raise UsageError("; ".join(problems) + "; --missing-as-idk reports the first and counts the second missing")
     scored_ids = {r.interaction_id for r in records}
     verdicts: list[Verdict] = []

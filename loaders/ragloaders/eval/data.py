@@ -22,6 +22,7 @@ from ..benchmarks import BENCHMARKS, benchmark_of
 from ..core.errors import UsageError
 from ..core.facts import EvalConventions
 from ..core.hub_repository import Repository, open_repository, refuse_revision
+from ..core.preview import preview
 from .metrics import Qrels
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def conventions_of(path: str) -> EvalConventions:
     for benchmark in BENCHMARKS:
         if path.split("/")[0] == benchmark.name and (conventions := benchmark.eval_conventions(path)).mean_over:
             return conventions
-    raise UsageError(f"unknown path {path!r}; `ragloaders list` shows the known paths")
+    raise UsageError(f"unknown path {preview(path)}; `ragloaders list` shows the known paths")
 
 
 ROLE_CONFIGS = {"qrels": ("default", "qrels"), "queries": ("query", "queries"), "corpus": ("corpus",)}
@@ -85,7 +86,7 @@ def open_scored_source(source: str, benchmark: str | None = None, revision: str 
     try:
         conventions = conventions_of(named)
     except ValueError:
-        raise UsageError(f"{source}: {named!r} is not a benchmark path (`ragloaders list` shows them)") from None
+        raise UsageError(f"{source}: {preview(named)} is not a benchmark path (`ragloaders list` shows them)") from None
     if conventions.mean_over:
         raise UsageError(f"{source}: a folder or repository holds one path, not the group {named}; pass a member")
     return OpenSource(repository.folder, conventions, repository)
@@ -115,7 +116,7 @@ def _split(path: str, config: str, split: str, **kwargs) -> datasets.Dataset:
     """The split of a config; in a folder or repository a config's only split stands for any (mteb's rule)."""
     splits = load(path, config, **kwargs)
     if split not in splits and not (len(splits) == 1 and not is_benchmark_path(path)):
-        raise UsageError(f"{path} {config} has no split {split!r}; its splits are {', '.join(splits)}")
+        raise UsageError(f"{path} {config} has no split {preview(split)}; its splits are {', '.join(splits)}")
     return with_ids(splits[split] if split in splits else next(iter(splits.values())))
 
 
@@ -158,7 +159,7 @@ def load_queries(
     elif len(splits) == 1 and only is not None:
         dataset = next(iter(splits.values()))
     else:
-        raise UsageError(f"{path} queries has no split {split!r}; its splits are {', '.join(splits)}")
+        raise UsageError(f"{path} queries has no split {preview(split)}; its splits are {', '.join(splits)}")
     table = with_ids(dataset).data.table
     pairs = zip(table.column("_id").to_pylist(), table.column("text").to_pylist())
     if only is None:

@@ -42,6 +42,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..core.errors import UsageError
+from ..core.preview import preview
 from .runs import Run
 
 INSTALL_EVAL = "pip install 'ragloaders[eval]'"
@@ -124,7 +125,7 @@ def parse_metrics(names: str | Iterable[str] | None) -> list[Metric]:
         family = FAMILIES.get(match.group(1).lower()) if match else None
         if family is None or int(match.group(2)) < 1:
             known = ", ".join(f"{f.name}@k" for f in FAMILIES.values())
-            raise UsageError(f"unknown metric {name!r}; metrics are {known} with a cutoff k >= 1, e.g. NDCG@10")
+            raise UsageError(f"unknown metric {preview(name)}; metrics are {known} with a cutoff k >= 1, e.g. NDCG@10")
         metric = Metric(family, int(match.group(2)))
         if metric not in metrics:
             metrics.append(metric)
@@ -175,11 +176,12 @@ def refuse_what_trec_eval_cannot_hold(qrels: Mapping[str, Mapping[str, int]], ru
                 continue  # (one check of all the query's ids joined; each id looked at only if that fails)
             for what, value in (("query id", query_id), *(("document id", doc_id) for doc_id in docs)):
                 if problem := _unholdable(value):
-                    raise UsageError(f"{source}: {what} {value!r} {problem}")
+                    raise UsageError(f"{source}: {what} {preview(value)} {problem}")
             if source == "qrels":
                 for doc_id, grade in docs.items():
                     if grade > MAX_GRADE:
-                        raise UsageError(f"qrels: query {query_id!r}, document {doc_id!r}: grade {grade} is above "
+                        raise UsageError(f"qrels: query {preview(query_id)}, document {preview(doc_id)}: grade "
+                                         f"{grade} is above "
                                          f"{MAX_GRADE}, the largest trec_eval is given (its memory grows with it)")
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import UsageError
+from ..core.preview import preview
 from .metrics import Scores
 from .runs import Run
 
@@ -59,7 +60,7 @@ def parse_ranx_metrics(names: Iterable[str]) -> list[RanxMetric]:
         match = _NAME.match(name)
         family = FAMILIES.get(match.group(1).lower()) if match else None
         if family is None or int(match.group(2)) < 1:
-            raise UsageError(f"unknown metric {name!r}; ranx metrics here are NDCG@k, MAP@k and Hits@k, k >= 1")
+            raise UsageError(f"unknown metric {preview(name)}; ranx metrics here are NDCG@k, MAP@k and Hits@k, k >= 1")
         metrics.append(RanxMetric(family, int(match.group(2))))
     return metrics
 

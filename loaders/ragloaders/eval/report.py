@@ -16,6 +16,7 @@ from ..api import normalized
 from ..core.errors import UsageError
 from ..core.facts import AuthorsMeasures, EvalConventions
 from ..core.plural import counted
+from ..core.preview import preview
 from .data import (
     all_query_ids,
     conventions_of,
@@ -115,7 +116,7 @@ class EvalReport:
              f"documents of the run are not in the {self.path} corpus (scored not relevant)"),
         ):
             if ids:
-                lines.append(f"{counted(len(ids), one, many)}, e.g. {', '.join(map(repr, ids[:EXAMPLES]))}")
+                lines.append(f"{counted(len(ids), one, many)}, e.g. {', '.join(map(preview, ids[:EXAMPLES]))}")
         return lines
 
     def text(self) -> str:

@@ -97,14 +97,14 @@ def checked_run(run: dict) -> Run:
     checked: Run = {}
     for query_id, docs in run.items():
         if not isinstance(query_id, str) or not isinstance(docs, dict):
-            raise UsageError(f"a run maps query ids (strings) to {{document id: score}}; got {query_id!r}: "
+            raise UsageError(f"a run maps query ids (strings) to {{document id: score}}; got {preview(query_id)}: "
                              f"{type(docs).__name__}")
         for doc_id, score in docs.items():
             if not isinstance(doc_id, str):
-                raise UsageError(f"query {query_id!r}: document id {doc_id!r} is not a string")
+                raise UsageError(f"query {preview(query_id)}: document id {preview(doc_id)} is not a string")
             if isinstance(score, bool) or not isinstance(score, numbers.Real) or not math.isfinite(score):
-                raise UsageError(f"query {query_id!r}, document {doc_id!r}: score must be a finite number, "
-                                 f"got {score!r}")
+                raise UsageError(f"query {preview(query_id)}, document {preview(doc_id)}: score must be a finite "
+                                 f"number, got {preview(score)}")
         checked[query_id] = {doc_id: float(score) for doc_id, score in docs.items()}
     return checked
 
@@ -138,11 +138,11 @@ def trec_fields(line: bytes) -> tuple[str, str, float]:
                                f"({field[e.start:e.start + 4]!r})") from None
     query_id, _, doc_id, rank, score, _ = text
     if not _TREC_RANK.fullmatch(fields[3]):
-        raise ContentError(f"field 4 (rank) must be an integer in ASCII digits, got {rank!r}")
+        raise ContentError(f"field 4 (rank) must be an integer in ASCII digits, got {preview(rank)}")
     value = float(score) if _TREC_SCORE.fullmatch(fields[4]) else math.nan
     if not math.isfinite(value):
         raise ContentError(f"field 5 (score) must be a finite number in ASCII decimal or exponent notation, "
-                           f"got {score!r}")
+                           f"got {preview(score)}")
     return query_id, doc_id, value
 
 
@@ -254,10 +254,10 @@ def _read_trec_lines(path: str) -> Run:
 def _add(run: Run, query_id: str, doc_id: str, score: float, path: str, **where: int) -> None:
     for what, value in (("query id", query_id), ("document id", doc_id)):
         if "\0" in value:
-            raise SourceError(path, f"{what} {value!r} holds a NUL byte, which trec_eval cannot hold", **where)
+            raise SourceError(path, f"{what} {preview(value)} holds a NUL byte, which trec_eval cannot hold", **where)
     docs = run.setdefault(query_id, {})
     if doc_id in docs:
-        raise SourceError(path, f"document {doc_id!r} is listed twice for query {query_id!r}", **where)
+        raise SourceError(path, f"document {preview(doc_id)} is listed twice for query {preview(query_id)}", **where)
     docs[doc_id] = score
 
 
@@ -275,7 +275,7 @@ def run_of_rows(path: str, rows: Iterable[Row], *, unit: str, item: str = RUN_IT
             if value is None:
                 raise SourceError(path, f"`{name}` is missing (null)", **where)
         if not math.isfinite(score):
-            raise SourceError(path, f"score must be a finite number, got {score!r}", **where)
+            raise SourceError(path, f"score must be a finite number, got {preview(score)}", **where)
         _add(run, query_id, doc_id, score, path, **where)
     return run
 
@@ -408,7 +408,7 @@ def _jsonl_rows(path: str, schema: pa.Schema) -> Iterator[Row]:
         unknown = [key for key in record if key not in schema.names] if isinstance(record, dict) else []
         if unknown:
             raise SourceError(path, f"expected an object with exactly the keys {', '.join(schema.names)}; "
-                                    f"unexpected key {unknown[0]!r}", line=number)
+                                    f"unexpected key {preview(unknown[0])}", line=number)
         try:
             row = conform(record, schema)
         except ValueError as e:
@@ -426,15 +426,17 @@ def check_trec_id(value: str, what: str, *, starts_file: bool = False) -> None:
     """Refuse exactly the ids a TREC run could not give back as written: empty, holding a character of
     _TREC_UNWRITABLE or a lone surrogate (not UTF-8), or, `starts_file`, beginning with U+FEFF (read as the BOM)."""
     if not value or _TREC_UNWRITABLE.search(value):
-        raise UsageError(f"{what} {value!r} is empty or holds a space, tab, line end, vertical tab, form feed or NUL, "
+        raise UsageError(f"{what} {preview(value)} is empty or holds a space, tab, line end, vertical tab, form "
+                         f"feed or NUL, "
                          "which a TREC run cannot hold; write the run as .parquet or .jsonl instead")
     if not value.isascii():
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
-            raise UsageError(f"{what} {value!r} holds a lone surrogate, which UTF-8 cannot encode") from None
+            raise UsageError(f"{what} {preview(value)} holds a lone surrogate, which UTF-8 cannot encode") from None
         if starts_file and value.startswith("\ufeff"):
-            raise UsageError(f"{what} {value!r} starts with U+FEFF, which a reader takes for the byte order mark "
+            raise UsageError(f"{what} {preview(value)} starts with U+FEFF, which a reader takes for the byte order "
+                             f"mark "
                              "at the start of a TREC run; write the run as .parquet or .jsonl instead")
 
 

@@ -25,6 +25,7 @@ from ..core.errors import SourceError, UsageError
 from ..core.hub_repository import open_repository
 from ..core.output_target import check_output, write_new_file
 from ..core.plural import counted
+from ..core.preview import preview
 from ..eval.data import ROLE_CONFIGS, config_for
 from ..eval.runs import iter_run, run_format
 from .chunked_take import ChunkedRows
@@ -144,7 +145,7 @@ def split_of(source: str, config: str, split: str, options: dict[str, Any]) -> d
     reads it."""
     splits = load(source, config, **_given(options))
     if split not in splits and not (len(splits) == 1 and not is_benchmark_path(source)):
-        raise UsageError(f"{source} {config} has no split {split!r}; its splits are {', '.join(splits)}")
+        raise UsageError(f"{source} {config} has no split {preview(split)}; its splits are {', '.join(splits)}")
     return splits[split] if split in splits else next(iter(splits.values()))
 
 

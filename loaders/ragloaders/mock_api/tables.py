@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from ..core.errors import SourceError
 from ..core.hub_repository import looks_like_repo_id, require_own_file
+from ..core.preview import preview
 from ..core.user_cache import user_cache_dir
 from ..publish.repository_card import built_from
 from .cache_files import CHECK_SUFFIX, building, file_problem, record_file, replace_durably, warn_rebuilt
@@ -146,7 +147,7 @@ def check_columns(folder: str, config: str, paths: list[str]) -> None:
     columns = REQUIRED_COLUMNS[config]
     absent = [column for column in columns if column not in schema.names]
     if absent:
-        raise SourceError(os.path.join(folder, config), f"config {config} has no column {absent[0]!r} "
+        raise SourceError(os.path.join(folder, config), f"config {config} has no column {preview(absent[0])} "
                           f"(its columns: {', '.join(schema.names)}); expected {', '.join(columns)} "
                           "(a build by an older ragloaders? build it again)")
 

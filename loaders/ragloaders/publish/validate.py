@@ -40,6 +40,7 @@ from ..core.errors import UsageError
 from ..core.facts import Benchmark, KnownDefect, PublishedCounts
 from ..core.hub_repository import require_own_data_files
 from ..core.plural import counted
+from ..core.preview import preview
 from .cached_split import CachedSplit
 from .provenance import files_read, published_of, source_report
 from .repository_card import README, built_from_card, card_text, declared_files
@@ -249,7 +250,7 @@ class _Inspection:
                 continue
             if not facts:
                 self.findings.append(finding("count", config, split, [], expected,
-                                              f"no split {split!r} in `{config}`, which publishes {expected:,}"))
+                                              f"no split {preview(split)} in `{config}`, which publishes {expected:,}"))
                 continue
             measure = "queries" if config in RELATION_CONFIGS else "rows"
             actual = sum(f.get(measure, 0) for f in facts)  # a split of the wrong column types has no `queries`

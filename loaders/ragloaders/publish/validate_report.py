@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Any, TypedDict
 
 from ..core.plural import counted
+from ..core.preview import preview
 
 
 class _FindingKeys(TypedDict):
@@ -87,7 +88,7 @@ def finding(check: str, config: str, split: str | None, ids: list[Any], count: i
 def describe(found: Finding) -> str:
     """One finding in one line: check, where, message, the ids listed."""
     where = found["config"] + (f"/{found['split']}" if found["split"] else "")
-    ids = f": {', '.join(map(repr, found['ids']))}" if found["ids"] else ""
+    ids = f": {', '.join(map(preview, found['ids']))}" if found["ids"] else ""
     more = " ..." if len(found["ids"]) < found["count"] and found["ids"] else ""
     return f"{found['check']} in {where}: {found['message']}{ids}{more}"
 

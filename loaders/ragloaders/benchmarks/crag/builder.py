@@ -59,6 +59,7 @@ from ...core.builder import RagBuilder, identity_hash
 from ...core.compressed import iter_tar_members, open_bz2, open_joined, order_parts
 from ...core.errors import ContentError, MissingSourceError, SourceError, UsageError
 from ...core.html_text import html_to_text
+from ...core.preview import preview
 from ...core.readers.arrow_batches import RowBatcher, iter_file_batches
 from ...core.readers.lines import iter_lines
 from ...core.readers.strict_json import loads_strict
@@ -148,7 +149,7 @@ def normalize(record: Any) -> dict:
             raise ContentError("`alternative_answers` must be a list of strings such as \"['a']\", "
                                f"got {legacy[:60]!r}")
     if row["split"] not in SPLITS:
-        raise ContentError(f"`split` must be 0 (validation) or 1 (test), got {row['split']!r}")
+        raise ContentError(f"`split` must be 0 (validation) or 1 (test), got {preview(row['split'])}")
     if row["search_results"] is not None and None in row["search_results"]:
         raise ContentError(f"`search_results[{row['search_results'].index(None)}]` must be an object, got null")
     return row
@@ -181,7 +182,7 @@ class CragSource:
         with open_joined(list(self.paths)) as joined, open_bz2(joined, name=self.name) as tar:
             for member, content in iter_tar_members(tar, name=self.name):
                 if not member.endswith(".jsonl") or posixpath.basename(member).startswith("."):
-                    logger.warning("%s: skipping tar member %r (not a .jsonl file)", self.name, member)
+                    logger.warning("%s: skipping tar member %s (not a .jsonl file)", self.name, preview(member))
                     continue
                 found = True
                 yield f"{self.name}:{member}", content
@@ -356,10 +357,10 @@ class CragBuilder(RagBuilder):
     def __init__(self, path: str, config_name: str, **kwargs: Any):
         self.task = path.split("/", 1)[-1]
         if path not in BUILDERS:
-            raise UsageError(f"unknown CRAG path {path!r}; known: {', '.join(BUILDERS)}")
+            raise UsageError(f"unknown CRAG path {preview(path)}; known: {', '.join(BUILDERS)}")
         names = [r.name for r in RELEASES if r.task == self.task]
         if kwargs.get("release") is not None and kwargs["release"] not in names:
-            raise UsageError(f"{path} has no release {kwargs['release']!r}; its releases are {', '.join(names)}")
+            raise UsageError(f"{path} has no release {preview(kwargs['release'])}; its releases are {', '.join(names)}")
         self._spool_dir: str | None = None
         self._cache_dir_arg = kwargs.get("cache_dir")
         if config_name in ("queries", "search_results", "top_ranked"):

@@ -133,14 +133,15 @@ def _json_members(path: str, exact: bool) -> Iterator[tuple[int, str, Any]]:
             for key, value in members:
                 number += 1
                 if key in seen:
-                    raise SourceError(path, f"member {number} (key {key!r}): duplicate key {key!r} in the JSON object "
+                    raise SourceError(path, f"member {number} (key {preview(key)}): duplicate key {preview(key)} in "
+                                            f"the JSON object "
                                       "(a reader keeps one of the two values, which one is arbitrary)", record=number)
                 seen.add(key)
                 if exact:
                     try:
                         json.dumps([key, value], ensure_ascii=False).encode()
                     except UnicodeEncodeError:
-                        raise SourceError(path, f"member {number} (key {key!r}): {UNPAIRED_SURROGATE}",
+                        raise SourceError(path, f"member {number} (key {preview(key)}): {UNPAIRED_SURROGATE}",
                                           record=number) from None
                 yield number, key, value
         except DuplicateKeyError as e:
@@ -159,7 +160,7 @@ def iter_json_object(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]
     keys = 0
     for number, key, value in _json_members(path, exact=surrogate):
         keys += 1 + count_keys(value)
-        row, nbytes = keyed_row(table, key, value, path, f"member {number} (key {key!r})")
+        row, nbytes = keyed_row(table, key, value, path, f"member {number} (key {preview(key)})")
         if table.record_json:
             row[RECORD_JSON] = record_json(value)
             nbytes += len(row[RECORD_JSON])
@@ -224,7 +225,7 @@ def iter_jsonl_pairs(paths: list[str], table: MockKgTable) -> Iterator[tuple[dic
                 if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
                     raise SourceError(path, f"expected a JSON array [entity name, attributes], got "
                                       f"{describe_object(pair)}", line=number)
-                row, nbytes = keyed_row(table, pair[0], pair[1], path, f"line {number} (entity {pair[0]!r})")
+                row, nbytes = keyed_row(table, pair[0], pair[1], path, f"line {number} (entity {preview(pair[0])})")
                 yield row, max(nbytes, len(line))
 
 

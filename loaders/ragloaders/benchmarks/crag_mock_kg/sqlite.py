@@ -157,7 +157,8 @@ def sqlite_table_schema(connection: sqlite3.Connection, path: str, name: str) ->
         elif kinds_of == {"blob"}:
             kind = pa.binary()
         elif "blob" in kinds_of:
-            raise SourceError(path, f"table {name!r}, column {column!r}: blobs mixed with {sorted(kinds_of - {'blob'})}"
+            raise SourceError(path, f"table {name!r}, column {preview(column)}: blobs mixed with "
+                                    f"{sorted(kinds_of - {'blob'})}"
                               " cannot be stored in one column")
         else:
             kind = STRING

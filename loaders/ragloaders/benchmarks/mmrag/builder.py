@@ -28,6 +28,7 @@ from ...core.builder import RagBuilder
 from ...core.errors import DownloadError, SourceError, is_no_space
 from ...core.hub_repository import HubError, hub_offline, probe_hub
 from ...core.plural import counted
+from ...core.preview import preview as repr_preview
 from ...core.readers.arrow_batches import tables_from_rows
 from ...core.readers.json_array import array_elements_before, iter_json_array, iter_json_array_batches
 from ...core.readers.jsonl import Shard
@@ -118,10 +119,10 @@ def check_query_record(record: Any) -> None:
             raise InvalidRecord(f"`{name}` must be a {kind.__name__}, got {preview(record[name])}")
     unknown = [key for key in record if key not in QUERY_FIELDS]
     if unknown:
-        raise InvalidRecord(f"unexpected field {unknown[0]!r}; expected only {list(QUERY_FIELDS)}")
+        raise InvalidRecord(f"unexpected field {repr_preview(unknown[0])}; expected only {list(QUERY_FIELDS)}")
     for chunk_id, grade in record["relevant_chunks"].items():
         if not _int(grade) or grade not in GRADES:
-            where = f"relevant_chunks[{chunk_id!r}]"
+            where = f"relevant_chunks[{repr_preview(chunk_id)}]"
             raise InvalidRecord(f"`{where}` must be a grade in {list(GRADES)}, got {preview(grade)}")
     for position, doc in enumerate(record["ori_context"]):
         if not isinstance(doc, str):
@@ -243,7 +244,7 @@ def corpus_table(chunk_ids: pa.Array, texts: pa.Array, first_index: int, name: s
         expected = ", ".join(f"{prefix}…" for prefix, _ in CHUNK_ID_PREFIXES)
         raise SourceError(
             name,
-            f"chunk id {chunk_ids[bad].as_py()!r} fits no source: expected <prefix><doc>_<chunk number> "
+            f"chunk id {repr_preview(chunk_ids[bad].as_py())} fits no source: expected <prefix><doc>_<chunk number> "
             f"with a prefix among {expected}",
             record=first_index + bad,
         )
@@ -258,7 +259,7 @@ def _bad_corpus_record(record: Any) -> str | None:
         if name not in record:
             return f"missing field `{name}`"
     unknown = [key for key in record if key not in CORPUS_FIELDS]
-    return f"unexpected field {unknown[0]!r}; expected only {list(CORPUS_FIELDS)}" if unknown else None
+    return f"unexpected field {repr_preview(unknown[0])}; expected only {list(CORPUS_FIELDS)}" if unknown else None
 
 
 def read_corpus(shard: Shard) -> Iterator[pa.Table]:

@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from ..errors import ContentError, SourceError
+from ..preview import preview
 from .jsonl import Shard
 from .lines import BLOCK_BYTES, UTF8_BOM, iter_line_chunks
 from .values import fits_int32
@@ -39,7 +40,7 @@ def qrels_fields(line: bytes) -> tuple[str, str, int]:
         raise ContentError(f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(columns)}")
     query, doc, score = columns
     if not _SCORE.fullmatch(score):
-        raise ContentError(f"score must be an integer (an optional '-' followed by ASCII digits), got {score!r}")
+        raise ContentError(f"score must be an integer (an optional '-' followed by ASCII digits), got {preview(score)}")
     if len(score) > 11 or not fits_int32(int(score)):
         raise ContentError(f"score {score} does not fit in int32")
     return query, doc, int(score)

@@ -12,6 +12,7 @@ import orjson
 import stringzilla as sz
 
 from ..errors import ContentError
+from ..preview import preview
 
 JSON_WHITESPACE = b" \t\r\n"
 KEY_END = re.compile(rb'"[ \t\r\n]*:')
@@ -27,7 +28,7 @@ class UniqueKeyDict(dict):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         if key in self:
-            raise DuplicateKeyError(f"duplicate key {key!r} in a JSON object")
+            raise DuplicateKeyError(f"duplicate key {preview(key)} in a JSON object")
         super().__setitem__(key, value)
 
 
@@ -38,7 +39,7 @@ def refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise DuplicateKeyError(f"duplicate key {key!r} in a JSON object")
+                raise DuplicateKeyError(f"duplicate key {preview(key)} in a JSON object")
             seen.add(key)
     return result
 

@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import ContentError
+from ..preview import preview as repr_preview
 from .strict_json import json_text
 
 JSON_FIELD = {b"ragloaders": b"json"}
@@ -76,7 +77,7 @@ def conform(record: Any, fields: Iterable[pa.Field], where: str = "") -> dict:
     unknown = [key for key in record if key not in names]
     if unknown:
         place = f" in `{where}`" if where else ""
-        raise ContentError(f"unexpected key {unknown[0]!r}{place}; expected only {sorted(names)}")
+        raise ContentError(f"unexpected key {repr_preview(unknown[0])}{place}; expected only {sorted(names)}")
     prefix = f"{where}." if where else ""
     return {f.name: _conform_value(record.get(f.name), f, prefix + f.name) for f in fields}
 
