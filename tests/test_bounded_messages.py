@@ -123,3 +123,30 @@ def test_a_1mb_id_asked_of_docs_or_named_by_a_pairs_run_is_one_short_line(beir, 
     line = error_line(capsys, main(["pairs", "beir-format", "--run", str(run), "--out", str(tmp_path / "p.parquet"),
                                     *where(beir, tmp_path)]), tmp_path)
     assert f"{run}, line 2: document 'x" in line and "is not in beir-format corpus" in line
+
+
+def test_a_sqlite_file_of_many_long_table_names_is_named_in_a_short_message(tmp_path):
+    """The tables a mock KG SQLite file holds are the file's to choose: 200 of 10,000 characters each made a 2 MB
+    message (the sorted list of them) before."""
+    import sqlite3
+
+    from ragloaders.benchmarks.crag_mock_kg import catalogue, sqlite
+    from ragloaders.core.errors import SourceError
+
+    path = tmp_path / "many.sqlite"
+    with sqlite3.connect(path) as connection:
+        for i in range(200):
+            connection.execute(f'CREATE TABLE "{i:03d}{"t" * 10_000}" (key TEXT PRIMARY KEY, value BLOB)')
+    connection.close()
+    with pytest.raises(SourceError) as dictionary:
+        list(sqlite.iter_sqlitedict(str(path), catalogue.BY_CONFIG["finance_price"]))
+    opened = sqlite.open_sqlite(str(path))
+    try:
+        with pytest.raises(SourceError) as table:
+            sqlite.sqlite_table_schema(opened, str(path), "players")
+    finally:
+        opened.close()
+    for caught in (dictionary, table):
+        message = str(caught.value).replace(str(path), "")
+        assert len(message) < LONGEST and "199" not in message and "…" in message, message[:500]
+        assert caught.value.path == str(path) and "'000tttt" in message

@@ -148,7 +148,7 @@ def check_columns(folder: str, config: str, paths: list[str]) -> None:
     absent = [column for column in columns if column not in schema.names]
     if absent:
         raise SourceError(os.path.join(folder, config), f"config {config} has no column {preview(absent[0])} "
-                          f"(its columns: {', '.join(schema.names)}); expected {', '.join(columns)} "
+                          f"(its columns: {preview(schema.names)}); expected {', '.join(columns)} "
                           "(a build by an older ragloaders? build it again)")
 
 

@@ -205,7 +205,8 @@ class _Inspection:
             if repeated.num_rows:
                 labels = pc.binary_join_element_wise(repeated.column("query-id"), repeated.column("corpus-id"), " -> ")
                 self.add("duplicate_pairs", config, split, labels.combine_chunks(),
-                         f"{repeated.num_rows:,} (query-id, corpus-id) pairs occur more than once")
+                         f"{counted(repeated.num_rows, '(query-id, corpus-id) pair', grouped=True)} "
+                         f"{'occurs' if repeated.num_rows == 1 else 'occur'} more than once")
             if "score" in table.column_names:
                 counts = pc.value_counts(table.column("score"))
                 histogram = sorted(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist()))

@@ -69,7 +69,7 @@ def iter_sqlitedict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]
         tables = sqlite_tables(connection)
         if set(tables) != {"unnamed"}:
             raise SourceError(path, f"expected a SqliteDict file holding the one table 'unnamed', found tables "
-                              f"{sorted(tables)}")
+                              f"{preview(sorted(tables))}")
         try:
             columns = [row[1] for row in connection.execute('PRAGMA table_info("unnamed")')]
             cursor = connection.execute('SELECT key, value FROM "unnamed" ORDER BY rowid')
@@ -118,7 +118,7 @@ def sqlite_table_schema(connection: sqlite3.Connection, path: str, name: str) ->
     """The Arrow schema of table `name` from one scan of its values' storage classes; and which columns are JSON."""
     tables = sqlite_tables(connection)
     if name not in tables:
-        raise SourceError(path, f"no table {name!r}; the file's tables are {sorted(tables)}")
+        raise SourceError(path, f"no table {name!r}; the file's tables are {preview(sorted(tables))}")
     if tables[name].lstrip().upper().startswith("CREATE VIRTUAL"):
         raise SourceError(path, f"table {name!r} is a virtual table, which is not read")
     table = quote(name)
