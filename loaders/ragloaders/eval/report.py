@@ -209,7 +209,7 @@ def _evaluate_path(
     drop = conventions.ignore_identical_ids and not keep_identical_ids
     scores = score(qrels, run, chosen, relevance_level=level, ignore_identical_ids=drop)
     # a dropped document is not scored, so it is not reported as missing from the corpus either
-    doc_ids = (doc_id for query_id, docs in run.items() for doc_id in docs if not (drop and doc_id == query_id))
+    doc_ids = _scored_doc_ids(run, drop)
     report = EvalReport(
         shown, split, level, scores.mean, len(qrels), scores.per_query if per_query else None,
         unranked_queries=scores.unranked_queries,
@@ -224,6 +224,16 @@ def _evaluate_path(
     if conventions.authors_retrieval:
         _add_authors_measures(report, conventions.authors_retrieval, qrels, run, per_query)
     return report
+
+
+def _scored_doc_ids(run: Run, drop_identical: bool) -> list[str]:
+    """Every document id of the run in its order (once per query that ranks it), without a document whose id is its
+    query's when `drop_identical`."""
+    doc_ids: list[str] = []
+    for query_id, docs in run.items():
+        # (list.extend of the dict copies its keys in C: a generator over a million ids costs several times more)
+        doc_ids.extend((d for d in docs if d != query_id) if drop_identical and query_id in docs else docs)
+    return doc_ids
 
 
 def identical_ids_convention(conventions: EvalConventions, keep: bool, dropped: int) -> list[str]:
