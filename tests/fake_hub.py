@@ -380,15 +380,12 @@ def install(state_dir: str) -> FakeHub:
 
 
 def uninstall() -> None:
-    """Route every huggingface_hub request of this process nowhere (a connection error naming why): what a test
-    process is left with after an in-process fake-hub session. huggingface_hub has no public way to get its default
-    client factory back, and no test may reach the network anyway."""
+    """Route huggingface_hub's requests of this process to the network again, through a plain client (what a test
+    process is left with after an in-process fake-hub session): huggingface_hub has no public way to get its own
+    default client factory back, and its tests reach only 127.0.0.1."""
     from huggingface_hub import set_client_factory
 
-    def refuse(request):
-        raise http.ConnectError(f"no network in tests ({request.url}); install a FakeHub first", request=request)
-
-    set_client_factory(lambda: http.Client(transport=http.MockTransport(refuse), follow_redirects=True))
+    set_client_factory(lambda: http.Client(follow_redirects=True))
 
 
 def main(argv: list[str]) -> int:

@@ -466,3 +466,30 @@ def test_a_full_disk_is_one_line_keeps_the_previous_build_and_removes_the_work_f
         assert os.listdir(disk) == ["out"]  # no work folder, no lock file
     finally:
         unmount_under(tmp_path)
+
+
+def test_a_process_forked_during_a_build_ends_on_sigterm_as_by_default():
+    """datasets' num_proc pool ends its workers with SIGTERM; a worker forked while the build turns SIGTERM into
+    KeyboardInterrupt must die as a process does by default, not raise wherever it is (a traceback per worker, and
+    a worker holding its queue's lock kept the pool's join waiting for ever: seen in the suite)."""
+    import signal
+
+    from ragloaders.publish.swap import sigterm_as_interrupt
+
+    with sigterm_as_interrupt():
+        assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL  # the build's own handler, in this process
+        ready, told = os.pipe()
+        child = os.fork()
+        if child == 0:  # the child: say it is running, then wait to be ended
+            try:
+                os.write(told, b"1")
+                while True:
+                    signal.pause()
+            finally:
+                os._exit(3)  # reached only if SIGTERM raised instead of ending the process
+        os.close(told)
+        assert os.read(ready, 1) == b"1"
+        os.close(ready)
+        os.kill(child, signal.SIGTERM)
+        _, status = os.waitpid(child, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM, status

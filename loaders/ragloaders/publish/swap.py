@@ -77,6 +77,18 @@ def _interrupt(number, frame) -> None:
     raise KeyboardInterrupt
 
 
+def _default_sigterm_in_child() -> None:
+    # A process forked during a build (datasets' num_proc workers) must not inherit the build's handler: its pool
+    # ends each worker with SIGTERM, which would raise KeyboardInterrupt wherever the worker is (a traceback per
+    # worker; a worker caught holding its queue's lock leaves the pool's join waiting). The OS's default ends it.
+    if signal.getsignal(signal.SIGTERM) is _interrupt:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+if hasattr(os, "register_at_fork") and hasattr(signal, "SIGTERM"):
+    os.register_at_fork(after_in_child=_default_sigterm_in_child)
+
+
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM raises KeyboardInterrupt inside the block (as Ctrl-C does), so a build cleans up after it too."""
