@@ -270,6 +270,7 @@ print(json.dumps({"added": status("VmHWM:") - before, "rows": written.rows, "que
 """
 
 
+@pytest.mark.slow  # a 2.2M-line run (80 MB) generated and read in a child: CI runs it
 def test_a_run_of_two_million_pairs_is_read_in_bounded_memory(nfcorpus_build, nf_run, tmp_path):
     """600 queries x every document of nfcorpus (2.2M lines, 80 MB): read whole (read_run), pairs added 345 MB of
     peak RSS; streamed, what it adds stays under 120 MB (69 MB measured: one batch of lines, one query, one output
