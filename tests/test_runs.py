@@ -210,3 +210,21 @@ def test_iter_run_of_tables(tmp_path, suffix, unit):
         list(runs.iter_run(str(back)))
     assert str(caught.value).startswith(f"{back}, {unit} 3: query 'q2' comes back after other queries (its earlier "
                                         f"{unit}s end at {unit} 1)")
+
+
+@pytest.mark.parametrize("line, said", [(b"q1 Q0 d1 1 1 \xff\n", "field 6 (tag): invalid UTF-8"),
+                                        (b"q1 \xff d1 1 1 t\n", "field 2 (Q0): invalid UTF-8"),
+                                        (b"q1 Q0 d1 1 1 \n", "expected 6 fields")])
+def test_a_plain_run_with_a_bad_q0_or_tag_or_a_space_too_many_is_refused_as_the_line_reader_refuses_it(
+        tmp_path, line, said):
+    """The Arrow reader of plain runs converted only the fields it keeps and took an empty field, so bytes that are
+    not UTF-8 in Q0 or the tag, or a space after the last field (an empty tag), passed there while the line reader
+    refuses them; whole or streamed, such a run is refused naming the line."""
+    from ragloaders.eval.runs import iter_run
+
+    run = tmp_path / "run.trec"
+    run.write_bytes(b"q0 Q0 d0 1 2 t\n" + line)
+    for read in (runs.read_run, lambda path: list(iter_run(path))):
+        with pytest.raises(SourceError) as caught:
+            read(str(run))
+        assert str(caught.value).startswith(f"{run}, line 2: {said}"), str(caught.value)

@@ -159,6 +159,7 @@ _NOT_PLAIN = (b"\t", b"\x0b", b"\x0c", b"\x00")
 """Bytes that send a TREC run to the line-by-line reader: separators Arrow's CSV reader does not split on, bytes
 that line reader refuses."""
 _TREC_COLUMNS = ("query", "q0", "doc", "rank", "score", "tag")
+"""The six fields, each converted to a string (so each is checked to be UTF-8, as the line reader checks them)."""
 _RANK_PATTERN = "^" + _TREC_RANK.pattern.decode() + "$"
 _SCORE_PATTERN = "^" + _TREC_SCORE.pattern.decode() + "$"
 
@@ -189,7 +190,7 @@ def _read_plain_trec(path: str) -> Run | None:
     parse = pa_csv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False, double_quote=False,
                                 newlines_in_values=False, ignore_empty_lines=False)
     convert = pa_csv.ConvertOptions(column_types={name: pa.string() for name in _TREC_COLUMNS}, null_values=[],
-                                    strings_can_be_null=False, include_columns=["query", "doc", "rank", "score"])
+                                    strings_can_be_null=False, include_columns=list(_TREC_COLUMNS))
     run: Run = {}
     try:
         with pa_csv.open_csv(path, read_options=read, parse_options=parse, convert_options=convert) as reader:
@@ -204,7 +205,9 @@ def _read_plain_trec(path: str) -> Run | None:
 def _plain_values(batch: pa.RecordBatch) -> tuple[pa.Array, pa.Array, pa.Array] | None:
     """(query ids, document ids, scores as float64) of a batch of `_read_plain_trec`'s CSV reader; None if a rank or
     score breaks the rules or a score is not finite."""
-    query, doc, rank, score = batch.columns
+    if any(pc.any(pc.equal(pc.binary_length(column), 0)).as_py() for column in batch.columns):
+        return None  # an empty field: a space too many (at the start or end of a line), which the line reader names
+    query, doc, rank, score = (batch.column(name) for name in ("query", "doc", "rank", "score"))
     plain_ranks = pc.all(pc.ascii_is_decimal(rank)).as_py()  # (the usual ranks, 10x faster than the regex)
     for column, pattern in ((score, _SCORE_PATTERN), *(() if plain_ranks else ((rank, _RANK_PATTERN),))):
         if not pc.all(pc.match_substring_regex(column, pattern)).as_py():
@@ -341,7 +344,7 @@ def _trec_rows(path: str) -> Iterator[Row]:
         parse = pa_csv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False, double_quote=False,
                                     newlines_in_values=False, ignore_empty_lines=False)
         convert = pa_csv.ConvertOptions(column_types={name: pa.string() for name in _TREC_COLUMNS}, null_values=[],
-                                        strings_can_be_null=False, include_columns=["query", "doc", "rank", "score"])
+                                        strings_can_be_null=False, include_columns=list(_TREC_COLUMNS))
         try:
             with pa_csv.open_csv(path, read_options=read, parse_options=parse, convert_options=convert) as reader:
                 for batch in reader:
