@@ -166,3 +166,13 @@ def test_a_count_agrees_with_its_noun(count, queries, rows):
 
     assert counted(count, "query", "queries", grouped=True) == queries
     assert counted(count, "row") == rows
+
+
+def test_a_builds_known_defects_are_one_warning_line_each_said_once(crag_build, tmp_path, capsys):
+    """The CLI's handler writes `ragloaders: warning: `; the build's findings said `warning: ` again after it."""
+    args = ["build", crag_build.path, "--configs", "search_results", "--data-dir", crag_build.data_dir, "--out",
+            str(tmp_path / "out"), "--cache-dir", crag_build.cache_dir, "--quiet"]
+    assert main(args) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("ragloaders: warning: ")]
+    assert any("duplicate_pairs" in line and "[known upstream defect:" in line for line in warned), warned
+    assert not [line for line in warned if line.startswith("ragloaders: warning: warning:")]

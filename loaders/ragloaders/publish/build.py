@@ -161,9 +161,9 @@ def report_findings(path: str, integrity: dict) -> None:
     """Log each finding of a build's integrity report (the card lists them too) as `ragloaders validate` rates it:
     a declared upstream property or defect is a warning, anything else a structural error (validate exits 1)."""
     for found in integrity["warnings"]:
-        logger.warning("warning: %s %s [known upstream defect: %s]", path, describe(found), found["note"])
+        logger.warning("%s %s [known upstream defect: %s]", path, describe(found), found["note"])
     for found in integrity["errors"]:
-        logger.warning("warning: %s: structural error %s (`ragloaders validate` exits 1 on it)", path,
+        logger.warning("%s: structural error %s (`ragloaders validate` exits 1 on it)", path,
                        describe(found))
 
 
