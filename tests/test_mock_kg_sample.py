@@ -232,7 +232,7 @@ def test_a_repeated_key_is_a_warning_of_build_and_of_validate_of_the_folder(tmp_
     assert main(["build", "crag/mock_kg", "--configs", "finance_company,finance_price", "--data-dir",
                  str(with_a_repeated_company(tmp_path)), "--out", str(out), "--cache-dir", str(tmp_path / "c")]) == 0
     assert [r.getMessage().split(" [")[0] for r in caplog.records if "duplicate_keys" in r.getMessage()] == [
-        f"warning: crag/mock_kg {REPEATED}"]
+        f"crag/mock_kg {REPEATED}"]
     card = (out / "README.md").read_text(encoding="utf-8")
     assert "Known upstream defects found:" in card and "No structural errors." in card
     capsys.readouterr()
