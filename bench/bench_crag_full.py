@@ -35,10 +35,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from multiprocessing import Pool
+
+from fullscale import DiskPeak, folder_bytes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REAL_SAMPLE = os.path.join(HERE, os.pardir, "tests", "data", "crag", "dev_data.jsonl.bz2")
@@ -154,39 +155,6 @@ def generate_task3(folder: str, fraction: float) -> dict:
     info = {"bytes": size, "records": records, "json_bytes": tar_bytes, "fraction": fraction}
     json.dump(info, open(info_path, "w"))
     return info
-
-
-def folder_bytes(*paths: str) -> int:
-    total = 0
-    for root in paths:
-        for folder, _, files in os.walk(root):
-            for name in files:
-                try:
-                    total += os.lstat(os.path.join(folder, name)).st_size
-                except OSError:
-                    pass
-    return total
-
-
-class DiskPeak:
-    """The largest total size of `paths` seen while running (polled on a thread)."""
-
-    def __init__(self, *paths: str):
-        self.paths, self.peak, self.done = paths, 0, threading.Event()
-        self.thread = threading.Thread(target=self._poll, daemon=True)
-
-    def _poll(self) -> None:
-        while not self.done.wait(0.2):
-            self.peak = max(self.peak, folder_bytes(*self.paths))
-
-    def __enter__(self) -> DiskPeak:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.done.set()
-        self.thread.join()
-        self.peak = max(self.peak, folder_bytes(*self.paths))
 
 
 def run(kind: str, data: str, tree: str, work: str) -> dict:
