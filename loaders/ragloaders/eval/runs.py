@@ -178,6 +178,17 @@ def _plain_bytes(path: str) -> bool:
     return True
 
 
+def _open_plain_trec(path: str, block_size: int) -> pa_csv.CSVStreamingReader:
+    """pyarrow's streaming CSV reader of a TREC run in the plain form: six fields split by one space, each a string
+    (so each is checked to be UTF-8), `block_size` bytes a batch; ArrowInvalid on a line of another form."""
+    read = pa_csv.ReadOptions(column_names=list(_TREC_COLUMNS), block_size=block_size)
+    parse = pa_csv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False, double_quote=False,
+                                newlines_in_values=False, ignore_empty_lines=False)
+    convert = pa_csv.ConvertOptions(column_types={name: pa.string() for name in _TREC_COLUMNS}, null_values=[],
+                                    strings_can_be_null=False)
+    return pa_csv.open_csv(path, read_options=read, parse_options=parse, convert_options=convert)
+
+
 def _read_plain_trec(path: str) -> Run | None:
     """A TREC run whose lines are 6 fields separated by one space each, read with pyarrow's CSV reader and checked
     with Arrow kernels (UTF-8, the rank and score patterns, finite scores); None when the file is not in that form
@@ -186,14 +197,9 @@ def _read_plain_trec(path: str) -> Run | None:
     (both round correctly)."""
     if not _plain_bytes(path):
         return None
-    read = pa_csv.ReadOptions(column_names=list(_TREC_COLUMNS), block_size=PLAIN_TREC_BLOCK)
-    parse = pa_csv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False, double_quote=False,
-                                newlines_in_values=False, ignore_empty_lines=False)
-    convert = pa_csv.ConvertOptions(column_types={name: pa.string() for name in _TREC_COLUMNS}, null_values=[],
-                                    strings_can_be_null=False, include_columns=list(_TREC_COLUMNS))
     run: Run = {}
     try:
-        with pa_csv.open_csv(path, read_options=read, parse_options=parse, convert_options=convert) as reader:
+        with _open_plain_trec(path, PLAIN_TREC_BLOCK) as reader:
             for batch in reader:
                 if not _add_plain_batch(run, batch):
                     return None
@@ -340,13 +346,8 @@ def _trec_rows(path: str) -> Iterator[Row]:
     error."""
     done = 0
     if _plain_bytes(path):
-        read = pa_csv.ReadOptions(column_names=list(_TREC_COLUMNS), block_size=STREAM_BLOCK)
-        parse = pa_csv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False, double_quote=False,
-                                    newlines_in_values=False, ignore_empty_lines=False)
-        convert = pa_csv.ConvertOptions(column_types={name: pa.string() for name in _TREC_COLUMNS}, null_values=[],
-                                        strings_can_be_null=False, include_columns=list(_TREC_COLUMNS))
         try:
-            with pa_csv.open_csv(path, read_options=read, parse_options=parse, convert_options=convert) as reader:
+            with _open_plain_trec(path, STREAM_BLOCK) as reader:
                 for batch in reader:
                     values = _plain_values(batch)
                     if values is None:
