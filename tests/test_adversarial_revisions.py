@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 
 import huggingface_hub.constants
 import pytest
@@ -15,7 +16,7 @@ from ragloaders import cli
 @pytest.mark.parametrize("revision", ["", "  "])
 def test_an_empty_revision_is_one_line_naming_it(revision, monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # no network in tests: the cache is asked
-    with pytest.raises(ValueError, match="revision.*empty"):
+    with pytest.raises(ValueError, match=rf"^org/nf: .*revision.*empty \({re.escape(repr(revision))}\)"):
         ragloaders.load("org/nf", "qrels", revision=revision)
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
