@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -52,7 +53,7 @@ def test_a_card_cannot_make_load_or_validate_read_outside_its_folder(declared, t
     folder = Path(write_repository(str(tmp_path / "nf"), TABLES))
     declare(folder, "path: qrels/test-00000-of-00001.parquet", "path: " + declared.format(outside=outside))
     monkeypatch.chdir(tmp_path)  # `../outside` is a sibling of the folder, as `{outside}` is
-    with pytest.raises(SourceError, match="outside nf"):
+    with pytest.raises(SourceError, match=r"^nf/README\.md: .*'qrels'.*secret\.parquet, outside nf"):
         ragloaders.load("nf", "qrels")
     code, _, err = run("validate", "nf")
     assert code == 2 and "secret.parquet, outside nf" in err and err.count("\n") == 1
@@ -72,7 +73,7 @@ def outside_file(tmp_path: Path) -> Path:
 
 def refused_everywhere(folder: str, file: str) -> None:
     """load and validate of `folder` both refuse its qrels config in one line naming `file`."""
-    with pytest.raises(SourceError, match="secret.parquet, outside") as raised:
+    with pytest.raises(SourceError, match=r"secret\.parquet, outside nf") as raised:
         ragloaders.load(folder, "qrels")
     assert file in str(raised.value)
     code, _, err = run("validate", folder)
@@ -166,7 +167,7 @@ def test_a_hub_cache_snapshot_reads_its_own_blobs_and_no_other_repositorys(tmp_p
     target = snapshot / "qrels" / "test-00000-of-00001.parquet"
     target.unlink()
     target.symlink_to(os.path.relpath(other / "secret.parquet", target.parent))  # into another repository's cache
-    with pytest.raises(SourceError, match="datasets--org--other"):
+    with pytest.raises(SourceError, match=r"qrels/test-00000-of-00001\.parquet: .*datasets--org--other"):
         ragloaders.load("org/nf", "qrels")
     code, _, err = run("validate", "org/nf")
     assert code == 2 and err.count("\n") == 1 and "qrels/test-00000-of-00001.parquet" in err, err
@@ -296,7 +297,7 @@ def test_a_zip_with_two_datasets_names_both_top_folders(tmp_path):
         for top in ("a", "b"):
             for name, data in (("corpus.jsonl", CORPUS), ("queries.jsonl", QUERIES), ("qrels/test.tsv", QRELS)):
                 zf.writestr(f"{top}/{name}", data)
-    with pytest.raises(MissingSourceError, match=r"2 top folders hold a corpus.jsonl \(a, b\)"):
+    with pytest.raises(MissingSourceError, match=r"two\.zip: 2 top folders hold a corpus\.jsonl \(a, b\)"):
         ragloaders.load("beir-format", "corpus", data_dir=str(archive))
 
 
@@ -309,7 +310,7 @@ def test_a_corpus_jsonl_that_is_no_file_is_not_called_missing(make, tmp_path):
         (tmp_path / "corpus.jsonl").mkdir()
     else:
         (tmp_path / "corpus.jsonl").symlink_to("/dev/zero")
-    with pytest.raises(MissingSourceError, match="corpus.jsonl is not a regular file"):
+    with pytest.raises(MissingSourceError, match=rf"^{re.escape(str(tmp_path))}:.*corpus\.jsonl is not a regular file"):
         ragloaders.load("beir-format", "corpus", data_dir=str(tmp_path))
 
 
@@ -359,7 +360,7 @@ def test_a_hub_that_fails_after_the_probe_is_one_line_with_the_remedies(endpoint
     url = endpoint(HalfAHub)
     code, out, err = run("validate", "org/name")
     assert code == 2 and not out and err.count("\n") == 1, err
-    assert f"org/name: the hub at {url} failed while this dataset repository was downloaded" in err
+    assert err.startswith("ragloaders: error: org/name: ") and url in err  # the repository and the hub that failed
     assert "500" in err and "HF_HUB_OFFLINE=1" in err
 
 
