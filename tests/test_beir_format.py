@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -119,7 +120,7 @@ def test_a_folder_not_in_the_layout_is_one_line_naming_the_missing_file(tmp_path
             file.unlink()
     else:
         target.unlink()
-    with pytest.raises(MissingSourceError, match=f"partial: not in BEIR's layout: {named}"):
+    with pytest.raises(MissingSourceError, match=rf"partial: .*{re.escape(named)}"):
         ragloaders.load(PATH, "corpus", data_dir=str(source), cache_dir=str(tmp_path / "c"))
     assert cli_main(["validate", PATH, "--data-dir", str(source), "--cache-dir", str(tmp_path / "c")]) == 2
     error = capsys.readouterr().err
@@ -134,7 +135,7 @@ def test_data_dir_is_required_and_a_split_file_name_must_be_a_split_name(tmp_pat
     for bad in ("two words", "all", "a-b"):
         source = write_folder(tmp_path / bad / "data")
         (source / "qrels" / f"{bad}.tsv").write_bytes(QRELS["test"])
-        with pytest.raises(SourceError, match=f"{bad}.tsv: .*split"):
+        with pytest.raises(SourceError, match=rf"{re.escape(bad)}\.tsv: .*split"):
             ragloaders.load(PATH, "qrels", data_dir=str(source), cache_dir=str(tmp_path / "c"))
 
 
