@@ -44,9 +44,13 @@ def splits_of(built: dict[str, Path]):
                 yield path, folder, config, split, files
 
 
-@functools.cache  # read once for the DuckDB and the polars test
+@functools.cache  # every split of a config prepared at once, read once for the DuckDB and the polars test
+def splits_of_datasets(folder: Path, config: str) -> datasets.DatasetDict:
+    return datasets.load_dataset(str(folder), config)
+
+
 def rows_of_datasets(folder: Path, config: str, split: str) -> list[dict]:
-    return datasets.load_dataset(str(folder), config, split=split).to_list()
+    return splits_of_datasets(folder, config)[split].to_list()
 
 
 def test_the_release_option_reached_the_builder(built, tmp_path, capsys):
