@@ -44,11 +44,12 @@ def splits_of(built: dict[str, Path]):
                 yield path, folder, config, split, files
 
 
-@functools.cache  # every split of a config prepared at once, read once for the DuckDB and the polars test
+@functools.cache  # every split of a config prepared by one load
 def splits_of_datasets(folder: Path, config: str) -> datasets.DatasetDict:
     return datasets.load_dataset(str(folder), config)
 
 
+@functools.cache  # read once for the DuckDB and the polars test
 def rows_of_datasets(folder: Path, config: str, split: str) -> list[dict]:
     return splits_of_datasets(folder, config)[split].to_list()
 
