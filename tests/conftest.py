@@ -8,6 +8,8 @@ import pytest
 # Keep every cache of datasets / huggingface_hub out of the user's home; set before they are imported.
 os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="ragloaders-tests-hf-"))
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+# ... and ragloaders' own (eval's records of prepared splits, mock API tables) out of the user's cache folder.
+os.environ.setdefault("XDG_CACHE_HOME", tempfile.mkdtemp(prefix="ragloaders-tests-cache-"))
 
 DATA = Path(__file__).parent / "data"
 

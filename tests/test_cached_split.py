@@ -16,9 +16,10 @@ import pytest
 import ragloaders
 from datasets.table import InMemoryTable
 from ragloaders.benchmarks import benchmark_of
+from ragloaders.core.datasets_compat import cache_files
 from ragloaders.core.readers.arrow_batches import iter_ipc_batches
 from ragloaders.publish import build, parquet
-from ragloaders.publish.cached_split import CachedSplit, cache_files
+from ragloaders.publish.cached_split import CachedSplit
 from ragloaders.publish.validate import integrity_of
 from test_crag import EXAMPLE
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 import os
@@ -11,27 +10,13 @@ from typing import Any
 
 import datasets
 
+from .code_version import code_version
 from .datasets_compat import CompatBuilder
 from .errors import UsageError, is_no_space, precise_cause
 from .memory import release_freed_memory
 from .preview import preview
 
 VERSION = datasets.Version("1.0.0")
-
-
-@functools.lru_cache(maxsize=1)
-def code_version() -> str:
-    """A digest of this package's source, so that a code change never serves rows built by old code."""
-    digest = hashlib.sha256()
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for folder, subfolders, names in os.walk(package):
-        subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")
-        for name in sorted(names):
-            if name.endswith(".py"):
-                path = os.path.join(folder, name)
-                with open(path, "rb") as f:
-                    digest.update(os.path.relpath(path, package).encode() + b"\0" + f.read())
-    return digest.hexdigest()
 
 
 def identity_hash(*parts: Any) -> str:

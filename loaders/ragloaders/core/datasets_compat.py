@@ -11,6 +11,7 @@ installs with) through 5.2 (installed here). A new datasets release is checked a
 - `ArrowWriter._build_writer` and its `_schema` (4.0 and 5.2): `SpoolArrowWriter` lets datasets build the schema
   and then takes the place of its `pa_writer`.
 - `Dataset._indices` (None unless an indices mapping selects rows: 3.6 through 5.2): `has_indices_mapping`.
+- `ConcatenationTable.blocks`, `MemoryMappedTable.path` and `.replays` (3.6 through 5.2): `cache_files`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import datasets
 import pyarrow as pa
 from datasets.arrow_writer import ArrowWriter
 from datasets.exceptions import DatasetGenerationCastError, DatasetGenerationError
-from datasets.table import CastError, InMemoryTable
+from datasets.table import CastError, ConcatenationTable, InMemoryTable, MemoryMappedTable
 from datasets.utils.track import tracked_list
 
 from .batch_spool import BatchSpool, job_folder
@@ -153,3 +154,25 @@ class CompatBuilder(datasets.ArrowBasedBuilder):
 def has_indices_mapping(dataset: datasets.Dataset) -> bool:
     """Whether an indices mapping selects `dataset`'s rows from its table (after `select`, `shuffle`, `sort`...)."""
     return dataset._indices is not None
+
+
+SAME_ROWS = frozenset({"replace_schema_metadata"})
+"""Operations datasets replays on a memory-mapped file that leave its rows and values as the file has them (a
+prepared split carries its features in the schema's metadata)."""
+
+
+def cache_files(dataset: datasets.Dataset) -> list[str] | None:
+    """The Arrow files that hold exactly `dataset`'s rows and values, in order; None when it is anything else (in
+    memory, an indices mapping, a slice or a cast of its files)."""
+    if has_indices_mapping(dataset):
+        return None
+    table = dataset.data
+    rows = table.blocks if isinstance(table, ConcatenationTable) else [[table]]
+    files = []
+    for row in rows:
+        block = row[0]
+        if len(row) != 1 or not isinstance(block, MemoryMappedTable) or any(
+                operation not in SAME_ROWS for operation, _, _ in block.replays):
+            return None
+        files.append(block.path)
+    return files or None

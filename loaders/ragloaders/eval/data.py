@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -23,10 +22,9 @@ from ..core.errors import UsageError
 from ..core.facts import EvalConventions
 from ..core.hub_repository import Repository, open_repository, refuse_revision
 from ..core.preview import preview
+from .identity import config_sources
 from .metrics import Qrels
-
-if TYPE_CHECKING:
-    import datasets
+from .prepared_record import record_splits, recorded_splits
 
 CORPUS_BATCH_ROWS = 20_000
 
@@ -112,24 +110,52 @@ def require_labels(path: str, conventions: EvalConventions) -> None:
         raise UsageError(f"{path} cannot be scored: {conventions.unlabelled}")
 
 
-def _split(path: str, config: str, split: str, **kwargs) -> datasets.Dataset:
+def _splits(path: str, config: str, *, data_dir: str | None = None, cache_dir: str | None = None
+            ) -> dict[str, pa.Table]:
+    """{split: table} of a config, its id column named `_id` (mteb also accepts `id`). A benchmark path's config is
+    read as `prepared_record` recorded it while that holds (pyarrow alone); else through `load`, and recorded."""
+    where = {"data_dir": data_dir, "cache_dir": cache_dir}
+    benchmark = is_benchmark_path(path)
+    if benchmark and (recorded := recorded_splits(path, config, **where)) is not None:
+        return {name: with_ids(table) for name, table in recorded.items()}
+    if benchmark and config not in configs_of(path):
+        raise UsageError(f"{path} has no {config} config")
+    loaded = load(path, config, **where)
+    tables = {name: dataset.data.table for name, dataset in loaded.items()}
+    if benchmark:
+        from ..core.datasets_compat import cache_files  # (imports datasets, which `load` has imported)
+
+        files = {name: (cache_files(dataset), tables[name]) for name, dataset in loaded.items()}
+        record_splits(path, config, files, config_sources(path, config, **where), **where)
+    return {name: with_ids(table) for name, table in tables.items()}
+
+
+def _split(path: str, config: str, split: str, **where: str | None) -> pa.Table:
     """The split of a config; in a folder or repository a config's only split stands for any (mteb's rule)."""
-    splits = load(path, config, **kwargs)
+    splits = _splits(path, config, **where)
     if split not in splits and not (len(splits) == 1 and not is_benchmark_path(path)):
         raise UsageError(f"{path} {config} has no split {preview(split)}; its splits are {', '.join(splits)}")
-    return with_ids(splits[split] if split in splits else next(iter(splits.values())))
+    return splits[split] if split in splits else next(iter(splits.values()))
 
 
-def with_ids(dataset: datasets.Dataset) -> datasets.Dataset:
-    """The dataset with its id column named `_id` (mteb also accepts `id`)."""
-    names = dataset.column_names
-    return dataset.rename_column("id", "_id") if "_id" not in names and "id" in names else dataset
+def _role_config(path: str, role: str) -> str:
+    """`config_for`, without making a benchmark path's builder: its config of a role is the role's name (and a
+    missing one is refused where it is read)."""
+    return role if is_benchmark_path(path) else config_for(path, role)
+
+
+def with_ids(table: pa.Table) -> pa.Table:
+    """The table with its id column named `_id` (mteb also accepts `id`)."""
+    names = table.column_names
+    if "_id" in names or "id" not in names:
+        return table
+    return table.rename_columns(["_id" if name == "id" else name for name in names])
 
 
 def load_qrels(path: str, split: str, *, data_dir: str | None = None, cache_dir: str | None = None) -> Qrels:
     """The split's qrels as {query id: {document id: grade}}, in file order (a repeated pair keeps its last grade,
     as BEIR's loader and pytrec_eval do)."""
-    return load_grades(path, config_for(path, "qrels"), "corpus-id", split, data_dir=data_dir, cache_dir=cache_dir)
+    return load_grades(path, _role_config(path, "qrels"), "corpus-id", split, data_dir=data_dir, cache_dir=cache_dir)
 
 
 def load_grades(
@@ -138,9 +164,7 @@ def load_grades(
 ) -> Qrels:
     """A config of (`query-id`, `item_column`, `score`) rows as {query id: {item: grade}}, in file order (a
     repeated pair keeps its last grade): the qrels, or mmRAG's `routing` labels (item column `dataset`)."""
-    if is_benchmark_path(path) and config not in configs_of(path):
-        raise UsageError(f"{path} has no {config} config")
-    table = _split(path, config, split, data_dir=data_dir, cache_dir=cache_dir).data.table
+    table = _split(path, config, split, data_dir=data_dir, cache_dir=cache_dir)
     grades: Qrels = {}
     for query_id, item, grade in zip(*(table.column(n).to_pylist() for n in ("query-id", item_column, "score"))):
         grades.setdefault(query_id, {})[item] = grade
@@ -153,14 +177,13 @@ def load_queries(
 ) -> list[tuple[str, str]]:
     """(query id, text) of the split's queries, in file order; `only` keeps those ids. A benchmark whose
     `queries` config has one split for every query (BEIR's `queries`) gives that split, filtered by `only`."""
-    splits = load(path, config_for(path, "queries"), data_dir=data_dir, cache_dir=cache_dir)
+    splits = _splits(path, _role_config(path, "queries"), data_dir=data_dir, cache_dir=cache_dir)
     if split in splits:
-        dataset = splits[split]
+        table = splits[split]
     elif len(splits) == 1 and only is not None:
-        dataset = next(iter(splits.values()))
+        table = next(iter(splits.values()))
     else:
         raise UsageError(f"{path} queries has no split {preview(split)}; its splits are {', '.join(splits)}")
-    table = with_ids(dataset).data.table
     pairs = zip(table.column("_id").to_pylist(), table.column("text").to_pylist())
     if only is None:
         return list(pairs)
@@ -170,16 +193,15 @@ def load_queries(
 
 def all_query_ids(path: str, *, data_dir: str | None = None, cache_dir: str | None = None) -> set[str]:
     """Every query id of the path, in any split."""
-    splits = load(path, config_for(path, "queries"), data_dir=data_dir, cache_dir=cache_dir)
-    return {query_id for dataset in splits.values()
-            for query_id in with_ids(dataset).data.table.column("_id").to_pylist()}
+    splits = _splits(path, _role_config(path, "queries"), data_dir=data_dir, cache_dir=cache_dir)
+    return {query_id for table in splits.values() for query_id in table.column("_id").to_pylist()}
 
 
 def corpus_tables(
     path: str, columns: Sequence[str], *, data_dir: str | None = None, cache_dir: str | None = None
 ) -> Iterator[pa.Table]:
     """The corpus in tables of CORPUS_BATCH_ROWS rows holding `columns` (slices of the memory-mapped Arrow file)."""
-    table = _split(path, config_for(path, "corpus"), "corpus", data_dir=data_dir, cache_dir=cache_dir).data.table
+    table = _split(path, _role_config(path, "corpus"), "corpus", data_dir=data_dir, cache_dir=cache_dir)
     table = table.select(list(columns))
     for start in range(0, table.num_rows, CORPUS_BATCH_ROWS):
         yield table.slice(start, CORPUS_BATCH_ROWS)

@@ -18,21 +18,31 @@ from ..core.hub_repository import Repository
 from ..core.output_target import MANIFEST
 from ..core.source_files import file_digest
 from ..core.version import VERSION
+from .prepared_record import record_sources, recorded_sources
 
 CATALOGUE, FOLDER, HUB = "benchmark path", "built folder", "hub repository"
 
 
+def config_sources(path: str, config: str, *, data_dir: str | None, cache_dir: str | None) -> list[str]:
+    """The local source files a config of the benchmark `path` reads (the archive itself for a zip); none for one
+    whose builder does not list them."""
+    try:
+        return builder(path, config, data_dir=data_dir, cache_dir=cache_dir).source_files_read()
+    except NotImplementedError:
+        return []
+
+
 def files_of(paths: Iterable[str], *, data_dir: str | None, cache_dir: str | None) -> list[dict[str, Any]]:
     """Each local source file that the configs of the benchmark `paths` read (the archive itself for a zip), once,
-    with its size and sha256."""
+    with its size and sha256. A path's list is recorded (`prepared_record`) and read back while it holds."""
+    where = {"data_dir": data_dir, "cache_dir": cache_dir}
     seen: dict[str, None] = {}
     for path in paths:
-        for config in configs_of(path):
-            try:
-                read = builder(path, config, data_dir=data_dir, cache_dir=cache_dir).source_files_read()
-            except NotImplementedError:
-                continue
-            seen.update(dict.fromkeys(read))
+        read = recorded_sources(path, **where)
+        if read is None:
+            read = [file for config in configs_of(path) for file in config_sources(path, config, **where)]
+            record_sources(path, read, **where)
+        seen.update(dict.fromkeys(read))
     return [{"name": os.path.basename(file), "bytes": os.path.getsize(file), "sha256": file_digest(file, "sha256")}
             for file in seen]
 

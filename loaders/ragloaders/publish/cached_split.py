@@ -13,31 +13,9 @@ from collections.abc import Iterator, Sequence
 import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
-from datasets.table import ConcatenationTable, MemoryMappedTable
 
-from ..core.datasets_compat import has_indices_mapping
+from ..core.datasets_compat import cache_files
 from ..core.readers.arrow_batches import iter_ipc_batches
-
-SAME_ROWS = frozenset({"replace_schema_metadata"})
-"""Operations datasets replays on a memory-mapped file that leave its rows and values as the file has them (a
-prepared split carries its features in the schema's metadata)."""
-
-
-def cache_files(dataset: datasets.Dataset) -> list[str] | None:
-    """The Arrow files that hold exactly `dataset`'s rows and values, in order; None when it is anything else (in
-    memory, an indices mapping, a slice or a cast of its files)."""
-    if has_indices_mapping(dataset):
-        return None
-    table = dataset.data
-    rows = table.blocks if isinstance(table, ConcatenationTable) else [[table]]
-    files = []
-    for row in rows:
-        block = row[0]
-        if len(row) != 1 or not isinstance(block, MemoryMappedTable) or any(
-                operation not in SAME_ROWS for operation, _, _ in block.replays):
-            return None
-        files.append(block.path)
-    return files or None
 
 
 def _copied(batch: pa.RecordBatch) -> pa.RecordBatch:
