@@ -115,6 +115,29 @@ def test_missing_doc_ids_is_the_set_difference_in_order(monkeypatch, doc_ids, co
     assert data.missing_doc_ids(iter(doc_ids), tables) == [d for d in dict.fromkeys(doc_ids) if d not in known]
 
 
+def test_a_started_lookup_reads_the_corpus_once_and_gives_its_errors_to_the_caller(monkeypatch):
+    monkeypatch.setattr(data, "MIN_LOOKUP_ROWS", 1)  # one lookup per table, the later ones in the lookup's thread
+    read = []
+
+    def corpus():
+        for ids in (["d1"], ["d2"], ["d3"]):
+            read.append(ids[0])
+            yield pa.table({"_id": ids})
+
+    finish = data.missing_doc_ids_started(["d3", "d9", "d1"], corpus())
+    assert read[0] == "d1"  # the first lookup's rows are gathered by the caller (a build never runs in the thread)
+    assert finish() == ["d9"]
+    assert read == ["d1", "d2", "d3"]
+
+    def broken():
+        yield pa.table({"_id": ["d1"]})
+        raise SourceError("corpus.jsonl", "not JSON", line=7)
+
+    finish = data.missing_doc_ids_started(["d2"], broken())
+    with pytest.raises(SourceError, match=r"corpus\.jsonl.*line 7"):
+        finish()
+
+
 def test_missing_doc_ids_takes_ids_arrow_cannot_hold():
     assert data.missing_doc_ids(["\ud800", "d1"], [pa.table({"_id": ["d1"]})]) == ["\ud800"]
 

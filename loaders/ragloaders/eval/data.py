@@ -8,8 +8,8 @@ requested split of a config or else its only split."""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -216,29 +216,50 @@ def missing_doc_ids(doc_ids: Iterable[str], corpus: Iterable[pa.Table]) -> list[
     """The ids of `doc_ids` that no corpus `_id` equals, once each, in their given order (the corpus is scanned
     once, and only until every id is found), compared as Arrow strings (`pyarrow.compute.is_in`): no Python string
     is made of a corpus id, and only the missing ids are deduplicated in Python."""
+    return missing_doc_ids_started(doc_ids, corpus)()
+
+
+def missing_doc_ids_started(doc_ids: Iterable[str], corpus: Iterable[pa.Table]) -> Callable[[], list[str]]:
+    """`missing_doc_ids` begun: the ids and the corpus rows of the first lookup are gathered here, and the lookups
+    run in a thread; the function returned waits for them and gives missing_doc_ids' answer (or raises its error).
+    Arrow's kernels release the GIL, so the caller's own work (scoring) goes on beside the first lookup, which for
+    a corpus of up to MIN_LOOKUP_ROWS rows is the whole scan."""
     given = list(doc_ids)
-    if not given:
-        return []
     try:
         missing = pa.array(given, pa.large_string())
     except (UnicodeEncodeError, pa.ArrowInvalid):  # a lone surrogate (a run given in Python): no corpus id has one
-        return _missing_doc_ids_in_python(list(dict.fromkeys(given)), corpus)
-    positions = pa.array(np.arange(len(given)))
-    pending: list[pa.Array] = []
+        found = _missing_doc_ids_in_python(list(dict.fromkeys(given)), corpus)
+        return lambda: found
+    tables = iter(corpus)
+    first = _lookup_rows(tables, len(missing)) if given else []
+    pool = ThreadPoolExecutor(1, thread_name_prefix="ragloaders-corpus-lookup")
+    lookup = pool.submit(_missing_positions, missing, first, tables)
+    pool.shutdown(wait=False)
+    return lambda: list(dict.fromkeys(given[index] for index in lookup.result()))
+
+
+def _lookup_rows(tables: Iterator[pa.Table], wanted: int) -> list[pa.Array]:
+    """The `_id` chunks of the next corpus tables, until they hold max(MIN_LOOKUP_ROWS, wanted) rows or the corpus
+    ends."""
+    chunks: list[pa.Array] = []
     rows = 0
-    for table in itertools.chain(corpus, [None]):
-        if table is not None:
-            pending.extend(table.column("_id").cast(pa.large_string()).chunks)
-            rows += table.num_rows
-            if rows < max(MIN_LOOKUP_ROWS, len(missing)):
-                continue
-        if pending and len(missing):
-            absent = pc.invert(pc.is_in(missing, value_set=pa.concat_arrays(pending)))
-            missing, positions = missing.filter(absent), positions.filter(absent)
-        pending, rows = [], 0
-        if not len(missing):
+    for table in tables:
+        chunks.extend(table.column("_id").cast(pa.large_string()).chunks)
+        rows += table.num_rows
+        if rows >= max(MIN_LOOKUP_ROWS, wanted):
             break
-    return list(dict.fromkeys(given[index] for index in positions.to_pylist()))
+    return chunks
+
+
+def _missing_positions(missing: pa.Array, chunks: list[pa.Array], tables: Iterator[pa.Table]) -> list[int]:
+    """The positions in `missing` of the ids that no corpus id equals: `chunks` looked up first, then the rest of
+    `tables`, a lookup's rows at a time, until nothing is missing."""
+    positions = pa.array(np.arange(len(missing)))
+    while chunks and len(missing):
+        absent = pc.invert(pc.is_in(missing, value_set=pa.concat_arrays(chunks)))
+        missing, positions = missing.filter(absent), positions.filter(absent)
+        chunks = _lookup_rows(tables, len(missing)) if len(missing) else []
+    return positions.to_pylist()
 
 
 def _missing_doc_ids_in_python(ordered: list[str], corpus: Iterable[pa.Table]) -> list[str]:

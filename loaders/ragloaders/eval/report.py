@@ -24,7 +24,7 @@ from .data import (
     display_name,
     load_grades,
     load_qrels,
-    missing_doc_ids,
+    missing_doc_ids_started,
     open_scored_source,
     require_labels,
 )
@@ -207,15 +207,16 @@ def _evaluate_path(
     qrels = load_qrels(path, split, **where)
     known = all_query_ids(path, **where)
     drop = conventions.ignore_identical_ids and not keep_identical_ids
-    scores = score(qrels, run, chosen, relevance_level=level, ignore_identical_ids=drop)
     # a dropped document is not scored, so it is not reported as missing from the corpus either
     doc_ids = _scored_doc_ids(run, drop)
+    unknown_documents = missing_doc_ids_started(doc_ids, corpus_tables(path, ["_id"], **where))
+    scores = score(qrels, run, chosen, relevance_level=level, ignore_identical_ids=drop)
     report = EvalReport(
         shown, split, level, scores.mean, len(qrels), scores.per_query if per_query else None,
         unranked_queries=scores.unranked_queries,
         unknown_queries=[query_id for query_id in run if query_id not in known],
         unjudged_queries=sum(1 for query_id in run if query_id in known and query_id not in qrels),
-        unknown_documents=missing_doc_ids(doc_ids, corpus_tables(path, ["_id"], **where)),
+        unknown_documents=unknown_documents(),
         identical_ids_dropped=scores.identical_ids_dropped,
         notes=list(conventions.notes),
         conventions=[f"{BEIR_SHORT}: {TREC_EVAL_TIES}", *identical_ids_convention(conventions, keep_identical_ids,
