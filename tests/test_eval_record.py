@@ -195,3 +195,27 @@ def test_two_evals_at_once_agree_and_leave_a_record_that_holds(nfcorpus):
         assert recorded(nfcorpus, config) is not None
     folder = Path(_record_path(PATH, "qrels", nfcorpus["data_dir"], nfcorpus["cache_dir"])).parent
     assert not [name for name in os.listdir(folder) if name.startswith(".record-")]  # no temporary file left
+
+
+READ_A_RECORD = textwrap.dedent("""
+    import sys
+    from ragloaders.eval.prepared_record import recorded_splits
+    print(recorded_splits(sys.argv[1], "qrels", data_dir=sys.argv[2], cache_dir=sys.argv[3]))
+""")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink to /dev/zero", "folder"])
+def test_what_is_not_a_regular_file_at_a_records_name_is_refused_at_once(nfcorpus, kind):
+    truth = scored(nfcorpus)
+    target = Path(_record_path(PATH, "qrels", nfcorpus["data_dir"], nfcorpus["cache_dir"]))
+    target.unlink()
+    if kind == "fifo":
+        os.mkfifo(target)  # no writer: an open that waits for one would hang
+    elif kind == "folder":
+        target.mkdir()
+    else:
+        target.symlink_to("/dev/zero")  # endless bytes
+    done = subprocess.run([sys.executable, "-c", READ_A_RECORD, PATH, nfcorpus["data_dir"], nfcorpus["cache_dir"]],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(LOADERS)})
+    assert done.returncode == 0 and done.stdout.strip() == "None", done.stderr[-3000:]
+    assert scored(nfcorpus) == truth

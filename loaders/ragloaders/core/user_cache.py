@@ -5,9 +5,24 @@ own cache)."""
 from __future__ import annotations
 
 import os
+import stat
 
 
 def user_cache_dir(*parts: str) -> str:
     """The ragloaders cache folder, or `parts` joined under it (e.g. `user_cache_dir("judge")`)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "ragloaders", *parts)
+
+
+def read_small_file(path: str, limit: int) -> bytes:
+    """At most `limit` + 1 bytes of the file at `path` (a caller refuses a longer one). OSError when there is none or
+    it is not a regular file: a FIFO, a device or a folder put at its name is opened without waiting for a writer,
+    and refused."""
+    handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        with os.fdopen(handle, "rb", closefd=False) as f:
+            return f.read(limit + 1)
+    finally:
+        os.close(handle)

@@ -16,10 +16,11 @@ import contextlib
 import json
 import logging
 import os
-import stat
 from collections.abc import Iterator
 
 import xxhash
+
+from ..core.user_cache import read_small_file
 
 try:
     import fcntl
@@ -42,19 +43,6 @@ def checksum(path: str) -> str:
         while chunk := f.read(READ_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def read_check(path: str, limit: int) -> bytes:
-    """At most `limit` + 1 bytes of the check file at `path`. OSError when there is none or it is not a regular
-    file: a FIFO put at its name is opened without waiting for a writer, and refused."""
-    handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        if not stat.S_ISREG(os.fstat(handle).st_mode):
-            raise OSError(f"{path}: not a regular file")
-        with os.fdopen(handle, "rb", closefd=False) as f:
-            return f.read(limit + 1)
-    finally:
-        os.close(handle)
 
 
 def sync_folder(folder: str) -> None:
@@ -98,7 +86,7 @@ def file_problem(path: str) -> str | None:
     if not os.path.isfile(path):
         return "not there"
     try:
-        raw = read_check(path + CHECK_SUFFIX, MAX_CHECK_BYTES)
+        raw = read_small_file(path + CHECK_SUFFIX, MAX_CHECK_BYTES)
     except OSError:
         return "no check of its size and checksum (written last) is there"
     try:
@@ -143,7 +131,7 @@ def folder_files(folder: str) -> tuple[list[str] | None, str]:
     if not os.path.isdir(folder):
         return None, "not there"
     try:
-        raw = read_check(os.path.join(folder, FOLDER_CHECK), MAX_CHECK_BYTES * 16)
+        raw = read_small_file(os.path.join(folder, FOLDER_CHECK), MAX_CHECK_BYTES * 16)
         entry = json.loads(raw) if len(raw) <= MAX_CHECK_BYTES * 16 else None
     except OSError:
         return None, "no check of its files' sizes and checksums (written last) is there"
