@@ -14,6 +14,26 @@ os.environ.setdefault("XDG_CACHE_HOME", tempfile.mkdtemp(prefix="ragloaders-test
 DATA = Path(__file__).parent / "data"
 
 
+def assert_names(error: BaseException, *facts: object) -> None:
+    """The message of `error` names each of `facts` (a file, an offending value, what was expected): what a user is
+    promised to be told, whatever the sentence around it."""
+    message = str(error)
+    missing = [str(fact) for fact in facts if str(fact) not in message]
+    assert not missing, f"the message does not name {missing}: {message[:2000]}"
+
+
+def assert_source_error(error: BaseException, file: str, *facts: object, line: int | None = None,
+                        record: int | None = None) -> None:
+    """`error` is a SourceError for the file whose path ends with `file`, at `line` or `record` (None: not
+    given), whose message names each of `facts`."""
+    from ragloaders.core.errors import SourceError
+
+    assert isinstance(error, SourceError), f"{type(error).__name__}: {str(error)[:2000]}"
+    assert error.path.replace(os.sep, "/").endswith(file), (error.path, file)
+    assert (error.line, error.record) == (line, record), str(error)[:2000]
+    assert_names(error, *facts)
+
+
 def declared_samples() -> dict[str, Path]:
     """path -> data_dir of every sample a benchmark declares (`Benchmark.samples`, what `.ci/run` builds): the
     sample tests read this registry, so a benchmark's new sample is tested without naming it here."""
