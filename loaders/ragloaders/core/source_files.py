@@ -16,6 +16,9 @@ from . import progress
 from .errors import DownloadError, MissingSourceError, SourceError
 
 _CHUNK = 1 << 20
+REFETCH = ("the file was removed: run again to download it anew, or download it yourself and pass its folder with "
+           "--data-dir (data_dir= in Python)")
+"""What to do after a download failed its size or md5 check."""
 
 
 class SourceFiles:
@@ -288,12 +291,12 @@ def download_verified(dl_manager, download: Download) -> str:
         pass
     if download.size is not None and stat.st_size != download.size:
         _discard(path)
-        raise SourceError(download.url, f"downloaded {stat.st_size} bytes, expected {download.size}")
+        raise SourceError(download.url, f"downloaded {stat.st_size} bytes, expected {download.size}; {REFETCH}")
     if download.md5 is not None:
         actual = md5_of(path)
         if actual != download.md5:
             _discard(path)
-            raise SourceError(download.url, f"md5 mismatch: expected {download.md5}, got {actual}")
+            raise SourceError(download.url, f"md5 mismatch: expected {download.md5}, got {actual}; {REFETCH}")
     with open(marker, "w") as f:
         json.dump(expected, f)
     return path

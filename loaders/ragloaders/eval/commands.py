@@ -11,7 +11,7 @@ from ..core.errors import UsageError
 from ..core.output_target import check_output, refuse_existing
 from ..core.user_cache import user_cache_dir
 from .crag_answers import AnswerReport, score_answers
-from .judge import RETRIES, TIMEOUT_SECONDS, Judge, check_limits, read_prompt
+from .judge import RETRIES, TIMEOUT_SECONDS, Judge, check_limits, limit_error, read_prompt
 from .report import EvalReport, evaluate, evaluate_routing
 
 ANSWER_OPTIONS = ("tokenizer", "judge_url", "judge_model", "judge_prompt", "judge_cache", "judge_timeout",
@@ -45,12 +45,12 @@ def judge_limits(timeout: str | None, retries: str | None) -> dict:
     try:
         seconds = float(timeout) if timeout is not None else TIMEOUT_SECONDS
     except ValueError:
-        raise UsageError(f"--judge-timeout must be a positive number of seconds, got {timeout[:40]!r}") from None
+        raise limit_error("--judge-timeout", timeout) from None
     try:
         count = int(retries) if retries is not None else RETRIES
     except ValueError:
-        raise UsageError(f"--judge-retries must be a whole number, 0 or more, got {retries[:40]!r}") from None
-    check_limits(seconds, count)
+        raise limit_error("--judge-retries", retries) from None
+    check_limits(seconds, count, (timeout, retries))
     return {"timeout": seconds, "retries": count}
 
 

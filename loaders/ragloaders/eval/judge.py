@@ -37,6 +37,7 @@ import urllib.request
 from dataclasses import dataclass
 
 from ..core.errors import SourceError, UsageError
+from ..core.preview import preview
 
 API_KEY_VARIABLES = ("RAGLOADERS_JUDGE_API_KEY", "OPENAI_API_KEY")
 """Where the key is read from, first one set wins; none set: no Authorization header (a local server)."""
@@ -372,12 +373,22 @@ def without_key(text: str, key: str | None) -> str:
     return "".join(out)
 
 
-def check_limits(timeout: float, retries: int) -> None:
-    """ValueError unless the timeout is a positive number of seconds and the retries a count (0 or more)."""
+def check_limits(timeout: float, retries: int, typed: tuple[str | None, str | None] = (None, None)) -> None:
+    """UsageError unless the timeout is a positive number of seconds and the retries a count (0 or more); the
+    message shows what was typed on the command line (`typed`: the text of --judge-timeout and --judge-retries,
+    None for a value given in Python) or a preview of the value."""
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
-        raise UsageError(f"--judge-timeout must be a positive number of seconds, got {timeout!r}")
+        raise limit_error("--judge-timeout", timeout if typed[0] is None else typed[0])
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise UsageError(f"--judge-retries must be a whole number, 0 or more, got {retries!r}")
+        raise limit_error("--judge-retries", retries if typed[1] is None else typed[1])
+
+
+LIMIT_RULES = {"--judge-timeout": "a positive number of seconds", "--judge-retries": "a whole number, 0 or more"}
+
+
+def limit_error(option: str, given: object) -> UsageError:
+    """What `option` (a key of LIMIT_RULES) must be, and a preview of what was `given`."""
+    return UsageError(f"{option} must be {LIMIT_RULES[option]}, got {preview(given)}")
 
 
 def _read_by(response, deadline: float) -> bytes:  # noqa: ANN001 - an http.client.HTTPResponse

@@ -124,14 +124,18 @@ def parse_metrics(names: str | Iterable[str] | None) -> list[Metric]:
         match = _METRIC.match(name)
         family = FAMILIES.get(match.group(1).lower()) if match else None
         if family is None or int(match.group(2)) < 1:
-            known = ", ".join(f"{f.name}@k" for f in FAMILIES.values())
-            raise UsageError(f"unknown metric {preview(name)}; metrics are {known} with a cutoff k >= 1, e.g. NDCG@10")
+            raise UsageError(f"unknown metric {preview(name)}; {_known_metrics()}")
         metric = Metric(family, int(match.group(2)))
         if metric not in metrics:
             metrics.append(metric)
     if not metrics:
-        raise UsageError("no metric given")
+        raise UsageError(f"no metric given; {_known_metrics()}")
     return metrics
+
+
+def _known_metrics() -> str:
+    known = ", ".join(f"{family.name}@k" for family in FAMILIES.values())
+    return f"metrics are {known} with a cutoff k >= 1, e.g. NDCG@10"
 
 
 @dataclass
