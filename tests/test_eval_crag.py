@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import DATA
+from conftest import DATA, assert_names, assert_source_error
 from local_http import send_body
 from ragloaders.cli import main
 from ragloaders.core.errors import SourceError
@@ -90,8 +90,9 @@ def test_every_rule_without_a_judge(crafted, tmp_path):
 def test_missing_and_extra_ids_are_errors_unless_counted_missing(crafted, tmp_path, capsys):
     rows = crafted_rows(crafted)[1:] + [{"interaction_id": "not-a-record", "prediction": "yes"}]
     path = write_jsonl(tmp_path / "p.jsonl", rows)
-    with pytest.raises(ValueError, match="1 prediction for ids not in crag/task_1_and_2.*1 record without"):
+    with pytest.raises(ValueError) as caught:
         score_answers("crag/task_1_and_2", path, **where(crafted))
+    assert_names(caught.value, "crag/task_1_and_2", "'not-a-record'", repr(crafted["ids"][0]), "--missing-as-idk")
     args = ["eval", "crag/task_1_and_2", "--predictions", path, "--data-dir", crafted["data_dir"],
             "--cache-dir", crafted["cache_dir"]]
     assert main(args) == 2
@@ -113,8 +114,9 @@ def test_missing_and_extra_ids_are_errors_unless_counted_missing(crafted, tmp_pa
 def test_split_restricts_the_records_and_names_unknown_splits(crafted, tmp_path):
     path = write_jsonl(tmp_path / "p.jsonl", crafted_rows(crafted))
     assert score_answers("crag/task_1_and_2", path, split="test", **where(crafted)).overall["n"] == 10
-    with pytest.raises(ValueError, match="no split 'dev'"):
+    with pytest.raises(ValueError) as caught:
         score_answers("crag/task_1_and_2", path, split="dev", **where(crafted))
+    assert_names(caught.value, "crag/task_1_and_2", "'dev'", "validation, test")
     report = score_answers("crag/task_1_and_2", path, split="validation", missing_as_idk=True, **where(crafted))
     assert report.overall["n"] == 0 and report.other_split_predictions == 10
 
@@ -132,28 +134,31 @@ def test_jsonl_csv_and_parquet_predictions_give_the_same_verdicts(crafted, tmp_p
         assert read_predictions(path) == expected, path
 
 
-@pytest.mark.parametrize("name, text, message", [
-    ("p.jsonl", '{"interaction_id": "a", "prediction": "x"}\n{"interaction_id": "a", "prediction": "y"}\n',
-     "line 2.*second prediction"),
-    ("p.jsonl", '{"interaction_id": "a", "prediction": 42}\n', "line 1.*`prediction` must be a string, got 42"),
-    ("p.jsonl", '{"interaction_id": 1, "prediction": "x"}\n', "`interaction_id` must be a string"),
-    ("p.jsonl", '{"prediction": "x"}\n', "`interaction_id` must be a string, got missing"),
-    ("p.csv", "interaction_id,answer\na,x\n", "no column prediction"),
-    ("p.csv", "interaction_id,prediction\na,x,extra\n", "line 2.*more fields"),
+@pytest.mark.parametrize("name, text, line, facts", [
+    ("p.jsonl", '{"interaction_id": "a", "prediction": "x"}\n{"interaction_id": "a", "prediction": "y"}\n', 2,
+     ["interaction_id 'a'", "second prediction"]),
+    ("p.jsonl", '{"interaction_id": "a", "prediction": 42}\n', 1, ["`prediction`", "string", "got 42"]),
+    ("p.jsonl", '{"interaction_id": 1, "prediction": "x"}\n', 1, ["`interaction_id`", "string", "got 1"]),
+    ("p.jsonl", '{"prediction": "x"}\n', 1, ["`interaction_id`", "string", "missing"]),
+    ("p.csv", "interaction_id,answer\na,x\n", 1, ["header", "column prediction"]),
+    ("p.csv", "interaction_id,prediction\na,x,extra\n", 2, ["more fields", "header"]),
 ])
-def test_bad_predictions_name_the_file_and_line(tmp_path, name, text, message):
+def test_bad_predictions_name_the_file_and_line(tmp_path, name, text, line, facts):
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
-    with pytest.raises(SourceError, match=message):
+    with pytest.raises(SourceError) as caught:
         read_predictions(path)
+    assert_source_error(caught.value, name, *facts, line=line)
 
 
 def test_prediction_file_suffix_and_absence(tmp_path):
-    with pytest.raises(ValueError, match=".jsonl, .csv or .parquet"):
+    with pytest.raises(ValueError) as caught:
         (tmp_path / "p.txt").write_text("x")
         read_predictions(tmp_path / "p.txt")
-    with pytest.raises(FileNotFoundError, match="no such predictions file"):
+    assert_names(caught.value, tmp_path / "p.txt", ".jsonl", ".csv", ".parquet")
+    with pytest.raises(FileNotFoundError) as caught:
         read_predictions(tmp_path / "nope.jsonl")
+    assert_names(caught.value, tmp_path / "nope.jsonl")
 
 
 def test_verdicts_file_is_new_and_never_replaced(crafted, tmp_path, capsys):
@@ -216,8 +221,9 @@ def test_predictions_are_cut_to_75_tokens_with_a_tokenizer(crafted, tmp_path, ca
     assert cut.verdicts[3].prediction == "[UNK]"  # what CRAG's round trip through the tokenizer gives
     assert f"cut to 75 tokens of {tokenizer}" in cut.text()
     (tmp_path / "broken.json").write_text("{}")
-    with pytest.raises(ValueError, match="not a tokenizer.json"):
+    with pytest.raises(SourceError) as caught:
         score_answers("crag/task_1_and_2", path, tokenizer=str(tmp_path / "broken.json"), **where(crafted))
+    assert_source_error(caught.value, "broken.json", "tokenizer.json")
 
 
 # --- the judge -----------------------------------------------------------------------------------------------------
@@ -304,8 +310,9 @@ def test_a_judge_that_keeps_failing_stops_with_a_bounded_number_of_requests(craf
     monkeypatch.delenv("RAGLOADERS_JUDGE_API_KEY", raising=False)
     FakeChat.always_fail = True
     judge = Judge(chat_server, "grader-1", str(tmp_path / "cache"), retries=2, retry_wait=0)
-    with pytest.raises(JudgeError, match="HTTP 500.*after 3 request"):
+    with pytest.raises(JudgeError) as caught:
         judge.verdict("q", "a", "b")
+    assert_names(caught.value, chat_server, "HTTP 500", "3 request")
     assert len(FakeChat.requests) == 3 and FakeChat.requests[0]["auth"] == f"Bearer {SECRET}"
     path = write_jsonl(tmp_path / "p.jsonl", crafted_rows(crafted))
     monkeypatch.setattr("ragloaders.eval.judge.time.sleep", lambda seconds: None)
@@ -327,19 +334,22 @@ def test_templates_py_is_read_as_data_never_run(tmp_path):
     assert read_prompt(str(templates)) == "Grade it.\nExamples: none"
     assert not marker.exists()
     templates.write_text('INSTRUCTIONS = "a" + "b"\nIN_CONTEXT_EXAMPLES = ""\n')
-    with pytest.raises(ValueError, match="line 1: INSTRUCTIONS"):
+    with pytest.raises(SourceError) as caught:
         read_prompt(str(templates))
+    assert_source_error(caught.value, "templates.py", "INSTRUCTIONS", "string literal", line=1)
     templates.write_text('INSTRUCTIONS = "a"\n')
-    with pytest.raises(ValueError, match="IN_CONTEXT_EXAMPLES"):
+    with pytest.raises(SourceError) as caught:
         read_prompt(str(templates))
+    assert_source_error(caught.value, "templates.py", "IN_CONTEXT_EXAMPLES")
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("Reply with JSON.")
     assert read_prompt(str(prompt)) == "Reply with JSON."
     prompt.write_bytes(b"Reply\r\nwith JSON.\r")
     assert read_prompt(str(prompt)) == "Reply\nwith JSON.\n"
     prompt.write_bytes(b"Reply \xe9 with JSON.")  # Latin-1, not UTF-8
-    with pytest.raises(SourceError, match=r"prompt.txt: invalid UTF-8 at byte 6 \(b'\\xe9 wi'\)"):
+    with pytest.raises(SourceError) as caught:
         read_prompt(str(prompt))
+    assert_source_error(caught.value, "prompt.txt", "UTF-8", "byte 6", repr(b"\xe9 wi"))
 
 
 @pytest.mark.parametrize("reply, verdict", [

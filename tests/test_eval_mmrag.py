@@ -13,7 +13,7 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import DATA
+from conftest import DATA, assert_source_error
 from ragloaders.api import load
 from ragloaders.cli import main
 from ragloaders.core.errors import SourceError
@@ -297,19 +297,21 @@ def test_routing_run_problems_are_named(where, tmp_path, capsys):
     report = evaluate_routing("mmrag", path, **where)
     assert report.unknown_documents == ["NQ"]
     assert "1 dataset of the run is not among the routing labels' (scored not relevant)" in report.text()
-    for text, message in (
-        ('{"query-id": "a", "corpus-id": "nq", "score": 1}\n', "exactly the keys query-id, dataset, score"),
-        ('{"query-id": 7, "dataset": "nq", "score": 1}\n', "`query-id` must be a string"),
-        ('{"query-id": "a", "dataset": "nq", "score": 1}\n{"query-id": "a", "dataset": "nq", "score": 2}\n',
-         "listed twice"),
+    for text, line, facts in (
+        ('{"query-id": "a", "corpus-id": "nq", "score": 1}\n', 1, ["query-id, dataset, score", "'corpus-id'"]),
+        ('{"query-id": 7, "dataset": "nq", "score": 1}\n', 1, ["`query-id`", "string", "got 7"]),
+        ('{"query-id": "a", "dataset": "nq", "score": 1}\n{"query-id": "a", "dataset": "nq", "score": 2}\n', 2,
+         ["'nq'", "'a'", "twice"]),
     ):
         path.write_text(text)
-        with pytest.raises(SourceError, match=message):
+        with pytest.raises(SourceError) as caught:
             read_routing_run(path)
+        assert_source_error(caught.value, "r.jsonl", *facts, line=line)
     bad = tmp_path / "bad.parquet"
     pq.write_table(pa.table({"query-id": ["a"], "corpus-id": ["nq"], "score": [1.0]}), bad)
-    with pytest.raises(SourceError, match="missing \\['dataset'\\]"):
+    with pytest.raises(SourceError) as caught:
         read_routing_run(bad)
+    assert_source_error(caught.value, "bad.parquet", "query-id, dataset, score", "['dataset']", "['corpus-id']")
     args = ["--data-dir", where["data_dir"], "--cache-dir", where["cache_dir"]]
     assert main(["eval", "beir/nfcorpus", "--routing", str(path), *args]) == 2
     assert "no routing task" in capsys.readouterr().err
@@ -323,16 +325,17 @@ def test_a_routing_table_names_its_own_columns_in_errors(tmp_path):
     has it (`dataset`), never as a retrieval run's `corpus-id`."""
     path = tmp_path / "r.parquet"
     pq.write_table(pa.table({"query-id": ["a", "a"], "dataset": ["nq", None], "score": [1.0, 2.0]}), path)
-    with pytest.raises(SourceError, match="`dataset` is missing") as error:
+    with pytest.raises(SourceError) as error:
         read_routing_run(path)
-    assert error.value.record == 2
+    assert_source_error(error.value, "r.parquet", "`dataset`", "null", record=2)
     pq.write_table(pa.table({"query-id": ["a"], "dataset": [3], "score": [1.0]}), path)
-    with pytest.raises(SourceError, match="column `dataset` must hold strings"):
+    with pytest.raises(SourceError) as error:
         read_routing_run(path)
+    assert_source_error(error.value, "r.parquet", "`dataset`", "strings", "int64")
     lines = tmp_path / "r.jsonl"
     lines.write_text('{"query-id": "a", "dataset": "nq", "score": 1}\n{"query-id": "a", "score": 2}\n')
-    with pytest.raises(SourceError, match="`dataset` is missing") as error:
+    with pytest.raises(SourceError) as error:
         read_routing_run(lines)
-    assert error.value.line == 2
+    assert_source_error(error.value, "r.jsonl", "`dataset`", "null", line=2)
     lines.write_text('{"query-id": "a", "dataset": "nq\\u00a0x", "score": 1}\n')
     assert read_routing_run(lines) == {"a": {"nq\u00a0x": 1.0}}
