@@ -5,7 +5,6 @@ import functools
 import http.server
 import json
 import os
-import re
 import shutil
 import threading
 import zipfile
@@ -16,7 +15,7 @@ import pyarrow as pa
 import pytest
 import ragloaders
 from beir_files import write_beir
-from conftest import DATA
+from conftest import DATA, assert_names, assert_source_error
 from ragloaders.benchmarks.beir import catalogue as beir
 from ragloaders.cli import main as cli_main
 from ragloaders.core.errors import MissingSourceError, SourceError
@@ -292,11 +291,13 @@ def test_malformed_json_line_names_file_and_line(tmp_path):
     assert error.value.line == 2 and str(folder / "corpus.jsonl") in str(error.value)
     assert "invalid JSON" in str(error.value) and "cut short" not in str(error.value)
     (folder / "corpus.jsonl").write_bytes(b'{"_id": "a", "title": "", "text": "x"}\n{"_id": "b", "title": "", "te')
-    with pytest.raises(SourceError, match=r"corpus\.jsonl, line 2: invalid JSON .*cut short"):
+    with pytest.raises(SourceError) as error:
         ragloaders.load("beir/arguana", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "d"))
+    assert_source_error(error.value, "corpus.jsonl", "JSON", "cut short", line=2)
     (folder / "corpus.jsonl").write_bytes(b'{"_id": "a", "title": "", "text": "x"}\n{"_id": "b", "_id": "c"}')
-    with pytest.raises(SourceError, match=r"corpus\.jsonl, line 2: duplicate key '_id'") as error:  # whole: not cut
+    with pytest.raises(SourceError) as error:  # whole: not cut
         ragloaders.load("beir/arguana", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "e"))
+    assert_source_error(error.value, "corpus.jsonl", "'_id'", line=2)
     assert "cut short" not in str(error.value)
 
 
@@ -311,28 +312,31 @@ def test_error_line_numbers_count_from_the_file_start_in_later_shards(tmp_path, 
 
 def test_missing_required_field_is_an_error(tmp_path):
     folder = write_beir(tmp_path / "arguana", [{"_id": "a", "title": ""}], [], {})
-    with pytest.raises(SourceError, match=r"corpus\.jsonl, line 1: missing .*`text`") as error:
+    with pytest.raises(SourceError) as error:
         ragloaders.load("beir/arguana", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    assert_source_error(error.value, "corpus.jsonl", "`text`", line=1)
     assert error.value.line == 1
 
 
-@pytest.mark.parametrize("line, message", [
-    (b"q1\td1\n", r"line 3: expected 3 tab-separated columns .*got 2"),
-    (b"q1\td1\t1\textra\n", r"line 3: expected 3 tab-separated columns .*got 4"),
-    (b"q1\td1\thigh\n", r"line 3: score must be an integer .*got 'high'"),
+@pytest.mark.parametrize("line, facts", [
+    (b"q1\td1\n", ("3 tab-separated columns", "got 2")),
+    (b"q1\td1\t1\textra\n", ("3 tab-separated columns", "got 4")),
+    (b"q1\td1\thigh\n", ("score", "integer", "'high'")),
 ])
-def test_bad_qrels_line_names_file_and_line(tmp_path, line, message):
+def test_bad_qrels_line_names_file_and_line(tmp_path, line, facts):
     qrels = b"query-id\tcorpus-id\tscore\nq0\td0\t1\n" + line
     folder = write_beir(tmp_path / "arguana", [], [], {}, raw={"qrels/test.tsv": qrels})
-    with pytest.raises(SourceError, match=message) as error:
+    with pytest.raises(SourceError) as error:
         ragloaders.load("beir/arguana", "qrels", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    assert_source_error(error.value, "qrels/test.tsv", *facts, line=3)
     assert error.value.line == 3 and error.value.path.endswith("qrels/test.tsv")
 
 
 def test_qrels_without_header_is_an_error(tmp_path):
     folder = write_beir(tmp_path / "arguana", [], [], {}, raw={"qrels/test.tsv": b"q0\td0\t1\n"})
-    with pytest.raises(SourceError, match=r"qrels/test\.tsv, line 1: expected the header .*got b'q0\\td0") as error:
+    with pytest.raises(SourceError) as error:
         ragloaders.load("beir/arguana", "qrels", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    assert_source_error(error.value, "qrels/test.tsv", repr("query-id\tcorpus-id\tscore"), r"b'q0\td0", line=1)
     assert error.value.line == 1
 
 
@@ -341,16 +345,19 @@ def test_missing_file_is_named(tmp_path):
     with pytest.raises(MissingSourceError, match=r"qrels/dev\.tsv"):
         ragloaders.load("beir/nfcorpus", "qrels", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
     (tmp_path / "empty").mkdir()
-    with pytest.raises(MissingSourceError, match=rf"^{re.escape(str(tmp_path / 'empty'))}: expected .*corpus\.jsonl"):
+    with pytest.raises(MissingSourceError) as error:
         ragloaders.load("beir/nfcorpus", "corpus", data_dir=str(tmp_path / "empty"), cache_dir=str(tmp_path / "c"))
-    with pytest.raises(MissingSourceError, match=rf"^{re.escape(str(tmp_path / 'absent'))}: .*data_dir"):
+    assert_names(error.value, tmp_path / "empty", "corpus.jsonl", "nfcorpus.zip")
+    with pytest.raises(MissingSourceError) as error:
         ragloaders.load("beir/nfcorpus", "corpus", data_dir=str(tmp_path / "absent"), cache_dir=str(tmp_path / "c"))
+    assert_names(error.value, tmp_path / "absent", "data_dir")
 
 
 def test_datasets_that_cannot_be_downloaded_say_where_to_get_them(tmp_path):
     for name in ("bioasq", "signal1m", "trec-news", "robust04"):
-        with pytest.raises(MissingSourceError, match=rf"^BEIR {name} .* https://.* data_dir"):
+        with pytest.raises(MissingSourceError) as error:
             ragloaders.load(f"beir/{name}", "corpus", cache_dir=str(tmp_path))
+        assert_names(error.value, name, "https://", "data_dir")
 
 
 def test_a_failed_build_leaves_nothing_a_later_call_takes_as_complete(tmp_path):
@@ -403,8 +410,10 @@ def test_download_verifies_md5_and_is_cached(served, tmp_path):
 def test_download_with_wrong_size_is_refused(served, tmp_path):
     with zipfile.ZipFile(served / "nfcorpus.zip", "w") as archive:
         archive.writestr("nfcorpus/corpus.jsonl", '{"_id": "x", "title": "", "text": "tampered"}\n')
-    with pytest.raises(SourceError, match=r"nfcorpus\.zip: downloaded \d+ bytes, expected 2448432"):
+    with pytest.raises(SourceError) as error:
         ragloaders.load("beir/nfcorpus", "corpus", cache_dir=str(tmp_path / "cache"))
+    size = (served / "nfcorpus.zip").stat().st_size
+    assert_source_error(error.value, "nfcorpus.zip", f"{size} bytes", 2448432)
 
 
 def test_download_with_wrong_md5_is_refused_and_not_kept(served, tmp_path):

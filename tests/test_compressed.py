@@ -11,6 +11,7 @@ from pathlib import Path
 
 import indexed_bzip2
 import pytest
+from conftest import assert_source_error
 from ragloaders.core.compressed import iter_tar_members, open_bz2, open_joined, order_parts
 from ragloaders.core.errors import SourceError
 from ragloaders.core.readers.lines import iter_lines
@@ -97,8 +98,9 @@ def test_missing_part_is_named(numbers, missing):
 
 def test_missing_last_part_is_caught_as_truncation(tmp_path):
     paths = write_parts(SAMPLE.read_bytes(), tmp_path / "x.jsonl.bz2", range(1, 4))
-    with pytest.raises(SourceError, match="truncated"), open_joined(paths[:2]) as joined:
+    with pytest.raises(SourceError) as caught, open_joined(paths[:2]) as joined:
         read_lines(joined, "x.jsonl.bz2")
+    assert_source_error(caught.value, "x.jsonl.bz2", "truncated")
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -283,9 +285,10 @@ def test_bytes_that_are_not_a_bzip2_stream_are_refused_with_their_offset(two_str
         path.write_bytes(data)
         source, threads = str(path), int(reader[-1])
     offset = len(first) if damage in ("garbage between", "damaged header") else len(first) + len(second)
-    pattern = rf"x\.jsonl\.bz2: (bytes at offset {offset:,} are not a bzip2 stream|truncated bzip2 file: it does not)"
-    with pytest.raises(SourceError, match=pattern):
+    with pytest.raises(SourceError) as caught:
         read_lines(source, "x.jsonl.bz2", threads)
+    assert_source_error(caught.value, "x.jsonl.bz2")
+    assert f"offset {offset:,}" in str(caught.value) or "truncated" in str(caught.value), str(caught.value)
 
 
 @pytest.mark.parametrize("reader", ["threads=1", "threads=2", "not seekable"])

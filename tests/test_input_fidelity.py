@@ -8,7 +8,6 @@ import http.server
 import io
 import json
 import os
-import re
 import shutil
 import socket
 import threading
@@ -18,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import ragloaders
-from conftest import DATA
+from conftest import DATA, assert_names, assert_source_error
 from ragloaders.benchmarks.beir import catalogue as beir
 from ragloaders.benchmarks.crag import catalogue as crag_catalogue
 from ragloaders.cli import main as cli_main
@@ -152,8 +151,9 @@ def test_odd_qrels_lines_get_one_verdict_on_both_paths(tmp_path, line, fast_path
 
 def test_an_empty_score_is_refused_by_build_not_loaded_as_null(tmp_path):
     folder = beir_folder(tmp_path / "scidocs", doc() + b"\n", qrels=b"query-id\tcorpus-id\tscore\nq\td\t\n")
-    with pytest.raises(SourceError, match=r"qrels/test\.tsv, line 2: score must be an integer .*got ''"):
+    with pytest.raises(SourceError) as caught:
         ragloaders.load("beir/scidocs", "qrels", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    assert_source_error(caught.value, "qrels/test.tsv", "score", "integer", "''", line=2)
 
 
 # --- JSON lines: one rule, both reader paths --------------------------------------------------------------
@@ -222,17 +222,18 @@ def test_odd_json_lines_get_one_verdict_on_both_paths(tmp_path, case, fast_path_
 def test_a_duplicate_key_is_refused_end_to_end_naming_key_and_line(tmp_path):
     corpus = doc("d0") + b"\n" + b'{"_id": "d1", "_id": "d2", "title": "", "text": "a"}\n'
     folder = beir_folder(tmp_path / "scidocs", corpus)
-    with pytest.raises(SourceError, match=r"corpus\.jsonl, line 2: duplicate key '_id'"):
+    with pytest.raises(SourceError) as caught:
         ragloaders.load("beir/scidocs", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    assert_source_error(caught.value, "corpus.jsonl", "'_id'", line=2)
 
 
 @pytest.mark.parametrize("title", [b"12345", b"123456789012345678901234567890", b"-1" + b"9" * 40])
 def test_an_integer_title_of_any_size_gets_the_same_message_end_to_end(tmp_path, title):
     corpus = doc("d0") + b"\n" + b'{"_id": "d1", "title": ' + title + b', "text": "a"}\n'
     folder = beir_folder(tmp_path / "scidocs", corpus)
-    expected = f"corpus.jsonl, line 2: `title` must be a string, got {title.decode()}"
-    with pytest.raises(SourceError, match=re.escape(expected)):
+    with pytest.raises(SourceError) as caught:
         ragloaders.load("beir/scidocs", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    assert_source_error(caught.value, "corpus.jsonl", "`title`", "string", title.decode(), line=2)
 
 
 @pytest.mark.parametrize("value, accepted", [(2**53, True), (-(2**53), True), (2**53 + 1, False), (10**30, False)])
@@ -241,8 +242,9 @@ def test_an_integer_in_a_float_field_is_kept_only_when_a_double_holds_it_exactly
     if accepted:
         assert values.conform({"score": value}, [field]) == {"score": value}
         return
-    with pytest.raises(ValueError, match=f"`score` = {value} cannot be held exactly in double"):
+    with pytest.raises(ValueError) as caught:
         values.conform({"score": value}, [field])
+    assert_names(caught.value, "`score`", value, "double")
 
 
 def test_integers_beyond_64_bits_in_json_text_metadata_stay_exact(tmp_path):
@@ -258,8 +260,9 @@ def test_integers_beyond_64_bits_in_json_text_metadata_stay_exact(tmp_path):
 def test_a_duplicate_key_in_json_text_metadata_is_refused(tmp_path):
     corpus = b'{"_id": "d0", "title": "", "text": "a", "metadata": {"a": 1, "b": {"c": 1, "c": 1}}}\n'
     folder = beir_folder(tmp_path / "robust04", corpus)
-    with pytest.raises(SourceError, match=r"corpus\.jsonl, line 1: duplicate key 'c'"):
+    with pytest.raises(SourceError) as caught:
         ragloaders.load("beir/robust04", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    assert_source_error(caught.value, "corpus.jsonl", "'c'", line=1)
 
 
 @pytest.mark.parametrize("config", ["corpus", "queries"])
@@ -267,15 +270,18 @@ def test_a_duplicate_key_in_json_text_metadata_is_refused(tmp_path):
 def test_an_empty_corpus_or_queries_file_is_refused(tmp_path, config, content):
     folder = beir_folder(tmp_path / "scidocs", doc() + b"\n")
     (folder / f"{config}.jsonl").write_bytes(content)
-    with pytest.raises(SourceError, match=rf"{config}\.jsonl: no records"):
+    with pytest.raises(SourceError) as caught:
         ragloaders.load("beir/scidocs", config, data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    assert_source_error(caught.value, f"{config}.jsonl", "no records")
 
 
 def test_json_arrays_refuse_duplicate_keys_and_unpaired_surrogates_naming_the_record():
-    with pytest.raises(SourceError, match=r"mmrag_dev\.json, record 1: duplicate key 'chunk_id'"):
+    with pytest.raises(SourceError) as caught:
         list(iter_json_array(io.BytesIO(b'[{"a": 1}, {"r": [{"chunk_id": "x", "chunk_id": "y"}]}]'), "mmrag_dev.json"))
-    with pytest.raises(SourceError, match=r"mmrag_dev\.json, record 2: invalid UTF-8 or an unpaired surrogate"):
+    assert_source_error(caught.value, "mmrag_dev.json", "'chunk_id'", record=1)
+    with pytest.raises(SourceError) as caught:
         list(iter_json_array(io.BytesIO(b'[{"a": 1}, {"a": 2}, {"q": "\\udce9"}]'), "mmrag_dev.json"))
+    assert_source_error(caught.value, "mmrag_dev.json", "surrogate", record=2)
     assert list(iter_json_array(io.BytesIO(b'[{"q": "\\ud83d\\ude00"}]'), "ok.json")) == [(0, {"q": "\U0001f600"})]
 
 
@@ -283,14 +289,15 @@ def test_json_arrays_refuse_duplicate_keys_and_unpaired_surrogates_naming_the_re
 def test_crag_records_follow_the_same_json_rules(tmp_path):
     lines = crag_lines()
     for name, bad, message in [
-        ("surrogate", lines[1].replace(b'"query": "', b'"query": "\\ud800', 1), "unpaired surrogate escape"),
-        ("duplicate", lines[1].replace(b'"query": ', b'"query": "x", "query": ', 1), "duplicate key 'query'"),
+        ("surrogate", lines[1].replace(b'"query": "', b'"query": "\\ud800', 1), "surrogate"),
+        ("duplicate", lines[1].replace(b'"query": ', b'"query": "x", "query": ', 1), "'query'"),
     ]:
         path = tmp_path / name / "dev_data.jsonl.bz2"
         path.parent.mkdir()
         path.write_bytes(bz2.compress(b"\n".join([lines[0], bad, *lines[2:]]) + b"\n"))
-        with pytest.raises(SourceError, match=rf"dev_data\.jsonl\.bz2, record 2: .*{message}"):
+        with pytest.raises(SourceError) as caught:
             ragloaders.load("crag/task_1_and_2", "records", data_dir=str(path.parent), cache_dir=str(tmp_path / "c"))
+        assert_source_error(caught.value, "dev_data.jsonl.bz2", message, record=2)
 
 
 # --- bz2: data a decoder would skip -----------------------------------------------------------------------
@@ -300,8 +307,9 @@ def test_crag_multi_stream_bz2_with_bad_bytes_between_streams_is_refused_with_th
     first, second = crag_in_two_streams()
     path = tmp_path / "dev_data.jsonl.bz2"
     path.write_bytes(first + between + (second[4:] if between == b"BZh0" else second))
-    with pytest.raises(SourceError, match=rf"dev_data\.jsonl\.bz2: bytes at offset {len(first):,} are not a bzip2"):
+    with pytest.raises(SourceError) as caught:
         ragloaders.load("crag/task_1_and_2", "records", data_dir=str(tmp_path), cache_dir=str(tmp_path / "c"))
+    assert_source_error(caught.value, "dev_data.jsonl.bz2", f"offset {len(first):,}", "bzip2")
     assert cli_main(["build", "crag/task_1_and_2", "--data-dir", str(tmp_path), "--out", str(tmp_path / "out"),
                      "--cache-dir", str(tmp_path / "c2")]) != 0
 
@@ -340,16 +348,18 @@ def test_a_damaged_zip_member_names_archive_member_and_damage(tmp_path, how, mon
     path = damaged_zip(tmp_path, how)
     monkeypatch.setitem(beir.DATASETS, "beir/nfcorpus", beir.DATASETS["beir/nfcorpus"].__class__(
         **{**beir.DATASETS["beir/nfcorpus"].__dict__, "md5": None}))  # reach the member, past the md5 check
-    with pytest.raises(SourceError, match=r"nfcorpus\.zip:nfcorpus/queries\.jsonl: damaged zip member") as error:
+    with pytest.raises(SourceError) as error:
         ragloaders.load("beir/nfcorpus", "queries", data_dir=str(path), cache_dir=str(tmp_path / "c"))
+    assert_source_error(error.value, "nfcorpus.zip:nfcorpus/queries.jsonl")
     assert ("Bad CRC-32" if how == "crc" else "invalid block type") in str(error.value)
 
 
 def test_a_truncated_zip_is_a_source_error_not_a_missing_folder(tmp_path):
     path = damaged_zip(tmp_path, "cut")
     for data_dir in (path, tmp_path):
-        with pytest.raises(SourceError, match=r"nfcorpus\.zip: not a readable zip file"):
+        with pytest.raises(SourceError) as caught:
             ragloaders.load("beir/nfcorpus", "queries", data_dir=str(data_dir), cache_dir=str(tmp_path / "c"))
+        assert_source_error(caught.value, "nfcorpus.zip", "zip file", "data_dir")
 
 
 def test_a_local_zip_is_checked_against_the_catalogue_md5_once_per_identity(tmp_path, monkeypatch):
@@ -360,8 +370,9 @@ def test_a_local_zip_is_checked_against_the_catalogue_md5_once_per_identity(tmp_
             target.writestr(info.filename, source.read(info))
     expected = beir.DATASETS["beir/nfcorpus"].md5
     actual = source_files.md5_of(str(repacked))
-    with pytest.raises(SourceError, match=f"md5 {actual}.*md5 {expected}"):
+    with pytest.raises(SourceError) as caught:
         ragloaders.load("beir/nfcorpus", "queries", data_dir=str(repacked.parent), cache_dir=str(tmp_path / "c"))
+    assert_source_error(caught.value, "repacked/nfcorpus.zip", actual, expected)
 
     official = tmp_path / "official" / "nfcorpus.zip"
     official.parent.mkdir()
@@ -483,9 +494,10 @@ def test_a_wrong_split_is_reported_before_any_build_in_one_line(tmp_path):
     message = str(error.value)
     assert "\n" not in message and "'validation'" in message and "train, dev, test" in message
     assert not cache.exists() or not any(cache.rglob("*.arrow"))
-    with pytest.raises(ValueError, match="its splits are validation, test"):
+    with pytest.raises(ValueError) as error:
         ragloaders.load("crag/task_1_and_2", "queries", split="train", data_dir=str(CRAG_EXAMPLE),
                         cache_dir=str(cache), streaming=True)
+    assert_names(error.value, "'train'", "validation, test")
 
 
 @pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])

@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import ragloaders
-from conftest import DATA
+from conftest import DATA, assert_names
 from mteb_layout import write_repository
 from ragloaders import cli
 
@@ -183,10 +183,12 @@ def test_load_a_built_folder_gives_the_rows_of_the_path(built, work):
         assert from_folder.to_list() == from_path.to_list(), config
     streamed = ragloaders.load(str(built), "qrels", split="test", streaming=True)
     assert next(iter(streamed)) == from_path_first_qrel()
-    with pytest.raises(ValueError, match="data_dir is for a benchmark path"):
+    with pytest.raises(ValueError) as caught:
         ragloaders.load(str(built), "qrels", data_dir=str(DATA / "beir"))
-    with pytest.raises(ValueError, match=r"'qrel'.*configs are (corpus|queries|qrels), "):
+    assert_names(caught.value, built, "data_dir")
+    with pytest.raises(ValueError) as caught:
         ragloaders.load(str(built), "qrel")
+    assert_names(caught.value, "'qrel'", "corpus, qrels, queries")  # the configs it has
 
 
 def official_test_qrels() -> list[str]:
@@ -419,8 +421,9 @@ def test_a_group_path_is_its_members_in_every_command(tmp_path):
     assert len(members) == 12 and all(m.startswith("beir/cqadupstack/") for m in members)
     for call in (lambda: ragloaders.load("beir/cqadupstack", "corpus"),
                  lambda: cli.main(["build", "beir/cqadupstack", "--out", str(tmp_path / "x"), "--debug"])):
-        with pytest.raises(ValueError, match=r"beir/cqadupstack is a group of 12 paths.*beir/cqadupstack/android"):
+        with pytest.raises(ValueError) as caught:
             call()
+        assert_names(caught.value, *members)
     data = cqadupstack_tree(tmp_path / "data")
     code, out, _ = run("validate", "beir/cqadupstack", "--data-dir", str(data), "--json",
                        "--cache-dir", str(tmp_path / "c"))
