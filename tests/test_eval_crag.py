@@ -399,6 +399,7 @@ def test_judge_timeout_and_retries_are_options_of_eval(crafted, tmp_path, chat_s
         assert main([*base, option, value]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith(f"ragloaders: error: {option} must be "), (option, value, err)
+        assert err.endswith(f"got {value!r}\n"), (option, value, err)  # what was typed, not what it parsed to
     assert len(FakeChat.requests) == 2  # no bad value reached the judge
     assert main(base[:4] + base[8:] + ["--judge-timeout", "5"]) == 2  # without --judge-url
     assert "--judge-timeout need(s) --judge-url and --judge-model" in capsys.readouterr().err
