@@ -4,7 +4,6 @@ FIFO, a bare string given to `get_many`, a `--out` inside the very folder being 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 from pathlib import Path
@@ -14,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import ragloaders
+from conftest import assert_names
 from ragloaders.core.output_target import OutputFolderError
 from ragloaders.eval.baseline import bm25
 from ragloaders.lookup.id_hash import string_hash, string_hashes
@@ -68,10 +68,12 @@ def test_a_kept_index_replaced_by_a_symlink_to_a_users_file_leaves_that_file_as_
 def test_get_many_of_a_bare_string_is_a_type_error(nfcorpus_build):
     """`get_many("MED-10")` would ask for the ids 'M', 'E', 'D', ... and answer None for each, silently."""
     store = ragloaders.docs(nfcorpus_build.path, data_dir=nfcorpus_build.data_dir, cache_dir=nfcorpus_build.cache_dir)
-    with pytest.raises(TypeError, match=r"a list of ids.*\('MED-10'\)"):
+    with pytest.raises(TypeError) as caught:
         store.get_many("MED-10")
-    with pytest.raises(TypeError, match=r"a list of ids.*\('MED-10'\)"):
+    assert_names(caught.value, "list of ids", "'MED-10'")
+    with pytest.raises(TypeError) as caught:
         store.rows_of("MED-10")
+    assert_names(caught.value, "list of ids", "'MED-10'")
     assert [row["_id"] for row in store.get_many(("MED-10",))] == ["MED-10"]
 
 
@@ -82,14 +84,15 @@ def test_pairs_never_writes_into_the_folder_it_reads(own_copy, tmp_path):
     run = tmp_path / "run.trec"
     run.write_text("PLAIN-3 Q0 MED-10 1 1.0 x\n")
     inside = Path(folder) / "corpus" / "corpus-pairs.parquet"
-    with pytest.raises(OutputFolderError,
-                       match=rf"^--out {re.escape(str(inside))} .*source folder {re.escape(folder)};"):
+    with pytest.raises(OutputFolderError) as caught:
         ragloaders.pairs(folder, inside, run=run, cache_dir=cache)
+    assert_names(caught.value, f"--out {inside}", f"source folder {folder}")
     assert not inside.exists() and sorted(p.name for p in inside.parent.iterdir()) == [
         "corpus-00000-of-00001.parquet"]
     out = Path(folder) / "queries" / "queries-run.parquet"
-    with pytest.raises(OutputFolderError, match=rf"^--out {re.escape(str(out))} .*source folder"):  # bm25: same rule
+    with pytest.raises(OutputFolderError) as caught:  # bm25: same rule
         bm25(folder, out=out, cache_dir=cache)
+    assert_names(caught.value, f"--out {out}", f"source folder {folder}")
     assert sorted(p.name for p in (Path(folder) / "queries").iterdir()) == ["queries-00000-of-00001.parquet"]
     written = ragloaders.pairs(folder, tmp_path / "pairs.parquet", run=run, cache_dir=cache)
     assert written.rows == 1 and pq.read_table(written.out).column("corpus-id").to_pylist() == ["MED-10"]
@@ -132,7 +135,9 @@ def test_take_refuses_what_is_not_a_row_number(nfcorpus_build, rows):
     """`take` of a negative (it was counted from the end in a message: 'Index -3634'), a float (truncated to row 0,
     silently), a boolean mask (taken for rows 1 and 0, silently)."""
     store = ragloaders.docs(nfcorpus_build.path, data_dir=nfcorpus_build.data_dir, cache_dir=nfcorpus_build.cache_dir)
-    with pytest.raises(IndexError, match="from 0 to 3,632.*; got "):
+    with pytest.raises(IndexError) as caught:
         store.take(np.array(rows))
+    given = np.array(rows)
+    assert_names(caught.value, "whole numbers", "3,632", given.dtype, given.min())  # the rows there are; what was given
     assert store.take(np.array([3632, 0])).column("_id").to_pylist() == [store.table.column("_id")[3632].as_py(),
                                                                          store.table.column("_id")[0].as_py()]

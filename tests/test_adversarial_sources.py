@@ -9,7 +9,6 @@ import hashlib
 import io
 import json
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import ragloaders
+from conftest import assert_names, assert_source_error
 from local_http import send_body
 from mteb_layout import beir_tables, write_repository
 from ragloaders import cli
@@ -53,8 +53,9 @@ def test_a_card_cannot_make_load_or_validate_read_outside_its_folder(declared, t
     folder = Path(write_repository(str(tmp_path / "nf"), TABLES))
     declare(folder, "path: qrels/test-00000-of-00001.parquet", "path: " + declared.format(outside=outside))
     monkeypatch.chdir(tmp_path)  # `../outside` is a sibling of the folder, as `{outside}` is
-    with pytest.raises(SourceError, match=r"^nf/README\.md: .*'qrels'.*secret\.parquet, outside nf"):
+    with pytest.raises(SourceError) as caught:
         ragloaders.load("nf", "qrels")
+    assert_source_error(caught.value, "nf/README.md", "'qrels'", "secret.parquet")
     code, _, err = run("validate", "nf")
     assert code == 2 and "secret.parquet, outside nf" in err and err.count("\n") == 1
     assert ragloaders.load("nf", "corpus")["corpus"].num_rows == 2  # the configs that stay inside still load
@@ -71,11 +72,12 @@ def outside_file(tmp_path: Path) -> Path:
     return secret
 
 
-def refused_everywhere(folder: str, file: str) -> None:
-    """load and validate of `folder` both refuse its qrels config in one line naming `file`."""
-    with pytest.raises(SourceError, match=r"secret\.parquet, outside nf") as raised:
+def refused_everywhere(folder: str, file: str, resolved: Path) -> None:
+    """load and validate of `folder` both refuse its qrels config in one line naming `file` (load: and the file
+    `resolved` it leads to)."""
+    with pytest.raises(SourceError) as raised:
         ragloaders.load(folder, "qrels")
-    assert file in str(raised.value)
+    assert_source_error(raised.value, file, os.path.realpath(resolved))
     code, _, err = run("validate", folder)
     assert code == 2 and err.count("\n") == 1 and file in err and "SECRET" not in err, err
 
@@ -115,7 +117,7 @@ def test_a_path_through_a_linked_folder_and_up_is_resolved_as_the_system_opens_i
     # the text `nf/sub/../secret.parquet` lies inside nf, but opening it leaves through `sub`
     declare(folder, "path: qrels/test-00000-of-00001.parquet", "path: sub/../secret.parquet")
     monkeypatch.chdir(tmp_path)
-    refused_everywhere("nf", "sub/../secret.parquet")
+    refused_everywhere("nf", "sub/../secret.parquet", secret.parent / "a" / "secret.parquet")
 
 
 @pytest.mark.parametrize("declared", ["./qrels/test-00000-of-00001.parquet", "qrels/./test-00000-of-00001.parquet",
@@ -167,8 +169,9 @@ def test_a_hub_cache_snapshot_reads_its_own_blobs_and_no_other_repositorys(tmp_p
     target = snapshot / "qrels" / "test-00000-of-00001.parquet"
     target.unlink()
     target.symlink_to(os.path.relpath(other / "secret.parquet", target.parent))  # into another repository's cache
-    with pytest.raises(SourceError, match=r"qrels/test-00000-of-00001\.parquet: .*datasets--org--other"):
+    with pytest.raises(SourceError) as caught:
         ragloaders.load("org/nf", "qrels")
+    assert_source_error(caught.value, "qrels/test-00000-of-00001.parquet", "datasets--org--other/blobs/secret.parquet")
     code, _, err = run("validate", "org/nf")
     assert code == 2 and err.count("\n") == 1 and "qrels/test-00000-of-00001.parquet" in err, err
 
@@ -198,8 +201,9 @@ def test_a_built_folder_named_like_a_benchmark_path_is_the_folder(tmp_path, monk
     assert ragloaders.load("beir/nf-v2", "qrels", split="test")["corpus-id"] == ["d1"]
     code, out, _ = run("validate", "beir/nf-v2")
     assert code == 0 and "qrels/test: 1 row," in out
-    with pytest.raises(ValueError, match="unknown path 'beir/nfcorpuss'.*did you mean 'beir/nfcorpus'"):
+    with pytest.raises(ValueError) as caught:
         ragloaders.load("beir/nfcorpuss", "qrels")  # no such folder: still a misspelt path
+    assert_names(caught.value, "'beir/nfcorpuss'", "'beir/nfcorpus'")
 
 
 # --- a hub that hangs, or answers what no hub answers -----------------------------------------------------------------
@@ -297,8 +301,9 @@ def test_a_zip_with_two_datasets_names_both_top_folders(tmp_path):
         for top in ("a", "b"):
             for name, data in (("corpus.jsonl", CORPUS), ("queries.jsonl", QUERIES), ("qrels/test.tsv", QRELS)):
                 zf.writestr(f"{top}/{name}", data)
-    with pytest.raises(MissingSourceError, match=r"two\.zip: 2 top folders hold a corpus\.jsonl \(a, b\)"):
+    with pytest.raises(MissingSourceError) as caught:
         ragloaders.load("beir-format", "corpus", data_dir=str(archive))
+    assert_names(caught.value, "two.zip", "corpus.jsonl", "a, b")
 
 
 @pytest.mark.parametrize("make", ["directory", "device"])
@@ -310,8 +315,9 @@ def test_a_corpus_jsonl_that_is_no_file_is_not_called_missing(make, tmp_path):
         (tmp_path / "corpus.jsonl").mkdir()
     else:
         (tmp_path / "corpus.jsonl").symlink_to("/dev/zero")
-    with pytest.raises(MissingSourceError, match=rf"^{re.escape(str(tmp_path))}:.*corpus\.jsonl is not a regular file"):
+    with pytest.raises(MissingSourceError) as caught:
         ragloaders.load("beir-format", "corpus", data_dir=str(tmp_path))
+    assert_names(caught.value, tmp_path, "corpus.jsonl", "not a regular file")
 
 
 def test_validate_calls_the_files_of_beir_format_the_users_own(tmp_path):

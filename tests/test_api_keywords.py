@@ -7,7 +7,7 @@ import os
 
 import pytest
 import ragloaders
-from conftest import DATA
+from conftest import DATA, assert_names
 from ragloaders.api import builder
 
 NFCORPUS = str(DATA / "beir")
@@ -23,27 +23,30 @@ def files_under(folder) -> set[str]:
 ])
 def test_load_refuses_an_undocumented_keyword_naming_it_and_writes_nothing(tmp_path, keyword, value):
     cache = tmp_path / "deep" / "cache"
-    with pytest.raises(ValueError, match=f"^load\\(\\).*'{keyword}'.*it accepts "
-                                         "split, data_dir, streaming, cache_dir, num_proc, download_mode") as error:
+    with pytest.raises(ValueError) as error:
         ragloaders.load("beir/nfcorpus", "queries", data_dir=NFCORPUS, cache_dir=str(cache), **{keyword: value})
+    assert_names(error.value, "load()", f"'{keyword}'",
+                 "split, data_dir, streaming, cache_dir, num_proc, download_mode")
     assert "\n" not in str(error.value)
     assert files_under(tmp_path) == set()
 
 
 @pytest.mark.parametrize("keyword", ["hash", "name", "data_files", "writer_batch_size", "release"])
 def test_builder_refuses_an_undocumented_keyword(tmp_path, keyword):
-    with pytest.raises(ValueError, match=f"^builder\\(\\).*'{keyword}'.*it accepts "
-                                         "data_dir, cache_dir, storage_options$"):
+    with pytest.raises(ValueError) as caught:
         builder("beir/nfcorpus", "qrels", data_dir=NFCORPUS, cache_dir=str(tmp_path), **{keyword: "x"})
+    assert_names(caught.value, "builder()", f"'{keyword}'", "data_dir, cache_dir, storage_options")
+    assert str(caught.value).endswith("storage_options")  # the whole list: no config parameter is accepted
     assert files_under(tmp_path) == set()
 
 
 def test_config_parameters_are_accepted_and_listed_per_path(tmp_path):
-    with pytest.raises(ValueError, match="'relase' \\(did you mean 'release'\\?\\); it accepts .*storage_options, "
-                                         "release$"):
+    with pytest.raises(ValueError) as caught:
         builder("crag/task_1_and_2", "queries", relase="v4")
-    with pytest.raises(ValueError, match="it accepts .*keep_in_memory, storage_options, release$"):
+    assert_names(caught.value, "builder()", "'relase'", "'release'", "data_dir, cache_dir, storage_options, release")
+    with pytest.raises(ValueError) as caught:
         ragloaders.load("crag/task_1_and_2", "queries", hash="x")
+    assert_names(caught.value, "load()", "'hash'", "keep_in_memory, storage_options, release")
 
 
 def test_the_name_keyword_no_longer_serves_another_config(tmp_path):

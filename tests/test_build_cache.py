@@ -3,11 +3,11 @@ cache goes once nothing later reads it, and nothing is left in datasets' cache o
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import datasets
 import pytest
+from conftest import assert_names
 from ragloaders.core.output_target import OutputFolderError
 from ragloaders.publish import build as publish_build
 from ragloaders.publish.build import build_folder
@@ -68,8 +68,9 @@ def test_a_failed_build_leaves_no_prepared_cache(nfcorpus_build, own_default_cac
 
     monkeypatch.setattr(publish_build, "write_parquet", full_disk)
     out = tmp_path / "out"
-    with pytest.raises(OutputFolderError, match=rf"^--out {re.escape(str(out))}: no space left"):
+    with pytest.raises(OutputFolderError) as caught:
         build_folder(nfcorpus_build.path, str(out), data_dir=nfcorpus_build.data_dir)
+    assert_names(caught.value, f"--out {out}", "No space left on device")
     assert arrow_files(tmp_path) == []
     assert not out.exists()
     assert not [p for p in tmp_path.rglob("*") if "ragloaders-work" in p.name or "ragloaders-prepare" in p.name]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import assert_names
 from ragloaders.lookup.chunked_take import ChunkedRows, StringGather
 
 VALUES = ["", "a", "twelve bytes", "thirteen byte", "é", "日本語のテキスト", "\x00inside", "x" * 5000, " lead",
@@ -71,8 +72,9 @@ def test_a_damaged_offset_is_an_error_not_a_read_elsewhere():
     bounds[2] = 1 << 30  # the file's bytes changed under the memory map
     assert isinstance(taken.gather, StringGather)
     assert taken.take(np.array([0, 2])).column("text").to_pylist() == ["hello", "hello"]
-    with pytest.raises(ValueError, match="offset outside its column's data.*delete the cache"):
+    with pytest.raises(ValueError) as caught:
         taken.take(np.array([1]))
+    assert_names(caught.value, "offset", "damaged", "delete the cache")
 
 
 def test_row_numbers_out_of_range_are_refused():

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 import shlex
 
 import pytest
 import ragloaders
+from conftest import assert_names
 from ragloaders import cli
 from ragloaders.api import configs_of, registry
 from ragloaders.benchmarks.beir import catalogue as beir
@@ -92,10 +92,12 @@ def test_misspelt_paths_get_did_you_mean(argv, suggestion, capsys, tmp_path, mon
 
 
 def test_misspelt_configs_get_did_you_mean_and_far_names_get_none():
-    with pytest.raises(ValueError, match=r"no config 'recrods' \(did you mean 'records'\?\)"):
+    with pytest.raises(ValueError) as error:
         ragloaders.load("mmrag", "recrods")
-    with pytest.raises(ValueError, match=r"no config 'qrel' \(did you mean 'qrels'\?\)"):
+    assert_names(error.value, "mmrag", "'recrods'", "'records'")
+    with pytest.raises(ValueError) as error:
         ragloaders.builder("beir/nfcorpus", "qrel")
+    assert_names(error.value, "beir/nfcorpus", "'qrel'", "'qrels'")
     with pytest.raises(ValueError) as error:
         ragloaders.builder("beir/nfcorpus", "xyz")
     assert "did you mean" not in str(error.value) and "its configs are corpus, queries, qrels" in str(error.value)
@@ -111,8 +113,9 @@ def test_a_misspelt_data_dir_is_named_with_the_closest_folder_beside_it(capsys, 
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bier: no such file or folder (did you mean 'beir'?)" in err
     assert not (tmp_path / "out").exists()
-    with pytest.raises(MissingSourceError, match=rf"^{re.escape(str(tmp_path / 'nope'))}: no such file") as error:
+    with pytest.raises(MissingSourceError) as error:
         ragloaders.load("mmrag", "corpus", data_dir=str(tmp_path / "nope"))
+    assert_names(error.value, tmp_path / "nope", "no such file", "data_dir")
     assert "did you mean" not in str(error.value)
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import ragloaders
+from conftest import assert_names, assert_source_error
 from ragloaders import cli
 from ragloaders.lookup import DocumentNotFound, DuplicateIdError
 from ragloaders.lookup.docstore import kept_index_path
@@ -79,17 +80,21 @@ def test_missing_ids_asked_ids_and_order(nfcorpus_build):
     store = ragloaders.docs(nfcorpus_build.path, data_dir=nfcorpus_build.data_dir, cache_dir=nfcorpus_build.cache_dir)
     rows = store.get_many(["MED-14", "med-14", "MED-10", "MED-14", "", "MED-14 ", "\ud800", "MED-1O"])
     assert [r and r["_id"] for r in rows] == ["MED-14", None, "MED-10", "MED-14", None, None, None, None]
-    with pytest.raises(DocumentNotFound, match="no row with _id 'MED-014'") as caught:
+    with pytest.raises(DocumentNotFound) as caught:
         store["MED-014"]
     assert isinstance(caught.value, KeyError) and caught.value.id == "MED-014"
+    assert_names(caught.value, "'MED-014'")
     assert store.get("nope", "fallback") == "fallback" and "nope" not in store and 10 not in store
-    with pytest.raises(TypeError, match="ids are strings"):
+    with pytest.raises(TypeError) as caught:
         store.get_many(["MED-10", 10])
+    assert_names(caught.value, "strings", "int", "10")
     for wrong in (10, None, b"MED-10"):
-        with pytest.raises(TypeError, match="ids are strings"):
+        with pytest.raises(TypeError) as caught:
             store[wrong]
-        with pytest.raises(TypeError, match="ids are strings"):
+        assert_names(caught.value, "strings", type(wrong).__name__, str(wrong))
+        with pytest.raises(TypeError) as caught:
             store.get_many(["MED-10", wrong])
+        assert_names(caught.value, "strings", type(wrong).__name__, str(wrong))
     assert store.get("\ud800") is None and "\ud800" not in store  # no Arrow string holds a lone surrogate
     long_id = "x" * 5000
     with pytest.raises(KeyError) as caught:
@@ -99,10 +104,10 @@ def test_missing_ids_asked_ids_and_order(nfcorpus_build):
 
 
 def test_a_source_without_ids_is_one_clear_error(nfcorpus_build):
-    with pytest.raises(ValueError, match=r"beir/nfcorpus qrels has no _id column \(its columns are query-id, "
-                                         r"corpus-id, score\)"):
+    with pytest.raises(ValueError) as caught:
         ragloaders.docs(nfcorpus_build.path, "qrels", data_dir=nfcorpus_build.data_dir,
                         cache_dir=nfcorpus_build.cache_dir)
+    assert_names(caught.value, "beir/nfcorpus qrels", "_id", "query-id, corpus-id, score")
 
 
 def test_revision_is_refused_where_load_refuses_it(nfcorpus_build):
@@ -141,8 +146,9 @@ def test_odd_ids_are_found_byte_for_byte_and_nothing_else(tmp_path):
 
 def test_a_repeated_id_is_refused_at_indexing_naming_it(tmp_path):
     folder = write_beir_folder(tmp_path / "dup", ["a", "00123", "b", "00123", "c"])
-    with pytest.raises(DuplicateIdError, match=r"'00123'.* 2 rows \(1, 3\)"):
+    with pytest.raises(DuplicateIdError) as caught:
         ragloaders.docs("beir-format", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    assert_source_error(caught.value, "corpus", "'00123'", "(1, 3)")
 
 
 def test_hash_collisions_never_give_a_wrong_row(monkeypatch):
@@ -156,8 +162,9 @@ def test_hash_collisions_never_give_a_wrong_row(monkeypatch):
     asked = ODD_IDS + ["123", "nope"]
     assert index.rows_of(asked).tolist() == list(range(len(ODD_IDS))) + [-1, -1]
     assert [index.row_of(doc_id) for doc_id in asked] == list(range(len(ODD_IDS))) + [-1, -1]
-    with pytest.raises(DuplicateIdError, match="'b' is held by 2 rows"):
+    with pytest.raises(DuplicateIdError) as caught:
         IdIndex.build(pa.chunked_array([pa.array(["a", "b"]), pa.array(["c", "b"])]), "test")
+    assert_source_error(caught.value, "test", "'b'", "(1, 3)")
 
 
 def test_the_hash_is_the_same_for_any_slicing_or_offset_type():

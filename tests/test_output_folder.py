@@ -19,7 +19,7 @@ from pathlib import Path
 
 import datasets
 import pytest
-from conftest import DATA
+from conftest import DATA, assert_names
 from ragloaders.cli import main
 from ragloaders.core.output_target import OutputFolderError, check_target
 from ragloaders.publish.build import build_folder
@@ -213,8 +213,9 @@ def test_a_hostile_manifest_cannot_make_ragloaders_delete_outside_or_through_a_s
 
 def test_the_filesystem_root_is_refused():
     for root in ("/", "//", "/tmp/..", "/./"):
-        with pytest.raises(OutputFolderError, match="filesystem root"):
+        with pytest.raises(OutputFolderError) as caught:
             check_target(root)
+        assert_names(caught.value, f"--out {root}", "filesystem root")
 
 
 REFUSED = {
@@ -261,8 +262,9 @@ def test_unsafe_targets_are_refused_in_one_line_before_anything_is_written(case,
 def test_the_default_datasets_cache_is_protected_without_a_cache_dir(tmp_path):
     cache = Path(datasets.config.HF_DATASETS_CACHE)
     for target in (cache, cache / "out", cache.parent):
-        with pytest.raises(OutputFolderError, match="datasets cache"):
+        with pytest.raises(OutputFolderError) as caught:
             check_target(str(target), data_dir=str(DATA / "beir"))
+        assert_names(caught.value, f"--out {target}", f"datasets cache {os.path.realpath(cache)}")
     assert check_target(str(tmp_path / "out"), data_dir=str(DATA / "beir")) == os.path.realpath(tmp_path / "out")
 
 
