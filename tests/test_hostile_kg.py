@@ -342,6 +342,21 @@ SQLITE_FLIPS_CHILD = textwrap.dedent("""
 """)
 
 
+def test_a_table_name_of_a_hundred_thousand_characters_is_previewed_in_the_error(tmp_path):
+    path = str(tmp_path / "long.sqlite")
+    name = "t" * 100_000
+    with sqlite3.connect(path) as connection:
+        connection.execute(f'CREATE VIRTUAL TABLE "{name}" USING fts5(a)')
+    connection = sqlite.open_sqlite(path)
+    try:
+        with pytest.raises(SourceError) as caught:
+            sqlite.sqlite_table_schema(connection, path, name)
+    finally:
+        connection.close()
+    assert_source_error(caught.value, "long.sqlite", "virtual", "t" * 40)
+    assert len(str(caught.value)) < len(path) + 200  # a preview of the name, not the name
+
+
 @pytest.mark.slow  # a fuzzer: 240 mutants read in a child (seconds)
 def test_damaged_sqlite_files_give_rows_or_a_source_error_naming_the_file(tmp_path):
     """Random byte changes and cuts of an nba.sqlite and a SqliteDict file, read in a child (a crash fails the test).

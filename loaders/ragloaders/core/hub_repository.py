@@ -368,8 +368,8 @@ def resolve_commit(repo_id: str, revision: str | None) -> str:
     try:
         sha = HfApi().dataset_info(repo_id, revision=revision).sha
     except RevisionNotFoundError:
-        raise UsageError(f"{repo_id}: the hub dataset repository has no revision {revision!r} (a commit id, branch "
-                         "or tag)") from None
+        raise UsageError(f"{repo_id}: the hub dataset repository has no revision {preview(revision)} (a commit id, "
+                         "branch or tag)") from None
     except HfHubHTTPError as e:
         cause = innermost_cause(e)
         raise HubError(f"{repo_id}: the hub at {hub_endpoint()} failed to say which commit revision "
@@ -388,8 +388,8 @@ def open_repository(name: str, revision: str | None = None) -> Repository:
     repository does not have, HubError (one line) when the hub cannot be reached or has no such repository --
     saying also that no local folder of that name exists."""
     if revision is not None and not revision.strip():  # else taken for the main branch, or a hub failure
-        raise UsageError(f"{name}: the revision asked for is empty ({revision!r}); give a commit id, branch or tag, "
-                         "or no revision for the main branch")
+        raise UsageError(f"{name}: the revision asked for is empty ({preview(revision)}); give a commit id, branch or "
+                         "tag, or no revision for the main branch")
     location = os.path.expanduser(name)
     if os.path.isdir(location):
         refuse_revision(name, revision, "a local folder")

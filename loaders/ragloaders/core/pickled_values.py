@@ -103,7 +103,7 @@ class Call:
 
     def __setstate__(self, state: Any) -> None:
         if self.built:
-            raise Refused(f"a second BUILD on {self!r}")
+            raise Refused(f"a second BUILD on {preview(self)}")
         self.state, self.built = state, True
 
     @property

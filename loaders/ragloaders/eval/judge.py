@@ -243,7 +243,7 @@ class Judge:
     def __init__(self, url: str, model: str, cache_dir: str, *, prompt: str = JUDGE_PROMPT, retries: int = RETRIES,
                  retry_wait: float = 1.0, timeout: float = TIMEOUT_SECONDS):
         if not url.startswith(("http://", "https://")):
-            raise UsageError(f"--judge-url must be an http(s) URL, got {url!r}")
+            raise UsageError(f"--judge-url must be an http(s) URL, got {preview(url)}")
         self.url = url if url.rstrip("/").endswith("/chat/completions") else url.rstrip("/") + "/chat/completions"
         self.model, self.prompt, self.cache_dir = model, prompt, cache_dir
         check_limits(timeout, retries)

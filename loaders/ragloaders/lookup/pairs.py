@@ -110,9 +110,9 @@ def pairs(
     if (run is None) == (not from_top_ranked):
         raise UsageError("pairs takes a run (--run RUN) or --from-top-ranked, one of them")
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-        raise UsageError(f"--top must be a whole number of documents per query, at least 1; got {top!r}")
+        raise UsageError(f"--top must be a whole number of documents per query, at least 1; got {preview(top)}")
     if missing not in MISSING:
-        raise UsageError(f"missing must be one of {', '.join(MISSING)}; got {missing!r}")
+        raise UsageError(f"missing must be one of {', '.join(MISSING)}; got {preview(missing)}")
     target = check_output(out, kind="file", data_dir=data_dir, cache_dir=cache_dir, source=source)
     if os.path.splitext(target)[1].lower() != ".parquet":
         raise UsageError(f"--out {os.fspath(out)}: pairs are written as Parquet; name a file ending in .parquet")

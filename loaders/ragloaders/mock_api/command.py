@@ -7,6 +7,7 @@ import sys
 
 from ..api import normalized
 from ..core.errors import UsageError
+from ..core.preview import preview
 
 PATH = "crag/mock_kg"
 EXAMPLES = ["ragloaders serve crag/mock_kg --from ./crag_mock_kg --port 8000",
@@ -17,7 +18,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """Open the build (or build `--data-dir` first), then answer on http://HOST:PORT until Ctrl-C. Errors are
     raised (SourceError, ValueError, OSError for a port in use) and `main` prints them in one line."""
     if normalized(args.path) != PATH:
-        raise UsageError(f"ragloaders serve answers CRAG's mock API, path {PATH}; got {args.path!r}")
+        raise UsageError(f"ragloaders serve answers CRAG's mock API, path {PATH}; got {preview(args.path)}")
     from .http import check_port, missing_stack, serve
 
     hint = missing_stack()

@@ -81,7 +81,7 @@ def download_repository(repo_id: str, cache_dir: str | None, revision: str | Non
                                    cache_dir=os.path.join(cache_dir, "hub") if cache_dir else None)
     except Exception as e:  # hub, network and auth errors alike: the user passed a folder that is not there, or this
         reason = " ".join(str(e).split())[:300]
-        at = f" at revision {revision!r}" if revision else ""
+        at = f" at revision {preview(revision)}" if revision else ""
         raise SourceError(repo_id, f"no such folder, and the hub dataset repository {repo_id}{at} could not be "
                           f"downloaded ({type(e).__name__}: {reason})") from e
     logger.info("ragloaders: reading %s at commit %s", repo_id, snapshot_commit(folder))

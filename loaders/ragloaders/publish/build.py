@@ -17,6 +17,7 @@ from ..core.batch_spool import SpooledSplit
 from ..core.errors import UsageError
 from ..core.facts import Benchmark
 from ..core.memory import release_freed_memory
+from ..core.preview import preview
 from .build_cache import BuildCache, build_cache, release_prepared
 from .cached_split import CachedSplit
 from .cards import CardOptions, check_options, render_card
@@ -142,7 +143,7 @@ def write_folder(
         prepared[config] = written[1]
     for config, tables in (extra_tables or {}).items():
         if config in prepared:
-            raise UsageError(f"{path} already has a config {config!r}")
+            raise UsageError(f"{path} already has a config {preview(config)}")
         outputs.append(write_table_config(staging, config, tables))
     with open(os.path.join(staging, "README.md"), "w", encoding="utf-8") as f:
         source = source_of(benchmark, path, builders, sha256=True)

@@ -25,6 +25,7 @@ from ..core.card_yaml import load_yaml
 from ..core.errors import UsageError
 from ..core.facts import Benchmark, CardFacts
 from ..core.hub_repository import BUILT_FROM, BUILT_FROM_PATTERN  # noqa: F401 (validate reads the pattern here)
+from ..core.preview import preview
 from .parquet import CUTTING_RULE, LARGE_ROW_BYTES, ConfigOutput
 
 TEMPLATES_ENV = "RAGLOADERS_CARD_TEMPLATES"
@@ -51,10 +52,10 @@ class CardOptions:
 
     def __post_init__(self) -> None:
         if self.license is not None and (not LICENSE_ID.fullmatch(self.license) or self.license == "other"):
-            raise UsageError(f"--license {self.license!r}: expected a hub licence id such as cc-by-4.0 or apache-2.0 "
-                             "(lower case; `other` needs a name and link: edit the card after building)")
+            raise UsageError(f"--license {preview(self.license)}: expected a hub licence id such as cc-by-4.0 or "
+                             "apache-2.0 (lower case; `other` needs a name and link: edit the card after building)")
         if self.pretty_name is not None and (not self.pretty_name.strip() or len(self.pretty_name.splitlines()) > 1):
-            raise UsageError(f"--pretty-name {self.pretty_name!r}: expected a non-empty name on one line")
+            raise UsageError(f"--pretty-name {preview(self.pretty_name)}: expected a non-empty name on one line")
 
     def given(self) -> dict[str, str]:
         return {name: value for name, value in dataclasses.asdict(self).items() if value is not None}

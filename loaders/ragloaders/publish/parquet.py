@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.batch_spool import SpooledSplit
+from ..core.preview import preview
 from .cached_split import CachedSplit
 from .sink import DeferredErrorFile
 
@@ -141,8 +142,8 @@ def plan_spooled(spooled: SpooledSplit, schema: pa.Schema, num_rows: int) -> Par
     `Table.slice` count them), found by reading the spool once (twice for a split cut into several files)."""
     nbytes, (whole,) = spooled.range_nbytes([(0, num_rows)])
     if spooled.rows_read != num_rows:  # never silently a shorter file: the spool lost or gained rows
-        raise RuntimeError(f"the batch spool of split {spooled.split!r} holds {spooled.rows_read:,} rows where its "
-                           f"preparation wrote {num_rows:,}")
+        raise RuntimeError(f"the batch spool of split {preview(spooled.split)} holds {spooled.rows_read:,} rows "
+                           f"where its preparation wrote {num_rows:,}")
     counts = shard_rows(num_rows, nbytes)
     if len(counts) == 1:
         sizes = [whole]

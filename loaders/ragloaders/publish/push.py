@@ -39,6 +39,7 @@ from ..core.errors import UsageError
 from ..core.hub_repository import REPO_ID_PART, repo_id_problem
 from ..core.output_target import OutputFolderError
 from ..core.plural import counted
+from ..core.preview import preview
 from ..core.source_files import file_digest
 from ..core.user_cache import user_cache_dir
 from .build import build_identity
@@ -94,7 +95,7 @@ def check_repo_id(repo_id: str) -> str:
     """`owner/name` or `name` of legal characters (the hub's rules), else a ValueError saying what is wrong."""
     problem = repo_id_problem(repo_id)
     if problem is not None:
-        raise UsageError(f"--repo-id {repo_id!r}: {problem}")
+        raise UsageError(f"--repo-id {preview(repo_id)}: {problem}")
     return repo_id
 
 
@@ -108,7 +109,7 @@ def default_staging_dir(path: str, repo_id: str) -> str:
     check_repo_id(repo_id)
     parts = path.split("/")
     if not all(_NAME_PART.fullmatch(part) for part in parts) or "--" in path or ".." in path:
-        raise UsageError(f"{path!r}: not a benchmark path; `ragloaders list` shows them")
+        raise UsageError(f"{preview(path)}: not a benchmark path; `ragloaders list` shows them")
     root = os.path.realpath(staging_root())
     staged = os.path.join(root, repo_id.replace("/", "--"), "--".join(parts))
     if os.path.commonpath([root, os.path.realpath(staged)]) != root or os.path.realpath(staged) == root:

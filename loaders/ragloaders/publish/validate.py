@@ -331,7 +331,7 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
     if card is not None:  # before `datasets` parses it: an alias bomb would exhaust memory there
         check_card(card, os.path.join(repository, README))
     if as_path is not None and as_path not in registry():
-        raise UsageError(f"--as {as_path!r}: not a benchmark path (a group names each member; `ragloaders list` "
+        raise UsageError(f"--as {preview(as_path)}: not a benchmark path (a group names each member; `ragloaders list` "
                          "shows them)")
     configs = datasets.get_dataset_config_names(repository)
     if not configs:

@@ -181,7 +181,8 @@ def frame_table(path: str, none_cells: str | None = None) -> pa.Table:
         raise SourceError(path, f"column {preview(names[-1]) if names else '?'}: {cut(str(e))}") from None
     if none_cells is not None:
         if none_cells in names:
-            raise SourceError(path, f"the frame has a column {none_cells!r}, the name this table gives its None cells")
+            raise SourceError(path, f"the frame has a column {preview(none_cells)}, the name this table gives its "
+                                    "None cells")
         rows = len(arrays[0]) if arrays else 0
         listed = [[name for name, flags in nones.items() if flags[row]] for row in range(rows)]
         budget.charge(8 * rows + sum(8 + len(name) for cells in listed for name in cells))

@@ -118,18 +118,18 @@ def sqlite_table_schema(connection: sqlite3.Connection, path: str, name: str) ->
     """The Arrow schema of table `name` from one scan of its values' storage classes; and which columns are JSON."""
     tables = sqlite_tables(connection)
     if name not in tables:
-        raise SourceError(path, f"no table {name!r}; the file's tables are {preview(sorted(tables))}")
+        raise SourceError(path, f"no table {preview(name)}; the file's tables are {preview(sorted(tables))}")
     if tables[name].lstrip().upper().startswith("CREATE VIRTUAL"):
-        raise SourceError(path, f"table {name!r} is a virtual table, which is not read")
+        raise SourceError(path, f"table {preview(name)} is a virtual table, which is not read")
     table = quote(name)
     try:
         info = connection.execute(f"PRAGMA table_xinfo({table})").fetchall()
     except (sqlite3.Error, UnicodeDecodeError) as e:
-        raise SourceError(path, f"table {name!r}: cannot read its columns ({e})") from None
+        raise SourceError(path, f"table {preview(name)}: cannot read its columns ({e})") from None
     # table_info leaves out generated columns, which `SELECT *` (the server's query) returns: hidden 2 and 3
     columns = [(row[1], row[2] or "") for row in info if row[6] != 1]
     if not columns:
-        raise SourceError(path, f"table {name!r} has no columns")
+        raise SourceError(path, f"table {preview(name)} has no columns")
     try:
         probes = ", ".join(f"group_concat(DISTINCT typeof({quote(c)}))" for c, _ in columns)
         present = [set((found or "").split(",")) - {"null", ""}
@@ -141,7 +141,7 @@ def sqlite_table_schema(connection: sqlite3.Connection, path: str, name: str) ->
             bounds = ", ".join(f"min({i}), max({i})" for i in integer)
             ranges = connection.execute(f"SELECT {bounds} FROM {table}").fetchone()
     except (sqlite3.Error, UnicodeDecodeError) as e:
-        raise SourceError(path, f"table {name!r}: cannot scan ({e})") from None
+        raise SourceError(path, f"table {preview(name)}: cannot scan ({e})") from None
     exact = {c: abs(low) <= EXACT_FLOAT_INT and abs(high) <= EXACT_FLOAT_INT
              for c, low, high in zip(mixed, ranges[0::2], ranges[1::2])}
     fields, json_columns = [], []
@@ -157,7 +157,7 @@ def sqlite_table_schema(connection: sqlite3.Connection, path: str, name: str) ->
         elif kinds_of == {"blob"}:
             kind = pa.binary()
         elif "blob" in kinds_of:
-            raise SourceError(path, f"table {name!r}, column {preview(column)}: blobs mixed with "
+            raise SourceError(path, f"table {preview(name)}, column {preview(column)}: blobs mixed with "
                                     f"{sorted(kinds_of - {'blob'})}"
                               " cannot be stored in one column")
         else:
@@ -177,11 +177,11 @@ def iter_sqlite_table(path: str, name: str, schema: pa.Schema, json_columns: lis
         try:
             cursor = connection.execute(f"SELECT {', '.join(quote(f.name) for f in schema)} FROM {quote(name)}")
         except (sqlite3.Error, UnicodeDecodeError) as e:
-            raise SourceError(path, f"table {name!r}: cannot read the database ({e})") from None
+            raise SourceError(path, f"table {preview(name)}: cannot read the database ({e})") from None
         columns: list[list] = [[] for _ in schema]
         text_like = [pa.types.is_string(f.type) or pa.types.is_binary(f.type) for f in schema]
         size = count = 0
-        while rows := _fetch(cursor, f"{path}, table {name!r}", BATCH_ROWS - count):
+        while rows := _fetch(cursor, f"{path}, table {preview(name)}", BATCH_ROWS - count):
             count += len(rows)
             size += 8 * len(schema) * len(rows)
             for index, values in enumerate(zip(*rows)):
@@ -205,5 +205,5 @@ def _sqlite_batch(columns: list[list], schema: pa.Schema, path: str, name: str) 
         return pa.Table.from_arrays([pa.array(values, type=f.type) for values, f in zip(columns, schema)],
                                     schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
-        raise SourceError(path, f"table {name!r}: a value does not fit its column's type ({e}); the file changed "
-                          "since its types were scanned?") from None
+        raise SourceError(path, f"table {preview(name)}: a value does not fit its column's type ({e}); "
+                          "the file changed since its types were scanned?") from None
