@@ -169,7 +169,7 @@ def test_negative_grades_are_judged_non_relevant_and_never_crash(seed, negative_
 def test_a_relevance_level_below_1_is_refused_in_words(level):
     with pytest.raises(ValueError) as caught:
         score({"q": {"a": -2, "b": 0}}, {"q": {"a": 1.0}}, parse_metrics("P@1"), relevance_level=level)
-    assert_names(caught.value, "relevance level", "-l", "65536", f"got {level}")
+    assert_names(caught.value, "--relevance-level", "-l", "65536", f"got {level}")
 
 
 def test_mrr_cut_follows_trec_eval_tie_order():

@@ -247,8 +247,8 @@ def score(
     import pytrec_eval
 
     if not 1 <= relevance_level <= MAX_GRADE:  # pytrec_eval takes a C int: 2^31 was a misleading TypeError
-        raise UsageError(f"relevance level must be 1 or more (trec_eval's -l) and at most {MAX_GRADE} (MAX_GRADE), "
-                         f"got {relevance_level}")
+        raise UsageError(f"relevance level (--relevance-level, relevance_level=) must be 1 or more (trec_eval's -l) "
+                         f"and at most {MAX_GRADE} (MAX_GRADE), got {preview(relevance_level)}")
     metrics = list(metrics)
     judged = list(qrels)
     qrels = without_negative_grades(qrels)
