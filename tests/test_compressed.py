@@ -111,6 +111,8 @@ def test_truncated_bz2_raises_naming_the_file(tmp_path, threads, cut):
     with pytest.raises(SourceError, match="cut.jsonl.bz2") as caught:
         read_lines(str(path), str(path), threads)
     assert caught.value.path == str(path)
+    assert_source_error(caught.value, "cut.jsonl.bz2", "truncated")
+    assert "not a bzip2 stream" not in str(caught.value)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -287,8 +289,34 @@ def test_bytes_that_are_not_a_bzip2_stream_are_refused_with_their_offset(two_str
     offset = len(first) if damage in ("garbage between", "damaged header") else len(first) + len(second)
     with pytest.raises(SourceError) as caught:
         read_lines(source, "x.jsonl.bz2", threads)
-    assert_source_error(caught.value, "x.jsonl.bz2")
-    assert f"offset {offset:,}" in str(caught.value) or "truncated" in str(caught.value), str(caught.value)
+    assert_source_error(caught.value, "x.jsonl.bz2", f"offset {offset:,}", "not a bzip2 stream")
+    assert "truncated" not in str(caught.value)
+
+
+@pytest.mark.parametrize("reader", ["threads=1", "threads=2", "not seekable"])
+@pytest.mark.parametrize(("after", "shown"), [(b"\0" * 16, r"b'\x00\x00"), (b"a line of text\n" * 20, "b'a line o")])
+def test_bytes_after_the_real_sample_are_named_by_offset_not_called_a_truncation(reader, after, shown, tmp_path):
+    data = SAMPLE.read_bytes()
+    if reader == "not seekable":
+        source, threads = io.BufferedReader(_Unseekable(data + after)), None
+    else:
+        path = tmp_path / "dev_data.jsonl.bz2"
+        path.write_bytes(data + after)
+        source, threads = str(path), int(reader[-1])
+    with pytest.raises(SourceError) as caught:
+        read_lines(source, "dev_data.jsonl.bz2", threads)
+    assert_source_error(caught.value, "dev_data.jsonl.bz2", f"offset {len(data):,}", "not a bzip2 stream", shown)
+    assert "truncated" not in str(caught.value) and len(str(caught.value)) < 300
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_cut_second_stream_is_still_a_truncation_naming_where_the_stream_starts(two_streams, threads, tmp_path):
+    first, second = two_streams
+    path = tmp_path / "x.jsonl.bz2"
+    path.write_bytes(first + second[:1000])
+    with pytest.raises(SourceError) as caught:
+        read_lines(str(path), "x.jsonl.bz2", threads)
+    assert_source_error(caught.value, "x.jsonl.bz2", "truncated", f"offset {len(first):,}", "1,000 bytes")
 
 
 @pytest.mark.parametrize("reader", ["threads=1", "threads=2", "not seekable"])

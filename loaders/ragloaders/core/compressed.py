@@ -130,14 +130,63 @@ def _check_bz2_frame(source: BinaryIO, name: str) -> int:
     start = source.tell()
     header = source.read(4)
     if not _BZ2_HEADER.fullmatch(header):
-        raise SourceError(name, f"not a bzip2 file (starts with {header!r}, expected b'BZh1'..b'BZh9')")
+        raise SourceError(name, f"not a bzip2 file (starts with {preview(header)}, expected b'BZh1'..b'BZh9')")
     size = source.seek(0, io.SEEK_END) - start
     source.seek(max(start, start + size - 11))
     tail = int.from_bytes(source.read(11), "big")
     source.seek(start)
     if size < 14 or not any((tail >> (32 + pad)) & (2**48 - 1) == _BZ2_END_OF_STREAM for pad in range(8)):
-        raise SourceError(name, "truncated bzip2 file: it does not end with the bzip2 end-of-stream marker")
+        raise SourceError(name, _unended_message(source, start, size))
     return size
+
+
+_TAIL_SEARCHED = 1 << 20
+"""Bytes at the end of a bzip2 file that does not end with an end-of-stream marker searched for the last one."""
+
+
+def _unended_message(source: BinaryIO, start: int, size: int) -> str:
+    """Why a seekable bzip2 file of `size` bytes from `start` does not end with an end-of-stream marker (the error
+    path of _check_bz2_frame): the last marker in its last _TAIL_SEARCHED bytes tells bytes after a whole stream
+    that are not a stream (zeros, text: what iter_bz2_streams names by offset) from a stream cut short."""
+    window = min(size, _TAIL_SEARCHED)
+    source.seek(start + size - window)
+    tail = source.read(window)
+    source.seek(start)
+    end = _after_last_end_of_stream(tail)
+    if end is not None and end < len(tail):
+        offset = size - window + end
+        if not _BZ2_HEADER.fullmatch(tail[end : end + 4]):
+            return _not_a_stream_message(offset, tail[end : end + 8])
+        return (f"truncated bzip2 file: the stream starting at offset {offset:,} ends after {size - offset:,} bytes "
+                "without its end-of-stream marker")
+    return "truncated bzip2 file: it does not end with the bzip2 end-of-stream marker"
+
+
+def _after_last_end_of_stream(data: bytes) -> int | None:
+    """The index in `data` just after the last end-of-stream marker, its CRC and its pad bits (where the next stream
+    would start), or None if `data` holds no marker."""
+    last = -1
+    for shift in range(8):  # the marker starting `shift` bits into a byte
+        size = (shift + 48 + 7) // 8
+        right = size * 8 - shift - 48
+        pattern = (_BZ2_END_OF_STREAM << right).to_bytes(size, "big")
+        first, stop = (1 if shift else 0), (size if right == 0 else size - 1)
+        known = pattern[first:stop]  # the bytes the marker fills whole
+        before = len(data)
+        while (found := data.rfind(known, 0, before)) >= 0:
+            at = found - first
+            if at >= 0 and at + size <= len(data) and (
+                    int.from_bytes(data[at : at + size], "big") >> right) & (2**48 - 1) == _BZ2_END_OF_STREAM:
+                last = max(last, at * 8 + shift)
+                break
+            before = found + len(known) - 1
+    return None if last < 0 else (last + 48 + 32 + 7) // 8
+
+
+def _not_a_stream_message(offset: int, head: bytes) -> str:
+    what = "at its start" if offset == 0 else "after the bzip2 stream that ends there"
+    return (f"bytes at offset {offset:,} are not a bzip2 stream ({preview(head[:8])} {what}): "
+            "garbage or a damaged stream header, which a decoder would skip with all that follows")
 
 
 def iter_bz2_streams(source: BinaryIO, name: str, *, piece_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
@@ -155,9 +204,7 @@ def iter_bz2_streams(source: BinaryIO, name: str, *, piece_bytes: int = CHUNK_BY
         if not data:
             return
         if not _BZ2_HEADER.fullmatch(data[:4]):
-            what = "at its start" if offset == 0 else "after the bzip2 stream that ends there"
-            raise SourceError(name, f"bytes at offset {offset:,} are not a bzip2 stream ({data[:8]!r} {what}): "
-                              "garbage or a damaged stream header, which a decoder would skip with all that follows")
+            raise SourceError(name, _not_a_stream_message(offset, data[:8]))
         decompressor, fed = bz2.BZ2Decompressor(), 0
         while not decompressor.eof:
             given = b""
