@@ -354,8 +354,8 @@ def test_a_cyclic_or_exploding_pickle_is_a_source_error(kg, tmp_path):
         pickle.dump({"A": {"country": "GB", "links": {"self": cycle}}}, f)  # `other` is JSON: any shape but this
     with pytest.raises(SourceError) as caught:
         load("music_artists", copy, tmp_path / "c")
-    assert_source_error(caught.value, "music/artist_dict_simplified.pickle", "'A'", "other['links']['self'][1]",
-                        "cycle")
+    assert_source_error(caught.value, "music/artist_dict_simplified.pickle", "item 1", "'A'",
+                        "other['links']['self'][1]", "cycle", record=1)
     shared: list = ["x"]
     for _ in range(40):
         shared = [shared, shared]  # 2**40 items once expanded
@@ -374,11 +374,18 @@ def test_json_and_jsonl_errors_name_file_and_place(kg, tmp_path):
     movie_file.write_text('{"a": {"title": "A", "budget": "25M"}}')
     with pytest.raises(SourceError) as caught:
         load("movie_movies", copy, tmp_path / "c")
-    assert_source_error(caught.value, "movie/movie_db.json", "member 1", "'a'", "`budget`", "integer", "'25M'")
+    assert_source_error(caught.value, "movie/movie_db.json", "member 1", "'a'", "`budget`", "integer", "'25M'",
+                        record=1)
     movie_file.write_text('{"a": {"title": "A"}, "b": {"title":')
     with pytest.raises(SourceError) as caught:
         load("movie_movies", copy, tmp_path / "c2")
     assert_source_error(caught.value, "movie/movie_db.json", "JSON", "member 1")
+    movie_file.write_text('{"a": {"title": "A"}, "b": {"title": "B" "year": 1999}, "c": {"title": "' + "x" * 10**6
+                          + '"}}')
+    with pytest.raises(SourceError) as caught:
+        load("movie_movies", copy, tmp_path / "c2b")
+    assert_source_error(caught.value, "movie/movie_db.json", "JSON", "member 1", '"B" "year"')
+    assert len(str(caught.value)) < 400
     movie_file.write_text('[{"title": "A"}]')
     with pytest.raises(SourceError) as caught:
         load("movie_movies", copy, tmp_path / "c3")
@@ -390,6 +397,10 @@ def test_json_and_jsonl_errors_name_file_and_place(kg, tmp_path):
         load("open_entities", copy, tmp_path / "c4")
     assert_source_error(caught.value, "open/kg.1.jsonl.bz2", "JSON array", "{'not': 'a pair'}", line=2)
     assert caught.value.path == str(part)
+    part.write_bytes(bz2.compress(b'["x", {"summary_text": "t"}]\n["y", {"summary_text": 3}]\n'))
+    with pytest.raises(SourceError) as caught:
+        load("open_entities", copy, tmp_path / "c4b")
+    assert_source_error(caught.value, "open/kg.1.jsonl.bz2", "line 2", "'y'", "summary_text", line=2)
     part.write_bytes(bz2.compress(b'["x", {"summary_text": "t"}]\n' * 100)[:-20])
     with pytest.raises(SourceError) as caught:
         load("open_entities", copy, tmp_path / "c5")

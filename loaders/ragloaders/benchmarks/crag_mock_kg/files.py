@@ -23,7 +23,7 @@ from ijson.common import ObjectBuilder
 from ...core import safe_pickle
 from ...core.compressed import open_bz2
 from ...core.errors import SourceError
-from ...core.preview import preview
+from ...core.preview import cut, preview
 from ...core.readers.json_array import JSON_ARRAY_BACKEND
 from ...core.readers.lines import BLOCK_BYTES, iter_lines
 from ...core.readers.strict_json import (  # KEY_END and count_keys: loads_strict's rule, key-like tokens vs keys parsed
@@ -147,8 +147,33 @@ def _json_members(path: str, exact: bool) -> Iterator[tuple[int, str, Any]]:
         except DuplicateKeyError as e:
             raise SourceError(path, f"member {number + 1}: {e}", record=number + 1) from None
         except ijson.JSONError as e:
-            detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise SourceError(path, f"invalid or truncated JSON after member {number} ({detail})") from None
+            raise SourceError(path, f"invalid or truncated JSON after member {number} ({_parser_detail(e)})") from None
+
+
+_UNEXPECTED_SYMBOL = re.compile(r"Unexpected symbol (.*) at (\d+)", re.DOTALL)
+"""ijson's Python parser's error: the token (which can be as long as the file) and its character offset."""
+
+
+def _parser_detail(error: ijson.JSONError) -> str:
+    """What an ijson error says, bounded: its first line; the offset and the token of the Python parser's; the text
+    near the error for yajl's, which shows the 30 bytes either side of where it stopped (the line's 41st byte,
+    above the `^` of a third line), within the piece of the file it was given."""
+    text = error.args[0] if error.args else ""
+    raw = text if isinstance(text, bytes) else str(text).encode("utf-8", "replace")
+    lines = raw.strip(b"\r\n").split(b"\n")
+    first = lines[0].strip().decode("utf-8", "replace")
+    if not first:
+        return type(error).__name__
+    symbol = _UNEXPECTED_SYMBOL.fullmatch(first)
+    if symbol:
+        return f"unexpected symbol {cut(symbol[1])} at character {int(symbol[2]):,}"
+    detail = cut(first)
+    if len(lines) >= 3 and lines[2].strip().startswith(b"(right here)") and b"^" in lines[2]:
+        column = lines[2].index(b"^")
+        near = (lines[1][:column].lstrip(b" ") + lines[1][column:]).decode("utf-8", "replace")
+        if near.strip():
+            detail += f"; near {preview(near)}"
+    return detail
 
 
 def iter_json_object(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]:
@@ -160,7 +185,8 @@ def iter_json_object(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]
     keys = 0
     for number, key, value in _json_members(path, exact=surrogate):
         keys += 1 + count_keys(value)
-        row, nbytes = keyed_row(table, key, value, path, f"member {number} (key {preview(key)})")
+        row, nbytes = keyed_row(table, key, value, path, f"member {number} (key {preview(key)})",
+                                record=number)
         if table.record_json:
             row[RECORD_JSON] = record_json(value)
             nbytes += len(row[RECORD_JSON])
@@ -225,7 +251,8 @@ def iter_jsonl_pairs(paths: list[str], table: MockKgTable) -> Iterator[tuple[dic
                 if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
                     raise SourceError(path, f"expected a JSON array [entity name, attributes], got "
                                       f"{describe_object(pair)}", line=number)
-                row, nbytes = keyed_row(table, pair[0], pair[1], path, f"line {number} (entity {preview(pair[0])})")
+                row, nbytes = keyed_row(table, pair[0], pair[1], path, f"line {number} (entity {preview(pair[0])})",
+                                        line=number)
                 yield row, max(nbytes, len(line))
 
 
@@ -241,7 +268,8 @@ def iter_pickle_dict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]
     with safe_pickle.named_errors(path):
         for number, key in enumerate(list(mapping), start=1):
             value = mapping.pop(key)
-            yield keyed_row(table, key, value, path, f"item {number} (key {preview(key)})", budget)
+            yield keyed_row(table, key, value, path, f"item {number} (key {preview(key)})", budget,
+                            record=number)
 
 
 def read_company_csv(path: str) -> Iterator[pa.Table]:

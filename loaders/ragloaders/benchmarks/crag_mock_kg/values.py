@@ -306,9 +306,11 @@ class Converter:
 
 
 def keyed_row(table: MockKgTable, key: Any, value: Any, name: str, where: str,
-              budget: safe_pickle.Budget | None = None) -> tuple[dict, int]:
+              budget: safe_pickle.Budget | None = None, *, line: int | None = None,
+              record: int | None = None) -> tuple[dict, int]:
     """The row of one (key, value) of a dict-like source, with its approximate size in memory as Python objects;
-    what it expands to is charged to `budget` (a pickle's)."""
+    what it expands to is charged to `budget` (a pickle's). A value refused is a SourceError naming `name`, `where`
+    and the `line` or `record` it is at (None: not known)."""
     converter = Converter(budget)
     try:
         key = Converter.key(key)
@@ -318,9 +320,9 @@ def keyed_row(table: MockKgTable, key: Any, value: Any, name: str, where: str,
             row = {table.key[0]: key, **converter.record(value, table.value, 0, required=True)}  # type: ignore[arg-type]
     except Mismatch as e:
         inside = f" at `{e.place}`" if e.place else ""
-        raise SourceError(name, f"{where}{inside}: {e.message}") from None
+        raise SourceError(name, f"{where}{inside}: {e.message}", line=line, record=record) from None
     except RecursionError:
-        raise SourceError(name, f"{where}: value nested too deeply") from None
+        raise SourceError(name, f"{where}: value nested too deeply", line=line, record=record) from None
     return row, len(key) + converter.bytes + PYTHON_BYTES * converter.nodes
 
 
