@@ -156,6 +156,28 @@ def test_an_empty_score_is_refused_by_build_not_loaded_as_null(tmp_path):
     assert_source_error(caught.value, "qrels/test.tsv", "score", "integer", "''", line=2)
 
 
+@pytest.mark.parametrize(("line", "shown"), [
+    (b"q1\td1", "got 2: 'q1\\td1'"),
+    (b"q1 d1 1", "got 1: 'q1 d1 1'"),
+    (b"q1\td1\t1\t" + b"x" * 10_000, "got 4: 'q1\\td1\\t1\\txxx"),
+])
+def test_a_qrels_line_with_the_wrong_number_of_columns_is_shown_bounded(tmp_path, line, shown):
+    folder = beir_folder(tmp_path / "scidocs", doc() + b"\n", qrels=b"query-id\tcorpus-id\tscore\n" + line + b"\n")
+    with pytest.raises(SourceError) as caught:
+        ragloaders.load("beir/scidocs", "qrels", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    assert_source_error(caught.value, "qrels/test.tsv", "3 tab-separated columns", shown, line=2)
+    assert len(str(caught.value)) < len(str(folder)) + 300
+
+
+def test_a_qrels_score_too_large_for_int32_is_shown_bounded(tmp_path):
+    qrels = b"query-id\tcorpus-id\tscore\nq\td\t" + b"9" * 100_000 + b"\n"
+    folder = beir_folder(tmp_path / "scidocs", doc() + b"\n", qrels=qrels)
+    with pytest.raises(SourceError) as caught:
+        ragloaders.load("beir/scidocs", "qrels", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    assert_source_error(caught.value, "qrels/test.tsv", "does not fit in int32", "'999", line=2)
+    assert len(str(caught.value)) < len(str(folder)) + 300
+
+
 # --- JSON lines: one rule, both reader paths --------------------------------------------------------------
 
 SCIDOCS = beir.DATASETS["beir/scidocs"]

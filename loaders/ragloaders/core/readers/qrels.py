@@ -34,15 +34,16 @@ def qrels_fields(line: bytes) -> tuple[str, str, int]:
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ContentError(f"invalid UTF-8 at byte {e.start} of the line ({line[e.start:e.start + 4]!r})") from None
+        raise ContentError(f"invalid UTF-8 at byte {e.start} of the line ({preview(line[e.start:e.start + 4])})") from None
     columns = text.split("\t")
     if len(columns) != 3:
-        raise ContentError(f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(columns)}")
+        raise ContentError(f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(columns)}: "
+                           f"{preview(text)}")
     query, doc, score = columns
     if not _SCORE.fullmatch(score):
         raise ContentError(f"score must be an integer (an optional '-' followed by ASCII digits), got {preview(score)}")
     if len(score) > 11 or not fits_int32(int(score)):
-        raise ContentError(f"score {score} does not fit in int32")
+        raise ContentError(f"score {preview(score)} does not fit in int32")
     return query, doc, int(score)
 
 
