@@ -311,6 +311,25 @@ def test_predictions_with_a_bom_odd_csv_and_parquet_lists(tmp_path):
     assert_source_error(caught.value, "list.parquet", "`prediction`", "string", "['x', 'y']", record=1)
 
 
+def test_a_csv_row_with_more_fields_than_the_header_counts_and_shows_them_bounded(tmp_path):
+    path = tmp_path / "p.csv"
+    path.write_text("interaction_id,prediction\na,x\nb,y,extra one," + "z" * 10_000 + "\n")
+    with pytest.raises(SourceError) as caught:
+        read_predictions(path)
+    assert_source_error(caught.value, "p.csv", "more fields than the header", "2 fields", "its 2", "'extra one'",
+                        line=3)
+    assert len(str(caught.value)) < len(str(path)) + 300
+
+
+def test_a_huge_non_string_prediction_is_shown_bounded(tmp_path):
+    listed = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"interaction_id": ["a"], "prediction": [["x" * 100_000] * 1000]}), listed)
+    with pytest.raises(SourceError) as caught:
+        read_predictions(listed)
+    assert_source_error(caught.value, "big.parquet", "`prediction`", "string", "['xxx", record=1)
+    assert len(str(caught.value)) < len(str(listed)) + 300
+
+
 
 # --- the 75-token trim of a huge prediction ------------------------------------------------------------------------
 

@@ -110,7 +110,7 @@ def read_predictions(path: str | os.PathLike) -> dict[str, str]:
     for where, row in readers[suffix](path):
         for name in PREDICTION_COLUMNS:
             if not isinstance(row.get(name), str):
-                got = "missing" if name not in row else f"{row[name]!r:.60}"
+                got = "missing" if name not in row else preview(row[name])
                 raise SourceError(path, f"`{name}` must be a string, got {got}", **where)
         if row["interaction_id"] in predictions:
             raise SourceError(path, f"interaction_id {preview(row['interaction_id'])} has a second prediction", **where)
@@ -135,7 +135,10 @@ def _csv_predictions(path: str) -> Iterator[tuple[dict, dict]]:
                 raise SourceError(path, f"the header has no column {', '.join(missing)}", line=1)
             for row in reader:
                 if None in row:
-                    raise SourceError(path, "more fields than the header names", line=reader.line_num)
+                    extra = row[None]
+                    raise SourceError(path, f"more fields than the header names: {counted(len(extra), 'field')} "
+                                      f"after its {len(reader.fieldnames or [])} ({preview(extra)})",
+                                      line=reader.line_num)
                 yield {"line": reader.line_num}, row
     except UnicodeDecodeError as e:
         raise SourceError(path, f"invalid UTF-8 at byte {e.start}") from None

@@ -34,7 +34,8 @@ def qrels_fields(line: bytes) -> tuple[str, str, int]:
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ContentError(f"invalid UTF-8 at byte {e.start} of the line ({preview(line[e.start:e.start + 4])})") from None
+        bad = preview(line[e.start : e.start + 4])
+        raise ContentError(f"invalid UTF-8 at byte {e.start} of the line ({bad})") from None
     columns = text.split("\t")
     if len(columns) != 3:
         raise ContentError(f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(columns)}: "
