@@ -322,6 +322,32 @@ def test_crag_records_follow_the_same_json_rules(tmp_path):
         assert_source_error(caught.value, "dev_data.jsonl.bz2", message, record=2)
 
 
+def test_invalid_json_in_a_megabyte_crag_record_shows_the_text_at_the_error_bounded(tmp_path):
+    lines = crag_lines()
+    bad = lines[1].replace(b'"query": "', b'"query": @"', 1)  # a real record of a megabyte, broken at its query
+    (tmp_path / "dev_data.jsonl.bz2").write_bytes(bz2.compress(lines[0] + b"\n" + bad + b"\n", 1))
+    with pytest.raises(SourceError) as caught:
+        ragloaders.load("crag/task_1_and_2", "records", data_dir=str(tmp_path), cache_dir=str(tmp_path / "c"))
+    assert_source_error(caught.value, "dev_data.jsonl.bz2", "invalid JSON", "at '@\"", "after '", '"query": ',
+                        record=2)
+    assert len(str(caught.value)) < len(str(tmp_path)) + 400
+
+
+@pytest.mark.parametrize("where", ["start", "middle", "end"])
+def test_invalid_json_in_a_long_beir_line_shows_the_text_at_the_error_bounded(tmp_path, where):
+    long = b'"' + b"x" * 1_500_000 + b'"'
+    text = {"start": b"@" + long + b', "n": ' + long, "middle": long + b" @, " + b'"n": ' + long,
+            "end": long + b', "n": ' + long + b" @"}[where]
+    corpus = doc("d0") + b"\n" + b'{"_id": "d1", "title": "", "text": ' + text + b"}\n"
+    folder = beir_folder(tmp_path / "scidocs", corpus)
+    with pytest.raises(SourceError) as caught:
+        ragloaders.load("beir/scidocs", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    shown = {"start": ("at '@\"xxx", "after '"), "middle": ("at '@, \"n\": \"xxx", "after 'xxx"),
+             "end": ("at '@}'", "after 'xxx")}
+    assert_source_error(caught.value, "corpus.jsonl", "invalid JSON", *shown[where], line=2)
+    assert len(str(caught.value)) < len(str(folder)) + 400
+
+
 # --- bz2: data a decoder would skip -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("between", [b"GARBAGE!", b"BZh0", b"\0" * 8], ids=["garbage", "damaged header", "zeros"])

@@ -13,6 +13,7 @@ import random
 
 import orjson
 import pytest
+from conftest import assert_names
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ragloaders.core.readers import strict_json
@@ -163,6 +164,23 @@ def test_text_that_only_looks_like_a_key_or_a_long_integer_needs_no_second_parse
 def test_a_lone_surrogate_escape_is_refused():
     with pytest.raises(ValueError, match="unpaired surrogate"):
         loads_strict(b'{"a": "\\ud800"}')
+    with pytest.raises(ValueError) as caught:
+        loads_strict(b'{"a": "' + "é".encode() * 100_000 + b'\\ud800 and more"}')
+    assert_names(caught.value, "unpaired surrogate", "at '\\\\ud800 and more", "after 'éééé")
+    assert len(str(caught.value)) < 400
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    (b'{"a": 1,, "b": 2}', ("at ', \"b\": 2}'", "after '{\"a\": 1,'")),
+    (b'{"a": "' + "é".encode() * 1_000_000 + b'" "b": 2}', ("at '\"b\": 2}'", "after 'ééé")),
+    (b'{"a": [1, 2', ("at the end, after '{\"a\": [1, 2'",)),
+    (b'{"a": "\xff"}', ("invalid UTF-8 at byte 7", "b'\\xff\"}'")),
+])
+def test_invalid_json_shows_the_text_at_the_error_bounded(text, shown):
+    with pytest.raises(ValueError) as caught:
+        loads_strict(text)
+    assert_names(caught.value, *shown)
+    assert len(str(caught.value)) < 400
 
 
 @pytest.fixture(scope="module")

@@ -63,10 +63,22 @@ def _json_problem(line: bytes, error: Exception) -> str:
     try:
         line.decode("utf-8")
     except UnicodeDecodeError as e:
-        return f"invalid UTF-8 at byte {e.start} of the line ({line[e.start:e.start + 4]!r})"
+        return f"invalid UTF-8 at byte {e.start} of the line ({preview(line[e.start : e.start + 4])})"
     if "surrogate" in str(error):
-        return f"{UNPAIRED_SURROGATE} ({error})"
-    return f"invalid JSON ({error})"
+        return f"{UNPAIRED_SURROGATE} ({error}){text_at(error)}"
+    return f"invalid JSON ({error}){text_at(error)}"
+
+
+def text_at(error: Exception) -> str:
+    """`; at '…' after '…'`: the text at and before where a JSONDecodeError (orjson's) points, at most 40 and 30
+    characters of it (a line can be megabytes), or "" when the error does not say."""
+    doc, pos = getattr(error, "doc", None), getattr(error, "pos", None)
+    if not isinstance(doc, str) or not isinstance(pos, int) or not 0 <= pos <= len(doc):
+        return ""
+    at, before = doc[pos : pos + 40], doc[max(0, pos - 30) : pos]
+    if not at:
+        return f"; at the end, after {preview(before)}" if before else ""
+    return f"; at {preview(at)}" + (f" after {preview(before)}" if before else "")
 
 
 STRICT_RECHECK_DEPTH = 200
