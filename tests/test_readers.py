@@ -331,3 +331,34 @@ def test_an_endless_line_is_refused_once_the_cap_is_buffered_not_after_doubling(
     assert result.stdout.strip() == "corpus.jsonl, line 2: line longer than 33,554,432 bytes (MAX_LINE_BYTES)", (
         result.stdout + result.stderr[-2000:]
     )
+
+
+# --- JSON arrays: what could not be read is shown, bounded ----------------------------------------------------
+
+
+@pytest.mark.parametrize(("record", "shown"), [
+    (b'{"q": "\\udce9"}', ("surrogate", "\\udce9", "at the start of a string")),
+    (b'{"q": "' + "é".encode() * 1_000_000 + b'\\udce9 and more"}', ("surrogate", "\\udce9", "after 'éééé")),
+    (b'{"q": "ok \xed\xa0\x80"}', ("surrogate", "\\ud800", "after 'ok '")),
+])
+def test_a_json_array_string_python_cannot_decode_shows_the_surrogate_and_the_text_before(record, shown):
+    from ragloaders.core.readers.json_array import iter_json_array
+
+    with pytest.raises(SourceError) as caught:
+        list(iter_json_array(io.BytesIO(b'[{"a": 1}, ' + record + b"]"), "mmrag_dev.json"))
+    assert_source_error(caught.value, "mmrag_dev.json", *shown, record=1)
+    assert len(str(caught.value)) < 300
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    (b'[{"a": 1}, {"q": "\xff\xfe"}]', ("invalid bytes in UTF8", "near b'", "\\xff\\xfe")),
+    (b'[{"a": 1}, {"q": "x" "y"}]', ("invalid JSON in record 1", "near '", '"x" "y"')),
+    (b'[{"a": 1}, {"q": ' + b"x" * 1_000_000 + b"}]", ("invalid JSON in record 1", "near '", "xxxx")),
+])
+def test_invalid_json_in_a_json_array_shows_the_text_near_the_error_bounded(text, shown):
+    from ragloaders.core.readers.json_array import iter_json_array
+
+    with pytest.raises(SourceError) as caught:
+        list(iter_json_array(io.BytesIO(text), "mmrag_dev.json"))
+    assert_source_error(caught.value, "mmrag_dev.json", *shown, record=1)
+    assert len(str(caught.value)) < 300

@@ -23,8 +23,8 @@ from ijson.common import ObjectBuilder
 from ...core import safe_pickle
 from ...core.compressed import open_bz2
 from ...core.errors import SourceError
-from ...core.preview import cut, preview
-from ...core.readers.json_array import JSON_ARRAY_BACKEND
+from ...core.preview import preview
+from ...core.readers.json_array import JSON_ARRAY_BACKEND, json_error_detail
 from ...core.readers.lines import BLOCK_BYTES, iter_lines
 from ...core.readers.strict_json import (  # KEY_END and count_keys: loads_strict's rule, key-like tokens vs keys parsed
     KEY_END,
@@ -147,33 +147,8 @@ def _json_members(path: str, exact: bool) -> Iterator[tuple[int, str, Any]]:
         except DuplicateKeyError as e:
             raise SourceError(path, f"member {number + 1}: {e}", record=number + 1) from None
         except ijson.JSONError as e:
-            raise SourceError(path, f"invalid or truncated JSON after member {number} ({_parser_detail(e)})") from None
-
-
-_UNEXPECTED_SYMBOL = re.compile(r"Unexpected symbol (.*) at (\d+)", re.DOTALL)
-"""ijson's Python parser's error: the token (which can be as long as the file) and its character offset."""
-
-
-def _parser_detail(error: ijson.JSONError) -> str:
-    """What an ijson error says, bounded: its first line; the offset and the token of the Python parser's; the text
-    near the error for yajl's, which shows the 30 bytes either side of where it stopped (the line's 41st byte,
-    above the `^` of a third line), within the piece of the file it was given."""
-    text = error.args[0] if error.args else ""
-    raw = text if isinstance(text, bytes) else str(text).encode("utf-8", "replace")
-    lines = raw.strip(b"\r\n").split(b"\n")
-    first = lines[0].strip().decode("utf-8", "replace")
-    if not first:
-        return type(error).__name__
-    symbol = _UNEXPECTED_SYMBOL.fullmatch(first)
-    if symbol:
-        return f"unexpected symbol {cut(symbol[1])} at character {int(symbol[2]):,}"
-    detail = cut(first)
-    if len(lines) >= 3 and lines[2].strip().startswith(b"(right here)") and b"^" in lines[2]:
-        column = lines[2].index(b"^")
-        near = (lines[1][:column].lstrip(b" ") + lines[1][column:]).decode("utf-8", "replace")
-        if near.strip():
-            detail += f"; near {preview(near)}"
-    return detail
+            detail = json_error_detail(e)
+            raise SourceError(path, f"invalid or truncated JSON after member {number} ({detail})") from None
 
 
 def iter_json_object(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]:

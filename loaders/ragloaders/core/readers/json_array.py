@@ -3,12 +3,14 @@ rules (duplicate keys, invalid UTF-8, unpaired surrogates refused), with errors 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 import ijson
 
 from ..errors import SourceError
+from ..preview import cut, preview
 from .lines import BLOCK_BYTES, UTF8_BOM
 from .strict_json import JSON_WHITESPACE, DuplicateKeyError, UniqueKeyDict
 
@@ -39,12 +41,33 @@ def _first_bytes(stream: BinaryIO, buf_size: int) -> bytes:
     return head
 
 
-def _json_error_detail(error: Exception) -> str:
-    detail = error.args[0] if error.args else ""
-    if isinstance(detail, bytes):
-        detail = detail.decode("utf-8", "replace")
-    lines = str(detail).strip().splitlines()
-    return lines[0] if lines else type(error).__name__
+_UNEXPECTED_SYMBOL = re.compile(r"Unexpected symbol (.*) at (\d+)", re.DOTALL)
+"""ijson's Python parser's error: the token (which can be as long as the file) and its character offset."""
+
+
+def json_error_detail(error: ijson.JSONError) -> str:
+    """What an ijson error says, bounded: its first line; the offset and the token of the Python parser's; the text
+    near the error for yajl's, which shows the 30 bytes either side of where it stopped (the line's 41st byte,
+    above the `^` of a third line), within the piece of the file it was given."""
+    text = error.args[0] if error.args else ""
+    raw = text if isinstance(text, bytes) else str(text).encode("utf-8", "replace")
+    lines = raw.strip(b"\r\n").split(b"\n")
+    first = lines[0].strip().decode("utf-8", "replace")
+    if not first:
+        return type(error).__name__
+    symbol = _UNEXPECTED_SYMBOL.fullmatch(first)
+    if symbol:
+        return f"unexpected symbol {cut(symbol[1])} at character {int(symbol[2]):,}"
+    detail = cut(first)
+    if len(lines) >= 3 and lines[2].strip().startswith(b"(right here)") and b"^" in lines[2]:
+        column = lines[2].index(b"^")
+        near = lines[1][:column].lstrip(b" ") + lines[1][column:]
+        if near.strip():
+            try:
+                detail += f"; near {preview(near.decode('utf-8'))}"
+            except UnicodeDecodeError:  # invalid UTF-8 (or a character cut by yajl's 30 bytes): shown as bytes
+                detail += f"; near {preview(near)}"
+    return detail
 
 
 def iter_json_array_batches(
@@ -85,17 +108,38 @@ def _send(parser: Any, parsed: list, chunk: bytes | None, name: str, done: int) 
             parser.send(chunk)
     except ijson.JSONError as e:
         index = done + len(parsed)
-        raise SourceError(name, _array_error(_json_error_detail(e), index), record=index) from None
+        raise SourceError(name, _array_error(json_error_detail(e), index), record=index) from None
     except DuplicateKeyError as e:
         index = done + len(parsed)
         raise SourceError(name, f"{e} in record {index}", record=index) from None
     except UnicodeDecodeError as e:
         index = done + len(parsed)
-        message = f"invalid UTF-8 or an unpaired surrogate escape (such as \\ud800) in record {index} ({e.reason})"
+        message = f"invalid UTF-8 or an unpaired surrogate escape (such as \\ud800) in record {index} " \
+                  f"({_undecodable(e)})"
         raise SourceError(name, message, record=index) from None
     batch = list(parsed)
     del parsed[:]
     return batch
+
+
+def _undecodable(error: UnicodeDecodeError) -> str:
+    """What Python could not decode in a string yajl gave it (yajl writes an escape such as \\udce9 as its 3 bytes
+    of UTF-8 form, and lets those bytes through): the surrogate, or the bytes and the reason, and the text before
+    it, bounded (the string can be megabytes)."""
+    data = error.object
+    if not isinstance(data, bytes):
+        return error.reason
+    piece = data[error.start : error.start + 3]
+    try:
+        char = piece.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        char = ""
+    if len(char) == 1 and 0xD800 <= ord(char) <= 0xDFFF:
+        what = f"the lone surrogate \\u{ord(char):04x}"
+    else:
+        what = f"{error.reason}: {preview(data[error.start : max(error.end, error.start + 1)])}"
+    before = data[max(0, error.start - 30) : error.start].decode("utf-8", "replace")
+    return f"{what} after {preview(before)}" if before else f"{what} at the start of a string"
 
 
 def _array_error(detail: str, index: int) -> str:
