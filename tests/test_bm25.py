@@ -184,7 +184,22 @@ def test_odd_queries_and_documents():
     assert list(rank([corpus.slice(0, 0)], queries[:1])) == [("q1", [], [])]
     with pytest.raises(ValueError) as caught:
         list(rank([corpus], queries, top_k_docs=0))
-    assert_names(caught.value, "top_k", "1", "got 0")
+    assert_names(caught.value, "top_k_docs must be at least 1", "got 0")
+
+
+@pytest.mark.parametrize("top_k", [0, -3])
+def test_a_top_k_below_1_is_named_as_each_caller_gave_it(nfcorpus, tmp_path, capsys, top_k):
+    with pytest.raises(ValueError) as caught:
+        bm25("beir/nfcorpus", out=tmp_path / "run.trec", top_k=top_k, **nfcorpus)
+    assert_names(caught.value, "--top-k", "top_k=", "must be at least 1", f"got {top_k}")
+    if top_k < 0:  # (top_k=0 ranks 1 document here, for the query's own one that BEIR's conventions leave out)
+        with pytest.raises(ValueError) as caught:
+            reranking_tables("beir/nfcorpus", top_k=top_k, **nfcorpus)
+        assert_names(caught.value, "top_k must be at least 1", f"got {top_k}")  # not the depth it asked of rank
+        assert "top_k_docs" not in str(caught.value)
+    assert main(["bm25", "beir/nfcorpus", "--out", str(tmp_path / "cli.trec"), "--top-k", str(top_k),
+                 "--data-dir", nfcorpus["data_dir"], "--cache-dir", nfcorpus["cache_dir"]]) != 0
+    assert_names(capsys.readouterr().err, "--top-k", f"got {top_k}")
 
 
 def test_reranking_tables_are_the_bm25_top_k(nfcorpus, nfcorpus_tables):

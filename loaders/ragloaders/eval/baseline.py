@@ -56,11 +56,16 @@ def _judged_queries(
     return load_queries(path, split, qrels, **where), qrels
 
 
+TOP_K = "--top-k (top_k= in Python)"
+"""bm25's option for the documents per query, as its errors name it."""
+
+
 def _path_rankings(
-    path: str, queries: list[tuple[str, str]], top_k: int, settings: Bm25Settings, where: dict
+    path: str, queries: list[tuple[str, str]], top_k: int, settings: Bm25Settings, where: dict,
+    asked: tuple[str, int] | None = None,
 ) -> Iterator[tuple[str, list[str], list[float]]]:
     corpus = corpus_tables(path, ["_id", *settings.fields], **where)
-    return rank(corpus, queries, top_k_docs=top_k, settings=settings)
+    return rank(corpus, queries, top_k_docs=top_k, settings=settings, asked=asked or (TOP_K, top_k))
 
 
 def bm25(
@@ -130,7 +135,7 @@ def reranking_tables(
     queries = _all_queries(path, union, where)
     depth = top_k + 1 if conventions.ignore_identical_ids else top_k
     ranked: dict[str, list[tuple[str, float]]] = {}
-    for query_id, doc_ids, scores in _path_rankings(path, queries, depth, settings, where):
+    for query_id, doc_ids, scores in _path_rankings(path, queries, depth, settings, where, ("top_k", top_k)):
         pairs = [(doc_id, score) for doc_id, score in zip(doc_ids, scores)
                  if not (conventions.ignore_identical_ids and doc_id == query_id)]
         ranked[query_id] = pairs[:top_k]

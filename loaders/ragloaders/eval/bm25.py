@@ -223,12 +223,17 @@ def rank(
     top_k_docs: int = 1000,
     settings: Bm25Settings = DEFAULT_SETTINGS,
     tmp_dir: str | None = None,
+    asked: tuple[str, int] | None = None,
 ) -> Iterator[tuple[str, list[str], list[float]]]:
     """(query id, document ids best first, their scores) for each (query id, text) of `queries`, over `corpus`
     (tables with `_id` and the text fields, read once). Only documents sharing a term with the query are
-    returned, so a query may get fewer than `top_k_docs` (none if all its words are stopwords)."""
+    returned, so a query may get fewer than `top_k_docs` (none if all its words are stopwords).
+
+    `asked`: (the option, the value) the caller was given for `top_k_docs`, named when it is below 1 (by default
+    `top_k_docs` and its value)."""
     if top_k_docs < 1:
-        raise UsageError(f"top_k must be at least 1, got {top_k_docs}")
+        keyword, value = asked or ("top_k_docs", top_k_docs)
+        raise UsageError(f"{keyword} must be at least 1, got {value}")
     analyzer = Analyzer(settings)
     vocabulary: dict[str, int] = {}
     query_terms = []
