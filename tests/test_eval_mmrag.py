@@ -301,7 +301,7 @@ def test_routing_run_problems_are_named(where, tmp_path, capsys):
         ('{"query-id": "a", "corpus-id": "nq", "score": 1}\n', 1, ["query-id, dataset, score", "'corpus-id'"]),
         ('{"query-id": 7, "dataset": "nq", "score": 1}\n', 1, ["`query-id`", "string", "got 7"]),
         ('{"query-id": "a", "dataset": "nq", "score": 1}\n{"query-id": "a", "dataset": "nq", "score": 2}\n', 2,
-         ["'nq'", "'a'", "twice"]),
+         ["dataset 'nq'", "'a'", "twice"]),
     ):
         path.write_text(text)
         with pytest.raises(SourceError) as caught:
@@ -339,3 +339,31 @@ def test_a_routing_table_names_its_own_columns_in_errors(tmp_path):
     assert_source_error(error.value, "r.jsonl", "`dataset`", "null", line=2)
     lines.write_text('{"query-id": "a", "dataset": "nq\\u00a0x", "score": 1}\n')
     assert read_routing_run(lines) == {"a": {"nq\u00a0x": 1.0}}
+
+
+@pytest.mark.parametrize("form", ["trec", "trec with tabs", "parquet", "jsonl"])
+def test_a_dataset_listed_twice_in_a_routing_run_is_called_a_dataset(tmp_path, form):
+    if form.startswith("trec"):
+        path = tmp_path / "r.trec"
+        separator = "\t" if form == "trec with tabs" else " "
+        path.write_text("".join(separator.join(["a", "Q0", "nq", str(rank), str(score), "t"]) + "\n"
+                                for rank, score in ((1, 2.0), (2, 1.0))))
+        where = {"line": 2}
+    elif form == "parquet":
+        path = tmp_path / "r.parquet"
+        pq.write_table(pa.table({"query-id": ["a", "a"], "dataset": ["nq", "nq"], "score": [2.0, 1.0]}), path)
+        where = {"record": 2}
+    else:
+        path = tmp_path / "r.jsonl"
+        path.write_text("".join(json.dumps({"query-id": "a", "dataset": "nq", "score": score}) + "\n"
+                                for score in (2, 1)))
+        where = {"line": 2}
+    with pytest.raises(SourceError) as caught:
+        read_routing_run(path)
+    assert_source_error(caught.value, path.name, "dataset 'nq'", "twice", "query 'a'", **where)
+    assert "document" not in str(caught.value)
+    if form.startswith("trec"):
+        path.write_text("a Q0 nq\0x 1 1.0 t\n")
+        with pytest.raises(SourceError) as caught:
+            read_routing_run(path)
+        assert_source_error(caught.value, path.name, "dataset id 'nq\\x00x'", "NUL", line=1)

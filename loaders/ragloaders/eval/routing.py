@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from .runs import Run, read_run, read_run_table, run_format
+from .runs import Run, read_run_table, read_trec_run, run_format
 
 ROUTING_ITEM = "dataset"
 """The column a routing run table ranks: the source datasets."""
@@ -23,5 +23,5 @@ def read_routing_run(path: str | os.PathLike) -> Run:
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such routing run file")
     if run_format(path) == "trec":
-        return read_run(path)
+        return read_trec_run(path, item=ROUTING_ITEM)
     return read_run_table(path, item=ROUTING_ITEM, what="routing run")

@@ -79,7 +79,7 @@ def read_run(path: str) -> Run:
         raise FileNotFoundError(f"{path}: no such run file")
     fmt = run_format(path)
     if fmt == "trec":
-        return _read_trec(path)
+        return read_trec_run(path)
     return read_run_table(path)
 
 
@@ -146,11 +146,12 @@ def trec_fields(line: bytes) -> tuple[str, str, float]:
     return query_id, doc_id, value
 
 
-def _read_trec(path: str) -> Run:
+def read_trec_run(path: str, *, item: str = RUN_ITEM) -> Run:
     """A TREC run: read with Arrow when the file is in the common form (`_read_plain_trec`), else line by line; the
-    line-by-line reader also gives every error, so errors are the same in both."""
+    line-by-line reader also gives every error, so errors are the same in both. `item`: what the run ranks, as a
+    run table names its column (errors call a `corpus-id` a document)."""
     run = _read_plain_trec(path)
-    return run if run is not None else _read_trec_lines(path)
+    return run if run is not None else _read_trec_lines(path, item)
 
 
 PLAIN_TREC_BLOCK = 16 << 20
@@ -245,7 +246,7 @@ def _add_plain_batch(run: Run, batch: pa.RecordBatch) -> bool:
     return True
 
 
-def _read_trec_lines(path: str) -> Run:
+def _read_trec_lines(path: str, item: str = RUN_ITEM) -> Run:
     """A TREC run read line by line (trec_fields), every error naming its line."""
     run: Run = {}
     with open(path, "rb") as stream:
@@ -256,17 +257,23 @@ def _read_trec_lines(path: str) -> Run:
                 query_id, doc_id, value = trec_fields(line)
             except ValueError as e:
                 raise SourceError(path, str(e), line=number) from None
-            _add(run, query_id, doc_id, value, path, line=number)
+            _add(run, query_id, doc_id, value, path, _ranked(item), line=number)
     return run
 
 
-def _add(run: Run, query_id: str, doc_id: str, score: float, path: str, **where: int) -> None:
-    for what, value in (("query id", query_id), ("document id", doc_id)):
+def _ranked(item: str) -> str:
+    """What errors call an `item` a run ranks: a document (`corpus-id`), else the column's name (`dataset`)."""
+    return "document" if item == RUN_ITEM else item
+
+
+def _add(run: Run, query_id: str, doc_id: str, score: float, path: str, ranked: str = "document",
+         **where: int) -> None:
+    for what, value in (("query id", query_id), (f"{ranked} id", doc_id)):
         if "\0" in value:
             raise SourceError(path, f"{what} {preview(value)} holds a NUL byte, which trec_eval cannot hold", **where)
     docs = run.setdefault(query_id, {})
     if doc_id in docs:
-        raise SourceError(path, f"document {preview(doc_id)} is listed twice for query {preview(query_id)}", **where)
+        raise SourceError(path, f"{ranked} {preview(doc_id)} is listed twice for query {preview(query_id)}", **where)
     docs[doc_id] = score
 
 
@@ -285,7 +292,7 @@ def run_of_rows(path: str, rows: Iterable[Row], *, unit: str, item: str = RUN_IT
                 raise SourceError(path, f"`{name}` is missing (null)", **where)
         if not math.isfinite(score):
             raise SourceError(path, f"score must be a finite number, got {preview(score)}", **where)
-        _add(run, query_id, doc_id, score, path, **where)
+        _add(run, query_id, doc_id, score, path, _ranked(item), **where)
     return run
 
 
