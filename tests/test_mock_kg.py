@@ -451,7 +451,8 @@ def test_sqlite_files_that_are_not_what_the_server_reads(kg, tmp_path, caplog):
     assert 'new "table"' in caplog.text and "not published" in caplog.text
 
 
-def test_a_missing_file_says_which_file_the_config_needs(kg, tmp_path):
+def test_a_missing_file_says_which_file_the_config_needs(kg, tmp_path, monkeypatch):
+    monkeypatch.delenv(mock_kg_facts.BASE_URL_ENV, raising=False)
     root, _ = kg
     only_finance = domain_copy(root, tmp_path, "finance")
     assert load("finance_marketcap", only_finance, tmp_path / "c").num_rows > 0
@@ -463,6 +464,17 @@ def test_a_missing_file_says_which_file_the_config_needs(kg, tmp_path):
     repo = tmp_path / "repo"
     shutil.copytree(only_finance, repo / "mock_api" / "cragkg")
     assert load("finance_marketcap", repo, tmp_path / "c2").num_rows > 0
+
+
+def test_a_missing_file_names_the_mirror_the_download_would_use(kg, tmp_path, monkeypatch):
+    root, _ = kg
+    only_finance = domain_copy(root, tmp_path, "finance")
+    monkeypatch.setenv(mock_kg_facts.BASE_URL_ENV, "https://mirror.example/crag/")
+    with pytest.raises(MissingSourceError) as caught:
+        load("movie_movies", only_finance, tmp_path / "c")
+    url = mock_kg_catalogue.SOURCE_FILES["movie/movie_db.json"].url("https://mirror.example/crag")
+    assert_names(caught.value, only_finance, "movie_movies", "movie/movie_db.json", url)
+    assert mock_kg_facts.BASE_URL not in str(caught.value)
 
 
 @pytest.mark.parametrize("special", ["fifo", "symlink to /dev/zero"])

@@ -137,7 +137,7 @@ class MockKgBuilder(RagBuilder):
                     raise MissingSourceError(f"{self.config.data_dir}: {self.config.name} needs {relpath}: {special} "
                                              "is not a regular file")
                 if path is None:
-                    url = SOURCE_FILES[relpath].url(BASE_URL)
+                    url = SOURCE_FILES[relpath].url(mirror_base(BASE_URL, BASE_URL_ENV))
                     raise MissingSourceError(
                         f"{self.config.data_dir}: {self.config.name} needs {relpath} (the `cragkg/` folder of CRAG's "
                         f"mock API, or the repository holding it); get it from {url}, or build without data_dir to "
