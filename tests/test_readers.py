@@ -5,9 +5,14 @@ Chunk sizes are shrunk (BLOCK_BYTES, MAX_LINE_BYTES) so that a few KB of input c
 import io
 import itertools
 import json
+import os
 import random
+import subprocess
+import sys
+import textwrap
 import threading
 from collections import deque
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -16,6 +21,8 @@ from conftest import assert_source_error
 from ragloaders.core.errors import SourceError
 from ragloaders.core.readers import jsonl, lines, threads
 from ragloaders.core.source_files import SourceFiles
+
+LOADERS = Path(__file__).resolve().parents[1] / "loaders"
 
 
 @pytest.fixture
@@ -337,7 +344,7 @@ def test_an_endless_line_is_refused_once_the_cap_is_buffered_not_after_doubling(
 
 
 @pytest.mark.parametrize(("record", "shown"), [
-    (b'{"q": "\\udce9"}', ("surrogate", "\\udce9", "at the start of a string")),
+    (b'{"q": "\\udce9"}', ("surrogate", "\\udce9", """{"q": "')""")),
     (b'{"q": "' + "é".encode() * 1_000_000 + b'\\udce9 and more"}', ("surrogate", "\\udce9", "after 'éééé")),
     (b'{"q": "ok \xed\xa0\x80"}', ("surrogate", "\\ud800", "after 'ok '")),
 ])
@@ -362,3 +369,52 @@ def test_invalid_json_in_a_json_array_shows_the_text_near_the_error_bounded(text
         list(iter_json_array(io.BytesIO(text), "mmrag_dev.json"))
     assert_source_error(caught.value, "mmrag_dev.json", *shown, record=1)
     assert len(str(caught.value)) < 300
+
+
+# --- JSON arrays: an unpaired surrogate escape is refused, as orjson refuses it -------------------------------------
+
+SURROGATE_FUZZ = textwrap.dedent("""
+    import io, random, sys
+    import orjson
+    from ragloaders.core.errors import SourceError
+    from ragloaders.core.readers.json_array import iter_json_array
+
+    B = chr(92)  # a backslash
+    PIECES = ["a", "é", B + B, B * 4, B + "u", B + "ud83d", B + "ude00", B + "ud83d" + B + "ude00",
+              B + "uDBFF" + B + "uDFFF", B + "u00e9", B + "n", B + '"', "ud800", B * 3 + "ud800", B * 2 + "ud800"]
+    rng = random.Random(int(sys.argv[1]))
+    for _ in range(400):
+        strings = ["".join(rng.choice(PIECES) for _ in range(rng.randint(0, 6))) for _ in range(rng.randint(1, 4))]
+        document = ("[" + ", ".join(f'"{text}"' for text in strings) + "]").encode()
+        try:
+            expected = orjson.loads(document)
+        except orjson.JSONDecodeError:
+            expected = None
+        for buf_size in (1, 2, 3, 5, 7, 11, 13, 64):
+            try:
+                got = [value for _, value in iter_json_array(io.BytesIO(document), "f.json", buf_size=buf_size)]
+            except SourceError:
+                got = None
+            assert got == expected, (document, buf_size, got, expected)
+    print("ok")
+""")
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_json_arrays_refuse_exactly_the_surrogate_escapes_orjson_refuses_at_any_block_size(seed):
+    """yajl read a lone high escape as `?` and two high ones as a character of its own: a changed value, silently.
+    Random strings of escapes (pairs, lone halves, runs of backslashes before a `u`), every block size small enough
+    to cut an escape anywhere; in a child, so a crash fails the test."""
+    done = subprocess.run([sys.executable, "-c", SURROGATE_FUZZ, str(seed)], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(LOADERS)})
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("text", ["\\ud800 and more", "\\ud83d\\ud83d", "tail \\ud800"])
+def test_mmrag_corpus_read_as_a_stream_refuses_an_unpaired_surrogate_with_its_record(text):
+    from ragloaders.benchmarks.mmrag.builder import read_corpus_stream
+
+    records = b", ".join(b'{"id": "c%d", "text": "%s"}' % (i, (text if i == 2 else "fine").encode()) for i in range(4))
+    with pytest.raises(SourceError) as caught:
+        list(read_corpus_stream(io.BytesIO(b"[" + records + b"]"), "processed_documents.json"))
+    assert_source_error(caught.value, "processed_documents.json", "lone surrogate \\ud8", record=2)

@@ -70,6 +70,74 @@ def json_error_detail(error: ijson.JSONError) -> str:
     return detail
 
 
+_SURROGATE_HINT = re.compile(rb"\\u[dD]")
+"""Where a surrogate escape may be (most blocks hold none, and are scanned no further; faster than `in`)."""
+_SURROGATE_ESCAPE = re.compile(
+    rb"(?<!\\)(?:\\\\)*(?P<escape>\\u[dD](?:(?P<high>[89abAB][0-9a-fA-F]{2})(?P<low>\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
+    rb"|[c-fC-F][0-9a-fA-F]{2}))")
+"""A surrogate escape that is one (an odd run of backslashes before its `u`), a high one with the low one after it."""
+_HELD = 12
+"""Bytes at the end of a block kept for the next (a high escape and its low one)."""
+_LOW_BEGUN = re.compile(rb"(?:\\(?:u(?:[dD](?:[c-fC-F][0-9a-fA-F]?)?)?)?)?")
+"""What fewer than 6 bytes after a high escape can be, at the end of a block, when a low one may follow."""
+_BEFORE = 30
+"""Bytes before an unpaired escape shown with it."""
+UNPAIRED = "invalid UTF-8 or an unpaired surrogate escape (such as \\ud800)"
+
+
+class SurrogateEscapes:
+    """The bytes of a JSON text, pushed a block at a time, checked for an unpaired surrogate escape (`\\ud800` with
+    no low one after it, or a low one alone), which yajl does not refuse: it reads a lone high one as `?` and two
+    high ones as a character of its own making. `push` gives what may go to the parser now: a block less at most
+    _HELD bytes (and an even run of backslashes before them), kept back until what follows them is known."""
+
+    def __init__(self) -> None:
+        self.kept = b""
+        self.sent = b""  # the last bytes given to the parser, for the text before an escape in a message
+
+    def push(self, block: bytes | None) -> tuple[bytes, str | None]:
+        """(bytes for the parser, None) or, for an unpaired escape, (the bytes before it, the escape and the text
+        before it, bounded). `block` None: the end of the text."""
+        final = block is None
+        data = self.kept + (block or b"") if self.kept else block or b""
+        hold = len(data)
+        if not final and b"\\" in data[-_HELD:]:  # (else what ends the block is no escape, and none begun)
+            hold = _even_cut(data, max(0, len(data) - _HELD))
+        if _SURROGATE_HINT.search(data):
+            scanned = b" " + data  # (a byte that is not a backslash before the first: the lookbehind's)
+            for found in _SURROGATE_ESCAPE.finditer(scanned):
+                at = found.start("escape") - 1
+                if at >= hold:
+                    break
+                if found["low"]:  # a pair: sent whole, so the next block does not begin inside it
+                    hold = max(hold, found.end() - 1)
+                    continue
+                after = data[found.end() - 1 :]
+                if not found["high"] or final or len(after) >= 6 or not _LOW_BEGUN.fullmatch(after):
+                    return data[:at], _lone(self.sent + data, len(self.sent) + at)
+                hold = _even_cut(data, at)  # a low escape may follow in the next block
+                break
+        self.kept = data[hold:]
+        self.sent = (self.sent + data[max(0, hold - _BEFORE) : hold])[-_BEFORE:]
+        return (data if hold == len(data) else data[:hold]), None
+
+
+def _lone(data: bytes, at: int) -> str:
+    """The unpaired escape at `at` and the text before it, bounded."""
+    escape = data[at : at + 6].decode("ascii").lower()
+    before = data[max(0, at - _BEFORE) : at].decode("utf-8", "replace")
+    return f"the lone surrogate {escape} after {preview(before)}" if before else f"the lone surrogate {escape}"
+
+
+def _even_cut(data: bytes, at: int) -> int:
+    """`at`, or one byte before it where that leaves an even run of backslashes before the cut (so the bytes after
+    it, scanned alone, are escapes as they are in the whole)."""
+    if data[at - 1 : at] != b"\\":
+        return at
+    run = at - len(data[:at].rstrip(b"\\"))
+    return at - 1 if run % 2 else at
+
+
 def iter_json_array_batches(
     stream: BinaryIO, name: str, *, buf_size: int = BLOCK_BYTES
 ) -> Iterator[tuple[int, list[Any]]]:
@@ -87,25 +155,32 @@ def iter_json_array_batches(
         raise SourceError(name, f"expected a JSON array (a file starting with '['), found {found}")
     parsed = ijson.sendable_list()
     parser = JSON_ARRAY_BACKEND.items_coro(parsed, "item", use_float=True, map_type=UniqueKeyDict)
+    escapes = SurrogateEscapes()
     done = 0
     while chunk:
-        batch = _send(parser, parsed, chunk, name, done)
+        batch = _send(parser, parsed, escapes, chunk, name, done)
         if batch:
             yield done, batch
             done += len(batch)
         chunk = stream.read(buf_size)
-    if batch := _send(parser, parsed, None, name, done):
+    if batch := _send(parser, parsed, escapes, None, name, done):
         yield done, batch
 
 
-def _send(parser: Any, parsed: list, chunk: bytes | None, name: str, done: int) -> list[Any]:
-    """Push `chunk` (None: the end) into the array parser; the elements it completed. Errors become SourceError
-    naming the element: invalid JSON, invalid UTF-8 or an unpaired surrogate escape, a duplicate key."""
+def _send(parser: Any, parsed: list, escapes: SurrogateEscapes, chunk: bytes | None, name: str, done: int
+          ) -> list[Any]:
+    """Push `chunk` (None: the end) into the array parser, through `escapes`; the elements it completed. Errors
+    become SourceError naming the element: invalid JSON, invalid UTF-8 or an unpaired surrogate escape, a duplicate
+    key."""
+    ready, unpaired = escapes.push(chunk)
     try:
+        if ready:
+            parser.send(ready)
+        if unpaired is not None:
+            index = done + len(parsed)
+            raise SourceError(name, f"{UNPAIRED} in record {index} ({unpaired})", record=index)
         if chunk is None:
             parser.close()
-        else:
-            parser.send(chunk)
     except ijson.JSONError as e:
         index = done + len(parsed)
         raise SourceError(name, _array_error(json_error_detail(e), index), record=index) from None
@@ -114,9 +189,7 @@ def _send(parser: Any, parsed: list, chunk: bytes | None, name: str, done: int) 
         raise SourceError(name, f"{e} in record {index}", record=index) from None
     except UnicodeDecodeError as e:
         index = done + len(parsed)
-        message = f"invalid UTF-8 or an unpaired surrogate escape (such as \\ud800) in record {index} " \
-                  f"({_undecodable(e)})"
-        raise SourceError(name, message, record=index) from None
+        raise SourceError(name, f"{UNPAIRED} in record {index} ({_undecodable(e)})", record=index) from None
     batch = list(parsed)
     del parsed[:]
     return batch
