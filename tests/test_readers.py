@@ -418,3 +418,15 @@ def test_mmrag_corpus_read_as_a_stream_refuses_an_unpaired_surrogate_with_its_re
     with pytest.raises(SourceError) as caught:
         list(read_corpus_stream(io.BytesIO(b"[" + records + b"]"), "processed_documents.json"))
     assert_source_error(caught.value, "processed_documents.json", "lone surrogate \\ud8", record=2)
+
+
+def test_array_elements_before_counts_the_elements_complete_within_a_limit_at_every_block_size():
+    from ragloaders.core.readers.json_array import array_elements_before
+
+    document = b'[{"a": "\\ud83d\\ude00"}, {"b": [1, 2]}, "\\ud800", {"c": "x"}]'
+    ends = [document.index(b"}") + 1, document.index(b"]}") + 2, document.index(b'800"') + 4, len(document) - 1]
+    for buf_size in (1, 3, 7, 64):
+        for limit in range(1, len(document)):
+            expected = sum(end <= limit for end in ends)
+            assert array_elements_before(io.BytesIO(document), "f.json", limit, buf_size=buf_size) == expected, (
+                limit, buf_size)
