@@ -420,6 +420,58 @@ def test_mmrag_corpus_read_as_a_stream_refuses_an_unpaired_surrogate_with_its_re
     assert_source_error(caught.value, "processed_documents.json", "lone surrogate \\ud8", record=2)
 
 
+LONG_TOKEN_CHILD = textwrap.dedent("""
+    import io, json, sys, time
+    from ragloaders.core.errors import SourceError
+    from ragloaders.core.readers.json_array import array_elements_before, iter_json_array
+    B = chr(92).encode()
+    size = 24 << 20
+    for text in (B * size, b"a" * size):  # 24 MB of escaped backslashes, or of letters, in one string
+        document = b'[{"a": 1}, "' + text + b'", 2]'
+        start = time.monotonic()
+        values = [value for _, value in iter_json_array(io.BytesIO(document), "f.json", buf_size=64 << 10)]
+        count = array_elements_before(io.BytesIO(document), "f.json", len(document) - 2, buf_size=64 << 10)
+        print(json.dumps({"seconds": time.monotonic() - start, "ok": values == [{"a": 1}, (text[::2] if text[:1] == B
+              else text).decode(), 2] and count == 2}))
+""")
+
+
+def test_a_string_of_many_reads_is_parsed_in_time_linear_in_its_length():
+    """yajl lexes a token cut by a read again from its start at each read: a 24 MB string took ~35 s in 64 KB reads
+    (a 50 MB one minutes), the square of its length; reads that double while no element completes make it linear."""
+    done = subprocess.run([sys.executable, "-c", LONG_TOKEN_CHILD], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(LOADERS)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    for line in done.stdout.splitlines():
+        result = json.loads(line)
+        assert result["ok"] and result["seconds"] < 8, result  # about 1 s here: a bound on growth, not a benchmark
+
+
+BACKSLASH_RUN_CHILD = textwrap.dedent("""
+    import resource
+    from ragloaders.core.readers.json_array import SurrogateEscapes
+    block = b'["' + chr(92).encode() * ((16 << 20) + 1) + b'ud800 and more"]'  # a lone escape after 16 MB of them
+    with open("/proc/self/statm") as f:
+        vm = int(f.read().split()[0]) * resource.getpagesize()
+    bound = vm + (96 << 20)  # a few copies of the block, not the regex's frame per pair of backslashes
+    resource.setrlimit(resource.RLIMIT_AS, (bound, bound))
+    try:
+        ready, unpaired = SurrogateEscapes().push(block)
+        print(len(ready), unpaired.split(" after ")[0])
+    except MemoryError:
+        print("MemoryError")
+""")
+
+
+def test_a_long_run_of_backslashes_is_scanned_for_surrogate_escapes_in_bounded_memory():
+    """`(?<!\\\\)(?:\\\\\\\\)*` before an escape kept a frame for each pair of backslashes: 250 MB for a 16 MB run,
+    in a block as large as a record once reads grow."""
+    done = subprocess.run([sys.executable, "-c", BACKSLASH_RUN_CHILD], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(LOADERS)})
+    assert done.returncode == 0 and done.stdout.strip() == f"{(16 << 20) + 2} the lone surrogate \\ud800", (
+        done.stdout + done.stderr[-3000:])
+
+
 def test_array_elements_before_counts_the_elements_complete_within_a_limit_at_every_block_size():
     from ragloaders.core.readers.json_array import array_elements_before
 

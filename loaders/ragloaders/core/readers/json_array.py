@@ -72,10 +72,12 @@ def json_error_detail(error: ijson.JSONError) -> str:
 
 _SURROGATE_HINT = re.compile(rb"\\u[dD]")
 """Where a surrogate escape may be (most blocks hold none, and are scanned no further; faster than `in`)."""
+_BEFORE_U = re.compile(rb"(?<!\\)\\+(?=u[dD])")
+"""A run of backslashes before `ud` or `uD`: the last begins an escape when the run is odd. (One repeated byte, which
+`re` matches in constant memory; `(?:\\\\)*` kept a frame per pair, 250 MB for a 16 MB run.)"""
 _SURROGATE_ESCAPE = re.compile(
-    rb"(?<!\\)(?:\\\\)*(?P<escape>\\u[dD](?:(?P<high>[89abAB][0-9a-fA-F]{2})(?P<low>\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
-    rb"|[c-fC-F][0-9a-fA-F]{2}))")
-"""A surrogate escape that is one (an odd run of backslashes before its `u`), a high one with the low one after it."""
+    rb"\\u[dD](?:(?P<high>[89abAB][0-9a-fA-F]{2})(?P<low>\\u[dD][c-fC-F][0-9a-fA-F]{2})?|[c-fC-F][0-9a-fA-F]{2})")
+"""A surrogate escape, matched where one begins: a high one with the low one after it, a high one, a low one."""
 _HELD = 12
 """Bytes at the end of a block kept for the next (a high escape and its low one)."""
 _LOW_BEGUN = re.compile(rb"(?:\\(?:u(?:[dD](?:[c-fC-F][0-9a-fA-F]?)?)?)?)?")
@@ -104,16 +106,19 @@ class SurrogateEscapes:
         if not final and b"\\" in data[-_HELD:]:  # (else what ends the block is no escape, and none begun)
             hold = _even_cut(data, max(0, len(data) - _HELD))
         if _SURROGATE_HINT.search(data):
-            scanned = b" " + data  # (a byte that is not a backslash before the first: the lookbehind's)
-            for found in _SURROGATE_ESCAPE.finditer(scanned):
-                at = found.start("escape") - 1
+            paired = 0  # where the last pair ends (the backslash of its low one begins no escape of its own)
+            for run in _BEFORE_U.finditer(data):
+                at = run.end() - 1
                 if at >= hold:
                     break
-                if found["low"]:  # a pair: sent whole, so the next block does not begin inside it
-                    hold = max(hold, found.end() - 1)
+                if run.start() < paired or (at - run.start()) % 2 or not (found := _SURROGATE_ESCAPE.match(data, at)):
                     continue
-                after = data[found.end() - 1 :]
-                if not found["high"] or final or len(after) >= 6 or not _LOW_BEGUN.fullmatch(after):
+                if found["low"]:  # a pair: sent whole, so the next block does not begin inside it
+                    paired = found.end()
+                    hold = max(hold, paired)
+                    continue
+                end = found.end()
+                if not found["high"] or final or len(data) - end >= 6 or not _LOW_BEGUN.fullmatch(data, end):
                     return data[:at], _lone(self.sent + data, len(self.sent) + at)
                 hold = _even_cut(data, at)  # a low escape may follow in the next block
                 break
@@ -156,13 +161,18 @@ def iter_json_array_batches(
     parsed = ijson.sendable_list()
     parser = JSON_ARRAY_BACKEND.items_coro(parsed, "item", use_float=True, map_type=UniqueKeyDict)
     escapes = SurrogateEscapes()
-    done = 0
+    done, size = 0, buf_size
     while chunk:
         batch = _send(parser, parsed, escapes, chunk, name, done)
         if batch:
             yield done, batch
             done += len(batch)
-        chunk = stream.read(buf_size)
+        # A read that completes no element is followed by one twice its size (back to buf_size after one that
+        # does): yajl lexes a token cut by a read again from its start at each read, so a 50 MB string read 64 KB
+        # at a time took minutes, as the square of its length; doubling reads make that linear, and are never
+        # larger than the element read so far, which the parser holds anyway.
+        size = buf_size if batch else 2 * size
+        chunk = stream.read(size)
     if batch := _send(parser, parsed, escapes, None, name, done):
         yield done, batch
 
@@ -235,10 +245,12 @@ def array_elements_before(stream: BinaryIO, name: str, limit: int, *, buf_size: 
     but for an unpaired surrogate escape (not looked for: this locates what orjson refused)."""
     parsed = ijson.sendable_list()
     parser = JSON_ARRAY_BACKEND.items_coro(parsed, "item", use_float=True, map_type=UniqueKeyDict)
-    done, left, first = 0, limit, True
-    while left > 0 and (chunk := stream.read(min(buf_size, left))):
+    done, left, first, size = 0, limit, True, buf_size
+    while left > 0 and (chunk := stream.read(min(size, left))):
         left -= len(chunk)
         if first:
             chunk, first = chunk.removeprefix(UTF8_BOM), False
-        done += len(_send(parser, parsed, None, chunk, name, done))  # (counting only: every byte sent as read)
+        completed = len(_send(parser, parsed, None, chunk, name, done))  # (counting only: every byte sent as read)
+        done += completed
+        size = buf_size if completed else 2 * size  # (as in iter_json_array_batches: linear in a long token)
     return done + len(parsed)
