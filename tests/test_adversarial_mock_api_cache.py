@@ -48,3 +48,16 @@ def test_a_check_replaced_by_a_fifo_is_no_check_and_never_waited_on(check, mock_
     assert again == expected and expected["ticker"] == {"result": "AAPL"}
     assert os.path.isfile(fifo)  # the check written again
     assert (file_problem(str(table)) if check == "table" else folder_files(str(entry))[1]) in (None, "")
+
+
+@pytest.mark.parametrize("check", ["table", "index folder"])
+def test_a_check_nested_deeper_than_json_can_read_is_no_check_not_a_recursion_error(check, tmp_path):
+    table = tmp_path / "finance_company.arrow"
+    table.write_bytes(b"x")
+    (tmp_path / "index").mkdir()
+    target = tmp_path / ("finance_company.arrow" + CHECK_SUFFIX if check == "table" else f"index/{FOLDER_CHECK}")
+    target.write_bytes(b"[" * 4000)  # within the checks' size limits
+    if check == "table":
+        assert "is not one ragloaders wrote" in file_problem(str(table))
+    else:
+        assert folder_files(str(tmp_path / "index")) == (None, "its check is not one ragloaders wrote")

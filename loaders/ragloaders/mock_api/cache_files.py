@@ -91,7 +91,7 @@ def file_problem(path: str) -> str | None:
         return "no check of its size and checksum (written last) is there"
     try:
         entry = json.loads(raw) if len(raw) <= MAX_CHECK_BYTES else None
-    except ValueError:
+    except (ValueError, RecursionError):  # (4 KB of `[` nest deeper than json's recursion limit)
         entry = None
     if (not isinstance(entry, dict) or entry.get("format") != CHECK_FORMAT or type(entry.get("size")) is not int
             or not isinstance(entry.get(ALGORITHM), str)):
@@ -135,7 +135,7 @@ def folder_files(folder: str) -> tuple[list[str] | None, str]:
         entry = json.loads(raw) if len(raw) <= MAX_CHECK_BYTES * 16 else None
     except OSError:
         return None, "no check of its files' sizes and checksums (written last) is there"
-    except ValueError:
+    except (ValueError, RecursionError):
         entry = None
     files = entry.get("files") if isinstance(entry, dict) and entry.get("format") == CHECK_FORMAT else None
     if not isinstance(files, dict) or not all(
