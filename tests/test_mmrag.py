@@ -650,3 +650,34 @@ def test_duplicate_key_in_relevant_chunks(tmp_path):
         load("qrels", folder, tmp_path)
     assert_source_error(raised.value, "mmrag_test.json", f"'{chunk}'", record=2)
     assert raised.value.record == 2
+
+
+DEEP_QUERY_FILE_CHILD = """
+import resource, sys
+import ragloaders
+from ragloaders.core.errors import SourceError
+with open("/proc/self/statm") as f:
+    vm = int(f.read().split()[0]) * resource.getpagesize()
+resource.setrlimit(resource.RLIMIT_AS, (vm + (768 << 20),) * 2)
+try:
+    ragloaders.load("mmrag", "queries", data_dir=sys.argv[1], cache_dir=sys.argv[2])
+    print("loaded")
+except SourceError as e:
+    print(e.path, e.record, e.message[:300])
+except MemoryError:
+    print("MemoryError")
+"""
+
+
+def test_a_query_file_nested_past_orjsons_depth_is_refused_in_bounded_memory(tmp_path):
+    """orjson refuses nesting past 1,024 levels; the streaming parser, asked for its own message, kept a prefix per
+    level (memory the square of the depth: 30,000 levels would take gigabytes). Located with orjson's offset."""
+    folder = folder_with(tmp_path, SAMPLE)
+    text = (SAMPLE / "mmrag_dev.json").read_text(encoding="utf-8")
+    query = json.dumps(records(SAMPLE, "dev")[3]["query"], ensure_ascii=False)
+    write_queries(folder, "dev", text.replace(query, "[" * 30_000, 1))
+    done = subprocess.run([sys.executable, "-c", DEEP_QUERY_FILE_CHILD, str(folder), str(tmp_path / "cache")],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(LOADERS)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    path, record, message = done.stdout.strip().split(" ", 2)
+    assert (Path(path).name, record) == ("mmrag_dev.json", "3") and "depth" in message, done.stdout

@@ -179,6 +179,12 @@ def joined(*parts: bytes | tuple[str, int, int]) -> BinaryIO:
     return io.BufferedReader(_Joined(parts), 1 << 20)  # type: ignore[return-value]
 
 
+def too_deep(error: orjson.JSONDecodeError) -> bool:
+    """Whether orjson refused a document for nesting past its 1,024 levels (which ijson's C parser reads in memory
+    the square of the depth: such a document is located with orjson's offset, not streamed whole)."""
+    return str(error).startswith("depth limit exceeded")
+
+
 def orjson_problem(document: bytes, error: orjson.JSONDecodeError) -> tuple[int, str]:
     """(byte offset in `document`, what is wrong) for orjson's refusal of `document`."""
     try:
