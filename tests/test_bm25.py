@@ -192,11 +192,11 @@ def test_a_top_k_below_1_is_named_as_each_caller_gave_it(nfcorpus, tmp_path, cap
     with pytest.raises(ValueError) as caught:
         bm25("beir/nfcorpus", out=tmp_path / "run.trec", top_k=top_k, **nfcorpus)
     assert_names(caught.value, "--top-k", "top_k=", "must be at least 1", f"got {top_k}")
-    if top_k < 0:  # (top_k=0 ranks 1 document here, for the query's own one that BEIR's conventions leave out)
-        with pytest.raises(ValueError) as caught:
-            reranking_tables("beir/nfcorpus", top_k=top_k, **nfcorpus)
-        assert_names(caught.value, "top_k must be at least 1", f"got {top_k}")  # not the depth it asked of rank
-        assert "top_k_docs" not in str(caught.value)
+    assert not (tmp_path / "run.trec").exists()  # refused before anything is read or written
+    with pytest.raises(ValueError) as caught:  # (top_k=0 once ranked 1 document: BEIR leaves a query's own out)
+        reranking_tables("beir/nfcorpus", top_k=top_k, **nfcorpus)
+    assert_names(caught.value, "top_k must be at least 1", f"got {top_k}")  # not the depth it asked of rank
+    assert "top_k_docs" not in str(caught.value)
     assert main(["bm25", "beir/nfcorpus", "--out", str(tmp_path / "cli.trec"), "--top-k", str(top_k),
                  "--data-dir", nfcorpus["data_dir"], "--cache-dir", nfcorpus["cache_dir"]]) != 0
     assert_names(capsys.readouterr().err, "--top-k", f"got {top_k}")

@@ -18,7 +18,7 @@ def read_small_file(path: str, limit: int) -> bytes:
     """At most `limit` + 1 bytes of the file at `path` (a caller refuses a longer one). OSError when there is none or
     it is not a regular file: a FIFO, a device or a folder put at its name is opened without waiting for a writer,
     and refused."""
-    handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))  # a terminal is not adopted
     try:
         if not stat.S_ISREG(os.fstat(handle).st_mode):
             raise OSError(f"{path}: not a regular file")

@@ -13,7 +13,7 @@ from ..api import load, normalized
 from ..core.errors import UsageError
 from ..core.facts import EvalConventions
 from ..core.output_target import check_output
-from .bm25 import DEFAULT_SETTINGS, Bm25Settings, rank
+from .bm25 import DEFAULT_SETTINGS, Bm25Settings, check_top_k, rank
 from .data import conventions_of, corpus_tables, display_name, load_qrels, load_queries, open_scored_source
 from .metrics import Qrels, require_extra
 from .report import member_prefix
@@ -62,10 +62,9 @@ TOP_K = "--top-k (top_k= in Python)"
 
 def _path_rankings(
     path: str, queries: list[tuple[str, str]], top_k: int, settings: Bm25Settings, where: dict,
-    asked: tuple[str, int] | None = None,
 ) -> Iterator[tuple[str, list[str], list[float]]]:
     corpus = corpus_tables(path, ["_id", *settings.fields], **where)
-    return rank(corpus, queries, top_k_docs=top_k, settings=settings, asked=asked or (TOP_K, top_k))
+    return rank(corpus, queries, top_k_docs=top_k, settings=settings)
 
 
 def bm25(
@@ -85,6 +84,7 @@ def bm25(
     own queries and writes one run whose ids are `<member>/<id>`. `path` may also be a built folder or a hub
     repository (at `revision`: a commit, branch or tag; see data.open_source; `benchmark` names its path when its
     card does not)."""
+    check_top_k(top_k, TOP_K)
     shown = display_name(path)
     # the rules every writer follows
     out = check_output(out, kind="file", data_dir=data_dir, cache_dir=cache_dir, source=path)
@@ -122,6 +122,7 @@ def reranking_tables(
     the corpus for the judged queries of every qrels split. `top_ranked` lists the BM25 top `top_k` in rank order;
     `hard_negatives` the same without the documents judged relevant (grade >= the benchmark's relevance level).
     Where the benchmark ignores identical ids (arguana, quora), a query's own document is left out of both."""
+    check_top_k(top_k, "top_k")
     path = normalized(path)
     conventions = conventions_of(path)
     require_extra("Stemmer")
@@ -135,7 +136,7 @@ def reranking_tables(
     queries = _all_queries(path, union, where)
     depth = top_k + 1 if conventions.ignore_identical_ids else top_k
     ranked: dict[str, list[tuple[str, float]]] = {}
-    for query_id, doc_ids, scores in _path_rankings(path, queries, depth, settings, where, ("top_k", top_k)):
+    for query_id, doc_ids, scores in _path_rankings(path, queries, depth, settings, where):
         pairs = [(doc_id, score) for doc_id, score in zip(doc_ids, scores)
                  if not (conventions.ignore_identical_ids and doc_id == query_id)]
         ranked[query_id] = pairs[:top_k]

@@ -37,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..core.errors import UsageError
+from ..core.preview import preview
 
 LUCENE_ENGLISH_STOPWORDS = (
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not",
@@ -216,6 +217,12 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return candidates[np.lexsort((candidates, -scores[candidates]))]
 
 
+def check_top_k(top_k: int, name: str) -> None:
+    """UsageError unless `top_k` is at least 1, naming it as the caller gave it (`name`: its keyword or option)."""
+    if top_k < 1:
+        raise UsageError(f"{name} must be at least 1, got {preview(top_k)}")
+
+
 def rank(
     corpus: Iterable[pa.Table],
     queries: Sequence[tuple[str, str]],
@@ -223,17 +230,11 @@ def rank(
     top_k_docs: int = 1000,
     settings: Bm25Settings = DEFAULT_SETTINGS,
     tmp_dir: str | None = None,
-    asked: tuple[str, int] | None = None,
 ) -> Iterator[tuple[str, list[str], list[float]]]:
     """(query id, document ids best first, their scores) for each (query id, text) of `queries`, over `corpus`
     (tables with `_id` and the text fields, read once). Only documents sharing a term with the query are
-    returned, so a query may get fewer than `top_k_docs` (none if all its words are stopwords).
-
-    `asked`: (the option, the value) the caller was given for `top_k_docs`, named when it is below 1 (by default
-    `top_k_docs` and its value)."""
-    if top_k_docs < 1:
-        keyword, value = asked or ("top_k_docs", top_k_docs)
-        raise UsageError(f"{keyword} must be at least 1, got {value}")
+    returned, so a query may get fewer than `top_k_docs` (none if all its words are stopwords)."""
+    check_top_k(top_k_docs, "top_k_docs")
     analyzer = Analyzer(settings)
     vocabulary: dict[str, int] = {}
     query_terms = []
