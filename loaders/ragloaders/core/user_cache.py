@@ -4,8 +4,10 @@ own cache)."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+from typing import Any
 
 
 def user_cache_dir(*parts: str) -> str:
@@ -14,8 +16,9 @@ def user_cache_dir(*parts: str) -> str:
     return os.path.join(base, "ragloaders", *parts)
 
 
-def read_small_file(path: str, limit: int) -> bytes:
-    """At most `limit` + 1 bytes of the file at `path` (a caller refuses a longer one). OSError when there is none or
+def read_small_json(path: str, limit: int) -> Any:
+    """The JSON value of the file at `path`, one that ragloaders wrote and reads back (a check, a record): None when
+    it holds more than `limit` bytes, is not JSON or nests deeper than `json` reads. OSError when there is no file or
     it is not a regular file: a FIFO, a device or a folder put at its name is opened without waiting for a writer,
     and refused."""
     handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))  # a terminal is not adopted
@@ -23,6 +26,10 @@ def read_small_file(path: str, limit: int) -> bytes:
         if not stat.S_ISREG(os.fstat(handle).st_mode):
             raise OSError(f"{path}: not a regular file")
         with os.fdopen(handle, "rb", closefd=False) as f:
-            return f.read(limit + 1)
+            raw = f.read(limit + 1)
     finally:
         os.close(handle)
+    try:
+        return json.loads(raw) if len(raw) <= limit else None
+    except (ValueError, RecursionError):  # (invalid UTF-8 is a ValueError; 4 KB of `[` nest past the limit)
+        return None

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from ..core.code_version import code_version
 from ..core.source_files import file_identity
-from ..core.user_cache import read_small_file, user_cache_dir
+from ..core.user_cache import read_small_json, user_cache_dir
 
 RECORD_LIMIT = 1 << 20
 """Bytes of a record read back, at most (a record lists a few dozen files)."""
@@ -130,11 +130,8 @@ def _read(path: str, config: str, *, data_dir: str | None, cache_dir: str | None
     """A record whose watched files and folders are all as recorded, checked to be of the shape `_write` gives;
     None otherwise."""
     try:
-        text = read_small_file(_record_path(path, config, data_dir, cache_dir), RECORD_LIMIT)
-        if len(text) > RECORD_LIMIT:
-            return None
-        content = json.loads(text)
-    except (OSError, ValueError, RecursionError):
+        content = read_small_json(_record_path(path, config, data_dir, cache_dir), RECORD_LIMIT)
+    except OSError:
         return None
     if not (isinstance(content, dict) and content.pop("digest", None) == _digest(content)
             and isinstance(content.get("splits", {}), dict)

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import xxhash
 
-from ..core.user_cache import read_small_file
+from ..core.user_cache import read_small_json
 
 try:
     import fcntl
@@ -86,13 +86,9 @@ def file_problem(path: str) -> str | None:
     if not os.path.isfile(path):
         return "not there"
     try:
-        raw = read_small_file(path + CHECK_SUFFIX, MAX_CHECK_BYTES)
+        entry = read_small_json(path + CHECK_SUFFIX, MAX_CHECK_BYTES)
     except OSError:
         return "no check of its size and checksum (written last) is there"
-    try:
-        entry = json.loads(raw) if len(raw) <= MAX_CHECK_BYTES else None
-    except (ValueError, RecursionError):  # (4 KB of `[` nest deeper than json's recursion limit)
-        entry = None
     if (not isinstance(entry, dict) or entry.get("format") != CHECK_FORMAT or type(entry.get("size")) is not int
             or not isinstance(entry.get(ALGORITHM), str)):
         return f"its check {path}{CHECK_SUFFIX} is not one ragloaders wrote"
@@ -131,12 +127,9 @@ def folder_files(folder: str) -> tuple[list[str] | None, str]:
     if not os.path.isdir(folder):
         return None, "not there"
     try:
-        raw = read_small_file(os.path.join(folder, FOLDER_CHECK), MAX_CHECK_BYTES * 16)
-        entry = json.loads(raw) if len(raw) <= MAX_CHECK_BYTES * 16 else None
+        entry = read_small_json(os.path.join(folder, FOLDER_CHECK), MAX_CHECK_BYTES * 16)
     except OSError:
         return None, "no check of its files' sizes and checksums (written last) is there"
-    except (ValueError, RecursionError):
-        entry = None
     files = entry.get("files") if isinstance(entry, dict) and entry.get("format") == CHECK_FORMAT else None
     if not isinstance(files, dict) or not all(
             isinstance(name, str) and os.sep not in name and name not in ("", ".", "..", FOLDER_CHECK)
