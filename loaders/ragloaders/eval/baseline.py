@@ -61,7 +61,7 @@ TOP_K = "--top-k (top_k= in Python)"
 
 
 def _path_rankings(
-    path: str, queries: list[tuple[str, str]], top_k: int, settings: Bm25Settings, where: dict,
+    path: str, queries: list[tuple[str, str]], top_k: int, settings: Bm25Settings, where: dict
 ) -> Iterator[tuple[str, list[str], list[float]]]:
     corpus = corpus_tables(path, ["_id", *settings.fields], **where)
     return rank(corpus, queries, top_k_docs=top_k, settings=settings)

@@ -129,9 +129,13 @@ class SurrogateEscapes:
 
 def _lone(data: bytes, at: int) -> str:
     """The unpaired escape at `at` and the text before it, bounded."""
-    escape = data[at : at + 6].decode("ascii").lower()
+    return f"the lone surrogate {data[at : at + 6].decode('ascii').lower()}{_after(data, at)}"
+
+
+def _after(data: bytes, at: int) -> str:
+    """` after '…'`: the _BEFORE bytes before `at`, bounded ("" at the start)."""
     before = data[max(0, at - _BEFORE) : at].decode("utf-8", "replace")
-    return f"the lone surrogate {escape} after {preview(before)}" if before else f"the lone surrogate {escape}"
+    return f" after {preview(before)}" if before else ""
 
 
 def _even_cut(data: bytes, at: int) -> int:
@@ -221,8 +225,7 @@ def _undecodable(error: UnicodeDecodeError) -> str:
         what = f"the lone surrogate \\u{ord(char):04x}"
     else:
         what = f"{error.reason}: {preview(data[error.start : max(error.end, error.start + 1)])}"
-    before = data[max(0, error.start - 30) : error.start].decode("utf-8", "replace")
-    return f"{what} after {preview(before)}" if before else f"{what} at the start of a string"
+    return what + (_after(data, error.start) or " at the start of a string")
 
 
 def _array_error(detail: str, index: int) -> str:
