@@ -17,7 +17,8 @@ one), compressed to about --mb MB of bz2 (one stream per ~20 MB of JSON, written
 Contenders, each in a fresh process with its own empty cache, alternated in a rotating order round after round
 (a fixed order biases the middle slot on this machine), the load average printed with each figure:
 - `decompress`: indexed_bzip2 on 2 threads reading the whole file (the floor), and `lbzip2 -dc -n2` if installed;
-- `records`: the `records` builder's `download_and_prepare()` (the datasets cache only);
+- `records`: the `records` builder's `download_and_prepare()` (the datasets cache only), timed as a whole process
+  and, inside it, from after its imports and the builder's construction (as is the decoder's open and reads);
 - `all`: `ragloaders build --out --cache-dir` (every config, then the Parquet folder and its card; the cache kept);
 - `build`: `ragloaders build --out` without a cache dir (datasets' default cache pointed into the run's folder);
 each for every --tree (a `loaders` folder: compare a branch against another in the same run). Peak disk is the
@@ -163,13 +164,16 @@ def run(kind: str, data: str, tree: str, work: str) -> dict:
     cache, out = os.path.join(scratch, "cache"), os.path.join(scratch, "out")
     env = {**os.environ, "PYTHONPATH": tree, "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}
     if kind == "decompress":
-        command = [sys.executable, "-c", "import indexed_bzip2 as b, sys\nf = b.open(sys.argv[1], parallelization=2)\n"
-                   "n = 0\nwhile data := f.read(1 << 20): n += len(data)\nf.close()", data]
+        command = [sys.executable, "-c", "import indexed_bzip2 as b, sys, time\nstart = time.time()\n"
+                   "f = b.open(sys.argv[1], parallelization=2)\n"
+                   "n = 0\nwhile data := f.read(1 << 20): n += len(data)\nf.close()\n"
+                   "print('INNER', time.time() - start)", data]
     elif kind == "lbzip2":
         command = ["sh", "-c", f"lbzip2 -dc -n2 '{data}' > /dev/null"]
     elif kind == "records":
-        command = [sys.executable, "-c", "import ragloaders, sys\nragloaders.builder('crag/task_1_and_2', 'records', "
-                   "data_dir=sys.argv[1], cache_dir=sys.argv[2]).download_and_prepare()", os.path.dirname(data), cache]
+        command = [sys.executable, "-c", "import ragloaders, sys, time\nbuilder = ragloaders.builder("
+                   "'crag/task_1_and_2', 'records', data_dir=sys.argv[1], cache_dir=sys.argv[2])\nstart = time.time()\n"
+                   "builder.download_and_prepare()\nprint('INNER', time.time() - start)", os.path.dirname(data), cache]
     else:
         command = [sys.executable, "-m", "ragloaders", "build", "crag/task_1_and_2",
                    "--data-dir", os.path.dirname(data), "--out", out]
@@ -183,7 +187,9 @@ def run(kind: str, data: str, tree: str, work: str) -> dict:
     seconds = time.time() - start
     if completed.returncode != 0:
         raise RuntimeError(f"{command} failed:\n{completed.stderr[-3000:]}")
+    inner = [line.split()[1] for line in completed.stdout.splitlines() if line.startswith("INNER ")]
     result = {"seconds": round(seconds, 2), "load_before": round(load, 1), "load_after": round(os.getloadavg()[0], 1),
+              "inner_seconds": round(float(inner[0]), 2) if inner else None,
               "output_bytes": folder_bytes(out), "left_bytes": folder_bytes(scratch) - folder_bytes(out),
               "peak_disk_bytes": disk.peak}
     shutil.rmtree(scratch, ignore_errors=True)
@@ -291,6 +297,13 @@ def report(info: dict, results: dict[str, list[dict]]) -> None:
         peak = f"{r['peak_disk_bytes'] / r['output_bytes']:.2f}" if r["output_bytes"] else ""
         print(f"| {label} | {r['seconds']} | {ratio} | {r['load_before']}/{r['load_after']} | {out:.1f} | "
               f"{r['left_bytes'] / 1e6:.1f} | {r['peak_disk_bytes'] / 1e6:.1f} | {peak} |")
+    inner = {label: min(r["inner_seconds"] for r in runs) for label, runs in results.items()
+             if runs[0].get("inner_seconds") is not None}
+    if "decompress" in inner:
+        print("\nTimed inside the process, after its imports (the decoder's open and reads; the records builder's "
+              "download_and_prepare()), best of the rounds:")
+        for label, seconds in inner.items():
+            print(f"- {label}: {seconds} s, {seconds / inner['decompress']:.2f}x the decoding")
     for label in best:
         kind = label.split(" ", 1)[0]
         if kind in ("all", "build"):

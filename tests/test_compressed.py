@@ -353,3 +353,44 @@ def test_a_bz2_reader_left_open_does_not_abort_the_interpreter_at_exit(tmp_path,
     with ThreadPoolExecutor(2) as pool:
         for result in pool.map(run, range(6)):
             assert result.returncode == 0 and "finalization" not in result.stderr, result.stderr[-2000:]
+
+
+def test_the_read_ahead_stays_within_its_bound_and_stops_at_close(monkeypatch):
+    # With 2 decoder threads a reader thread keeps decoding ahead of the caller: no further than
+    # READ_AHEAD_CHUNKS pieces (plus the one being handed over and the one being read), and not after close.
+    import threading
+    import time
+
+    from ragloaders.core import compressed
+
+    monkeypatch.setattr(compressed, "READ_AHEAD_CHUNKS", 2)
+    with open_bz2(str(SAMPLE), name="x", threads=2) as stream:
+        assert stream.read(1) == b"{"
+        read_ahead = stream.raw
+        produced, still = -1, 0
+        while still < 5:  # until the reader thread has stopped for half a second: its queue is full
+            time.sleep(0.1)
+            now = read_ahead.raw.produced
+            still = still + 1 if now == produced else 0
+            produced = now
+        assert 2 * compressed.CHUNK_BYTES <= produced <= 4 * compressed.CHUNK_BYTES
+        assert read_ahead.thread.is_alive()
+    assert not read_ahead.thread.is_alive()
+    assert not any(thread.name == "ragloaders-bz2-read" for thread in threading.enumerate())
+
+
+def test_a_decoding_error_found_ahead_comes_after_every_byte_before_it_and_again_at_every_read(tmp_path, expected):
+    data = bytearray(SAMPLE.read_bytes())
+    data[len(data) // 2] ^= 0x10  # a block in the middle is damaged: the blocks before it decode
+    path = tmp_path / "damaged.jsonl.bz2"
+    path.write_bytes(bytes(data))
+    for threads in (1, 2):
+        got = bytearray()
+        with open_bz2(str(path), name="damaged.jsonl.bz2", threads=threads) as stream:
+            with pytest.raises(SourceError) as error:
+                while piece := stream.read(1 << 16):
+                    got += piece
+            assert_source_error(error.value, "damaged.jsonl.bz2", "corrupt or truncated bzip2 data")
+            assert len(got) > 1 << 20 and expected.startswith(got)
+            with pytest.raises(SourceError):  # never a quiet end of data after the error
+                stream.read(1 << 16)

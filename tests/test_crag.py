@@ -293,6 +293,42 @@ def test_both_splits_from_one_decompression(v5_dir, tmp_path, monkeypatch):
     assert not list(Path(tmp_path).rglob("*spool*"))  # the spool is gone with the build
 
 
+def test_a_cache_build_holds_at_most_the_finished_cache_and_a_spool_file_on_disk(tmp_path, monkeypatch):
+    # The example's records are all of the test split: the validation pass keeps every one in the spool, which
+    # the test split then reads back, deleting each spool file once read. Into datasets' cache the spool is left
+    # uncompressed (it holds what the cache will, so no CPU goes to compressing it), and so the cache and the
+    # spool together stay within the finished cache and one spool file.
+    from ragloaders.benchmarks.crag import spool as crag_spool
+    from ragloaders.core import batch_spool
+
+    monkeypatch.setattr(batch_spool, "FILE_BYTES", 256 << 10)
+    sizes, codecs = [], set()
+    write, replay = batch_spool.BatchSpool.write_table, crag_spool.Spool.replay
+
+    def look() -> None:
+        sizes.append(sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()))
+
+    def written(self, *args):
+        codecs.add(self.compression)
+        write(self, *args)
+        look()
+
+    def replayed(self):
+        for table in replay(self):
+            look()
+            yield table
+
+    monkeypatch.setattr(batch_spool.BatchSpool, "write_table", written)
+    monkeypatch.setattr(crag_spool.Spool, "replay", replayed)
+    dataset = load("crag/task_1_and_2", "records", EXAMPLE.parent, tmp_path)
+    look()
+
+    assert dataset["test"].num_rows == 10 and dataset["validation"].num_rows == 0
+    assert codecs == {None}
+    assert not list(tmp_path.rglob("*spool*"))
+    assert sizes[-1] > 10 << 20 and max(sizes) <= sizes[-1] + 2 * batch_spool.FILE_BYTES, (max(sizes), sizes[-1])
+
+
 def test_newest_release_wins_and_release_picks(v4_dir, v5_dir, tmp_path):
     both = tmp_path / "both"
     both.mkdir()

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 import pyarrow as pa
 
 FILE_BYTES = 16 << 20
-"""Compressed bytes after which a spool file is closed and the next one begun: what is on disk beyond the output while
+"""Bytes written after which a spool file is closed and the next one begun: what is on disk beyond the output while
 a split's Parquet is written is about one of these."""
 COMPRESSION = "zstd"
 FILE_NAME = re.compile(r"batches-(\d{5})\.arrows\Z")
@@ -29,11 +29,12 @@ def job_folder(root: str, split: str, job_id: int) -> str:
 
 class BatchSpool:
     """The writing end: `write_table` as pyarrow's RecordBatchStreamWriter cuts a table into record batches, into
-    numbered compressed IPC stream files of about FILE_BYTES each; `close` when done."""
+    numbered IPC stream files of about FILE_BYTES each (compressed with `compression`, an IPC codec or None);
+    `close` when done."""
 
-    def __init__(self, folder: str, schema: pa.Schema):
+    def __init__(self, folder: str, schema: pa.Schema, compression: str | None = COMPRESSION):
         os.makedirs(folder, exist_ok=True)
-        self.folder, self.schema = folder, schema
+        self.folder, self.schema, self.compression = folder, schema, compression
         self.count = 0
         self.sink: pa.OSFile | None = None
         self.writer: pa.ipc.RecordBatchStreamWriter | None = None
@@ -41,7 +42,7 @@ class BatchSpool:
     def _open(self) -> None:
         self.sink = pa.OSFile(os.path.join(self.folder, f"batches-{self.count:05d}.arrows"), "wb")
         self.writer = pa.ipc.new_stream(self.sink, self.schema,
-                                        options=pa.ipc.IpcWriteOptions(compression=COMPRESSION))
+                                        options=pa.ipc.IpcWriteOptions(compression=self.compression))
         self.count += 1
 
     def write_table(self, table: pa.Table, max_chunksize: int | None = None) -> None:

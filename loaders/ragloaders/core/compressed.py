@@ -12,8 +12,10 @@ import bz2
 import io
 import math
 import os
+import queue
 import re
 import tarfile
+import threading
 import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import PurePosixPath
@@ -26,6 +28,8 @@ from .errors import SourceError
 from .preview import preview
 
 CHUNK_BYTES = 1 << 20
+READ_AHEAD_CHUNKS = 32
+"""How many CHUNK_BYTES pieces of decompressed bzip2 a reader thread keeps ready ahead of the caller (_ReadAhead)."""
 MAX_MEMBER_BYTES = 1 << 37
 """Default limit on one tar member (128 GiB): far above any CRAG shard, far below a tar bomb's claims."""
 
@@ -339,8 +343,77 @@ def open_bz2(source: str | BinaryIO, *, name: str, threads: int | None = None) -
         if owned is not None:
             owned.close()
         raise
-    decompressed = _Decompressed(reader, name, owned, fileobj, start, size)
+    decompressed: io.RawIOBase = _Decompressed(reader, name, owned, fileobj, start, size)
+    if threads > 1:
+        decompressed = _ReadAhead(decompressed)
     return io.BufferedReader(decompressed, buffer_size=CHUNK_BYTES)  # type: ignore[return-value]
+
+
+class _ReadAhead(io.RawIOBase):
+    """Reads `raw` on a thread of its own, up to READ_AHEAD_CHUNKS pieces of CHUNK_BYTES ahead of the caller.
+
+    indexed_bzip2 decodes only a couple of blocks past the last read: while the caller parses what it read (holding
+    the GIL), its decoding threads stop once those are done, and the caller then waits for the next block. Asked
+    for the next pieces all the time, they keep decoding while the caller parses (the reads release the GIL). An
+    error of `raw` reaches the caller after every byte read before it, and again at every later read, as without
+    the thread. `close` stops the thread (after at most the read under way) and closes `raw`."""
+
+    def __init__(self, raw: io.RawIOBase):
+        self.raw, self.pieces = raw, queue.Queue(READ_AHEAD_CHUNKS)  # type: queue.Queue
+        self.current, self.ended = memoryview(b""), False
+        self.error: BaseException | None = None
+        self.stop = threading.Event()
+        _OPEN_READERS.discard(raw)  # closed through this reader: its thread first, then `raw`
+        _OPEN_READERS.add(self)
+        self.thread = threading.Thread(target=self._read, name="ragloaders-bz2-read", daemon=True)
+        self.thread.start()
+
+    def readable(self) -> bool:
+        return True
+
+    def _read(self) -> None:
+        try:
+            while not self.stop.is_set():
+                piece = self.raw.read(CHUNK_BYTES)
+                self._put(piece)
+                if not piece:
+                    return
+        except BaseException as error:  # handed to the caller, raised by its next read
+            self._put(error)
+
+    def _put(self, item: bytes | BaseException) -> None:
+        while not self.stop.is_set():
+            try:
+                self.pieces.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        if not self.current:
+            if self.error is not None:
+                raise self.error
+            if self.ended:
+                return 0
+            item = self.pieces.get()
+            if isinstance(item, BaseException):
+                self.error = item
+                raise item
+            if not item:
+                self.ended = True
+                return 0
+            self.current = memoryview(item)
+        count = min(len(buffer), len(self.current))
+        buffer[:count] = self.current[:count]
+        self.current = self.current[count:]
+        return count
+
+    def close(self) -> None:
+        if not self.closed:
+            self.stop.set()
+            self.thread.join()
+            self.raw.close()
+        super().close()
 
 
 class _CountingReader(io.RawIOBase):

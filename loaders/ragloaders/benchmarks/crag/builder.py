@@ -32,7 +32,7 @@ Sources: task 1&2 is one `.jsonl.bz2`; task 3 a `.tar.bz2` cut into four `.partN
 part1..4, v5 part0..3), read in order as one stream through every `.jsonl` member, never written
 out joined or extracted. bzip2 is decompressed in parallel (compressed.open_bz2). A non-streaming
 build decompresses once for both splits: the first split's pass keeps the other split's tables
-in a temporary lz4 Arrow file (spool.py), which the second split reads and deletes.
+in temporary Arrow files (spool.py), which the second split reads and deletes.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from datasets.naming import filenames_for_dataset_split
 
+from ...core.batch_spool import COMPRESSION as SPOOL_COMPRESSION
 from ...core.builder import RagBuilder, identity_hash
 from ...core.compressed import iter_tar_members, open_bz2, open_joined, order_parts
 from ...core.errors import ContentError, MissingSourceError, SourceError, UsageError
@@ -482,7 +483,8 @@ class CragBuilder(RagBuilder):
             return [datasets.SplitGenerator(name=name, gen_kwargs={
                 "generate": "source", "source": source, "split": code})
                 for code, name in SPLITS.items()]
-        spool = Spool(os.path.join(self._spool_dir, f"{config}-test.arrow"))
+        spool = Spool(os.path.join(self._spool_dir, f"{config}-test.arrow"),
+                      compression=None if self.batch_spool is None else SPOOL_COMPRESSION)
         order = os.path.join(self.prepared_dir, RECORD_SPLITS_FILE) if config == "records" else None
         return [
             datasets.SplitGenerator(name="validation", gen_kwargs={

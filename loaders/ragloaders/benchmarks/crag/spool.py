@@ -1,9 +1,12 @@
 """A spool: where one pass over a source keeps the tables of another split, for that split to replay later.
 
 CRAG's records of both splits are interleaved in one compressed file: a full build decompresses it once, keeping
-the second split's tables as zstd Arrow record batches in numbered files (core.batch_spool) while the first split's
-are written, and the second split then reads them back instead of the source, each file deleted once read (the disk
-it takes goes as the second split is written). A spool is written into the folder `<path>.partial` and appears at
+the second split's tables as Arrow record batches in numbered files (core.batch_spool) while the first split's are
+written, and the second split then reads them back instead of the source, each file deleted once read (the disk it
+takes goes as the second split is written). Uncompressed when the splits go to datasets' Arrow cache: the spool then
+holds what the cache will, so the cache and the spool together never exceed the finished cache by more than a spool
+file, and no CPU goes to compressing it; zstd when they go to a compressed batch spool (`build --out`), whose disk
+stays about the size of the output. A spool is written into the folder `<path>.partial` and appears at
 `path` only when complete, so a pass that failed halfway is never replayed.
 """
 
@@ -21,9 +24,11 @@ from ...core.batch_spool import BatchSpool, SpooledBatches, folder_files
 
 @dataclass(frozen=True)
 class Spool:
-    """Where the first split's pass keeps the second split's tables."""
+    """Where the first split's pass keeps the second split's tables, compressed with `compression` (an Arrow IPC
+    codec, or None)."""
 
     path: str
+    compression: str | None = None
 
     def exists(self) -> bool:
         return os.path.isdir(self.path)
@@ -45,7 +50,7 @@ class SpoolWriter:
 
     def __init__(self, spool: Spool, schema: pa.Schema):
         self.spool, self.partial = spool, spool.path + ".partial"
-        self.writer = BatchSpool(self.partial, schema)
+        self.writer = BatchSpool(self.partial, schema, spool.compression)
 
     def write(self, table: pa.Table | None) -> None:
         if table is not None:
