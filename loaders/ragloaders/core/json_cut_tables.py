@@ -31,12 +31,15 @@ def parse_piece(piece: bytes | memoryview, separator: re.Pattern[bytes], parse_o
                 memory_pool: pa.MemoryPool | None = None) -> pa.Table | None:
     """The elements of one piece as a table of `parse_options`' explicit schema; None for a piece of whitespace.
 
-    NotCut when pyarrow refuses the piece (which covers duplicate keys, unpaired surrogates, unexpected fields and
-    values of another type), when it holds invalid UTF-8 (which pyarrow's JSON reader lets through), or when two
-    elements have no comma between them."""
+    NotCut when the piece does not begin with an object (pyarrow is never given one that does not), when pyarrow
+    refuses the piece (which covers duplicate keys, unpaired surrogates, unexpected fields and values of another
+    type), when it holds invalid UTF-8 (which pyarrow's JSON reader lets through), or when two elements have no
+    comma between them."""
     lines, separators = elements_as_lines(piece, separator)
-    if not lines.strip(WHITESPACE):
+    if not (stripped := lines.lstrip(WHITESPACE)):
         return None
+    if stripped[:1] != b"{":  # pyarrow 26's JSON reader crashes the process (SIGSEGV) on a buffer that begins with null
+        raise NotCut("an element that is not an object")
     try:
         parsed = pa_json.read_json(
             pa.py_buffer(lines),
