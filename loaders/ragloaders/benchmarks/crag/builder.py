@@ -61,7 +61,8 @@ from ...core.compressed import iter_tar_members, open_bz2, open_joined, order_pa
 from ...core.errors import ContentError, MissingSourceError, SourceError, UsageError
 from ...core.html_text import html_to_text
 from ...core.preview import preview
-from ...core.readers.arrow_batches import RowBatcher, iter_file_batches
+from ...core.readers.arrow_batches import RowBatcher, TableBatcher, iter_file_batches
+from ...core.readers.jsonl import parse_object_lines
 from ...core.readers.lines import iter_lines
 from ...core.readers.strict_json import loads_strict
 from ...core.readers.threads import map_ahead
@@ -71,6 +72,7 @@ from .catalogue import (
     BUILDER_PARAMETERS,
     HOMEPAGE,
     LICENSE,
+    RECORDS_SCHEMA,
     RELEASES,
     SCHEMAS,
     SOURCE_FIELDS,
@@ -137,23 +139,57 @@ def id_of(page: dict) -> str:
     return page[PAGE_ID] if PAGE_ID in page else page_id(page["page_url"], page["page_result"])
 
 
+REQUIRED_FIELDS = ("interaction_id", "query", "split")
+SOURCE_SCHEMA = pa.schema(SOURCE_FIELDS)
+
+
+def legacy_alt_ans(legacy: str, alt_ans: list | None) -> list[str]:
+    """`alt_ans` from the example file's `alternative_answers` (a Python list literal of strings); ContentError
+    when both are given or it is no such literal."""
+    if alt_ans is not None:
+        raise ContentError("both `alt_ans` and `alternative_answers` present")
+    value = literal_string_list(legacy)
+    if value is None:
+        raise ContentError("`alternative_answers` must be a list of strings such as \"['a']\", "
+                           f"got {legacy[:60]!r}")
+    return value
+
+
 def normalize(record: Any) -> dict:
     """A source record as a `records` row; ValueError says what is wrong."""
     row = conform(record, SOURCE_FIELDS)
-    check_required(row, ("interaction_id", "query", "split"))
+    check_required(row, REQUIRED_FIELDS)
     legacy = row.pop("alternative_answers")
     if legacy is not None:
-        if row["alt_ans"] is not None:
-            raise ContentError("both `alt_ans` and `alternative_answers` present")
-        row["alt_ans"] = literal_string_list(legacy)
-        if row["alt_ans"] is None:
-            raise ContentError("`alternative_answers` must be a list of strings such as \"['a']\", "
-                               f"got {legacy[:60]!r}")
+        row["alt_ans"] = legacy_alt_ans(legacy, row["alt_ans"])
     if row["split"] not in SPLITS:
         raise ContentError(f"`split` must be 0 (validation) or 1 (test), got {preview(row['split'])}")
     if row["search_results"] is not None and None in row["search_results"]:
         raise ContentError(f"`search_results[{row['search_results'].index(None)}]` must be an object, got null")
     return row
+
+
+ALT_ANS = RECORDS_SCHEMA.get_field_index("alt_ans")
+
+
+def record_table(line: bytes) -> pa.Table | None:
+    """One source line as a one-row `records` table parsed straight to Arrow (no Python string of its HTML), when
+    `normalize(loads_strict(line))` would give that row; None when that path must decide (and say what is wrong)."""
+    table = parse_object_lines(line, SOURCE_SCHEMA, REQUIRED_FIELDS)
+    if table is None:
+        return None
+    legacy = table.column("alternative_answers")[0].as_py()
+    table = table.drop_columns(["alternative_answers"])
+    if legacy is not None:
+        try:
+            alt_ans = legacy_alt_ans(legacy, table.column(ALT_ANS)[0].as_py())
+        except ContentError:
+            return None
+        table = table.set_column(ALT_ANS, RECORDS_SCHEMA.field(ALT_ANS),
+                                 pa.array([alt_ans], RECORDS_SCHEMA.field(ALT_ANS).type))
+    if table.column("split")[0].as_py() not in SPLITS or pc.list_flatten(table.column("search_results")).null_count:
+        return None
+    return table
 
 
 @dataclass(frozen=True)
@@ -190,17 +226,34 @@ class CragSource:
         if not found:
             raise SourceError(self.name, "the tar holds no .jsonl member")
 
-    def records(self) -> Iterator[tuple[dict, int]]:
-        """(`records` row, size of its JSON line) for every record, in file order."""
+    def lines(self) -> Iterator[tuple[str, int, bytes]]:
+        """(name for errors, line number, line) for every non-blank line, in file order."""
         for name, stream in self.streams():
             for number, line in iter_lines(stream, name):
-                if not line or line.isspace():
-                    continue
-                try:
-                    row = normalize(loads_strict(line))
-                except ValueError as e:
-                    raise SourceError(name, str(e), record=number) from None
-                yield row, len(line)
+                if line and not line.isspace():
+                    yield name, number, line
+
+    def records(self) -> Iterator[tuple[dict, int]]:
+        """(`records` row, size of its JSON line) for every record, in file order."""
+        for name, number, line in self.lines():
+            yield record_row(name, number, line), len(line)
+
+    def record_tables(self) -> Iterator[tuple[pa.Table, int, int]]:
+        """(one-row `records` table, size of its JSON line, its split) for every record, in file order: parsed
+        straight to Arrow (`record_table`) where it can be, else as `records` gives it; the same rows either way."""
+        for name, number, line in self.lines():
+            table = record_table(line)
+            if table is None:
+                table = pa.Table.from_pylist([record_row(name, number, line)], schema=RECORDS_SCHEMA)
+            yield table, len(line), table.column("split")[0].as_py()
+
+
+def record_row(name: str, number: int, line: bytes) -> dict:
+    """Record `number` of `name` as a `records` row, or SourceError saying what is wrong with it."""
+    try:
+        return normalize(loads_strict(line))
+    except ValueError as e:
+        raise SourceError(name, str(e), record=number) from None
 
 
 RowsOf = Callable[[dict, int, set], Iterator[tuple[dict, int]]]
@@ -552,21 +605,25 @@ class CragBuilder(RagBuilder):
         are kept there for `_tables_from_spool`; `order_out`: the split of every record is written there, in file
         order (RECORD_SPLITS_FILE)."""
         rows_of, schema = CONFIG_ROWS[self.config.name], SCHEMAS[self.config.name]
-        kept = RowBatcher(schema, max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)
-        other = SpoolWriter(spool_out, schema) if spool_out is not None else None
-        other_batches = RowBatcher(schema, max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)
-        splits = bytearray() if order_out is not None else None
         seen: set[str] = set()
+        if self.config.name == "records":  # parsed straight to Arrow
+            kept, other_batches = (TableBatcher(max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES) for _ in range(2))
+            records_read = ((of, [(table, nbytes)]) for table, nbytes, of in source.record_tables())
+        else:
+            kept, other_batches = (RowBatcher(schema, max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES) for _ in range(2))
+            records_read = ((row["split"], rows_of(row, nbytes, seen)) for row, nbytes in source.records())
+        other = SpoolWriter(spool_out, schema) if spool_out is not None else None
+        splits = bytearray() if order_out is not None else None
         index = records = 0
         try:
-            for row, nbytes in source.records():
+            for record_split, out_rows in records_read:
                 records += 1
                 if splits is not None:
-                    splits.append(row["split"])
-                keep = split is None or row["split"] == split
+                    splits.append(record_split)
+                keep = split is None or record_split == split
                 if not keep and other is None:
                     continue
-                for out_row, size in rows_of(row, nbytes, seen):
+                for out_row, size in out_rows:
                     if keep:
                         if (table := kept.add(out_row, size)) is not None:
                             yield index, table

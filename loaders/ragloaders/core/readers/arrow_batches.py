@@ -31,6 +31,31 @@ class RowBatcher:
         return table
 
 
+class TableBatcher:
+    """Small tables of one schema (rows parsed straight to Arrow) gathered into one-chunk tables bounded by rows and by
+    bytes (one-row tables are cut where RowBatcher cuts the same rows); `add` returns a full table."""
+
+    def __init__(self, *, max_rows: int = 10_000, max_bytes: int = 32 << 20):
+        self.max_rows, self.max_bytes = max_rows, max_bytes
+        self.tables: list[pa.Table] = []
+        self.rows = self.size = 0
+
+    def add(self, table: pa.Table, nbytes: int) -> pa.Table | None:
+        """Add `table`, of about `nbytes` bytes; the batch as a table once it is full, else None."""
+        self.tables.append(table)
+        self.rows += table.num_rows
+        self.size += nbytes
+        return self.flush() if self.rows >= self.max_rows or self.size >= self.max_bytes else None
+
+    def flush(self) -> pa.Table | None:
+        """The tables gathered so far as one table of one chunk per column (None if there are none)."""
+        if not self.tables:
+            return None
+        table = pa.concat_tables(self.tables).combine_chunks()
+        self.tables, self.rows, self.size = [], 0, 0
+        return table
+
+
 def tables_from_rows(
     rows: Iterable[tuple[dict, int]], schema: pa.Schema, *, max_rows: int = 10_000, max_bytes: int = 32 << 20
 ) -> Iterator[pa.Table]:

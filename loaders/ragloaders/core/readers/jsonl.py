@@ -163,6 +163,13 @@ def _jsonl_fast(chunk: memoryview, lines: int | None, schema: pa.Schema, require
     return table
 
 
+def parse_object_lines(chunk: bytes | memoryview, schema: pa.Schema, required: Iterable[str] = ()) -> pa.Table | None:
+    """Whole JSON lines parsed by pyarrow into a table of `schema`, one row a line, when every line is one object
+    that the line path (`loads_strict` + `conform` + `check_required`) would read into the same row; None when the
+    line path must decide (a blank, padded or non-object line, anything pyarrow refuses, a null `required` value)."""
+    return _jsonl_fast(memoryview(chunk), object_lines(chunk)[1], schema, tuple(required))
+
+
 def read_jsonl(shard: Shard, schema: pa.Schema, required: Iterable[str] = ()) -> Iterator[pa.Table]:
     """Tables of `schema` from a JSONL shard; `required` columns may not be missing or null; a file with
     no record is refused."""
