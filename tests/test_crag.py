@@ -571,3 +571,28 @@ def test_page_ids_hashed_from_arrow_equal_page_id_of_the_python_strings(crag_bui
     array = pa.array(odd * 2, pa.struct([("page_url", pa.string()), ("page_result", pa.large_string())]))[3:10]
     assert crag.page_ids_of(array) == [crag.page_id(p["page_url"], p["page_result"]) for p in array.to_pylist()]
     assert len(set(crag.page_ids_of(array[:4]))) == 4  # null and "" told apart
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_a_build_hashes_each_page_once_and_a_changed_records_file_is_hashed_again(cache, example, tmp_path,
+                                                                                   monkeypatch):
+    # corpus hashes every page of `records` for its ids; search_results and top_ranked take those ids (PAGE_IDS)
+    # instead of reading the HTML again (from Parquet they do not read it at all), while the file is unchanged.
+    from ragloaders.publish.build import build_folder
+
+    hashed, hash_pages = [], crag.page_ids_of
+    monkeypatch.setattr(crag, "page_ids_of", lambda pages: hashed.append(len(pages)) or hash_pages(pages))
+    crag.PAGE_IDS.clear()
+    build_folder("crag/task_1_and_2", str(tmp_path / "out"), data_dir=str(EXAMPLE.parent),
+                 cache_dir=str(tmp_path / "cache") if cache else None)
+    assert sum(hashed) == 50  # the example's 10 records x 5 pages, hashed once
+    expected = {row["query-id"]: row["corpus-ids"] for row in example("top_ranked")["test"]}
+    parquet = sorted((tmp_path / "out" / "records").glob("*.parquet"))
+    columns, fields = crag.RECORD_COLUMNS["top_ranked"], crag.PAGE_FIELDS["top_ranked"]
+    read = lambda: {row["interaction_id"]: [page[crag.PAGE_ID] for page in row["search_results"]]  # noqa: E731
+                    for row, _ in crag.page_record_rows_from([str(p) for p in parquet], columns, fields)}
+    hashed.clear()
+    assert read() == expected and sum(hashed) == 50  # these Parquet files were not read whole before: hashed
+    assert read() == expected and sum(hashed) == 50  # now known
+    os.utime(parquet[0])  # the same bytes, but the file is not known to be unchanged: hashed again
+    assert read() == expected and sum(hashed) == 100

@@ -53,6 +53,7 @@ import datasets
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from datasets.naming import filenames_for_dataset_split
 
 from ...core.batch_spool import COMPRESSION as SPOOL_COMPRESSION
@@ -331,9 +332,10 @@ RECORD_SPLITS_FILE = "crag-record-splits.bin"
 
 def record_batches(paths: Sequence[str], columns: list[str]) -> Iterator[pa.Table]:
     """The record batches of prepared `records` Arrow files (or of the Parquet files a build wrote them as), in
-    order, as tables of `columns`."""
+    order, as tables of `columns` (for Parquet, a column may be a nested field's path: `search_results.list.…`)."""
+    names = list(dict.fromkeys(name.split(".", 1)[0] for name in columns))
     for batch in iter_file_batches(paths, columns):
-        yield pa.Table.from_batches([batch]).select(columns)
+        yield pa.Table.from_batches([batch]).select(names)
 
 
 def record_rows_from(paths: Sequence[str], columns: list[str]) -> Iterator[tuple[dict, int]]:
@@ -347,29 +349,71 @@ def record_rows_from(paths: Sequence[str], columns: list[str]) -> Iterator[tuple
             yield table.slice(index, 1).to_pylist()[0], size
 
 
+PAGE_IDS: dict[tuple, list[str]] = {}
+"""The page ids (`page_ids_of`) of the prepared `records` files last read whole in this process, by file identity
+(`file_identity`): the configs made after `corpus` (search_results, top_ranked) take them instead of reading and
+hashing every page's HTML again. Only the files of one folder are kept."""
+HTML_FIELDS = {"page_url", "page_result"}
+"""The page fields a page id is computed from."""
+
+
+def _remember_page_ids(key: tuple, ids: list[str]) -> None:
+    if any(os.path.dirname(known[0]) != os.path.dirname(key[0]) for known in PAGE_IDS):
+        PAGE_IDS.clear()
+    PAGE_IDS[key] = ids
+
+
+def _page_leaves(path: str, fields: Sequence[str]) -> list[str] | None:
+    """The Parquet column paths of the `search_results` pages' `fields` (page_snippet alone when there is none: the
+    lists' shape is what is wanted), to read the pages without their HTML; None for an Arrow IPC file."""
+    if not path.endswith(".parquet"):
+        return None
+    with pq.ParquetFile(path) as file:
+        paths = [file.schema.column(index).path for index in range(len(file.schema))]
+    wanted = set(fields) or {"page_snippet"}
+    return [leaf for leaf in paths if leaf.startswith("search_results.") and leaf.rsplit(".", 1)[1] in wanted]
+
+
 def page_record_rows_from(paths: Sequence[str], columns: list[str], fields: Sequence[str]
                           ) -> Iterator[tuple[dict, int]]:
     """As `record_rows_from`, but each record's `search_results` pages hold only `fields` and their id (PAGE_ID),
-    computed from the Arrow data: no Python string is made of HTML that is not written out."""
-    for table in record_batches(paths, columns):
-        size = table.nbytes // max(1, table.num_rows)
-        lists = table.column("search_results").combine_chunks()
-        pages = lists.flatten()
-        ids = page_ids_of(pages)
-        offsets = lists.offsets.to_numpy()
-        valid = lists.is_valid().to_numpy(zero_copy_only=False)
-        values = {name: pc.struct_field(pages, name) for name in fields}
-        others = table.drop_columns(["search_results"])
-        rows = others.to_pylist() if others.num_columns else [{} for _ in range(table.num_rows)]
-        for index, row in enumerate(rows):
-            if not valid[index]:
-                row["search_results"] = None
+    computed from the Arrow data (or taken from PAGE_IDS, the HTML then not read at all where the file is Parquet):
+    no Python string is made of HTML that is not written out."""
+    for path in paths:
+        key = tuple(file_identity(path))
+        known = PAGE_IDS.get(key) if not HTML_FIELDS & set(fields) else None
+        leaves = _page_leaves(path, fields) if known is not None else None
+        read = columns if not leaves else [name for name in columns if name != "search_results"] + leaves
+        file_ids: list[str] = []
+        for table in record_batches([path], read):
+            size = table.nbytes // max(1, table.num_rows)
+            lists = table.column("search_results").combine_chunks()
+            pages = lists.flatten()
+            if known is None:
+                ids = page_ids_of(pages)
             else:
-                start, end = int(offsets[index]) - int(offsets[0]), int(offsets[index + 1]) - int(offsets[0])
-                columns_of = {name: array[start:end].to_pylist() for name, array in values.items()}
-                row["search_results"] = [{PAGE_ID: ids[at], **{name: columns_of[name][at - start] for name in fields}}
-                                         for at in range(start, end)]
-            yield row, size
+                ids = known[len(file_ids):len(file_ids) + len(pages)]
+                if len(ids) != len(pages):
+                    raise SourceError(path, "damaged `records` files: more pages than when first read")
+            file_ids += ids
+            offsets = lists.offsets.to_numpy()
+            valid = lists.is_valid().to_numpy(zero_copy_only=False)
+            values = {name: pc.struct_field(pages, name) for name in fields}
+            others = table.drop_columns(["search_results"])
+            rows = others.to_pylist() if others.num_columns else [{} for _ in range(table.num_rows)]
+            for index, row in enumerate(rows):
+                if not valid[index]:
+                    row["search_results"] = None
+                else:
+                    start, end = int(offsets[index]) - int(offsets[0]), int(offsets[index + 1]) - int(offsets[0])
+                    columns_of = {name: array[start:end].to_pylist() for name, array in values.items()}
+                    row["search_results"] = [{PAGE_ID: ids[at], **{name: columns_of[name][at - start]
+                                                                   for name in fields}} for at in range(start, end)]
+                yield row, size
+        if known is None:
+            _remember_page_ids(key, file_ids)
+        elif len(file_ids) != len(known):
+            raise SourceError(path, "damaged `records` files: fewer pages than when first read")
 
 
 def rows_in_file_order(split_paths: Sequence[Sequence[str]], order_path: str,
