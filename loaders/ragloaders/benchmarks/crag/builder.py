@@ -152,7 +152,7 @@ def legacy_alt_ans(legacy: str, alt_ans: list | None) -> list[str]:
     value = literal_string_list(legacy)
     if value is None:
         raise ContentError("`alternative_answers` must be a list of strings such as \"['a']\", "
-                           f"got {legacy[:60]!r}")
+                           f"got {preview(legacy)}")
     return value
 
 
