@@ -134,6 +134,18 @@ def test_jsonl_csv_and_parquet_predictions_give_the_same_verdicts(crafted, tmp_p
         assert read_predictions(path) == expected, path
 
 
+def test_invalid_utf8_deep_in_a_csv_is_named_by_its_byte_and_line_in_the_file(tmp_path):
+    # csv reads text a buffer at a time: its UnicodeDecodeError counts from the last buffer, not from the file
+    rows = "".join(f"id-{n},prédiction {n}\n" for n in range(5000))
+    data = ("interaction_id,prediction\n" + rows).encode() + b"bad,\xff here\n"
+    path = tmp_path / "p.csv"
+    path.write_bytes(data)
+    with pytest.raises(SourceError) as caught:
+        read_predictions(path)
+    offset = data.index(b"\xff")
+    assert_source_error(caught.value, "p.csv", f"invalid UTF-8 at byte {offset}", repr(b"\xff he"), line=5002)
+
+
 @pytest.mark.parametrize("name, text, line, facts", [
     ("p.jsonl", '{"interaction_id": "a", "prediction": "x"}\n{"interaction_id": "a", "prediction": "y"}\n', 2,
      ["interaction_id 'a'", "second prediction"]),

@@ -511,3 +511,21 @@ def test_array_elements_before_counts_the_elements_complete_within_a_limit_at_ev
             expected = sum(end <= limit for end in ends)
             assert array_elements_before(io.BytesIO(document), "f.json", limit, buf_size=buf_size) == expected, (
                 limit, buf_size)
+
+
+@pytest.mark.parametrize("before", [0, 5, (1 << 20) - 2, (1 << 20) - 1, 1 << 20, (3 << 20) + 7])
+@pytest.mark.parametrize("bad", [b"\xff", b"\xe2\x82", b"\xed\xa0\x80", b"\xc0\xaf"])
+def test_first_invalid_utf8_names_the_byte_and_line_of_the_file_whatever_the_reads(before, bad):
+    import io
+
+    from ragloaders.core.readers.lines import first_invalid_utf8
+
+    good = ("é\n" * (before // 3 + 1)).encode()[:before]
+    good = good.decode("utf-8", "ignore").encode()  # cut at a character boundary: every byte before `bad` is valid
+    data = good + bad + b"rest\n"
+    at, line, error = first_invalid_utf8(io.BytesIO(data))
+    assert at == len(good) and line == good.count(b"\n") + 1
+    assert error.object[error.start:error.start + 1] == bad[:1]
+    assert first_invalid_utf8(io.BytesIO(good + "€\n".encode())) is None
+    cut = first_invalid_utf8(io.BytesIO(good + b"\xe2\x82"))  # a character cut at the end of the stream
+    assert cut is not None and cut[:2] == (len(good), good.count(b"\n") + 1)

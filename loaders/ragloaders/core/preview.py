@@ -98,3 +98,9 @@ def _named(value: Any, chars: int) -> str:
     if callable(own):
         return cut(own(value), chars)
     return f"<{type(value).__name__}>"
+
+
+def invalid_utf8(data: bytes, start: int, where: str = "", at: int | None = None) -> str:
+    """`invalid UTF-8 at byte N<where> (<the bytes there>)`: how a message names the bytes at `start` of `data`
+    that do not decode; `where` says of what (" of the line"), `at` is N when `data` is a piece of it."""
+    return f"invalid UTF-8 at byte {start if at is None else at}{where} ({preview(data[start:start + 4])})"

@@ -49,8 +49,9 @@ from ..api import load, normalized
 from ..core.errors import SourceError, UsageError
 from ..core.output_target import refuse_existing, write_new_file
 from ..core.plural import counted
-from ..core.preview import preview
+from ..core.preview import invalid_utf8, preview
 from ..core.readers.jsonl import Shard, iter_json_records
+from ..core.readers.lines import first_invalid_utf8
 from ..core.source_files import SourceFiles
 from .judge import Judge, JudgeError
 
@@ -141,7 +142,12 @@ def _csv_predictions(path: str) -> Iterator[tuple[dict, dict]]:
                                       line=reader.line_num)
                 yield {"line": reader.line_num}, row
     except UnicodeDecodeError as e:
-        raise SourceError(path, f"invalid UTF-8 at byte {e.start}") from None
+        with open(path, "rb") as f:
+            found = first_invalid_utf8(f)
+        if found is None:  # the file changed since
+            raise SourceError(path, f"invalid UTF-8 ({e.reason})") from None
+        at, line, error = found
+        raise SourceError(path, invalid_utf8(error.object, error.start, at=at), line=line) from None
     except csv.Error as e:
         raise SourceError(path, f"not readable as CSV ({e})") from None
 

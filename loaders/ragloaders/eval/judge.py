@@ -37,7 +37,7 @@ import urllib.request
 from dataclasses import dataclass
 
 from ..core.errors import SourceError, UsageError
-from ..core.preview import preview
+from ..core.preview import invalid_utf8, preview
 
 API_KEY_VARIABLES = ("RAGLOADERS_JUDGE_API_KEY", "OPENAI_API_KEY")
 """Where the key is read from, first one set wins; none set: no Authorization header (a local server)."""
@@ -168,8 +168,7 @@ def read_prompt(path: str) -> str:
     try:
         text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as open()'s text mode reads it
     except UnicodeDecodeError as e:
-        raise SourceError(path, f"invalid UTF-8 at byte {e.start} ({data[e.start:e.start + 4]!r}); the judge prompt is "
-                                "read as UTF-8 text") from None
+        raise SourceError(path, invalid_utf8(data, e.start) + "; the judge prompt is read as UTF-8 text") from None
     if not path.endswith(".py"):
         if not text.strip():
             raise SourceError(path, "the judge prompt is empty")

@@ -42,7 +42,7 @@ import stringzilla as sz
 
 from ..core.errors import ContentError, SourceError, UsageError
 from ..core.output_target import write_new_file
-from ..core.preview import preview
+from ..core.preview import invalid_utf8, preview
 from ..core.readers.jsonl import Shard, iter_json_records
 from ..core.readers.lines import UTF8_BOM, iter_lines
 from ..core.readers.values import conform
@@ -134,8 +134,8 @@ def trec_fields(line: bytes) -> tuple[str, str, float]:
         try:
             text.append(field.decode("utf-8"))
         except UnicodeDecodeError as e:
-            raise ContentError(f"field {index} ({names[index - 1]}): invalid UTF-8 at byte {e.start} of the field "
-                               f"({field[e.start:e.start + 4]!r})") from None
+            raise ContentError(f"field {index} ({names[index - 1]}): "
+                               + invalid_utf8(field, e.start, " of the field")) from None
     query_id, _, doc_id, rank, score, _ = text
     if not _TREC_RANK.fullmatch(fields[3]):
         raise ContentError(f"field 4 (rank) must be an integer in ASCII digits, got {preview(rank)}")

@@ -4,6 +4,7 @@ only when asked."""
 
 from __future__ import annotations
 
+import codecs
 from collections import deque
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -38,6 +39,23 @@ def iter_lines(stream: BinaryIO, name: str = "<stream>", first: int = 1) -> Iter
 
 
 UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def first_invalid_utf8(stream: BinaryIO) -> tuple[int, int, UnicodeDecodeError] | None:
+    """(byte offset in `stream`, line number there, the decoder's error) of the first bytes that are not UTF-8, or
+    None; read a block at a time (a text-mode reader's UnicodeDecodeError counts from its last read, not the file)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = newlines = 0
+    while True:
+        block = stream.read(BLOCK_BYTES)
+        try:
+            decoder.decode(block, final=not block)
+        except UnicodeDecodeError as error:
+            at = offset + error.start - (len(error.object) - len(block))  # the decoder holds a cut character back
+            return at, newlines + block.count(b"\n", 0, max(0, at - offset)) + 1, error
+        if not block:
+            return None
+        offset, newlines = offset + len(block), newlines + block.count(b"\n")
 
 
 class LineTooLong(Exception):

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from ..errors import ContentError, SourceError
-from ..preview import preview
+from ..preview import invalid_utf8, preview
 from .jsonl import Shard
 from .lines import BLOCK_BYTES, UTF8_BOM, iter_line_chunks
 from .values import fits_int32
@@ -34,8 +34,7 @@ def qrels_fields(line: bytes) -> tuple[str, str, int]:
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as e:
-        bad = preview(line[e.start : e.start + 4])
-        raise ContentError(f"invalid UTF-8 at byte {e.start} of the line ({bad})") from None
+        raise ContentError(invalid_utf8(line, e.start, " of the line")) from None
     columns = text.split("\t")
     if len(columns) != 3:
         raise ContentError(f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(columns)}: "

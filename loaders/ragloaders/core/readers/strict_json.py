@@ -12,7 +12,7 @@ import orjson
 import stringzilla as sz
 
 from ..errors import ContentError
-from ..preview import preview
+from ..preview import invalid_utf8, preview
 
 JSON_WHITESPACE = b" \t\r\n"
 KEY_END = re.compile(rb'"[ \t\r\n]*:')
@@ -63,7 +63,7 @@ def _json_problem(line: bytes, error: Exception) -> str:
     try:
         line.decode("utf-8")
     except UnicodeDecodeError as e:
-        return f"invalid UTF-8 at byte {e.start} of the line ({preview(line[e.start : e.start + 4])})"
+        return invalid_utf8(line, e.start, " of the line")
     if "surrogate" in str(error):
         return f"{UNPAIRED_SURROGATE} ({error}){text_at(error)}"
     return f"invalid JSON ({error}){text_at(error)}"
