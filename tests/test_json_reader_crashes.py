@@ -1,12 +1,15 @@
 """pyarrow 26's JSON reader crashes the process (SIGSEGV) on a buffer that begins with `null`: the readers that hand
-it bytes (BEIR's JSONL chunks, mmRAG's array pieces) never give it one. Each case runs the command line in a fresh
-process, so a crash is a failure rather than the end of the test run."""
+it bytes (BEIR's JSONL chunks, mmRAG's array pieces) never give it one. Nor is ijson's streaming parser, whose memory
+grows as the square of the nesting depth, given a deep mmRAG file (the last tests). Each case runs the command line
+in a fresh process, so a crash is a failure rather than the end of the test run."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import threading
 
 import pytest
 from beir_files import write_beir
@@ -15,10 +18,28 @@ from conftest import DATA
 MMRAG_CORPORA = ["[null]", "[ null ]", '[null, {"id": "a", "text": "b"}]', '[\n  null,\n  {"id": "a", "text": "b"}\n]']
 
 
+def command(path: str, folder, tmp_path, configs: str) -> list[str]:
+    return [sys.executable, "-m", "ragloaders", "build", path, "--data-dir", str(folder), "--out",
+            str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"), "--configs", configs]
+
+
 def build(path: str, folder, tmp_path, configs: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ragloaders", "build", path, "--data-dir", str(folder), "--out",
-                           str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"), "--configs", configs],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(command(path, folder, tmp_path, configs), capture_output=True, text=True, timeout=300)
+
+
+def build_peak(path: str, folder, tmp_path, configs: str) -> tuple[int, str, int]:
+    """(exit code, stderr, peak resident memory in bytes) of the build, measured for that process alone (wait4)."""
+    with open(tmp_path / "stderr.txt", "w+b") as stderr:
+        process = subprocess.Popen(command(path, folder, tmp_path, configs), stdout=subprocess.DEVNULL, stderr=stderr)
+        timer = threading.Timer(300, process.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(process.pid, 0)
+        finally:
+            timer.cancel()
+        process.returncode = os.waitstatus_to_exitcode(status)
+        stderr.seek(0)
+        return process.returncode, stderr.read().decode(errors="replace"), usage.ru_maxrss * 1024
 
 
 @pytest.mark.parametrize("corpus", MMRAG_CORPORA)
@@ -39,3 +60,28 @@ def test_a_beir_file_that_begins_with_null_is_a_source_error_not_a_crash(file, c
     run = build("beir-format", folder, tmp_path, "corpus,queries")
     assert run.returncode == 2, (run.returncode, run.stderr[-2000:])
     assert f"{file}, line 1" in run.stderr, run.stderr[-2000:]
+
+
+DEEP = 30_000
+DEEP_AND_INVALID = [  # (file, config, content, what the error says)
+    ("processed_documents.json", "corpus", b"[" + b"[" * DEEP + b"\xff" + b"]" * DEEP + b"]", "depth limit exceeded"),
+    ("mmrag_dev.json", "queries", b"[" + b"[" * DEEP + b"\xff" + b"]" * DEEP + b"]", "depth limit exceeded"),
+    ("processed_documents.json", "corpus",
+     b'[{"id": "nq_\xff_1", "text": ' + b"[" * DEEP + b"]" * DEEP + b"}]", "invalid UTF-8"),
+]
+
+
+@pytest.mark.parametrize("file, config, content, message", DEEP_AND_INVALID)
+def test_an_mmrag_file_nested_deep_with_an_invalid_byte_is_refused_in_bounded_memory(file, config, content, message,
+                                                                                      tmp_path):
+    """orjson checks UTF-8 before it parses, so one invalid byte hid a depth past its 1,024 levels and the file went
+    to the streaming parser: 30,000 levels took 2.4 GB, a 100 KB file of 100,000 was killed for memory past 24 GB.
+    The first problem is named: the depth, or the byte when it comes first (the last case, whose memory was bounded
+    before: the streaming parser stopped at the byte; it is no longer asked)."""
+    folder = tmp_path / "mmrag"
+    shutil.copytree(DATA / "mmrag", folder)
+    (folder / file).write_bytes(content)
+    code, stderr, peak = build_peak("mmrag", folder, tmp_path, config)
+    assert peak < 1 << 30, f"peak RSS {peak >> 20} MB"
+    assert code == 2, (code, stderr[-2000:])
+    assert f"{file}, record 0" in stderr and message in stderr, stderr[-2000:]

@@ -175,11 +175,12 @@ def refuse_what_orjson_refuses(shard: Shard) -> None:
     try:
         orjson.loads(document.removeprefix(json_array_cuts.UTF8_BOM))
     except orjson.JSONDecodeError as e:
-        if not json_array_cuts.too_deep(e):
+        deep = json_array_cuts.too_deep_problem(document.removeprefix(json_array_cuts.UTF8_BOM), e)
+        if deep is None:
             with shard.open() as stream:  # what the streaming parser refuses too: its message (truncation, ...)
                 for _ in iter_json_array_batches(stream, shard.name):
                     pass
-        offset, problem = json_array_cuts.orjson_problem(document.removeprefix(json_array_cuts.UTF8_BOM), e)
+        offset, problem = deep or json_array_cuts.orjson_problem(document.removeprefix(json_array_cuts.UTF8_BOM), e)
         offset += len(document) - len(document.removeprefix(json_array_cuts.UTF8_BOM))
         with shard.open() as stream:
             index = array_elements_before(stream, shard.name, offset)
@@ -318,18 +319,18 @@ def _raise_exact_error(shard: Shard, path: str, start: int, piece: bytes | memor
     """Raise the SourceError (file, record index in the whole array) for a piece the fast path refused: the
     streaming path reads the array up to the piece's end; what it accepts but orjson refuses (an unpaired
     surrogate escape, nesting past orjson's 1,024 levels, which the streaming path is not given: its memory grows
-    as the square of the depth) is located by byte offset."""
+    as the square of the depth; see json_array_cuts.too_deep_problem) is located by byte offset."""
     document = b"[" + piece + b"]"
     try:
         orjson.loads(document)
-        refused = None
+        refused = deep = None
     except orjson.JSONDecodeError as e:
-        refused = e
-    if refused is None or not json_array_cuts.too_deep(refused):
+        refused, deep = e, json_array_cuts.too_deep_problem(document, e)
+    if deep is None:
         for _ in read_corpus_stream(json_array_cuts.joined((path, 0, start + len(piece)), b"]"), shard.name):
             pass
     if refused is not None:
-        offset, problem = json_array_cuts.orjson_problem(document, refused)
+        offset, problem = deep or json_array_cuts.orjson_problem(document, refused)
         with open(path, "rb") as stream:
             index = array_elements_before(stream, shard.name, start + max(0, offset - 1))
         raise SourceError(shard.name, problem, record=index) from None
