@@ -1,7 +1,8 @@
 """pyarrow 26's JSON reader crashes the process (SIGSEGV) on a buffer that begins with `null`: the readers that hand
 it bytes (BEIR's JSONL chunks, mmRAG's array pieces) never give it one. Nor is ijson's streaming parser, whose memory
-grows as the square of the nesting depth, given a deep mmRAG file (the last tests). Each case runs the command line
-in a fresh process, so a crash is a failure rather than the end of the test run."""
+grows as the square of the nesting depth, given a deep mmRAG file; nor does a message's preview of a deep value
+recurse past Python's limit. Each case runs the command line in a fresh process, so a crash is a failure rather than
+the end of the test run."""
 
 from __future__ import annotations
 
@@ -85,3 +86,15 @@ def test_an_mmrag_file_nested_deep_with_an_invalid_byte_is_refused_in_bounded_me
     assert peak < 1 << 30, f"peak RSS {peak >> 20} MB"
     assert code == 2, (code, stderr[-2000:])
     assert f"{file}, record 0" in stderr and message in stderr, stderr[-2000:]
+
+
+@pytest.mark.parametrize("depth", [300, 1000])
+def test_an_mmrag_record_with_a_deeply_nested_id_is_named_in_a_bounded_message(depth, tmp_path):
+    # orjson writes 255 levels of JSON text, Python's json recurses: the message's preview of the value must hold
+    folder = tmp_path / "mmrag"
+    shutil.copytree(DATA / "mmrag", folder)
+    (folder / "processed_documents.json").write_text('[{"id": ' + "[" * depth + "]" * depth + ', "text": "x"}]')
+    run = build("mmrag", folder, tmp_path, "corpus")
+    assert run.returncode == 2, (run.returncode, run.stderr[-2000:])
+    error = run.stderr.strip().splitlines()[-1]
+    assert "processed_documents.json, record 0: `id` must be a string, got [[[" in error and len(error) < 400, error

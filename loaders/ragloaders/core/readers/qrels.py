@@ -42,9 +42,11 @@ def qrels_fields(line: bytes) -> tuple[str, str, int]:
     query, doc, score = columns
     if not _SCORE.fullmatch(score):
         raise ContentError(f"score must be an integer (an optional '-' followed by ASCII digits), got {preview(score)}")
-    if len(score) > 11 or not fits_int32(int(score)):
+    digits = score.lstrip("-").lstrip("0") or "0"  # leading zeros are no part of the value's size
+    value = int(digits) if len(digits) <= 10 else None  # never int() of a long digit string (quadratic, then refused)
+    if value is None or not fits_int32(value := -value if score.startswith("-") else value):
         raise ContentError(f"score {preview(score)} does not fit in int32")
-    return query, doc, int(score)
+    return query, doc, value
 
 
 def _qrels_fast(chunk: bytes) -> pa.Table | None:

@@ -157,8 +157,12 @@ def loads_strict(text: bytes) -> Any:
 
 
 def json_text(value: Any) -> str:
-    """A parsed JSON value as compact JSON text; integers beyond 64 bits stay exact."""
+    """A parsed JSON value as compact JSON text; integers beyond 64 bits stay exact. ContentError for a value nested
+    deeper than Python's json writes (orjson writes 255 levels, JSON readers give up to 1,024)."""
     try:
         return orjson.dumps(value).decode()
     except orjson.JSONEncodeError:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        try:
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except RecursionError:
+            raise ContentError("a value nested too deeply to be written as JSON text") from None

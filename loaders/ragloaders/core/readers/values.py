@@ -18,8 +18,12 @@ JSON_FIELD = {b"ragloaders": b"json"}
 
 
 def preview(value: Any) -> str:
-    """A value read from JSON as JSON text, cut to 60 characters: what error messages show of it."""
-    text = json_text(value)  # integers beyond 64 bits too (orjson.dumps refuses them)
+    """A value read from JSON as JSON text, cut to 60 characters: what error messages show of it (a value too deep
+    for JSON text as core.preview shows it)."""
+    try:
+        text = json_text(value)  # integers beyond 64 bits too (orjson.dumps refuses them)
+    except ContentError:
+        return repr_preview(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
