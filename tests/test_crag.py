@@ -573,7 +573,7 @@ def test_page_ids_hashed_from_arrow_equal_page_id_of_the_python_strings(crag_bui
     assert len(set(crag.page_ids_of(array[:4]))) == 4  # null and "" told apart
 
 
-@pytest.mark.parametrize("cache", [True, False])
+@pytest.mark.parametrize("cache", [pytest.param(True, marks=pytest.mark.slow), False])
 def test_a_build_hashes_each_page_once_and_a_changed_records_file_is_hashed_again(cache, example, tmp_path,
                                                                                    monkeypatch):
     # corpus hashes every page of `records` for its ids; search_results and top_ranked take those ids (PAGE_IDS)
