@@ -96,11 +96,11 @@ def test_records_parsed_straight_to_arrow_are_the_line_paths_rows_or_left_to_it(
     records = [json.loads(line) for line in bz2.decompress(EXAMPLE.read_bytes()).splitlines() if line.strip()]
     assert all("alternative_answers" in record and '"split": 1' in json.dumps(record) for record in records)
     lines = [json.dumps(record).encode() for record in records]  # the real records whole, HTML and all
-    for record in records:
+    for record in records[:5]:
         lines += variants(small(record))
     run = subprocess.run([sys.executable, "-c", CHILD], input=b"\n\x00\n".join(lines), capture_output=True,
                          timeout=300)
     assert run.returncode == 0, (run.returncode, run.stderr.decode(errors="replace")[-3000:])
     counts = json.loads(run.stdout)
     assert counts["taken"] + counts["left"] == len(lines)
-    assert counts["taken"] >= 10 * 6 and counts["refused"] >= 10 * 30, counts  # both paths are really exercised
+    assert counts["taken"] >= 10 + 5 * 6 and counts["refused"] >= 5 * 50, counts  # both paths are really exercised

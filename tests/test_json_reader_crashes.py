@@ -96,9 +96,10 @@ def test_a_beir_file_that_begins_with_null_is_a_source_error_not_a_crash(tmp_pat
 DEEP = 30_000
 DEEP_AND_INVALID = [  # (file, config, content, what the error says)
     ("processed_documents.json", "corpus", b"[" + b"[" * DEEP + b"\xff" + b"]" * DEEP + b"]", "depth limit exceeded"),
-    ("mmrag_dev.json", "queries", b"[" + b"[" * DEEP + b"\xff" + b"]" * DEEP + b"]", "depth limit exceeded"),
-    ("processed_documents.json", "corpus",
-     b'[{"id": "nq_\xff_1", "text": ' + b"[" * DEEP + b"]" * DEEP + b"}]", "invalid UTF-8"),
+    pytest.param("mmrag_dev.json", "queries", b"[" + b"[" * DEEP + b"\xff" + b"]" * DEEP + b"]",
+                 "depth limit exceeded", marks=pytest.mark.slow),
+    pytest.param("processed_documents.json", "corpus", b'[{"id": "nq_\xff_1", "text": ' + b"[" * DEEP + b"]" * DEEP
+                 + b"}]", "invalid UTF-8", marks=pytest.mark.slow),
 ]
 
 
