@@ -76,6 +76,7 @@ def test_null_at_the_start_of_what_pyarrow_would_read_never_reaches_it():
     assert run.returncode == 0 and run.stdout.strip() == "ok", (run.returncode, run.stderr[-2000:])
 
 
+@pytest.mark.slow  # the guards themselves are tried above in one child; CI runs the whole command
 def test_an_mmrag_corpus_of_a_null_element_is_a_source_error_not_a_crash(tmp_path):
     folder = tmp_path / "mmrag"
     shutil.copytree(DATA / "mmrag", folder)
@@ -85,6 +86,7 @@ def test_an_mmrag_corpus_of_a_null_element_is_a_source_error_not_a_crash(tmp_pat
     assert "processed_documents.json, record 0" in run.stderr and "got null" in run.stderr, run.stderr[-2000:]
 
 
+@pytest.mark.slow  # the guards themselves are tried above in one child; CI runs the whole command
 def test_a_beir_file_that_begins_with_null_is_a_source_error_not_a_crash(tmp_path):
     folder = write_beir(tmp_path / "b", [("d1", "text")], [("q1", "query")], {"test": [("q1", "d1", 1)]},
                         raw={"corpus.jsonl": BEIR_CHUNKS[1].encode()})
