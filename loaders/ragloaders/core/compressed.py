@@ -319,8 +319,9 @@ class _Decompressed(io.RawIOBase):
 def open_bz2(source: str | BinaryIO, *, name: str, threads: int | None = None) -> BinaryIO:
     """Decompressed bzip2 (single or multi-stream), with indexed_bzip2 when the source is seekable.
 
-    `threads` defaults to min(2, cpu count). Python's bz2 (iter_bz2_streams) is used only for a source
-    that indexed_bzip2 cannot open (not seekable). Either way, data between or after the streams that
+    `threads` defaults to min(2, cpu count); with two or more, a thread of its own keeps up to
+    READ_AHEAD_CHUNKS MiB decompressed ahead of the caller (_ReadAhead). Python's bz2 (iter_bz2_streams) is used
+    only for a source that indexed_bzip2 cannot open (not seekable). Either way, data between or after the streams that
     is not a stream (which decoders skip with a warning at most) raises SourceError naming the offset.
     Close the result (or use `with`); readers left open are closed at interpreter exit.
     """
