@@ -21,6 +21,7 @@ from typing import BinaryIO
 
 import orjson
 
+from .preview import preview
 from .readers.lines import fill
 from .readers.strict_json import UNPAIRED_SURROGATE
 from .source_files import RangeReader
@@ -215,7 +216,7 @@ def orjson_problem(document: bytes, error: orjson.JSONDecodeError) -> tuple[int,
     try:
         text = document.decode("utf-8")
     except UnicodeDecodeError as e:
-        return e.start, f"invalid UTF-8 ({document[e.start:e.start + 4]!r})"
+        return e.start, f"invalid UTF-8 ({preview(document[e.start:e.start + 4])})"
     offset = len(text[:error.pos].encode("utf-8", "surrogatepass"))
     if "surrogate" in str(error):
         return offset, f"{UNPAIRED_SURROGATE} ({error})"

@@ -172,16 +172,17 @@ def refuse_what_orjson_refuses(shard: Shard) -> None:
     surrogate escape (`"\\ud800"`), which ijson's C backend turns into "?". One rule for every reader."""
     with shard.open() as stream:
         document = stream.read()
+    body = document.removeprefix(json_array_cuts.UTF8_BOM)
     try:
-        orjson.loads(document.removeprefix(json_array_cuts.UTF8_BOM))
+        orjson.loads(body)
     except orjson.JSONDecodeError as e:
-        deep = json_array_cuts.too_deep_problem(document.removeprefix(json_array_cuts.UTF8_BOM), e)
+        deep = json_array_cuts.too_deep_problem(body, e)
         if deep is None:
             with shard.open() as stream:  # what the streaming parser refuses too: its message (truncation, ...)
                 for _ in iter_json_array_batches(stream, shard.name):
                     pass
-        offset, problem = deep or json_array_cuts.orjson_problem(document.removeprefix(json_array_cuts.UTF8_BOM), e)
-        offset += len(document) - len(document.removeprefix(json_array_cuts.UTF8_BOM))
+        offset, problem = deep or json_array_cuts.orjson_problem(body, e)
+        offset += len(document) - len(body)
         with shard.open() as stream:
             index = array_elements_before(stream, shard.name, offset)
         raise SourceError(shard.name, problem, record=index) from None
