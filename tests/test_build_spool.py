@@ -142,3 +142,52 @@ def test_a_bad_record_while_spooling_is_the_source_error_and_leaves_nothing(tmp_
         build_folder("beir/arguana", str(out), data_dir=str(folder))
     assert error.value.line == 2 and str(folder / "corpus.jsonl") in str(error.value)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["arguana"]  # no output, no work folder, no spool
+
+
+def crag_v5_both_splits(folder: Path, lines: list[bytes] | None = None) -> Path:
+    """A v5 task 1&2 file of the example's records, their splits alternating (test_crag.release_lines)."""
+    from test_crag import T12_V5, release_lines, write_bz2
+
+    folder.mkdir()
+    write_bz2(folder / T12_V5, release_lines("v5") if lines is None else lines)
+    return folder
+
+
+def test_a_crag_build_with_both_splits_spools_the_test_split_once_and_equals_the_cache_build(tmp_path, monkeypatch):
+    # Into a batch spool, the validation pass writes the test split's rows straight into that split's spool
+    # (CompatBuilder.spool_ahead): no CRAG spool is written or replayed, the source is read once, and every file
+    # is the cache build's.
+    from ragloaders.benchmarks.crag import builder as crag
+    from ragloaders.benchmarks.crag import spool as crag_spool
+
+    monkeypatch.setattr(batch_spool, "FILE_BYTES", 32 << 10)
+    folder = crag_v5_both_splits(tmp_path / "v5")
+    out = tmp_path / "out"
+    build_folder("crag/task_1_and_2", str(out), data_dir=str(folder), cache_dir=str(tmp_path / "cache"))
+    from_cache = built_files(out)
+    shutil.rmtree(out)
+    passes, lines = [], crag.CragSource.lines
+    monkeypatch.setattr(crag.CragSource, "lines", lambda self: passes.append(1) or lines(self))
+    monkeypatch.setattr(crag_spool.SpoolWriter, "__init__", lambda *a: pytest.fail("a CRAG spool was written"))
+    build_folder("crag/task_1_and_2", str(out), data_dir=str(folder))
+
+    assert len(passes) == 1
+    spooled = built_files(out)
+    assert sorted(spooled) == sorted(from_cache)
+    assert {name.split("/")[0] for name in spooled} >= {"records", "queries", "corpus", "search_results"}
+    assert any(name.startswith("records/validation-") for name in spooled)
+    for name, content in from_cache.items():
+        assert spooled[name] == content, name
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "out", "v5"]
+
+
+def test_a_bad_crag_record_after_both_splits_began_leaves_nothing(tmp_path):
+    from test_crag import release_lines
+
+    lines = release_lines("v5")
+    lines[7] = b'{"interaction_id": "x", "query": "q", "split": 1, "oops": 1}'
+    folder = crag_v5_both_splits(tmp_path / "v5", lines)
+    with pytest.raises(SourceError) as error:
+        build_folder("crag/task_1_and_2", str(tmp_path / "out"), data_dir=str(folder))
+    assert error.value.record == 8 and "'oops'" in str(error.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["v5"]  # no output, no work folder, no spool

@@ -596,3 +596,37 @@ def test_a_build_hashes_each_page_once_and_a_changed_records_file_is_hashed_agai
     assert read() == expected and sum(hashed) == 50  # now known
     os.utime(parquet[0])  # the same bytes, but the file is not known to be unchanged: hashed again
     assert read() == expected and sum(hashed) == 100
+
+
+def test_corpus_from_arrow_pages_is_cut_and_valued_as_the_row_path(monkeypatch):
+    # `corpus` from prepared `records` keeps the pages as Arrow data and extracts their text in worker processes;
+    # its tables must be the ones the row path (`page_rows`, RowBatcher) makes of the same records, cut at the same
+    # rows: by rows, by bytes (counted as the row path counts them, in characters of HTML and text: the bounds
+    # below fall one character either side of a cut), with text batches that cut records apart from tables.
+    import pyarrow as pa
+    from ragloaders.core.readers.arrow_batches import tables_from_rows
+
+    source = crag.CragBuilder("crag/task_1_and_2", "corpus").source_in(str(EXAMPLE.parent))
+    seen: set[str] = set()
+    rows = [out for row, size in source.records() for out in crag.page_rows(row, size, seen)]
+    first_two = rows[0][1] + rows[1][1]
+    assert rows[0][0]["html"].encode() != rows[0][0]["html"].encode("latin-1", "replace")  # not ASCII
+
+    def record_pages():
+        for table, _, _ in source.record_tables():
+            pages = pa.concat_arrays([chunk.flatten() for chunk in table.column("search_results").chunks])
+            yield pages, crag.page_ids_of(pages)
+
+    for max_rows, max_bytes in ((4, 700_000), (1000, first_two), (1000, first_two + 1)):
+        monkeypatch.setattr(crag, "BATCH_ROWS", max_rows)
+        monkeypatch.setattr(crag, "BATCH_BYTES", max_bytes)
+        monkeypatch.setattr(crag, "TEXT_BATCH_BYTES", 500_000)
+        by_rows = list(tables_from_rows(iter(rows), crag.SCHEMAS["corpus"], max_rows=max_rows, max_bytes=max_bytes))
+        by_arrow = list(crag.corpus_tables(crag.new_page_batches(record_pages())))
+        assert [t.num_rows for t in by_arrow] == [t.num_rows for t in by_rows]
+        for arrow, from_rows in zip(by_arrow, by_rows):
+            assert arrow.schema == from_rows.schema and arrow.equals(from_rows)
+        if max_rows == 4:
+            assert any(t.num_rows == 4 for t in by_rows) and any(t.num_rows < 4 for t in by_rows[:-1])
+        else:
+            assert (by_rows[0].num_rows == 2) == (max_bytes == first_two)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -87,6 +88,8 @@ class CompatBuilder(datasets.ArrowBasedBuilder):
         Arrow cache: the prepared folder then holds the info and empty `.arrow` files, and cannot be read with
         `as_dataset`."""
         self.batch_spool = folder
+        self._spooled_ahead: dict[str, tuple] = {}
+        """The results of splits whose rows an earlier split's pass spooled (`spool_ahead`), by split."""
 
     def _prepare_split_single(self, *args: Any, **kwargs: Any) -> Iterator:
         # datasets wraps any error in a generic DatasetGenerationError, and its cause does not survive
@@ -110,28 +113,24 @@ class CompatBuilder(datasets.ArrowBasedBuilder):
         split = os.path.basename(fpath)[len(self.dataset_name) + 1:-len("-JJJJJ-SSSSS-of-NNNNN.arrow")]
         with open(path, "wb"):  # an empty shard for datasets to rename: the rows are in the spool
             pass
-        original_shard_lengths: list[int] = []
-        original_shard_id = 0
+        spooled = self._spooled_ahead.pop(split, None) if job_id == 0 else None
+        if spooled is not None:  # an earlier split's pass wrote this split's rows (`spool_ahead`)
+            yield job_id, False, spooled[0]
+            yield job_id, True, spooled
+            return
         progress = 0
         try:
-            writer = SpoolArrowWriter(job_folder(self.batch_spool, split, job_id), features=self.info.features,
-                                      writer_batch_size=self._writer_batch_size)
+            writer = SplitSpoolWriter(job_folder(self.batch_spool, split, job_id), self.info.features,
+                                      self._writer_batch_size)
             try:
                 last = time.time()
                 for key, table in self._generate_tables(**gen_kwargs):
-                    original_shard_id = getattr(key, "original_shard_id", original_shard_id)
                     try:
-                        if ORIGINAL_SHARDS and len(table) == 1:
-                            writer.write_row(table)
-                        else:
-                            writer.write_table(table)
+                        writer.write(key, table)
                     except CastError as cast_error:
                         raise DatasetGenerationCastError.from_cast_error(
                             cast_error=cast_error, builder_name=self.info.builder_name, gen_kwargs=gen_kwargs,
                             token=self.token) from cast_error
-                    if len(original_shard_lengths) <= original_shard_id:
-                        original_shard_lengths.extend([0] * (1 + original_shard_id - len(original_shard_lengths)))
-                    original_shard_lengths[original_shard_id] += len(table)
                     progress += len(table)
                     if time.time() > last + datasets.config.PBAR_REFRESH_TIME_INTERVAL:
                         last = time.time()
@@ -139,16 +138,79 @@ class CompatBuilder(datasets.ArrowBasedBuilder):
                         progress = 0
             finally:
                 yield job_id, False, progress
-                num_examples, num_bytes = writer.finalize()
-                writer.close()
+                result = writer.finish()
         except Exception as e:
             if isinstance(e, DatasetGenerationError):
                 raise
             raise DatasetGenerationError("An error occurred while generating the dataset") from e
-        result = (num_examples, num_bytes, writer._features, 1, [num_examples])
-        if ORIGINAL_SHARDS:
-            result += (original_shard_id + 1, original_shard_lengths)
         yield job_id, True, result
+
+    def spool_ahead(self, split: str) -> SpoolAhead:
+        """A writer of `split`'s rows straight into this config's batch spool, for a pass over the source that meets
+        them while it prepares another split. Once committed, `split`'s preparation takes them as they are,
+        without calling `_generate_tables`; if it is not, that split is generated as usual."""
+        return SpoolAhead(self, split)
+
+
+class SplitSpoolWriter:
+    """The writing half of datasets' split loop, into a batch spool folder (`SpoolArrowWriter`): `write(key, table)`
+    each table as `_generate_tables` gives it (on 5.x a one-row table through `write_row`, as datasets' own loop
+    does), then `finish()`: the result `_prepare_split_single` gives for the split."""
+
+    def __init__(self, folder: str, features: datasets.Features, writer_batch_size: int | None):
+        self.writer = SpoolArrowWriter(folder, features=features, writer_batch_size=writer_batch_size)
+        self.original_shard_lengths: list[int] = []
+        self.original_shard_id = 0
+
+    def write(self, key: Any, table: pa.Table) -> None:
+        self.original_shard_id = getattr(key, "original_shard_id", self.original_shard_id)
+        if ORIGINAL_SHARDS and len(table) == 1:
+            self.writer.write_row(table)
+        else:
+            self.writer.write_table(table)
+        if len(self.original_shard_lengths) <= self.original_shard_id:
+            self.original_shard_lengths.extend([0] * (1 + self.original_shard_id - len(self.original_shard_lengths)))
+        self.original_shard_lengths[self.original_shard_id] += len(table)
+
+    def finish(self) -> tuple:
+        """Write what is buffered, close the spool and give (examples, bytes, features, shards, shard lengths[,
+        original shards, their lengths])."""
+        try:
+            num_examples, num_bytes = self.writer.finalize()
+        finally:
+            self.writer.close()
+        result = (num_examples, num_bytes, self.writer._features, 1, [num_examples])
+        if ORIGINAL_SHARDS:
+            result += (self.original_shard_id + 1, self.original_shard_lengths)
+        return result
+
+
+class SpoolAhead:
+    """`CompatBuilder.spool_ahead`: `write` tables (None is skipped), then `commit` or `discard`. The rows go to a
+    `.partial` folder beside the split's job folder, renamed into place on commit."""
+
+    def __init__(self, builder: CompatBuilder, split: str):
+        self.builder, self.split = builder, split
+        self.folder = job_folder(builder.batch_spool, split, 0)
+        self.partial = self.folder + ".partial"
+        self.writer = SplitSpoolWriter(self.partial, builder.info.features, builder._writer_batch_size)
+        self.written = 0
+
+    def write(self, table: pa.Table | None) -> None:
+        if table is not None:
+            self.writer.write(self.written, table)
+            self.written += 1
+
+    def commit(self) -> None:
+        result = self.writer.finish()
+        os.replace(self.partial, self.folder)
+        self.builder._spooled_ahead[self.split] = result
+
+    def discard(self) -> None:
+        try:
+            self.writer.writer.close()
+        finally:
+            shutil.rmtree(self.partial, ignore_errors=True)
 
 
 def has_indices_mapping(dataset: datasets.Dataset) -> bool:

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from ..core.batch_spool import SpooledSplit
 from ..core.preview import preview
+from ..core.readers.threads import iter_ahead
 from .cached_split import CachedSplit
 from .sink import DeferredErrorFile
 
@@ -93,12 +94,13 @@ class _RowsInOrder:
     """A split's rows in order, `take(n)` rows at a time, read through its CachedSplit (plain reads of the Arrow
     cache files when it has them: a memory map would count every page read in the process's RSS, up to the files'
     size, where reading the files keeps the memory of writing a split to about one row group), or from its batch
-    spool, each spool file deleted once read."""
+    spool, each spool file deleted once read. The next record batch is read (and decompressed) on a thread of its
+    own while the writer encodes and compresses the rows before it."""
 
     def __init__(self, rows: CachedSplit | SpooledSplit, schema: pa.Schema):
         self.schema = schema
-        self.batches = (rows.batches(rows.column_names, consume=True) if isinstance(rows, SpooledSplit)
-                        else rows.batches(rows.column_names))
+        self.batches = iter_ahead(rows.batches(rows.column_names, consume=True) if isinstance(rows, SpooledSplit)
+                                  else rows.batches(rows.column_names))
         self.pending: list[pa.RecordBatch] = []
         self.count = 0
 
@@ -111,6 +113,10 @@ class _RowsInOrder:
         table = pa.Table.from_batches(self.pending)
         self.pending, self.count = table.slice(rows).to_batches(), max(0, table.num_rows - rows)
         return table.slice(0, rows).cast(self.schema)
+
+    def close(self) -> None:
+        """Stop reading ahead (the reading thread is joined)."""
+        self.batches.close()
 
 
 @dataclass(frozen=True)
@@ -163,18 +169,21 @@ def write_parquet(split_rows: datasets.Dataset | ParquetPlan, folder: str, split
     plan = split_rows if isinstance(split_rows, ParquetPlan) else plan_parquet(split_rows)
     rows = _RowsInOrder(plan.rows, plan.schema)
     paths = []
-    for index, (shard_rows, row_group) in enumerate(plan.shards):
-        path = os.path.join(folder, f"{split}-{index:05d}-of-{len(plan.shards):05d}.parquet")
-        sink = DeferredErrorFile(path)  # a full disk raises OSError here, not SIGABRT in the writer (sink.py)
-        try:
-            with pq.ParquetWriter(sink.arrow(), plan.schema, compression="zstd", use_content_defined_chunking=True,
-                                  write_page_index=True) as writer:
-                for offset in range(0, max(shard_rows, 1), row_group):
-                    part = rows.take(min(row_group, shard_rows - offset))
-                    writer.write_table(part, row_group_size=row_group)
-                    del part  # else it is held while the next row group is read: two row groups in memory
-                    sink.check()
-        finally:
-            sink.close()
-        paths.append(path)
+    try:
+        for index, (shard_rows, row_group) in enumerate(plan.shards):
+            path = os.path.join(folder, f"{split}-{index:05d}-of-{len(plan.shards):05d}.parquet")
+            sink = DeferredErrorFile(path)  # a full disk raises OSError here, not SIGABRT in the writer (sink.py)
+            try:
+                with pq.ParquetWriter(sink.arrow(), plan.schema, compression="zstd",
+                                      use_content_defined_chunking=True, write_page_index=True) as writer:
+                    for offset in range(0, max(shard_rows, 1), row_group):
+                        part = rows.take(min(row_group, shard_rows - offset))
+                        writer.write_table(part, row_group_size=row_group)
+                        del part  # else it is held while the next row group is read: two row groups in memory
+                        sink.check()
+            finally:
+                sink.close()
+            paths.append(path)
+    finally:
+        rows.close()
     return paths

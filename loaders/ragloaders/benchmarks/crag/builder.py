@@ -47,7 +47,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import datasets
 import numpy as np
@@ -56,17 +56,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from datasets.naming import filenames_for_dataset_split
 
-from ...core.batch_spool import COMPRESSION as SPOOL_COMPRESSION
 from ...core.builder import RagBuilder, identity_hash
 from ...core.compressed import iter_tar_members, open_bz2, open_joined, order_parts
 from ...core.errors import ContentError, MissingSourceError, SourceError, UsageError
 from ...core.html_text import html_to_text
+from ...core.html_text_workers import texts_in_order
 from ...core.preview import preview
 from ...core.readers.arrow_batches import RowBatcher, TableBatcher, iter_file_batches
 from ...core.readers.jsonl import parse_object_lines
 from ...core.readers.lines import iter_lines
 from ...core.readers.strict_json import loads_strict
-from ...core.readers.threads import map_ahead
 from ...core.readers.values import check_required, conform, literal_string_list
 from ...core.source_files import download_verified, file_identity
 from .catalogue import (
@@ -374,11 +373,11 @@ def _page_leaves(path: str, fields: Sequence[str]) -> list[str] | None:
     return [leaf for leaf in paths if leaf.startswith("search_results.") and leaf.rsplit(".", 1)[1] in wanted]
 
 
-def page_record_rows_from(paths: Sequence[str], columns: list[str], fields: Sequence[str]
-                          ) -> Iterator[tuple[dict, int]]:
-    """As `record_rows_from`, but each record's `search_results` pages hold only `fields` and their id (PAGE_ID),
-    computed from the Arrow data (or taken from PAGE_IDS, the HTML then not read at all where the file is Parquet):
-    no Python string is made of HTML that is not written out."""
+def page_batches_from(paths: Sequence[str], columns: list[str], fields: Sequence[str]
+                      ) -> Iterator[tuple[pa.Table, pa.ListArray, pa.StructArray, list[str]]]:
+    """For each record batch of prepared `records` files, in order: (its table of `columns`, its `search_results`
+    lists, their pages (one struct array; only `fields` where the file is Parquet and the ids are
+    known), the pages' ids (PAGE_IDS, else computed from the Arrow data with `page_ids_of`))."""
     for path in paths:
         key = tuple(file_identity(path))
         known = PAGE_IDS.get(key) if not HTML_FIELDS & set(fields) else None
@@ -386,7 +385,6 @@ def page_record_rows_from(paths: Sequence[str], columns: list[str], fields: Sequ
         read = columns if not leaves else [name for name in columns if name != "search_results"] + leaves
         file_ids: list[str] = []
         for table in record_batches([path], read):
-            size = table.nbytes // max(1, table.num_rows)
             lists = table.column("search_results").combine_chunks()
             pages = lists.flatten()
             if known is None:
@@ -396,30 +394,116 @@ def page_record_rows_from(paths: Sequence[str], columns: list[str], fields: Sequ
                 if len(ids) != len(pages):
                     raise SourceError(path, "damaged `records` files: more pages than when first read")
             file_ids += ids
-            offsets = lists.offsets.to_numpy()
-            valid = lists.is_valid().to_numpy(zero_copy_only=False)
-            values = {name: pc.struct_field(pages, name) for name in fields}
-            others = table.drop_columns(["search_results"])
-            rows = others.to_pylist() if others.num_columns else [{} for _ in range(table.num_rows)]
-            for index, row in enumerate(rows):
-                if not valid[index]:
-                    row["search_results"] = None
-                else:
-                    start, end = int(offsets[index]) - int(offsets[0]), int(offsets[index + 1]) - int(offsets[0])
-                    columns_of = {name: array[start:end].to_pylist() for name, array in values.items()}
-                    row["search_results"] = [{PAGE_ID: ids[at], **{name: columns_of[name][at - start]
-                                                                   for name in fields}} for at in range(start, end)]
-                yield row, size
+            yield table, lists, pages, ids
         if known is None:
             _remember_page_ids(key, file_ids)
         elif len(file_ids) != len(known):
             raise SourceError(path, "damaged `records` files: fewer pages than when first read")
 
 
+def _record_page_ranges(lists: pa.ListArray) -> Iterator[tuple[int, int] | None]:
+    """(start, end) of each record's pages in `lists.flatten()`, None for a null list."""
+    offsets = lists.offsets.to_numpy()
+    valid = lists.is_valid().to_numpy(zero_copy_only=False)
+    for index in range(len(lists)):
+        yield (int(offsets[index]) - int(offsets[0]), int(offsets[index + 1]) - int(offsets[0])) if valid[index] \
+            else None
+
+
+def page_record_rows_from(paths: Sequence[str], columns: list[str], fields: Sequence[str]
+                          ) -> Iterator[tuple[dict, int]]:
+    """As `record_rows_from`, but each record's `search_results` pages hold only `fields` and their id (PAGE_ID),
+    computed from the Arrow data (or taken from PAGE_IDS, the HTML then not read at all where the file is Parquet):
+    no Python string is made of HTML that is not written out."""
+    for table, lists, pages, ids in page_batches_from(paths, columns, fields):
+        size = table.nbytes // max(1, table.num_rows)
+        others = table.drop_columns(["search_results"])
+        values = {name: pc.struct_field(pages, name) for name in fields}
+        rows = others.to_pylist() if others.num_columns else [{} for _ in range(len(lists))]
+        for row, pages_of in zip(rows, _record_page_ranges(lists)):
+            if pages_of is None:
+                row["search_results"] = None
+            else:
+                start, end = pages_of
+                columns_of = {name: array[start:end].to_pylist() for name, array in values.items()}
+                row["search_results"] = [{PAGE_ID: ids[at], **{name: columns_of[name][at - start]
+                                                               for name in fields}} for at in range(start, end)]
+            yield row, size
+
+
+def record_pages_from(paths: Sequence[str]) -> Iterator[tuple[pa.StructArray, list[str]]]:
+    """(its pages as one struct array, their ids) for every record of prepared `records` files, in order: the pages
+    stay Arrow data (no Python string of their HTML)."""
+    for _, lists, pages, ids in page_batches_from(paths, ["search_results"], PAGE_FIELDS["corpus"]):
+        for pages_of in _record_page_ranges(lists):
+            start, end = pages_of or (0, 0)
+            yield pages.slice(start, end - start), ids[start:end]
+
+
+Record = TypeVar("Record")
+TEXT_BATCH_BYTES = 4 << 20
+"""HTML bytes whose text one worker extracts at a time (core.html_text_workers)."""
+
+
+def html_bytes(pages: pa.StructArray) -> list[bytes | None]:
+    """Each page's HTML (`page_result`) as its UTF-8 bytes, None where null."""
+    nulls, offsets, data = _string_values(pc.struct_field(pages, "page_result"))
+    return [None if nulls is not None and nulls[index] else bytes(data[offsets[index]:offsets[index + 1]])
+            for index in range(len(pages))]
+
+
+def new_page_batches(records: Iterable[tuple[pa.StructArray, list[str]]]
+                     ) -> Iterator[tuple[pa.StructArray, list[str]]]:
+    """The pages of `records` ((pages, ids) of each record) whose id was not given before, in order, in struct arrays
+    of about TEXT_BATCH_BYTES of HTML (a record's new pages never cut), each with their ids."""
+    seen: set[str] = set()
+    parts: list[pa.StructArray] = []
+    ids: list[str] = []
+    size = 0
+    for pages, page_ids in records:
+        fresh = []
+        for index, pid in enumerate(page_ids):
+            if pid not in seen:
+                seen.add(pid)
+                fresh.append(index)
+        if fresh:
+            part = pages if len(fresh) == len(pages) else pages.take(fresh)
+            parts.append(part)
+            ids += [page_ids[index] for index in fresh]
+            _, offsets, _ = _string_values(pc.struct_field(part, "page_result"))
+            size += int(offsets[-1]) - int(offsets[0])
+        if size >= TEXT_BATCH_BYTES:
+            yield pa.concat_arrays(parts), ids
+            parts, ids, size = [], [], 0
+    if parts:
+        yield pa.concat_arrays(parts), ids
+
+
+def corpus_tables(batches: Iterable[tuple[pa.StructArray, list[str]]]) -> Iterator[pa.Table]:
+    """`corpus` tables of `new_page_batches`, each page's text extracted from its HTML in worker processes
+    (`texts_in_order`), cut where `_batched` cuts the same rows (BATCH_ROWS rows, BATCH_BYTES of HTML and text
+    characters)."""
+    batcher = TableBatcher(max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)
+    schema = SCHEMAS["corpus"]
+    for (pages, ids), texts in texts_in_order((batch, html_bytes(batch[0])) for batch in batches):
+        html = pc.struct_field(pages, "page_result")
+        table = pa.Table.from_arrays([
+            pa.array(ids, schema.field("_id").type), pc.struct_field(pages, "page_name"),
+            pa.array(texts, schema.field("text").type), html, pc.struct_field(pages, "page_url"),
+            pc.struct_field(pages, "page_last_modified"),
+        ], schema=schema)
+        sizes = pc.utf8_length(html).fill_null(0).to_pylist()
+        for row, text in enumerate(texts):
+            if (full := batcher.add(table.slice(row, 1), sizes[row] + len(text or ""))) is not None:
+                yield full
+    if (full := batcher.flush()) is not None:
+        yield full
+
+
 def rows_in_file_order(split_paths: Sequence[Sequence[str]], order_path: str,
-                       read: Callable[[Sequence[str]], Iterator[tuple[dict, int]]]) -> Iterator[tuple[dict, int]]:
-    """Every record of prepared `records` in source file order, each split's as `read` gives them: the splits' rows
-    interleaved as RECORD_SPLITS_FILE says."""
+                       read: Callable[[Sequence[str]], Iterator[Record]]) -> Iterator[Record]:
+    """Every record of prepared `records` in source file order, each split's as `read` gives them (one item a
+    record): the splits' records interleaved as RECORD_SPLITS_FILE says."""
     readers = [read(paths) for paths in split_paths]
     with open(order_path, "rb") as order:
         while block := order.read(1 << 16):
@@ -580,9 +664,14 @@ class CragBuilder(RagBuilder):
             return [datasets.SplitGenerator(name=name, gen_kwargs={
                 "generate": "source", "source": source, "split": code})
                 for code, name in SPLITS.items()]
-        spool = Spool(os.path.join(self._spool_dir, f"{config}-test.arrow"),
-                      compression=None if self.batch_spool is None else SPOOL_COMPRESSION)
         order = os.path.join(self.prepared_dir, RECORD_SPLITS_FILE) if config == "records" else None
+        if self.batch_spool is not None:  # the test split's rows go straight into its batch spool (spool_ahead)
+            return [
+                datasets.SplitGenerator(name="validation", gen_kwargs={
+                    "generate": "source", "source": source, "split": 0, "spool_ahead": "test", "order_out": order}),
+                datasets.SplitGenerator(name="test", gen_kwargs={"generate": "source", "source": source, "split": 1}),
+            ]
+        spool = Spool(os.path.join(self._spool_dir, f"{config}-test.arrow"))
         return [
             datasets.SplitGenerator(name="validation", gen_kwargs={
                 "generate": "source", "source": source, "split": 0, "spool_out": spool,
@@ -629,12 +718,9 @@ class CragBuilder(RagBuilder):
 
     def _tables_from_records_in_file_order(self, split_paths: Sequence[Sequence[str]], order: str
                                            ) -> Iterator[tuple[int, pa.Table]]:
-        """`corpus`, from the prepared `records` of every split, visited in source file order; the pages' text is
-        extracted on PARSE_THREADS threads (Resiliparse releases the GIL), in order."""
-        seen: set[str] = set()
-        pages = (page for row, _ in rows_in_file_order(split_paths, order, self._read_records)
-                 for page in new_pages(row, seen))
-        yield from self._batched(map_ahead(with_text, pages))
+        """`corpus`, from the prepared `records` of every split, visited in source file order (`corpus_tables`)."""
+        yield from enumerate(corpus_tables(new_page_batches(rows_in_file_order(split_paths, order,
+                                                                                record_pages_from))))
 
     def _tables_from_spool(self, spool: Spool, source: CragSource, split: int) -> Iterator[tuple[int, pa.Table]]:
         """The second split, as the first split's pass kept it; from the source if that pass did not complete."""
@@ -644,10 +730,12 @@ class CragBuilder(RagBuilder):
             yield from self._tables_from_source(source, split)
 
     def _tables_from_source(self, source: CragSource, split: int | None = None, spool_out: Spool | None = None,
-                            order_out: str | None = None) -> Iterator[tuple[int, pa.Table]]:
-        """The rows of `split` (None: every record) read from the source files. `spool_out`: the other split's rows
-        are kept there for `_tables_from_spool`; `order_out`: the split of every record is written there, in file
-        order (RECORD_SPLITS_FILE)."""
+                            order_out: str | None = None, spool_ahead: str | None = None
+                            ) -> Iterator[tuple[int, pa.Table]]:
+        """The rows of `split` (None: every record) read from the source files. The other split's rows are kept in
+        `spool_out` for `_tables_from_spool`, or written into the batch spool of the split `spool_ahead` names
+        (`spool_ahead`); `order_out`: the split of every record is written there, in file order
+        (RECORD_SPLITS_FILE)."""
         rows_of, schema = CONFIG_ROWS[self.config.name], SCHEMAS[self.config.name]
         seen: set[str] = set()
         if self.config.name == "records":  # parsed straight to Arrow
@@ -656,7 +744,8 @@ class CragBuilder(RagBuilder):
         else:
             kept, other_batches = (RowBatcher(schema, max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES) for _ in range(2))
             records_read = ((row["split"], rows_of(row, nbytes, seen)) for row, nbytes in source.records())
-        other = SpoolWriter(spool_out, schema) if spool_out is not None else None
+        other = (self.spool_ahead(spool_ahead) if spool_ahead is not None
+                 else SpoolWriter(spool_out, schema) if spool_out is not None else None)
         splits = bytearray() if order_out is not None else None
         index = records = 0
         try:

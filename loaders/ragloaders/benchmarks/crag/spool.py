@@ -3,11 +3,11 @@
 CRAG's records of both splits are interleaved in one compressed file: a full build decompresses it once, keeping
 the second split's tables as Arrow record batches in numbered files (core.batch_spool) while the first split's are
 written, and the second split then reads them back instead of the source, each file deleted once read (the disk it
-takes goes as the second split is written). Uncompressed when the splits go to datasets' Arrow cache: the spool then
-holds what the cache will, so the cache and the spool together never exceed the finished cache by more than a spool
-file, and no CPU goes to compressing it; zstd when they go to a compressed batch spool (`build --out`), whose disk
-stays about the size of the output. A spool is written into the folder `<path>.partial` and appears at
-`path` only when complete, so a pass that failed halfway is never replayed.
+takes goes as the second split is written). Uncompressed: the splits go to datasets' Arrow cache, so the spool holds
+what the cache will, the cache and the spool together never exceed the finished cache by more than a spool file,
+and no CPU goes to compressing it. (A build into a compressed batch spool, `build --out`, writes the second split's
+rows straight into that spool instead: `CompatBuilder.spool_ahead`.) A spool is written into the folder
+`<path>.partial` and appears at `path` only when complete, so a pass that failed halfway is never replayed.
 """
 
 from __future__ import annotations
@@ -24,11 +24,9 @@ from ...core.batch_spool import BatchSpool, SpooledBatches, folder_files
 
 @dataclass(frozen=True)
 class Spool:
-    """Where the first split's pass keeps the second split's tables, compressed with `compression` (an Arrow IPC
-    codec, or None)."""
+    """Where the first split's pass keeps the second split's tables."""
 
     path: str
-    compression: str | None = None
 
     def exists(self) -> bool:
         return os.path.isdir(self.path)
@@ -50,7 +48,7 @@ class SpoolWriter:
 
     def __init__(self, spool: Spool, schema: pa.Schema):
         self.spool, self.partial = spool, spool.path + ".partial"
-        self.writer = BatchSpool(self.partial, schema, spool.compression)
+        self.writer = BatchSpool(self.partial, schema, compression=None)
 
     def write(self, table: pa.Table | None) -> None:
         if table is not None:

@@ -1,0 +1,142 @@
+"""HTML to text in worker processes (core/html_text_workers.py): the texts `html_to_text` gives in this process, in
+order, from real pages; frames that survive every value; a worker that dies is a clear error; no worker outlives its
+use; and the user's `__main__` is never run again in a worker."""
+
+from __future__ import annotations
+
+import bz2
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import psutil
+import pytest
+from conftest import DATA, assert_names
+from ragloaders.core import html_text_workers
+from ragloaders.core.html_text import html_to_text
+from ragloaders.core.html_text_workers import (
+    TextWorkers,
+    WorkerEnded,
+    read_frame,
+    texts_in_order,
+    write_frame,
+)
+
+
+def real_pages() -> list[str | None]:
+    with bz2.open(DATA / "crag" / "dev_data.jsonl.bz2") as f:
+        return [page["page_result"] for line in f for page in json.loads(line)["search_results"]]
+
+
+def encoded(html: str | None) -> bytes | None:
+    return None if html is None else html.encode("utf-8", "surrogatepass")
+
+
+def worker_pids() -> set[int]:
+    return {child.pid for child in psutil.Process().children(recursive=True)
+            if "html_text_workers" in " ".join(child.cmdline())}
+
+
+ODD = [None, "", " \n\t ", "<p>a\u2028b\x00c</p>", "<p>\ud800 lone</p>", "<b>" * 5000 + "deep",
+       "<script>x</script><p>é 😀</p>"]
+
+
+@pytest.mark.parametrize("items", [[], [None], [b""], [None, b"", b"x", b"\x00\xff" * 3, bytes(range(256))]])
+def test_a_frame_gives_back_what_was_written(items):
+    stream = io.BytesIO()
+    write_frame(stream, items)
+    write_frame(stream, items[::-1])
+    stream.seek(0)
+    assert read_frame(stream) == items
+    assert read_frame(stream) == items[::-1]
+    assert read_frame(stream) is None
+
+
+@pytest.mark.parametrize("cut", [1, 4, 5, 12, 13, 20])
+def test_a_frame_cut_short_is_worker_ended(cut):
+    stream = io.BytesIO()
+    write_frame(stream, [b"abcdefgh", None, b"xyz"])
+    with pytest.raises(WorkerEnded):
+        read_frame(io.BytesIO(stream.getvalue()[:cut]))
+
+
+@pytest.mark.parametrize("frame", [
+    b"\xff\xff\xff\xff",  # a count past MAX_FRAME_ITEMS: refused before anything is read or allocated for it
+    b"\x01\x00\x00\x00" + (-2).to_bytes(8, "little", signed=True),
+    b"\x01\x00\x00\x00" + (1 << 62).to_bytes(8, "little"),  # a length far past what follows
+])
+def test_a_damaged_frame_is_worker_ended(frame):
+    with pytest.raises(WorkerEnded):
+        read_frame(io.BytesIO(frame))
+
+
+def test_the_workers_give_html_to_text_of_real_and_odd_pages_in_order():
+    pages = real_pages() + ODD
+    batches = [(start, [encoded(html) for html in pages[start:start + 7]]) for start in range(0, len(pages), 7)]
+    got = list(texts_in_order(batches, processes=2))
+    assert [start for start, _ in got] == [start for start, _ in batches]
+    texts = [text for _, batch in got for text in batch]
+    assert texts == [None if html is None else html_to_text(html) for html in pages]
+    assert len(texts) > 50 and any(text for text in texts)
+    assert worker_pids() == set()
+
+
+def test_one_process_computes_the_same_texts_here():
+    pages = real_pages()[:10] + ODD
+    batch = [encoded(html) for html in pages]
+    assert list(texts_in_order([("only", batch)], processes=1)) == list(texts_in_order([("only", batch)], processes=2))
+
+
+def test_a_worker_that_dies_is_a_clear_error_and_the_rest_are_stopped():
+    workers = TextWorkers(timeout=5)
+    try:
+        assert workers.texts([b"<p>one</p>"]) == ["one"]
+        (process,) = workers.processes
+        os.kill(process.pid, signal.SIGKILL)
+        with pytest.raises(WorkerEnded) as error:
+            workers.texts([b"<p>two</p>", None])
+        assert_names(error.value, f"process {process.pid}", "killed by signal 9", "2 page(s)")
+    finally:
+        workers.close()
+    assert worker_pids() == set()
+
+
+def test_closing_the_texts_early_ends_every_worker():
+    pages = [encoded(html) for html in real_pages()]
+    texts = texts_in_order(((index, [html]) for index, html in enumerate(pages)), processes=2)
+    next(texts)
+    assert len(worker_pids()) == 2
+    texts.close()
+    assert worker_pids() == set()
+
+
+def test_a_worker_ignores_ctrl_c_and_ends_when_its_input_closes():
+    with TextWorkers(timeout=5) as workers:
+        workers.texts([b"<p>a</p>"])
+        (process,) = workers.processes
+        os.kill(process.pid, signal.SIGINT)  # as Ctrl-C sends it to the whole process group
+        assert workers.texts([b"<p>b</p>"]) == ["b"]
+    assert process.returncode == 0
+
+
+def test_workers_run_this_package_and_never_the_users_main(tmp_path):
+    # multiprocessing's spawn and forkserver import the user's __main__ again in each worker: a script with no
+    # `if __name__ == "__main__"` guard would then run its own work once more in every worker.
+    marker = tmp_path / "runs"
+    script = tmp_path / "user_script.py"
+    script.write_text(textwrap.dedent(f"""
+        from ragloaders.core.html_text_workers import texts_in_order
+        with open({str(marker)!r}, "a") as f:
+            f.write("ran\\n")
+        print(list(texts_in_order([(0, [b"<p>x</p>"]), (1, [b"<p>y</p>"]), (2, [None])], processes=2)))
+    """))
+    loaders = os.path.dirname(os.path.dirname(os.path.dirname(html_text_workers.__file__)))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": loaders})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[(0, ['x']), (1, ['y']), (2, [None])]"
+    assert marker.read_text() == "ran\n"
