@@ -670,8 +670,9 @@ except MemoryError:
 
 
 def test_a_query_file_nested_past_orjsons_depth_is_refused_in_bounded_memory(tmp_path):
-    """orjson refuses nesting past 1,024 levels; the streaming parser, asked for its own message, kept a prefix per
-    level (memory the square of the depth: 30,000 levels would take gigabytes). Located with orjson's offset."""
+    """orjson refuses nesting past 1,024 levels; the streaming parser, asked for its own message, kept the path of
+    every open level (memory the square of the depth: 30,000 levels would take gigabytes) and now refuses the value
+    as it opens its 1,025th level."""
     folder = folder_with(tmp_path, SAMPLE)
     text = (SAMPLE / "mmrag_dev.json").read_text(encoding="utf-8")
     query = json.dumps(records(SAMPLE, "dev")[3]["query"], ensure_ascii=False)

@@ -18,6 +18,8 @@ import pyarrow as pa
 import pytest
 import ragloaders
 from conftest import assert_source_error
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ragloaders.core.errors import SourceError
 from ragloaders.core.readers import jsonl, lines, threads
 from ragloaders.core.readers.json_array import array_elements_before, iter_json_array
@@ -473,16 +475,19 @@ def test_a_long_run_of_backslashes_is_scanned_for_surrogate_escapes_in_bounded_m
 
 
 DEEP_ARRAY_CHILD = textwrap.dedent("""
-    import io, resource
+    import io, resource, sys
     from ragloaders.core.errors import SourceError
-    from ragloaders.core.readers.json_array import iter_json_array
-    document = b"[" + b'{"a": [' * 4000  # 28 KB: 8,000 levels, deeper than orjson reads (1,024)
+    from ragloaders.core.readers.json_array import array_elements_before, iter_json_array
+    document = eval(sys.argv[1])
     with open("/proc/self/statm") as f:
         vm = int(f.read().split()[0]) * resource.getpagesize()
     bound = vm + (64 << 20)
     resource.setrlimit(resource.RLIMIT_AS, (bound, bound))
     try:
-        list(iter_json_array(io.BytesIO(document), "f.json"))
+        if sys.argv[2] == "stream":
+            list(iter_json_array(io.BytesIO(document), "f.json", buf_size=int(sys.argv[3])))
+        else:
+            array_elements_before(io.BytesIO(document), "f.json", len(document), buf_size=int(sys.argv[3]))
         print("read all")
     except SourceError as e:
         print(e)
@@ -491,15 +496,52 @@ DEEP_ARRAY_CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.xfail(strict=True, reason="not fixed for the stream itself: ijson's C parser keeps the prefix of every "
-                   "level ('item.a.item.a...'), memory the square of the depth (10 KB of '[' took 250 MB, 100 KB was "
-                   "killed); mmRAG's query files and corpus ranges meet orjson first, which refuses past 1,024 levels "
-                   "(test_mmrag), but a corpus read as a stream alone does not: in a zip, or a file that is not "
-                   "'[' ... ']' (20 KB of '[' cut short took 1.1 GB)")
-def test_a_json_array_nested_deeper_than_orjson_reads_is_refused_in_bounded_memory():
-    done = subprocess.run([sys.executable, "-c", DEEP_ARRAY_CHILD], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(LOADERS)})
-    assert done.returncode == 0 and done.stdout.startswith("f.json, record 0:"), done.stdout + done.stderr[-3000:]
+@pytest.mark.parametrize("document", [
+    'b"[" + b\'{"a": [\' * 4000',  # 28 KB: 8,000 levels
+    'b"[" + b"[" * 100_000',  # 100 KB of `[` cut short (a corpus that is not `[` ... `]`: 20 KB took 1.1 GB)
+    'b"[" + b"[" * 100_000 + b"\\xff"',  # the invalid byte that hid the depth from orjson
+    'b"[1, " + (b\'{"\' + b"k" * 200 + b\'": [\') * 2000',  # a long key at every level: ijson's paths grew by it
+])
+@pytest.mark.parametrize("reader, buf_size", [("stream", 64 << 10), ("stream", 7), ("count", 64 << 10)])
+def test_a_json_array_nested_deeper_than_orjson_reads_is_refused_in_bounded_memory(document, reader, buf_size):
+    done = subprocess.run([sys.executable, "-c", DEEP_ARRAY_CHILD, document, reader, str(buf_size)],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(LOADERS)})
+    record = 1 if document.startswith('b"[1, "') else 0
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith(f"f.json, record {record}: invalid JSON in record {record} (depth limit exceeded: "
+                                  "nested deeper than 1,024 levels)"), done.stdout + done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("opening, closing", [(b"[", b"]"), (b'{"k": ', b"}"), (b'{"": [', b"]}")])
+def test_the_stream_refuses_nesting_exactly_where_orjson_does_at_every_block_size(opening, closing):
+    import orjson
+    from ragloaders.core.readers.json_array import MAX_DEPTH
+
+    def same(values: list, expected: list) -> bool:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(10_000)  # `==` on values nested 1,024 deep
+        try:
+            return values == expected
+        finally:
+            sys.setrecursionlimit(limit)
+
+    for levels in (MAX_DEPTH - 2, MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1):  # below the top-level array
+        nest = opening * (levels // 2 if opening == b'{"": [' else levels) + b"0"
+        nest += closing * (levels // 2 if opening == b'{"": [' else levels)
+        document = b'[{"x": 1}, ' + nest + b", 2]"
+        try:
+            expected = orjson.loads(document)
+        except orjson.JSONDecodeError as e:
+            assert str(e).startswith("depth limit exceeded")
+            expected = None
+        for buf_size in (1, 5, 64, 1 << 16):
+            if expected is None:
+                with pytest.raises(SourceError) as error:
+                    list(iter_json_array(io.BytesIO(document), "f.json", buf_size=buf_size))
+                assert error.value.record == 1 and "depth limit exceeded" in str(error.value)
+            else:
+                assert same([value for _, value in iter_json_array(io.BytesIO(document), "f.json", buf_size=buf_size)],
+                            expected)
 
 
 def test_array_elements_before_counts_the_elements_complete_within_a_limit_at_every_block_size():
@@ -528,3 +570,38 @@ def test_first_invalid_utf8_names_the_byte_and_line_of_the_file_whatever_the_rea
     assert first_invalid_utf8(io.BytesIO(good + "€\n".encode())) is None
     cut = first_invalid_utf8(io.BytesIO(good + b"\xe2\x82"))  # a character cut at the end of the stream
     assert cut is not None and cut[:2] == (len(good), good.count(b"\n") + 1)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(exclude_categories=("Cs",)), max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=25,
+)
+
+
+def kinds(value: object) -> object:
+    if isinstance(value, dict):
+        return {key: kinds(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [kinds(item) for item in value]
+    return type(value).__name__
+
+
+@settings(max_examples=60, deadline=None)
+@given(elements=st.lists(JSON_VALUES, max_size=6), buf_size=st.sampled_from([1, 2, 3, 7, 64, 1 << 16]),
+       indent=st.sampled_from([None, 2]))
+def test_the_stream_gives_every_element_as_json_loads_and_ijsons_items_do(elements, buf_size, indent):
+    import ijson
+    from ragloaders.core.readers.json_array import JSON_ARRAY_BACKEND
+
+    document = json.dumps(elements, indent=indent).encode()
+    got = [value for _, value in iter_json_array(io.BytesIO(document), "f.json", buf_size=buf_size)]
+    assert got == json.loads(document)
+    assert kinds(got) == kinds(json.loads(document))  # 1 and 1.0 are equal, but not the same value
+    items = ijson.sendable_list()
+    parser = JSON_ARRAY_BACKEND.items_coro(items, "item", use_float=True)
+    parser.send(document)
+    parser.close()
+    assert got == list(items)
+    assert array_elements_before(io.BytesIO(document), "f.json", len(document), buf_size=buf_size) == len(elements)

@@ -180,37 +180,6 @@ def joined(*parts: bytes | tuple[str, int, int]) -> BinaryIO:
     return io.BufferedReader(_Joined(parts), 1 << 20)  # type: ignore[return-value]
 
 
-def too_deep(error: orjson.JSONDecodeError) -> bool:
-    """Whether orjson refused a document for nesting past its 1,024 levels (which ijson's C parser reads in memory
-    the square of the depth: such a document is located with orjson's offset, not streamed whole)."""
-    return str(error).startswith("depth limit exceeded")
-
-
-def too_deep_problem(document: bytes, error: orjson.JSONDecodeError) -> tuple[int, str] | None:
-    """(byte offset, what is wrong) as orjson_problem when `document` nests past orjson's 1,024 levels (too_deep)
-    before anything else orjson refuses; None when it does not, and the streaming parser may read it.
-
-    orjson checks UTF-8 before it parses: with one invalid byte anywhere it refuses for that byte, and the depth
-    goes unseen (a 100 KB array of `[` and one byte 0xff took more than 24 GB in the streaming parser). So a
-    document of invalid UTF-8 is parsed again with its invalid bytes replaced; when that nests too deep before the
-    first invalid byte, the depth is the problem, else the byte (at a depth orjson reads)."""
-    if too_deep(error):
-        return orjson_problem(document, error)
-    try:
-        document.decode("utf-8")
-        return None
-    except UnicodeDecodeError as e:
-        valid = document[:e.start]
-    try:
-        orjson.loads(document.decode("utf-8", "replace"))
-        return None
-    except orjson.JSONDecodeError as e:
-        if not too_deep(e):
-            return None
-        deep = orjson_problem(valid, e)
-    return deep if deep[0] < len(valid) else orjson_problem(document, error)
-
-
 def orjson_problem(document: bytes, error: orjson.JSONDecodeError) -> tuple[int, str]:
     """(byte offset in `document`, what is wrong) for orjson's refusal of `document`."""
     try:

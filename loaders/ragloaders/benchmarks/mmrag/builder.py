@@ -176,12 +176,10 @@ def refuse_what_orjson_refuses(shard: Shard) -> None:
     try:
         orjson.loads(body)
     except orjson.JSONDecodeError as e:
-        deep = json_array_cuts.too_deep_problem(body, e)
-        if deep is None:
-            with shard.open() as stream:  # what the streaming parser refuses too: its message (truncation, ...)
-                for _ in iter_json_array_batches(stream, shard.name):
-                    pass
-        offset, problem = deep or json_array_cuts.orjson_problem(body, e)
+        with shard.open() as stream:  # what the streaming parser refuses too: its message (truncation, depth, ...)
+            for _ in iter_json_array_batches(stream, shard.name):
+                pass
+        offset, problem = json_array_cuts.orjson_problem(body, e)
         offset += len(document) - len(body)
         with shard.open() as stream:
             index = array_elements_before(stream, shard.name, offset)
@@ -318,20 +316,18 @@ def _piece_table(piece: bytes | memoryview, name: str) -> pa.Table | None:
 
 def _raise_exact_error(shard: Shard, path: str, start: int, piece: bytes | memoryview) -> None:
     """Raise the SourceError (file, record index in the whole array) for a piece the fast path refused: the
-    streaming path reads the array up to the piece's end; what it accepts but orjson refuses (an unpaired
-    surrogate escape, nesting past orjson's 1,024 levels, which the streaming path is not given: its memory grows
-    as the square of the depth; see json_array_cuts.too_deep_problem) is located by byte offset."""
+    streaming path reads the array up to the piece's end; what it accepts but orjson refuses is located by byte
+    offset."""
     document = b"[" + piece + b"]"
     try:
         orjson.loads(document)
-        refused = deep = None
+        refused = None
     except orjson.JSONDecodeError as e:
-        refused, deep = e, json_array_cuts.too_deep_problem(document, e)
-    if deep is None:
-        for _ in read_corpus_stream(json_array_cuts.joined((path, 0, start + len(piece)), b"]"), shard.name):
-            pass
+        refused = e
+    for _ in read_corpus_stream(json_array_cuts.joined((path, 0, start + len(piece)), b"]"), shard.name):
+        pass
     if refused is not None:
-        offset, problem = deep or json_array_cuts.orjson_problem(document, refused)
+        offset, problem = json_array_cuts.orjson_problem(document, refused)
         with open(path, "rb") as stream:
             index = array_elements_before(stream, shard.name, start + max(0, offset - 1))
         raise SourceError(shard.name, problem, record=index) from None

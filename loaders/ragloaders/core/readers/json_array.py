@@ -1,5 +1,6 @@
 """A top-level JSON array parsed as a stream (ijson), in batches of about one read each, under the shared JSON
-rules (duplicate keys, invalid UTF-8, unpaired surrogates refused), with errors naming the element's index."""
+rules (duplicate keys, invalid UTF-8, unpaired surrogates, nesting past orjson's 1,024 levels refused), with errors
+naming the element's index."""
 
 from __future__ import annotations
 
@@ -26,6 +27,61 @@ def _ijson_backend() -> Any:
 
 
 JSON_ARRAY_BACKEND = _ijson_backend()
+MAX_DEPTH = 1024
+"""Arrays and objects open at once at most, the top-level array included: orjson's limit, so that every reader of a
+file gives it the same verdict."""
+TOO_DEEP = f"depth limit exceeded: nested deeper than {MAX_DEPTH:,} levels"
+
+
+class TooDeep(ValueError):
+    """A value nested past MAX_DEPTH."""
+
+
+class ArrayElements:
+    """The elements of a top-level JSON array, built from ijson's basic events (the target of `basic_parse_coro`:
+    `send` each event) and appended to `elements` as each is completed; objects are UniqueKeyDicts (a duplicate key
+    raises DuplicateKeyError), numbers as ijson gives them. An array or object opened past MAX_DEPTH raises TooDeep
+    at once, so the memory of a deep value stays linear in its depth (ijson's own `items` keeps the path of every
+    open level: memory the square of the depth, gigabytes for a few kilobytes of `[`)."""
+
+    def __init__(self, elements: list):
+        self.elements = elements
+        self.open = 0
+        """Arrays and objects open, the top-level array included."""
+        self.stack: list[tuple[Any, Any]] = []
+        """The open values below the top-level array, each with the key it goes under in its parent."""
+        self.key: Any = None
+
+    def send(self, event: tuple[str, Any]) -> None:
+        kind, value = event
+        if kind == "map_key":
+            self.key = value
+            return
+        if kind == "start_map" or kind == "start_array":
+            if self.open >= MAX_DEPTH:
+                raise TooDeep(TOO_DEEP)
+            self.open += 1
+            if self.open > 1:
+                self.stack.append((UniqueKeyDict() if kind == "start_map" else [], self.key))
+            return
+        key = self.key
+        if kind == "end_map" or kind == "end_array":
+            self.open -= 1
+            if not self.stack:  # the top-level array is closed
+                return
+            value, key = self.stack.pop()
+        if not self.stack:
+            self.elements.append(value)
+        elif isinstance(parent := self.stack[-1][0], list):
+            parent.append(value)
+        else:
+            parent[key] = value
+
+
+def array_parser(elements: list) -> Any:
+    """An ijson parser of a top-level JSON array (`send` its bytes, `close` at the end) that appends each element
+    to `elements` as it is completed (ArrayElements)."""
+    return JSON_ARRAY_BACKEND.basic_parse_coro(ArrayElements(elements), use_float=True)
 
 
 def _first_bytes(stream: BinaryIO, buf_size: int) -> bytes:
@@ -162,8 +218,8 @@ def iter_json_array_batches(
     if start != b"[":
         found = repr(start.decode("latin-1")) if start else "an empty file"
         raise SourceError(name, f"expected a JSON array (a file starting with '['), found {found}")
-    parsed = ijson.sendable_list()
-    parser = JSON_ARRAY_BACKEND.items_coro(parsed, "item", use_float=True, map_type=UniqueKeyDict)
+    parsed: list[Any] = []
+    parser = array_parser(parsed)
     escapes = SurrogateEscapes()
     done, size = 0, buf_size
     while chunk:
@@ -201,6 +257,9 @@ def _send(parser: Any, parsed: list, escapes: SurrogateEscapes | None, chunk: by
     except DuplicateKeyError as e:
         index = done + len(parsed)
         raise SourceError(name, f"{e} in record {index}", record=index) from None
+    except TooDeep as e:
+        index = done + len(parsed)
+        raise SourceError(name, _array_error(str(e), index), record=index) from None
     except UnicodeDecodeError as e:
         index = done + len(parsed)
         raise SourceError(name, f"{UNPAIRED} in record {index} ({_undecodable(e)})", record=index) from None
@@ -246,8 +305,8 @@ def array_elements_before(stream: BinaryIO, name: str, limit: int, *, buf_size: 
     """How many elements of the top-level JSON array in `stream` are complete within its first `limit` bytes:
     the index of the element holding byte `limit`. Errors before it raise SourceError as in iter_json_array,
     but for an unpaired surrogate escape (not looked for: this locates what orjson refused)."""
-    parsed = ijson.sendable_list()
-    parser = JSON_ARRAY_BACKEND.items_coro(parsed, "item", use_float=True, map_type=UniqueKeyDict)
+    parsed: list[Any] = []
+    parser = array_parser(parsed)
     done, left, first, size = 0, limit, True, buf_size
     while left > 0 and (chunk := stream.read(min(size, left))):
         left -= len(chunk)
