@@ -101,3 +101,59 @@ def test_the_sizes_match_datasets_arrow_cache_of_the_same_tables(tmp_path):
     assert spooled_table.schema.metadata == cached.schema.metadata  # datasets' features in the schema, as cached
     assert [b.num_rows for b in spooled_table.to_batches()] == [b.num_rows for b in cached.to_batches()]
     assert spooled_table.equals(cached)
+
+
+def test_the_sizes_recorded_as_the_spool_is_written_are_those_read_back(tmp_path, small_files):
+    # The plan of a split's Parquet comes from these, not from a pass over the spool: they must be the read pass's
+    # figures exactly, for batches whose memory holds more than their values (validity bitmaps of columns without
+    # nulls, slices of larger buffers), in several files and jobs.
+    wide = table(0, 3000)
+    sliced = [wide.slice(5, 900), table(1000, 0), pa.Table.from_batches([wide.to_batches()[0].slice(7, 301)]),
+              wide.slice(2000, 1).combine_chunks()]
+    with_bitmap = pa.Table.from_arrays(  # a validity bitmap though no value is null: a slice of a column with one
+        [pa.array([1, 2, 3, None], pa.int32()).slice(0, 3) if name == "score"
+         else pa.array([None] * 3, SCHEMA.field(name).type) for name in SCHEMA.names], schema=SCHEMA)
+    split = spooled(tmp_path, [*sliced, with_bitmap], jobs=2, max_chunksize=64)
+    rows = sum(t.num_rows for t in [*sliced, with_bitmap])
+    assert batch_spool.recorded_sizes(split.files) == (rows, split.range_nbytes([(0, rows)])[0])
+    assert split.rows_read == rows and len(split.files) > 4
+    score = with_bitmap.column("score").chunk(0)
+    assert score.null_count == 0 and score.buffers()[0] is not None  # the case is what it says
+
+
+def test_a_plan_without_recorded_sizes_reads_the_spool_and_finds_the_same(tmp_path, small_files):
+    from ragloaders.publish.parquet import plan_spooled
+
+    tables = [table(0, 1000), table(1000, 701)]
+    split = spooled(tmp_path, tables)
+    planned = plan_spooled(split, SCHEMA, 1701)
+    for path in split.files[::2]:
+        os.remove(path + batch_spool.SIZES_SUFFIX)
+    (tmp_path / "train-00000" / "batches-00001.arrows.sizes").write_bytes(b"damaged")
+    again = plan_spooled(SpooledSplit(str(tmp_path), "train", SCHEMA), SCHEMA, 1701)
+    assert (again.num_rows, again.nbytes, again.shards) == (planned.num_rows, planned.nbytes, planned.shards)
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+def test_a_spool_that_lost_or_gained_rows_is_never_a_shorter_or_longer_file(tmp_path, small_files, recorded):
+    from ragloaders.publish.parquet import plan_spooled, write_parquet
+
+    for out in ("out-lost", "o"):
+        (tmp_path / out).mkdir()
+    split = spooled(tmp_path / "lost", [table(0, 1000), table(1000, 701)])
+    if not recorded:
+        for path in split.files:
+            os.remove(path + batch_spool.SIZES_SUFFIX)
+    with pytest.raises(RuntimeError, match="holds 1,701 rows where its preparation wrote 1,702"):
+        plan_spooled(split, SCHEMA, 1702)
+    plan = plan_spooled(split, SCHEMA, 1701)
+    os.remove(split.files.pop())  # lost after planning: the writer finds its rows missing
+    with pytest.raises(RuntimeError, match="fewer rows than the 1,701"):
+        write_parquet(plan, str(tmp_path / "out-lost"), "train")
+    grown = spooled(tmp_path / "grown", [table(0, 1000), table(1000, 701)])
+    plan = plan_spooled(grown, SCHEMA, 1701)
+    BatchSpool(job_folder(str(tmp_path / "grown"), "train", 1), SCHEMA).write_table(table(5000, 3))
+    more = SpooledSplit(str(tmp_path / "grown"), "train", SCHEMA)
+    with pytest.raises(RuntimeError, match="more rows than the 1,701"):
+        write_parquet(type(plan)(plan.schema, plan.num_rows, plan.nbytes, plan.shards, more), str(tmp_path / "o"),
+                      "train")

@@ -85,6 +85,7 @@ def test_the_workers_give_html_to_text_of_real_and_odd_pages_in_order():
     assert worker_pids() == set()
 
 
+@pytest.mark.slow
 def test_one_process_computes_the_same_texts_here():
     pages = real_pages()[:10] + ODD
     batch = [encoded(html) for html in pages]

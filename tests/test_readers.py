@@ -502,7 +502,8 @@ DEEP_ARRAY_CHILD = textwrap.dedent("""
     'b"[" + b"[" * 100_000 + b"\\xff"',  # the invalid byte that hid the depth from orjson
     'b"[1, " + (b\'{"\' + b"k" * 200 + b\'": [\') * 2000',  # a long key at every level: ijson's paths grew by it
 ])
-@pytest.mark.parametrize("reader, buf_size", [("stream", 64 << 10), ("stream", 7), ("count", 64 << 10)])
+@pytest.mark.parametrize("reader, buf_size", [("stream", 64 << 10), pytest.param("stream", 7, marks=pytest.mark.slow),
+                                              pytest.param("count", 64 << 10, marks=pytest.mark.slow)])
 def test_a_json_array_nested_deeper_than_orjson_reads_is_refused_in_bounded_memory(document, reader, buf_size):
     done = subprocess.run([sys.executable, "-c", DEEP_ARRAY_CHILD, document, reader, str(buf_size)],
                           capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(LOADERS)})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
@@ -20,6 +21,10 @@ FILE_BYTES = 16 << 20
 a split's Parquet is written is about one of these."""
 COMPRESSION = "zstd"
 FILE_NAME = re.compile(r"batches-(\d{5})\.arrows\Z")
+SIZES_SUFFIX = ".sizes"
+"""Beside each spool file, written once it is complete: its rows and the Arrow bytes of its batches as read back
+(`Table.nbytes`), two little-endian unsigned 64-bit integers."""
+SIZES = struct.Struct("<QQ")
 
 
 def job_folder(root: str, split: str, job_id: int) -> str:
@@ -40,10 +45,12 @@ class BatchSpool:
         self.writer: pa.ipc.RecordBatchStreamWriter | None = None
 
     def _open(self) -> None:
-        self.sink = pa.OSFile(os.path.join(self.folder, f"batches-{self.count:05d}.arrows"), "wb")
+        self.path = os.path.join(self.folder, f"batches-{self.count:05d}.arrows")
+        self.sink = pa.OSFile(self.path, "wb")
         self.writer = pa.ipc.new_stream(self.sink, self.schema,
                                         options=pa.ipc.IpcWriteOptions(compression=self.compression))
         self.count += 1
+        self.rows = self.nbytes = 0
 
     def write_table(self, table: pa.Table, max_chunksize: int | None = None) -> None:
         """Write `table` as record batches of at most `max_chunksize` rows (the writer's own cut)."""
@@ -51,6 +58,8 @@ class BatchSpool:
             if self.writer is None:
                 self._open()
             self.writer.write_batch(batch)
+            self.rows += batch.num_rows
+            self.nbytes += read_back_nbytes(batch)
             if self.sink.tell() >= FILE_BYTES:
                 self._close_file()
 
@@ -59,9 +68,42 @@ class BatchSpool:
             self.writer.close()
             self.sink.close()
             self.writer = self.sink = None
+            with open(self.path + SIZES_SUFFIX, "wb") as f:
+                f.write(SIZES.pack(self.rows, self.nbytes))
 
     def close(self) -> None:
         self._close_file()
+
+
+def read_back_nbytes(batch: pa.RecordBatch) -> int:
+    """`nbytes` of `batch` as a reader of the IPC stream gets it back (a writer leaves out what no value uses, such
+    as the validity bitmap of a column without nulls, which the batch in memory may have), without writing it: the
+    batch serialised uncompressed and read back in place."""
+    return pa.ipc.read_record_batch(batch.serialize(), batch.schema).nbytes
+
+
+def recorded_sizes(files: Sequence[str]) -> tuple[int, int] | None:
+    """(rows, Arrow bytes) of spool `files` from the sizes recorded beside each as it was closed; None when one has
+    none (or one that is not 16 bytes: then they are counted by reading the files)."""
+    rows = nbytes = 0
+    for path in files:
+        try:
+            with open(path + SIZES_SUFFIX, "rb") as f:
+                data = f.read(SIZES.size + 1)
+        except OSError:
+            return None
+        if len(data) != SIZES.size:
+            return None
+        file_rows, file_nbytes = SIZES.unpack(data)
+        rows, nbytes = rows + file_rows, nbytes + file_nbytes
+    return rows, nbytes
+
+
+def _remove(path: str) -> None:
+    """Delete a spool file and the sizes recorded beside it."""
+    os.remove(path)
+    if os.path.exists(path + SIZES_SUFFIX):
+        os.remove(path + SIZES_SUFFIX)
 
 
 def folder_files(folder: str) -> list[str]:
@@ -100,12 +142,12 @@ class SpooledBatches:
                     following = next(reader, None)
                     if following is None and consume:
                         source.close()
-                        os.remove(path)
+                        _remove(path)
                         self.files.remove(path)
                     yield batch.select(list(columns))
                     batch = following
             if consume and path in self.files:  # a file with no batch
-                os.remove(path)
+                _remove(path)
                 self.files.remove(path)
 
     def range_nbytes(self, ranges: Sequence[tuple[int, int]]) -> tuple[int, list[int]]:
@@ -129,7 +171,7 @@ class SpooledBatches:
         """Delete whatever is left of the spool."""
         for path in self.files:
             if os.path.exists(path):
-                os.remove(path)
+                _remove(path)
         self.files = []
 
 

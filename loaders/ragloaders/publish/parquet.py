@@ -10,7 +10,7 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.batch_spool import SpooledSplit
+from ..core.batch_spool import SpooledSplit, recorded_sizes
 from ..core.preview import preview
 from ..core.readers.threads import iter_ahead
 from .cached_split import CachedSplit
@@ -145,14 +145,19 @@ def plan_parquet(dataset: datasets.Dataset, rows: CachedSplit | None = None) -> 
 def plan_spooled(spooled: SpooledSplit, schema: pa.Schema, num_rows: int) -> ParquetPlan:
     """The ParquetPlan of one split prepared into a batch spool: the very plan `plan_parquet` makes of the same
     rows in datasets' Arrow cache (the sizes of the same record batches, summed as `Table.nbytes` and
-    `Table.slice` count them), found by reading the spool once (twice for a split cut into several files)."""
-    nbytes, (whole,) = spooled.range_nbytes([(0, num_rows)])
-    if spooled.rows_read != num_rows:  # never silently a shorter file: the spool lost or gained rows
-        raise RuntimeError(f"the batch spool of split {preview(spooled.split)} holds {spooled.rows_read:,} rows "
+    `Table.slice` count them), from the sizes recorded as the spool was written (else found by reading the spool
+    once); a split cut into several files reads the spool once for the sizes of its slices."""
+    recorded = recorded_sizes(spooled.files)
+    if recorded is None:
+        nbytes = spooled.range_nbytes([(0, num_rows)])[0]
+        recorded = spooled.rows_read, nbytes
+    rows, nbytes = recorded
+    if rows != num_rows:  # never silently a shorter file: the spool lost or gained rows
+        raise RuntimeError(f"the batch spool of split {preview(spooled.split)} holds {rows:,} rows "
                            f"where its preparation wrote {num_rows:,}")
     counts = shard_rows(num_rows, nbytes)
     if len(counts) == 1:
-        sizes = [whole]
+        sizes = [nbytes]  # (a slice of every row is the whole)
     else:
         starts = [sum(counts[:index]) for index in range(len(counts))]
         sizes = spooled.range_nbytes(list(zip(starts, counts)))[1]
@@ -178,12 +183,18 @@ def write_parquet(split_rows: datasets.Dataset | ParquetPlan, folder: str, split
                                       use_content_defined_chunking=True, write_page_index=True) as writer:
                     for offset in range(0, max(shard_rows, 1), row_group):
                         part = rows.take(min(row_group, shard_rows - offset))
+                        if part.num_rows != min(row_group, shard_rows - offset):
+                            raise RuntimeError(f"split {preview(split)} holds fewer rows than the {plan.num_rows:,} "
+                                               "its preparation wrote")
                         writer.write_table(part, row_group_size=row_group)
                         del part  # else it is held while the next row group is read: two row groups in memory
                         sink.check()
             finally:
                 sink.close()
             paths.append(path)
+        if rows.take(1).num_rows:
+            raise RuntimeError(f"split {preview(split)} holds more rows than the {plan.num_rows:,} its preparation "
+                               "wrote")
     finally:
         rows.close()
     return paths
