@@ -157,3 +157,17 @@ def test_a_spool_that_lost_or_gained_rows_is_never_a_shorter_or_longer_file(tmp_
     with pytest.raises(RuntimeError, match="more rows than the 1,701"):
         write_parquet(type(plan)(plan.schema, plan.num_rows, plan.nbytes, plan.shards, more), str(tmp_path / "o"),
                       "train")
+
+
+def test_recorded_sizes_that_are_not_the_spools_are_an_error_not_another_layout(tmp_path, small_files):
+    from ragloaders.publish.parquet import plan_spooled, write_parquet
+
+    split = spooled(tmp_path, [table(0, 1000), table(1000, 701)])
+    sidecar = split.files[1] + batch_spool.SIZES_SUFFIX
+    rows, nbytes = batch_spool.SIZES.unpack(open(sidecar, "rb").read())
+    with open(sidecar, "wb") as f:
+        f.write(batch_spool.SIZES.pack(rows, nbytes + 12_345))  # the right length, a wrong figure
+    plan = plan_spooled(split, SCHEMA, 1701)
+    (tmp_path / "out").mkdir()
+    with pytest.raises(RuntimeError, match="recorded sizes said"):
+        write_parquet(plan, str(tmp_path / "out"), "train")

@@ -153,6 +153,7 @@ def crag_v5_both_splits(folder: Path, lines: list[bytes] | None = None) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_a_crag_build_with_both_splits_spools_the_test_split_once_and_equals_the_cache_build(tmp_path, monkeypatch):
     # Into a batch spool, the validation pass writes the test split's rows straight into that split's spool
     # (CompatBuilder.spool_ahead): no CRAG spool is written or replayed, the source is read once, and every file

@@ -12,19 +12,15 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import psutil
 import pytest
 from conftest import DATA, assert_names
 from ragloaders.core import html_text_workers
+from ragloaders.core.errors import WorkerEnded
 from ragloaders.core.html_text import html_to_text
-from ragloaders.core.html_text_workers import (
-    TextWorkers,
-    WorkerEnded,
-    read_frame,
-    texts_in_order,
-    write_frame,
-)
+from ragloaders.core.html_text_workers import TextWorkers, read_frame, texts_in_order, worker_command, write_frame
 
 
 def real_pages() -> list[str | None]:
@@ -74,6 +70,12 @@ def test_a_damaged_frame_is_worker_ended(frame):
         read_frame(io.BytesIO(frame))
 
 
+@pytest.fixture(autouse=True)
+def workers_from_the_first_page(monkeypatch):
+    """The tests here are of the workers: none of the HTML is extracted in the test's process first."""
+    monkeypatch.setattr(html_text_workers, "IN_PROCESS_BYTES", 0)
+
+
 def test_the_workers_give_html_to_text_of_real_and_odd_pages_in_order():
     pages = real_pages() + ODD
     batches = [(start, [encoded(html) for html in pages[start:start + 7]]) for start in range(0, len(pages), 7)]
@@ -93,7 +95,7 @@ def test_one_process_computes_the_same_texts_here():
 
 
 def test_a_worker_that_dies_is_a_clear_error_and_the_rest_are_stopped():
-    workers = TextWorkers(timeout=5)
+    workers = TextWorkers(worker_command(), timeout=5)
     try:
         assert workers.texts([b"<p>one</p>"]) == ["one"]
         (process,) = workers.processes
@@ -116,12 +118,19 @@ def test_closing_the_texts_early_ends_every_worker():
 
 
 def test_a_worker_ignores_ctrl_c_and_ends_when_its_input_closes():
-    with TextWorkers(timeout=5) as workers:
+    with TextWorkers(worker_command(), timeout=5) as workers:
         workers.texts([b"<p>a</p>"])
         (process,) = workers.processes
         os.kill(process.pid, signal.SIGINT)  # as Ctrl-C sends it to the whole process group
         assert workers.texts([b"<p>b</p>"]) == ["b"]
     assert process.returncode == 0
+
+
+def run_user_script(tmp_path, code: str, *, interpreter: str = sys.executable, cwd=None, env=None):
+    script = tmp_path / "user_script.py"
+    script.write_text(textwrap.dedent(code))
+    return subprocess.run([interpreter, str(script)], capture_output=True, text=True, timeout=120,
+                          cwd=cwd or tmp_path, env=env or os.environ)
 
 
 def test_workers_run_this_package_and_never_the_users_main(tmp_path):
@@ -130,7 +139,9 @@ def test_workers_run_this_package_and_never_the_users_main(tmp_path):
     marker = tmp_path / "runs"
     script = tmp_path / "user_script.py"
     script.write_text(textwrap.dedent(f"""
+        from ragloaders.core import html_text_workers
         from ragloaders.core.html_text_workers import texts_in_order
+        html_text_workers.IN_PROCESS_BYTES = 0
         with open({str(marker)!r}, "a") as f:
             f.write("ran\\n")
         print(list(texts_in_order([(0, [b"<p>x</p>"]), (1, [b"<p>y</p>"]), (2, [None])], processes=2)))
@@ -141,3 +152,91 @@ def test_workers_run_this_package_and_never_the_users_main(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[(0, ['x']), (1, ['y']), (2, [None])]"
     assert marker.read_text() == "ran\n"
+
+
+def test_a_worker_imports_what_its_parent_imports_not_the_modules_of_the_current_folder(tmp_path):
+    # `python -c` puts the current folder first on the module path: a worker started in a folder holding `html.py`
+    # ran that file (the user's script, run from elsewhere, never does)
+    shadows = tmp_path / "work"
+    shadows.mkdir()
+    for name in ("html", "struct", "signal", "resiliparse"):
+        (shadows / f"{name}.py").write_text('raise SystemExit("imported from the current folder")\n')
+    loaders = os.path.dirname(os.path.dirname(os.path.dirname(html_text_workers.__file__)))
+    done = run_user_script(tmp_path, f"""
+        import sys
+        sys.path.insert(0, {loaders!r})
+        from ragloaders.core import html_text_workers
+        from ragloaders.core.html_text_workers import texts_in_order
+        html_text_workers.IN_PROCESS_BYTES = 0
+        print(list(texts_in_order([(0, [b"<p>x</p>"]), (1, [b"<p>y</p>"])], processes=2)))
+    """, cwd=shadows, env={key: value for key, value in os.environ.items() if key != "PYTHONPATH"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[(0, ['x']), (1, ['y'])]"
+
+
+def test_a_worker_finds_what_its_parent_put_on_its_module_path_at_run_time(tmp_path):
+    # a notebook or an application that adds folders to sys.path before importing ragloaders: its workers must
+    # import from them too (the base interpreter below has no Resiliparse of its own)
+    base = os.path.join(sys.base_prefix, "bin", "python3")
+    if not os.path.exists(base) or subprocess.run([base, "-c", "import resiliparse"],
+                                                  capture_output=True).returncode == 0:
+        pytest.skip("needs a base interpreter without Resiliparse (a virtual environment's base)")
+    import resiliparse
+
+    site = os.path.dirname(os.path.dirname(resiliparse.__file__))
+    loaders = os.path.dirname(os.path.dirname(os.path.dirname(html_text_workers.__file__)))
+    done = run_user_script(tmp_path, f"""
+        import sys
+        sys.path[:0] = [{loaders!r}, {site!r}]
+        from ragloaders.core import html_text_workers
+        from ragloaders.core.html_text_workers import texts_in_order
+        html_text_workers.IN_PROCESS_BYTES = 0
+        print(list(texts_in_order([(0, [b"<p>x</p>"]), (1, [None])], processes=2)))
+    """, interpreter=base, env={key: value for key, value in os.environ.items() if key != "PYTHONPATH"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[(0, ['x']), (1, [None])]"
+
+
+SLOW_PAGE_CHILD = textwrap.dedent("""
+    import sys, time
+    from ragloaders.core import html_text_workers
+    from ragloaders.core.html_text_workers import texts_in_order
+    html_text_workers.IN_PROCESS_BYTES = 0
+    slow = b"<div " + b" ".join(b"a%d=1" % i for i in range(100_000)) + b">x</div>"  # a minute of Resiliparse
+    print("started", flush=True)
+    try:
+        list(texts_in_order([(0, [slow]), (1, [b"<p>y</p>"])], processes=2))
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+""")
+
+
+@pytest.mark.slow
+def test_ctrl_c_kills_a_worker_still_extracting_instead_of_waiting_for_it(tmp_path):
+    loaders = os.path.dirname(os.path.dirname(os.path.dirname(html_text_workers.__file__)))
+    child = subprocess.Popen([sys.executable, "-c", SLOW_PAGE_CHILD], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": loaders}, start_new_session=True)
+    try:
+        assert child.stdout.readline().strip() == "started"
+        process = psutil.Process(child.pid)
+        while not (workers := [c for c in process.children() if "html_text_workers" in " ".join(c.cmdline())]) or \
+                max(worker.cpu_times().user for worker in workers) < 1:  # the slow page is being extracted
+            time.sleep(0.05)
+        os.killpg(child.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group; the workers ignore it
+        out, _ = child.communicate(timeout=20)  # the slow page alone would take about a minute
+    finally:
+        child.kill()
+    assert out.strip() == "interrupted" and child.returncode == 0
+    assert not any(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers)
+
+
+def test_a_worker_that_ends_is_named_with_its_pages_through_a_crag_corpus_load(tmp_path, monkeypatch):
+    import ragloaders
+    from ragloaders.core import html_text_workers as workers_module
+
+    monkeypatch.setattr(workers_module, "worker_command",
+                        lambda: [sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"])
+    with pytest.raises(WorkerEnded) as error:
+        ragloaders.load("crag/task_1_and_2", "corpus", data_dir=str(DATA / "crag"), cache_dir=str(tmp_path))
+    assert_names(error.value, "killed by signal 9", "corpus page(s) of the records")
+    assert worker_pids() == set()

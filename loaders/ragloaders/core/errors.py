@@ -65,17 +65,23 @@ class DownloadError(SourceError):
         self.__init__(self.url, self.cause, **state)
 
 
+class WorkerEnded(RuntimeError):
+    """A worker process of ragloaders ended (or answered with a damaged reply) before it answered: says which,
+    how it ended and what it was given."""
+
+
 class MissingSourceError(FileNotFoundError):
     """A dataset's files are not there and cannot be downloaded; says where to get them."""
 
 
 def precise_cause(error: BaseException) -> BaseException | None:
-    """The SourceError (or missing file, or full disk) that a datasets wrapper was raised from, if any."""
+    """The SourceError (or missing file, full disk, ended worker process) that a datasets wrapper was raised from,
+    if any."""
     seen = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, (SourceError, FileNotFoundError)) or is_no_space(current):
+        if isinstance(current, (SourceError, FileNotFoundError, WorkerEnded)) or is_no_space(current):
             return current
         current = current.__cause__ or current.__context__
     return None

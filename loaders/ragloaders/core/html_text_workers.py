@@ -1,10 +1,12 @@
 """`html_text.html_to_text` in worker processes: Resiliparse (2.x) holds the GIL while it extracts, so threads never
 run two pages at once; processes do.
 
-A worker is this interpreter running `serve()` (`python -c`, with this process's `ragloaders` package first on its
-path; never multiprocessing's spawn or forkserver, which import the user's `__main__` again). It reads batches of
-HTML from its stdin and writes their texts to its stdout, in frames (`write_frame`), until its stdin closes; it
-ignores SIGINT (the parent stops it) and ends when the parent closes its stdin or dies.
+A worker is this interpreter running `serve()` (`python -c`, its module path set to this process's `sys.path`, so
+it imports what this process imports and never a module of the current folder that this process would not; never
+multiprocessing's spawn or forkserver, which import the user's `__main__` again). It reads batches of HTML from its
+stdin and writes their texts to its stdout, in frames (`write_frame`), until its stdin closes; it ignores SIGINT:
+on Ctrl-C, or any end before every text is in, the parent kills it (a page being extracted is not waited for), and
+it ends when the parent dies too (its stdin closes).
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO, TypeVar
 
+from .errors import WorkerEnded
 from .html_text import html_to_text
 from .readers.threads import PARSE_THREADS, map_ahead
 
@@ -26,10 +29,6 @@ LENGTH = struct.Struct("<q")
 T = TypeVar("T")
 MAX_FRAME_ITEMS = 1 << 20
 """A frame of more items than this is damaged (the parent sends at most a few hundred pages a frame)."""
-
-
-class WorkerEnded(RuntimeError):
-    """A worker process ended (or wrote a damaged frame) before answering."""
 
 
 def write_frame(stream: BinaryIO, items: list[bytes | None]) -> None:
@@ -94,17 +93,26 @@ def serve(source: BinaryIO | None = None, sink: BinaryIO | None = None) -> None:
 
 
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-"""The folder holding this `ragloaders` package: first on a worker's path, so it runs this very code."""
-WORKER_CODE = (f"import sys; sys.path.insert(0, {PACKAGE_ROOT!r}); "
-               "from ragloaders.core.html_text_workers import serve; serve()")
+"""The folder holding this `ragloaders` package: on a worker's path after this process's own entries."""
+
+
+def worker_command() -> list[str] | None:
+    """The command that starts a worker: this interpreter, its module path set to this process's `sys.path` (and
+    this package's folder) before anything is imported; None where this interpreter cannot be run so (a frozen
+    application, whose executable is the application itself)."""
+    if not sys.executable or getattr(sys, "frozen", False):
+        return None
+    path = [*sys.path, *([] if PACKAGE_ROOT in sys.path else [PACKAGE_ROOT])]
+    return [sys.executable, "-c", f"import sys; sys.path[:] = {path!r}; "
+            "from ragloaders.core.html_text_workers import serve; serve()"]
 
 
 class TextWorkers:
     """Worker processes for `texts`, one per calling thread, started on its first call; `close` (or leaving the
     `with` block) closes their stdin and waits for them (killing one that does not end within `timeout`)."""
 
-    def __init__(self, timeout: float = 30.0):
-        self.timeout = timeout
+    def __init__(self, command: list[str], timeout: float = 30.0):
+        self.command, self.timeout = command, timeout
         self.local = threading.local()
         self.lock = threading.Lock()
         self.processes: list[subprocess.Popen] = []
@@ -116,8 +124,7 @@ class TextWorkers:
             with self.lock:
                 if self.closed:
                     raise WorkerEnded("the HTML-to-text workers are closed")
-                process = subprocess.Popen([sys.executable, "-c", WORKER_CODE], stdin=subprocess.PIPE,
-                                           stdout=subprocess.PIPE)
+                process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
                 self.processes.append(process)
             self.local.process = process
         return process
@@ -145,6 +152,14 @@ class TextWorkers:
             code = process.wait()
         return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
+    def kill(self) -> None:
+        """End every worker now (a page being extracted is not waited for): a call of `texts` under way raises
+        WorkerEnded."""
+        with self.lock:
+            self.closed = True
+            for process in self.processes:
+                process.kill()
+
     def close(self) -> None:
         with self.lock:
             self.closed = True
@@ -169,15 +184,35 @@ class TextWorkers:
         self.close()
 
 
-def texts_in_order(batches: Iterable[tuple[T, list[bytes | None]]], processes: int = PARSE_THREADS
-                   ) -> Iterator[tuple[T, list[str | None]]]:
+IN_PROCESS_BYTES = 16 << 20
+"""HTML extracted in this process before the workers are started: for less, starting them costs about what they
+save."""
+
+
+def texts_in_order(batches: Iterable[tuple[T, list[bytes | None]]], processes: int = PARSE_THREADS,
+                   describe: Callable[[T], str] | None = None) -> Iterator[tuple[T, list[str | None]]]:
     """(item, `html_to_text` of each of its UTF-8 HTML (None stays None)) for each (item, HTML) batch, in order:
-    computed in `processes` worker processes while the caller reads the next batches and uses earlier texts (at
-    most `processes` + 1 batches in flight), or in this process when `processes` is 1. Every worker has ended when
-    this generator is done or closed."""
-    if processes <= 1 or not sys.executable:
-        for item, htmls in batches:
-            yield item, texts_of(htmls)
-        return
-    with TextWorkers() as workers:
-        yield from map_ahead(lambda batch: (batch[0], workers.texts(batch[1])), batches, threads=processes)
+    the first IN_PROCESS_BYTES of HTML in this process, the rest in `processes` worker processes while the caller
+    reads the next batches and uses earlier texts (at most `processes` + 1 batches in flight); all in this process
+    when `processes` is 1 or no worker can be started (`worker_command`). A worker that ends before it answers is a
+    WorkerEnded naming the batch (`describe(item)`); every worker has ended when this generator is done or closed,
+    and one that was still extracting is killed."""
+    command = worker_command() if processes > 1 else None
+    batches, extracted = iter(batches), 0
+    while command is None or extracted < IN_PROCESS_BYTES:
+        if (batch := next(batches, None)) is None:
+            return
+        yield batch[0], texts_of(batch[1])
+        extracted += sum(len(html) for html in batch[1] if html)
+
+    def texts(batch: tuple[T, list[bytes | None]]) -> tuple[T, list[str | None]]:
+        item, htmls = batch
+        try:
+            return item, workers.texts(htmls)
+        except WorkerEnded as e:
+            if describe is None:
+                raise
+            raise WorkerEnded(f"{e}; the batch: {describe(item)}") from None
+
+    with TextWorkers(command) as workers:
+        yield from map_ahead(texts, batches, threads=processes, stop=workers.kill)

@@ -103,11 +103,14 @@ class _RowsInOrder:
                                   else rows.batches(rows.column_names))
         self.pending: list[pa.RecordBatch] = []
         self.count = 0
+        self.nbytes = 0
+        """Arrow bytes of the record batches read so far."""
 
     def take(self, rows: int) -> pa.Table:
         while self.count < rows and (batch := next(self.batches, None)) is not None:
             self.pending.append(batch)
             self.count += batch.num_rows
+            self.nbytes += batch.nbytes
         if not self.pending:
             return self.schema.empty_table()
         table = pa.Table.from_batches(self.pending)
@@ -195,6 +198,9 @@ def write_parquet(split_rows: datasets.Dataset | ParquetPlan, folder: str, split
         if rows.take(1).num_rows:
             raise RuntimeError(f"split {preview(split)} holds more rows than the {plan.num_rows:,} its preparation "
                                "wrote")
+        if isinstance(plan.rows, SpooledSplit) and rows.nbytes != plan.nbytes:  # the plan's sizes were not these
+            raise RuntimeError(f"the batch spool of split {preview(split)} holds {rows.nbytes:,} bytes of Arrow data "
+                               f"where its recorded sizes said {plan.nbytes:,}")
     finally:
         rows.close()
     return paths

@@ -8,8 +8,9 @@ Configs; splits `validation` (records with `split` 0) and `test` (`split` 1), ex
   answers, empty `page_result`, `page_last_modified` empty or with a leading space).
 - `queries`: `_id` (interaction_id), `text` (query), then the question's labels and answers.
 - `corpus` (one split, `corpus`): one row per distinct page: `_id`, `title` (page_name), `text`
-  (html_text.html_to_text of the HTML), `html` (page_result), `url`, `last_modified`. A page is
-  its URL plus its HTML; title and last_modified come from its first occurrence in the file.
+  (html_text.html_to_text of the HTML, in worker processes: core.html_text_workers), `html`
+  (page_result), `url`, `last_modified`. A page is its URL plus its HTML; title and last_modified
+  come from its first occurrence in the file.
 - `search_results` (in place of qrels: CRAG has no relevance labels): `query-id`, `corpus-id`,
   `rank` (1-based position in the record's `search_results`), `page_snippet`; a page listed
   twice in one record gives two rows.
@@ -32,7 +33,8 @@ Sources: task 1&2 is one `.jsonl.bz2`; task 3 a `.tar.bz2` cut into four `.partN
 part1..4, v5 part0..3), read in order as one stream through every `.jsonl` member, never written
 out joined or extracted. bzip2 is decompressed in parallel (compressed.open_bz2). A non-streaming
 build decompresses once for both splits: the first split's pass keeps the other split's tables
-in temporary Arrow files (spool.py), which the second split reads and deletes.
+in temporary Arrow files (spool.py), which the second split reads and deletes; into a batch spool
+(`build --out`), it writes them straight into the second split's spool (`spool_ahead`).
 """
 
 from __future__ import annotations
@@ -479,13 +481,20 @@ def new_page_batches(records: Iterable[tuple[pa.StructArray, list[str]]]
         yield pa.concat_arrays(parts), ids
 
 
+def described_pages(ids: list[str]) -> str:
+    """A batch of corpus pages in a message: how many, and the first ids."""
+    shown = ", ".join(ids[:3]) + (", …" if len(ids) > 3 else "")
+    return f"{len(ids):,} corpus page(s) of the records: {shown}"
+
+
 def corpus_tables(batches: Iterable[tuple[pa.StructArray, list[str]]]) -> Iterator[pa.Table]:
     """`corpus` tables of `new_page_batches`, each page's text extracted from its HTML in worker processes
     (`texts_in_order`), cut where `_batched` cuts the same rows (BATCH_ROWS rows, BATCH_BYTES of HTML and text
     characters)."""
     batcher = TableBatcher(max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)
     schema = SCHEMAS["corpus"]
-    for (pages, ids), texts in texts_in_order((batch, html_bytes(batch[0])) for batch in batches):
+    for (pages, ids), texts in texts_in_order(((batch, html_bytes(batch[0])) for batch in batches),
+                                              describe=lambda batch: described_pages(batch[1])):
         html = pc.struct_field(pages, "page_result")
         table = pa.Table.from_arrays([
             pa.array(ids, schema.field("_id").type), pc.struct_field(pages, "page_name"),

@@ -27,13 +27,16 @@ def iter_ahead(items: Iterator[T]) -> Iterator[T]:
             yield item
 
 
-def map_ahead(function: Callable[[T], R], items: Iterable[T], threads: int = PARSE_THREADS) -> Iterator[R]:
+def map_ahead(function: Callable[[T], R], items: Iterable[T], threads: int = PARSE_THREADS,
+              stop: Callable[[], None] | None = None) -> Iterator[R]:
     """`function(item)` for each item, in order, computed on `threads` worker threads while the caller reads
     the next items and handles earlier results (at most `threads` + 1 items in flight).
 
     For work that mostly releases the GIL (pyarrow parsing). An error in `items` comes after the results of the
     items before it (or their own error), as it would without threads. The workers are always waited for: closing
-    this generator, or an error, leaves no thread running and no work queued."""
+    this generator, or an error, leaves no thread running and no work queued. `stop`, if given, is called first
+    when the generator ends before every result is given (closed, Ctrl-C, an error): it makes the calls still
+    running return, so that waiting for them is short."""
     pool = ThreadPoolExecutor(threads, thread_name_prefix="ragloaders-parse")
     pending: deque[Future[R]] = deque()
     iterator = iter(items)
@@ -53,4 +56,6 @@ def map_ahead(function: Callable[[T], R], items: Iterable[T], threads: int = PAR
         while pending:
             yield pending.popleft().result()
     finally:
+        if pending and stop is not None:
+            stop()
         pool.shutdown(wait=True, cancel_futures=True)
