@@ -240,3 +240,9 @@ def test_a_worker_that_ends_is_named_with_its_pages_through_a_crag_corpus_load(t
         ragloaders.load("crag/task_1_and_2", "corpus", data_dir=str(DATA / "crag"), cache_dir=str(tmp_path))
     assert_names(error.value, "killed by signal 9", "corpus page(s) of the records")
     assert worker_pids() == set()
+
+
+def test_a_worker_that_cannot_start_is_a_clear_error(tmp_path):
+    with TextWorkers([str(tmp_path / "no-such-interpreter")]) as workers, pytest.raises(WorkerEnded) as error:
+        workers.texts([b"<p>x</p>"])
+    assert_names(error.value, "could not be started", "no-such-interpreter")

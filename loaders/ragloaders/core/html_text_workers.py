@@ -124,7 +124,10 @@ class TextWorkers:
             with self.lock:
                 if self.closed:
                     raise WorkerEnded("the HTML-to-text workers are closed")
-                process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                try:
+                    process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                except OSError as e:
+                    raise WorkerEnded(f"an HTML-to-text worker process could not be started ({e})") from None
                 self.processes.append(process)
             self.local.process = process
         return process
