@@ -574,7 +574,8 @@ def test_first_invalid_utf8_names_the_byte_and_line_of_the_file_whatever_the_rea
 
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    # (yajl refuses integers outside -(2**63 - 1) .. 2**63 - 1 as an overflow, a SourceError; not this test's subject)
+    st.none() | st.booleans() | st.integers(-(2**63) + 1, 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(st.characters(exclude_categories=("Cs",)), max_size=8),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
     max_leaves=25,
