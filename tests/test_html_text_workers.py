@@ -246,3 +246,10 @@ def test_a_worker_that_cannot_start_is_a_clear_error(tmp_path):
     with TextWorkers([str(tmp_path / "no-such-interpreter")]) as workers, pytest.raises(WorkerEnded) as error:
         workers.texts([b"<p>x</p>"])
     assert_names(error.value, "could not be started", "no-such-interpreter")
+
+
+def test_a_module_path_entry_that_is_not_a_string_does_not_stop_the_workers(monkeypatch):
+    import pathlib
+
+    monkeypatch.setattr(sys, "path", [pathlib.Path("/nowhere"), b"/nowhere", *sys.path])
+    assert list(texts_in_order([(0, [b"<p>x</p>"])], processes=2)) == [(0, ["x"])]

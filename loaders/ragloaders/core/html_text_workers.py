@@ -102,7 +102,8 @@ def worker_command() -> list[str] | None:
     application, whose executable is the application itself)."""
     if not sys.executable or getattr(sys, "frozen", False):
         return None
-    path = [*sys.path, *([] if PACKAGE_ROOT in sys.path else [PACKAGE_ROOT])]
+    path = [entry for entry in sys.path if isinstance(entry, str)]  # (a Path or bytes entry is no literal here)
+    path += [] if PACKAGE_ROOT in path else [PACKAGE_ROOT]
     return [sys.executable, "-c", f"import sys; sys.path[:] = {path!r}; "
             "from ragloaders.core.html_text_workers import serve; serve()"]
 
