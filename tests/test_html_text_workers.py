@@ -254,3 +254,19 @@ def test_a_module_path_entry_that_is_not_a_string_does_not_stop_the_workers(monk
 
     monkeypatch.setattr(sys, "path", [pathlib.Path("/nowhere"), b"/nowhere", *sys.path])
     assert list(texts_in_order([(0, [b"<p>x</p>"])], processes=2)) == [(0, ["x"])]
+
+
+def test_what_a_worker_would_print_goes_to_stderr_not_between_its_frames():
+    loaders = os.path.dirname(os.path.dirname(os.path.dirname(html_text_workers.__file__)))
+    code = ("from ragloaders.core import html_text_workers as w\n"
+            "extract = w.html_to_text\n"
+            "w.html_to_text = lambda html: (print('noise from a library'), extract(html))[1]\n"
+            "w.serve()\n")
+    frames = io.BytesIO()
+    write_frame(frames, [b"<p>a</p>", None, b"<b>b</b>"])
+    done = subprocess.run([sys.executable, "-c", code], input=frames.getvalue(), capture_output=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": loaders})
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = io.BytesIO(done.stdout)
+    assert read_frame(out) == [b"a", None, b"b"] and read_frame(out) is None
+    assert done.stderr.count(b"noise from a library") == 2

@@ -84,10 +84,15 @@ def texts_of(htmls: list[bytes | None]) -> list[str | None]:
 
 
 def serve(source: BinaryIO | None = None, sink: BinaryIO | None = None) -> None:
-    """The worker's loop: a frame of HTML in, a frame of their texts out, until `source` (stdin) ends."""
+    """The worker's loop: a frame of HTML in, a frame of their texts out, until `source` (stdin) ends. The frames
+    go to stdout's pipe, and whatever else would be printed to stdout goes to stderr, so no stray output lands
+    between two frames."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     source = source or sys.stdin.buffer
-    sink = sink or sys.stdout.buffer
+    if sink is None:
+        sys.stdout.flush()
+        sink = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     while (htmls := read_frame(source)) is not None:
         write_frame(sink, [None if text is None else text.encode("utf-8", "surrogatepass") for text in texts_of(htmls)])
 
