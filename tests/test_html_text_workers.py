@@ -1,6 +1,7 @@
 """HTML to text in worker processes (core/html_text_workers.py): the texts `html_to_text` gives in this process, in
-order, from real pages; frames that survive every value; a worker that dies is a clear error; no worker outlives its
-use; and the user's `__main__` is never run again in a worker."""
+order, from real pages; frames that survive every value; a worker that dies or cannot start is a clear error; no
+worker outlives its use, Ctrl-C included; a worker imports what its parent imports (never the current folder's
+modules), prints nothing between its frames, and never runs the user's `__main__` again."""
 
 from __future__ import annotations
 
