@@ -178,11 +178,15 @@ class SplitSpoolWriter:
         try:
             num_examples, num_bytes = self.writer.finalize()
         finally:
-            self.writer.close()
+            self.close()
         result = (num_examples, num_bytes, self.writer._features, 1, [num_examples])
         if ORIGINAL_SHARDS:
             result += (self.original_shard_id + 1, self.original_shard_lengths)
         return result
+
+    def close(self) -> None:
+        """Close the spool without writing what is buffered (a split given up)."""
+        self.writer.close()
 
 
 class SpoolAhead:
@@ -208,7 +212,7 @@ class SpoolAhead:
 
     def discard(self) -> None:
         try:
-            self.writer.writer.close()
+            self.writer.close()
         finally:
             shutil.rmtree(self.partial, ignore_errors=True)
 
