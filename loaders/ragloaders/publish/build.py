@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
-from functools import partial
 from typing import Any
 
 import datasets
@@ -20,14 +18,13 @@ from ..core.errors import UsageError
 from ..core.facts import Benchmark
 from ..core.memory import release_freed_memory
 from ..core.preview import preview
-from .build_cache import BuildCache, build_cache, inputs_of, release_prepared
+from .build_cache import BuildCache, build_cache, release_prepared
 from .cached_split import CachedSplit
 from .cards import CardOptions, check_options, render_card
 from .output_folder import Altered, OutputFolder
 from .parquet import ConfigOutput, ParquetPlan, SplitOutput, plan_parquet, plan_spooled, write_parquet
 from .validate import integrity_of, source_of
 from .validate_report import describe
-from .write_behind import WriteBehind
 
 logger = logging.getLogger(__name__)
 
@@ -131,36 +128,19 @@ def write_folder(
     if cache.private:
         for config, dataset_builder in builders.items():
             dataset_builder.spool_into(os.path.join(cache.cache_dir, "spool", config))
-    behind: WriteBehind[tuple[ConfigOutput, dict[str, CachedSplit]] | None] = WriteBehind()
-
-    def written() -> None:
-        """The bookkeeping of the config whose write is under way, once it is done."""
-        if (finished := behind.finish()) is None:
-            return
-        config, output = finished
-        if output is not None:
-            files[config] = {split: [os.path.join(staging, name) for name in split_output.files]
-                             for split, split_output in output[0].splits.items()}
-        release_prepared(builders, chosen, chosen.index(config) + 1, files, cache)
-        if output is None:  # no rows at all (an empty source table): a config with no split does not load
+    for done, config in enumerate(tqdm(chosen, desc=f"Building {path}", unit="config"), start=1):
+        dataset_builder = builders[config]
+        dataset_builder.download_and_prepare(num_proc=num_proc)
+        written = write_config(dataset_builder, staging)
+        if written is not None:
+            files[config] = {split: [os.path.join(staging, name) for name in output.files]
+                             for split, output in written[0].splits.items()}
+        release_prepared(builders, chosen, done, files, cache)
+        if written is None:  # no rows at all (an empty source table): a config with no split does not load
             logger.warning("%s %s: the source has no rows; the config is left out of the folder", path, config)
-            return
-        outputs.append(output[0])
-        prepared[config] = output[1]
-
-    try:
-        for config in tqdm(chosen, desc=f"Building {path}", unit="config"):
-            dataset_builder = builders[config]
-            if behind.config in inputs_of(dataset_builder):  # it reads the config being written: once written
-                written()
-            dataset_builder.download_and_prepare(num_proc=num_proc)
-            plans = planned_splits(dataset_builder)
-            written()
-            behind.start(config, partial(write_config, dataset_builder, plans, staging))
-        written()
-    except BaseException:
-        behind.abandon()
-        raise
+            continue
+        outputs.append(written[0])
+        prepared[config] = written[1]
     for config, tables in (extra_tables or {}).items():
         if config in prepared:
             raise UsageError(f"{path} already has a config {preview(config)}")
@@ -188,18 +168,18 @@ def report_findings(path: str, integrity: dict) -> None:
                        describe(found))
 
 
-def write_config(dataset_builder: datasets.DatasetBuilder, plans: dict[str, ParquetPlan], staging: str,
-                 stop: threading.Event | None = None) -> tuple[ConfigOutput, dict[str, CachedSplit]] | None:
-    """Write the splits of a prepared config that have rows (`plans`: `planned_splits`) as
-    `staging/<config>/<split>-*.parquet`; return what was written and those splits for the integrity report, or
-    None when no split has rows. `stop`: see write_parquet.
+def write_config(dataset_builder: datasets.DatasetBuilder, staging: str
+                 ) -> tuple[ConfigOutput, dict[str, CachedSplit]] | None:
+    """Write the splits of a prepared config that have rows as `staging/<config>/<split>-*.parquet`; return what
+    was written and those splits for the integrity report, or None when no split has rows.
 
-    The datasets were only planned from (parquet.plan_parquet) and let go before any row is written: every page
+    The datasets are only planned from (parquet.plan_parquet) and let go before any row is written: every page
     their memory maps read (record batch headers, string offsets) counts in RSS while a map is open. The rows are
     then read from the Arrow cache files with plain reads for the Parquet, and from the Parquet written for the
     integrity report (CachedSplit.written_as), so the Arrow cache may go once the config is written. A config
     prepared into a batch spool (`spool_into`) is planned from the spool, whose files go as the Parquet is written."""
     config = dataset_builder.config.name
+    plans = planned_splits(dataset_builder)
     kept = {split: plan.rows if isinstance(plan.rows, CachedSplit) else None for split, plan in plans.items()}
     if not plans:
         return None
@@ -207,7 +187,7 @@ def write_config(dataset_builder: datasets.DatasetBuilder, plans: dict[str, Parq
     folder = os.path.join(staging, config)
     os.makedirs(folder, exist_ok=True)
     for split, plan in plans.items():
-        files = write_parquet(plan, folder, split, stop)
+        files = write_parquet(plan, folder, split)
         if isinstance(plan.rows, SpooledSplit):
             plan.rows.discard()  # what the writer did not read: nothing, as it reads every row
         if kept[split] is None:
