@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import os
+import random
 import shutil
 
 import pyarrow as pa
@@ -458,3 +460,33 @@ def test_one_build_and_one_validate_resolve_the_benchmark_once(tmp_path, monkeyp
         assert cli.main(["validate", *args, "--json"]) in (0, 1)  # (the cut sample misses published counts)
         assert json.loads(capsys.readouterr().out)["splits"]
         assert asked == ["mmrag"]
+
+
+def test_repeated_groups_come_in_the_order_of_their_first_row_on_every_run():
+    """On a table of several large chunks a threaded grouping gave the groups in an order that changed from run to
+    run (and with it a report's examples and a card's bytes)."""
+    rng = random.Random(1)
+    pairs = [(f"q{rng.randrange(3000)}", f"d{rng.randrange(40)}") for _ in range(100_000)]
+    table = pa.table({"query-id": [q for q, _ in pairs], "corpus-id": [d for _, d in pairs], "score": [1] * len(pairs)})
+    table = pa.concat_tables([table.slice(start, 20_000) for start in range(0, len(pairs), 20_000)])
+    counts = collections.Counter(pairs)  # in first-occurrence order (dicts keep it)
+    expected = [pair for pair, count in counts.items() if count > 1]
+    for _ in range(20):
+        repeated = validate.repeated_groups(table, ["query-id", "corpus-id"])
+        assert list(zip(repeated.column("query-id").to_pylist(), repeated.column("corpus-id").to_pylist())) == expected
+    assert repeated.column("count_all").to_pylist() == [counts[pair] for pair in expected]
+
+
+def test_the_examples_of_repeated_pairs_are_the_first_in_row_order(tmp_path, monkeypatch):
+    queries = [(f"q{n}", f"query {n}") for n in range(400)]
+    corpus = [(f"d{n}", f"doc {n}") for n in range(40)]
+    repeated = [(f"q{(7 * n) % 400}", f"d{(3 * n) % 40}") for n in range(300)]  # distinct pairs, spread out
+    rows = [(q, d, 1) for q, d in repeated] + [(f"q{n % 400}", f"d{n % 40}", 0) for n in range(5_000)] + \
+        [(q, d, 2) for q, d in reversed(repeated)]
+    folder = str(write_beir(tmp_path / "scifact", corpus=corpus, queries=queries,
+                            qrels={"train": [("q1", "d1", 1)], "test": rows}))
+    declare(monkeypatch, published_counts=lambda path: {})
+    counts = collections.Counter(f"{q} -> {d}" for q, d, _ in rows)
+    report = integrity("beir/scifact", data_dir=folder, cache_dir=str(tmp_path / "cache"))
+    found = by_check(report["errors"])["duplicate_pairs"]
+    assert found["ids"] == [pair for pair, count in counts.items() if count > 1][:validate.SAMPLE_IDS]

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import datasets
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -85,6 +86,21 @@ def column_problems(schema: pa.Schema, expected: Mapping[str, tuple[Any, str]]) 
 
 def _sample(ids: pa.Array | pa.ChunkedArray) -> list[str]:
     return ids.slice(0, SAMPLE_IDS).to_pylist()
+
+
+def repeated_groups(table: pa.Table, keys: list[str]) -> pa.Table:
+    """The distinct values of `keys` that occur in more than one row of `table`, with their `count_all`, in the
+    order of their first row (a grouping's own order changes from run to run when it runs on threads, and with it
+    the examples a report shows and a card's bytes)."""
+    rows = pa.array(np.arange(table.num_rows, dtype=np.int64))
+    groups = table.select(keys).append_column(FIRST_ROW, rows).group_by(keys).aggregate(
+        [([], "count_all"), (FIRST_ROW, "min")])
+    repeated = groups.filter(pc.greater(groups.column("count_all"), 1))
+    return repeated.sort_by(f"{FIRST_ROW}_min").drop_columns([f"{FIRST_ROW}_min"])
+
+
+FIRST_ROW = "\0row"
+"""A column name no source has (a NUL), for the row numbers `repeated_groups` orders by."""
 
 
 def duplicates(values: pa.ChunkedArray) -> pa.Array:
@@ -197,10 +213,7 @@ class _Inspection:
                         verb = "is" if len(absent) == 1 else "are"
                         self.add(check, config, split, absent,
                                  f"{counted(len(absent), what, grouped=True)} {verb} not in `{target}`")
-            pairs = table.select(["query-id", "corpus-id"]).group_by(["query-id", "corpus-id"]).aggregate(
-                [([], "count_all")]
-            )
-            repeated = pairs.filter(pc.greater(pairs.column("count_all"), 1))
+            repeated = repeated_groups(table, ["query-id", "corpus-id"])
             facts["duplicate_pairs"] = repeated.num_rows
             if repeated.num_rows:
                 labels = pc.binary_join_element_wise(repeated.column("query-id"), repeated.column("corpus-id"), " -> ")
@@ -218,8 +231,7 @@ class _Inspection:
         for split, rows in splits.items():
             facts: SplitFacts = {"config": config, "split": split, "rows": rows.num_rows}
             if key:
-                groups = rows.columns(list(key)).group_by(list(key)).aggregate([([], "count_all")])
-                repeated = groups.filter(pc.greater(groups.column("count_all"), 1))
+                repeated = repeated_groups(rows.columns(list(key)), list(key))
                 facts["duplicate_keys"] = repeated.num_rows
                 if repeated.num_rows:
                     parts = [pc.cast(repeated.column(name), pa.string()) for name in key]
