@@ -334,6 +334,16 @@ def test_build_with_refuses_unknown_configs_and_crag(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+def test_build_configs_naming_what_with_makes_says_so_in_one_line(tmp_path, capsys):
+    for configs in ("top_ranked", "qrels,hard_negatives,top_ranked"):
+        assert main(["build", "beir/nfcorpus", "--out", str(tmp_path / "o"), "--data-dir", str(DATA / "beir"),
+                     "--configs", configs, "--with", "top_ranked"]) == 2
+        [line] = capsys.readouterr().err.strip().splitlines()
+        named = "top_ranked is" if configs == "top_ranked" else "hard_negatives,top_ranked are"
+        assert f"--configs: {named} not built from the source of beir/nfcorpus but made by --with" in line
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.slow
 def test_push_with_stages_the_reranking_configs_as_build_does(nfcorpus, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("RAGLOADERS_STAGING", str(tmp_path / "staging"))

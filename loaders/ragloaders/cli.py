@@ -94,7 +94,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     outputs = build_folder(args.path, args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
                            num_proc=args.num_proc, into_existing=args.into_existing, card=card_options(args),
-                           load_as=args.out, config_kwargs=config_kwargs(args), configs=listed(args.configs),
+                           load_as=args.out, config_kwargs=config_kwargs(args), configs=source_configs(args),
                            **derived_configs(args))
     for output in outputs:
         for split in output.splits.values():
@@ -194,6 +194,23 @@ def cmd_bm25(args: argparse.Namespace) -> int:
 def listed(names: str | None) -> list[str] | None:
     """`A,B` (`--configs`) as a list of names; None when the option is not given."""
     return None if names is None else [name.strip() for name in names.split(",") if name.strip()]
+
+
+def source_configs(args: argparse.Namespace) -> list[str] | None:
+    """The configs `build --configs A,B` asks for; one that `--with` makes (top_ranked, hard_negatives) is a one-line
+    UsageError saying so, not "unknown config"."""
+    names = listed(args.configs)
+    if not names:
+        return names
+    from .eval import RERANKING_CONFIGS
+
+    made_by_with = [name for name in names if name in RERANKING_CONFIGS]
+    if made_by_with:
+        made = ",".join(made_by_with)
+        raise UsageError(f"--configs: {made} {'is' if len(made_by_with) == 1 else 'are'} not built from the source of "
+                         f"{args.path} but made by --with (`ragloaders build {args.path} --with {made}`; --configs "
+                         "names the source's configs to build beside it)")
+    return names
 
 
 def card_options(args: argparse.Namespace):
