@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 import zipfile
 from pathlib import Path
 
@@ -219,3 +220,20 @@ def test_what_is_not_a_regular_file_at_a_records_name_is_refused_at_once(nfcorpu
                           capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(LOADERS)})
     assert done.returncode == 0 and done.stdout.strip() == "None", done.stderr[-3000:]
     assert scored(nfcorpus) == truth
+
+
+def test_a_temporary_record_a_killed_eval_left_goes_at_the_next_write_and_nothing_else(nfcorpus):
+    folder = Path(_record_path(PATH, "qrels", nfcorpus["data_dir"], nfcorpus["cache_dir"])).parent
+    folder.mkdir(parents=True)
+    abandoned, fresh = folder / ".record-abandoned1", folder / ".record-being-written"
+    look_alike, users = folder / ".record-old-folder", folder / "notes.txt"
+    for path in (abandoned, fresh, users):
+        path.write_text("{")
+    look_alike.mkdir()
+    hours_ago = time.time() - 2 * 3600
+    for path in (abandoned, look_alike, users):
+        os.utime(path, (hours_ago, hours_ago))
+    scored(nfcorpus)  # records qrels, queries and corpus
+    assert recorded(nfcorpus, "qrels") is not None
+    assert not abandoned.exists()
+    assert fresh.read_text() == "{" and users.read_text() == "{" and look_alike.is_dir()
