@@ -283,6 +283,7 @@ def test_a_hostile_repository_manifest_makes_no_file_ragloaders_own(monkeypatch)
         "false claims": (manifest({"data/train.parquet": claim, "notes.txt": claim}), False),
         "path outside": (manifest({"../x": claim, "notes.txt": claim}), True),
         "invalid JSON": (b'{"format": "ragloaders-hub-manifest", ', True),
+        "nested past what json reads": (b"[" * 200_000, True),
     }
     for name, (data, foreign) in cases.items():
         monkeypatch.setattr(push, "read_hub_manifest", lambda *args, data=data: push.parse_hub_manifest(data))
@@ -293,3 +294,23 @@ def test_a_hostile_repository_manifest_makes_no_file_ragloaders_own(monkeypatch)
     huge = dict(remote, **{push.HUB_MANIFEST: SimpleNamespace(lfs=None, blob_id="1" * 40,
                                                               size=push.MAX_HUB_MANIFEST_BYTES + 1)})
     assert push.read_hub_manifest("org/name", None, huge) is None  # refused before any byte is fetched
+
+
+@pytest.mark.parametrize("content", [b"[" * 200_000, b'{"format": ' + b"[" * 100_000, b" " * (64 << 20) + b"{}"],
+                         ids=["nested", "nested after a key", "over 64 MB"])
+def test_a_hostile_folder_manifest_is_no_manifest_not_a_crash(tmp_path, content, capsys):
+    """A build into a folder whose manifest nests past what `json` reads (RecursionError) or is over the size any
+    manifest ragloaders writes: the folder is not ragloaders', refused in the one line that says so, left as it
+    was."""
+    from ragloaders.cli import main
+    from ragloaders.publish.manifest import MANIFEST, read_manifest
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / MANIFEST).write_bytes(content)
+    assert read_manifest(str(out)) is None
+    assert main(["build", "beir/nfcorpus", "--data-dir", str(DATA / "beir"), "--out", str(out),
+                 "--configs", "qrels"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert "was not written by ragloaders (no valid .ragloaders-manifest.json)" in line
+    assert [p.name for p in out.iterdir()] == [MANIFEST] and (out / MANIFEST).read_bytes() == content

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from ..core.output_target import MANIFEST, OutputFolderError
 from ..core.source_files import file_digest
+from ..core.user_cache import read_small_json
 from ..core.version import VERSION as PACKAGE_VERSION
 
 FORMAT = "ragloaders-manifest"
@@ -59,6 +60,10 @@ class Manifest:
         os.replace(path + ".tmp", path)
 
 
+MAX_MANIFEST_BYTES = 64 << 20
+"""A manifest larger than this is not one ragloaders wrote (it lists each file in ~150 bytes)."""
+
+
 def safe_relative(name: object) -> bool:
     """A manifest path ragloaders could have written: relative, '/'-separated, no empty, '.' or '..' part."""
     if not isinstance(name, str) or not name or "\0" in name or "\\" in name or name.startswith("/"):
@@ -73,9 +78,8 @@ def read_manifest(folder: str) -> Manifest | None:
     try:
         if not stat.S_ISREG(os.lstat(path).st_mode):
             return None
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
+        data = read_small_json(path, MAX_MANIFEST_BYTES)
+    except OSError:
         return None
     if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
         return None

@@ -255,7 +255,7 @@ def parse_hub_manifest(data: bytes) -> dict[str, Published] | None:
     file is not ragloaders' and records nothing)."""
     try:
         document = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # (a hostile one nests deeper than `json` reads)
         return None
     if (not isinstance(document, dict) or document.get("format") != HUB_FORMAT
             or document.get("version") != HUB_VERSION or not isinstance(document.get("files"), dict)):
