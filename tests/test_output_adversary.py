@@ -267,7 +267,7 @@ def test_a_hostile_repository_manifest_makes_no_file_ragloaders_own(monkeypatch)
     from types import SimpleNamespace
 
     from fake_hub import git_sha1
-    from ragloaders.publish import push
+    from ragloaders.publish import hub_manifest, push
 
     theirs = b"PAR1 the repository's own data"
     remote = {"data/train.parquet": SimpleNamespace(lfs=SimpleNamespace(sha256=hashlib.sha256(theirs).hexdigest()),
@@ -276,7 +276,8 @@ def test_a_hostile_repository_manifest_makes_no_file_ragloaders_own(monkeypatch)
               push.HUB_MANIFEST: SimpleNamespace(lfs=None, blob_id="1" * 40, size=100)}
 
     def manifest(files: dict) -> bytes:
-        return json.dumps({"format": push.HUB_FORMAT, "version": push.HUB_VERSION, "files": files}).encode()
+        return json.dumps({"format": hub_manifest.HUB_FORMAT, "version": hub_manifest.HUB_VERSION,
+                           "files": files}).encode()
 
     claim = {"sha256": "a" * 64, "git_sha1": "b" * 40, "size": 1}  # the claimed content is not what is there
     cases = {
@@ -286,7 +287,7 @@ def test_a_hostile_repository_manifest_makes_no_file_ragloaders_own(monkeypatch)
         "nested past what json reads": (b"[" * 200_000, True),
     }
     for name, (data, foreign) in cases.items():
-        monkeypatch.setattr(push, "read_hub_manifest", lambda *args, data=data: push.parse_hub_manifest(data))
+        monkeypatch.setattr(push, "read_hub_manifest", lambda *args, data=data: hub_manifest.parse_hub_manifest(data))
         view = push.view_repository("org/name", None, remote)
         assert view.recorded == {} and view.foreign_manifest is foreign, name
         staged = push.StagedFile("data/train.parquet", "/nonexistent", 3, verified_sha256="c" * 64)

@@ -20,8 +20,8 @@ import pytest
 import ragloaders
 from conftest import DATA
 from fake_hub import FakeHub, git_sha1, install, uninstall
+from ragloaders.publish.hub_manifest import HUB_MANIFEST, Published, hub_manifest_bytes, parse_hub_manifest
 from ragloaders.publish.manifest import MANIFEST
-from ragloaders.publish.push import HUB_MANIFEST, Published, hub_manifest_bytes, parse_hub_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 PATH = "beir/nfcorpus"

@@ -271,6 +271,7 @@ def test_a_built_crag_folder_keeps_its_known_defects_as_warnings_and_so_does_one
         ("duplicate_pairs", "search_results", 11)]
     readme = out / "README.md"  # the same folder without our card's marker: a foreign repository, no declared defects
     readme.write_text(readme.read_text().replace("<!-- built by ragloaders from crag/task_1_and_2 -->", ""))
+    (out / ".ragloaders-manifest.json").unlink()  # (nor ragloaders' record of its files: the card was changed)
     foreign = integrity_of_repository(str(out), cache_dir=str(tmp_path / "c3"))
     assert foreign["built_from"] is None and [e["check"] for e in foreign["errors"]] == ["duplicate_pairs"]
     # --as names the path for a folder whose card does not: its declared defects are warnings again
@@ -490,3 +491,107 @@ def test_the_examples_of_repeated_pairs_are_the_first_in_row_order(tmp_path, mon
     report = integrity("beir/scifact", data_dir=folder, cache_dir=str(tmp_path / "cache"))
     found = by_check(report["errors"])["duplicate_pairs"]
     assert found["ids"] == [pair for pair, count in counts.items() if count > 1][:validate.SAMPLE_IDS]
+
+
+def damage_the_middle(path) -> None:
+    """100 bytes overwritten in the middle of a file: in a zstd page of Parquet they can decode to other values with
+    no error at all (seen on nfcorpus' qrels/dev: 23 duplicate pairs, loaded silently)."""
+    data = path.read_bytes()
+    middle = len(data) // 2
+    path.write_bytes(data[:middle] + bytes(255 - b for b in data[middle:middle + 100]) + data[middle + 100:])
+
+
+def test_a_built_folder_is_checked_against_its_manifest_file_by_file(nfcorpus_build, tmp_path, capsys):
+    from ragloaders.publish.validate import integrity_of_repository
+
+    out = tmp_path / "nfcorpus"
+    shutil.copytree(nfcorpus_build.out, out)
+    listed = json.loads((out / ".ragloaders-manifest.json").read_text())["files"]
+    intact = integrity_of_repository(str(out), cache_dir=str(tmp_path / "c1"))
+    assert intact["ok"] and intact["recorded_files"] == {"record": "build", "verified": len(listed), "altered": 0,
+                                                         "missing": 0}
+    damage_the_middle(out / "qrels" / "dev-00000-of-00001.parquet")
+    (out / "README.md").write_text((out / "README.md").read_text() + "\n", encoding="utf-8")  # changed, still loads
+    report = integrity_of_repository(str(out), cache_dir=str(tmp_path / "c2"))
+    assert not report["ok"]
+    assert report["recorded_files"] == {"record": "build", "verified": len(listed) - 2, "altered": 2, "missing": 0}
+    altered = {f["config"]: f for f in report["errors"] if f["check"] == "altered_files"}
+    assert set(altered) == {"qrels", "(root)"}
+    assert altered["qrels"]["ids"] == ["qrels/dev-00000-of-00001.parquet"] and altered["(root)"]["ids"] == ["README.md"]
+    assert "1 file changed since ragloaders built it" in altered["qrels"]["message"]
+    assert cli.main(["validate", str(out), "--cache-dir", str(tmp_path / "c3")]) == 1
+    text = capsys.readouterr().out
+    assert f"files: {len(listed) - 2} files verified against the build's record, 2 not (below)" in text
+    assert "ERROR altered_files in qrels: 1 file changed" in text
+
+
+def test_a_hub_snapshot_is_checked_against_the_repository_record_through_its_links(nfcorpus_build, tmp_path):
+    """A hub snapshot holds links into the cache's blobs and, at its root, the record a push wrote (another format
+    than a built folder's manifest)."""
+    import hashlib
+
+    from fake_hub import git_sha1
+    from ragloaders.publish.hub_manifest import HUB_MANIFEST, Published, hub_manifest_bytes
+    from ragloaders.publish.validate import integrity_of_repository
+
+    snapshot, blobs = tmp_path / "snapshots" / "c0ffee", tmp_path / "blobs"
+    blobs.mkdir(parents=True)
+    published = {}
+    for path in sorted(nfcorpus_build.out.rglob("*")):
+        name = path.relative_to(nfcorpus_build.out).as_posix()
+        if not path.is_file() or name == ".ragloaders-manifest.json":
+            continue
+        data = path.read_bytes()
+        blob = blobs / hashlib.sha256(data).hexdigest()
+        blob.write_bytes(data)
+        (snapshot / name).parent.mkdir(parents=True, exist_ok=True)
+        (snapshot / name).symlink_to(os.path.relpath(blob, (snapshot / name).parent))
+        published[name] = Published(hashlib.sha256(data).hexdigest(), git_sha1(data), len(data))
+    (snapshot / HUB_MANIFEST).write_bytes(hub_manifest_bytes(published))
+    intact = integrity_of_repository(str(snapshot), cache_dir=str(tmp_path / "c1"))
+    assert intact["ok"] and intact["recorded_files"]["verified"] == len(published)
+    qrels = published["qrels/test-00000-of-00001.parquet"]
+    damage_the_middle(blobs / qrels.sha256)
+    report = integrity_of_repository(str(snapshot), cache_dir=str(tmp_path / "c2"))
+    [altered] = [f for f in report["errors"] if f["check"] == "altered_files"]
+    assert altered["ids"] == ["qrels/test-00000-of-00001.parquet"] and "since ragloaders published it" in \
+        altered["message"]
+
+
+@pytest.mark.parametrize("record", ["nested", "huge", "fifo"])
+def test_a_record_that_is_not_ragloaders_is_no_record_and_no_hang(nfcorpus_build, tmp_path, record):
+    from ragloaders.publish.hub_manifest import MAX_HUB_MANIFEST_BYTES
+    from ragloaders.publish.recorded_files import check_recorded_files
+
+    out = tmp_path / "nfcorpus"
+    shutil.copytree(nfcorpus_build.out, out)
+    manifest = out / ".ragloaders-manifest.json"
+    manifest.unlink()
+    if record == "fifo":
+        os.mkfifo(manifest)  # opened without waiting for a writer, and refused
+    else:
+        manifest.write_bytes(b"[" * 200_000 if record == "nested" else b" " * MAX_HUB_MANIFEST_BYTES + b"{}")
+    assert check_recorded_files(str(out)) is None
+
+
+def test_a_repository_record_reads_no_file_through_a_link_that_leads_out(nfcorpus_build, tmp_path):
+    """A folder holding a repository record whose card links out of the folder, to a file with the recorded bytes:
+    not read, an altered file (the rule of data files, README's "A card reads only its own files")."""
+    import hashlib
+
+    from fake_hub import git_sha1
+    from ragloaders.publish.hub_manifest import HUB_MANIFEST, Published, hub_manifest_bytes
+    from ragloaders.publish.recorded_files import check_recorded_files
+
+    out = tmp_path / "repository"
+    shutil.copytree(nfcorpus_build.out, out)
+    (out / ".ragloaders-manifest.json").unlink()
+    outside = tmp_path / "outside.md"
+    outside.write_bytes((out / "README.md").read_bytes())
+    (out / "README.md").unlink()
+    (out / "README.md").symlink_to(outside)
+    data = outside.read_bytes()
+    (out / HUB_MANIFEST).write_bytes(hub_manifest_bytes(
+        {"README.md": Published(hashlib.sha256(data).hexdigest(), git_sha1(data), len(data))}))
+    checked = check_recorded_files(str(out))
+    assert (checked.record, checked.verified, checked.altered, checked.missing) == ("repository", 0, ["README.md"], [])

@@ -204,7 +204,8 @@ def source_configs(args: argparse.Namespace) -> list[str] | None:
         return names
     from .eval import RERANKING_CONFIGS
 
-    made_by_with = [name for name in names if name in RERANKING_CONFIGS]
+    declared = configs_of(args.path)  # (CRAG has a `top_ranked` of its own, from its search results)
+    made_by_with = [name for name in names if name in RERANKING_CONFIGS and name not in declared]
     if made_by_with:
         made = ",".join(made_by_with)
         raise UsageError(f"--configs: {made} {'is' if len(made_by_with) == 1 else 'are'} not built from the source of "

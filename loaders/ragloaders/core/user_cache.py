@@ -16,11 +16,10 @@ def user_cache_dir(*parts: str) -> str:
     return os.path.join(base, "ragloaders", *parts)
 
 
-def read_small_json(path: str, limit: int) -> Any:
-    """The JSON value of the file at `path`, one that ragloaders wrote and reads back (a check, a record): None when
-    it holds more than `limit` bytes, is not JSON or nests deeper than `json` reads. OSError when there is no file or
-    it is not a regular file: a FIFO, a device or a folder put at its name is opened without waiting for a writer,
-    and refused."""
+def read_small_file(path: str, limit: int) -> bytes | None:
+    """The bytes of the file at `path`, None when it holds more than `limit`. OSError when there is no file or it is
+    not a regular file: a FIFO, a device or a folder put at its name is opened without waiting for a writer, and
+    refused."""
     handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))  # a terminal is not adopted
     try:
         if not stat.S_ISREG(os.fstat(handle).st_mode):
@@ -29,7 +28,14 @@ def read_small_json(path: str, limit: int) -> Any:
             raw = f.read(limit + 1)
     finally:
         os.close(handle)
+    return raw if len(raw) <= limit else None
+
+
+def read_small_json(path: str, limit: int) -> Any:
+    """The JSON value of the file at `path`, one that ragloaders wrote and reads back (a check, a record): None when
+    it holds more than `limit` bytes, is not JSON or nests deeper than `json` reads. OSError as `read_small_file`."""
+    raw = read_small_file(path, limit)
     try:
-        return json.loads(raw) if len(raw) <= limit else None
+        return json.loads(raw) if raw is not None else None
     except (ValueError, RecursionError):  # (invalid UTF-8 is a ValueError; 4 KB of `[` nest past the limit)
         return None

@@ -40,10 +40,12 @@ from ..core.card_yaml import check_card
 from ..core.errors import UsageError
 from ..core.facts import Benchmark, KnownDefect, PublishedCounts
 from ..core.hub_repository import require_own_data_files
+from ..core.output_target import MANIFEST
 from ..core.plural import counted
 from ..core.preview import preview
 from .cached_split import CachedSplit
 from .provenance import files_read, published_of, source_report
+from .recorded_files import RecordedFiles, check_recorded_files
 from .repository_card import README, built_from_card, card_text, declared_files
 from .validate_report import Finding, Report, SplitFacts, finding
 
@@ -54,7 +56,7 @@ SAMPLE_IDS = 20
 """How many offending ids a finding lists (its count is always complete)."""
 
 CHECKS = ("count", "missing_queries", "missing_docs", "duplicate_ids", "duplicate_pairs", "shared_ids",
-          "duplicate_keys", "column_type")
+          "duplicate_keys", "column_type", "altered_files")
 
 
 def _is_text(kind: pa.DataType) -> bool:
@@ -350,6 +352,8 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
         raise UsageError(f"{repository}: no configs (not a dataset folder or repository)")
     for config in configs:
         require_own_data_files(repository, config)
+    recorded = check_recorded_files(repository) if os.path.isdir(repository) else None
+    changed = recorded.altered + recorded.missing if recorded is not None else []
     files = declared_files(repository, card)
     loaded, unloadable = {}, []
     for config in configs:
@@ -361,10 +365,37 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
                                       f"declares its columns ({_cause(e)}){_undeclared_types(repository, config)}"))
     plan = plan_for_repository(repository, loaded, built_from_card(card), files, as_path=as_path)
     report = inspect(plan, loaded)
+    for folder, names in _by_folder(changed).items():
+        unloadable.append(finding("altered_files", folder, None, names[:SAMPLE_IDS], len(names),
+                                  _changed(recorded, names)))
     if unloadable:
         report["errors"] = unloadable + report["errors"]
         report["ok"] = False
+    if recorded is not None:
+        report["recorded_files"] = {"record": recorded.record, "verified": recorded.verified,
+                                    "altered": len(recorded.altered), "missing": len(recorded.missing)}
     return report
+
+
+def _by_folder(names: list[str]) -> dict[str, list[str]]:
+    """File paths grouped by the config folder they lie in ("(root)" for the card and other top-level files)."""
+    folders: dict[str, list[str]] = {}
+    for name in names:
+        folders.setdefault(name.split("/", 1)[0] if "/" in name else "(root)", []).append(name)
+    return folders
+
+
+def _changed(recorded: RecordedFiles, names: list[str] | None = None) -> str:
+    """What is said of the files (`names`, default all) that are no longer what ragloaders recorded."""
+    names = recorded.altered + recorded.missing if names is None else names
+    altered = [name for name in names if name in recorded.altered]
+    missing = [name for name in names if name not in recorded.altered]
+    parts = ([f"{counted(len(altered), 'file')} changed"] if altered else []) + (
+        [f"{counted(len(missing), 'file')} gone"] if missing else [])
+    by = "built" if recorded.record == "build" else "published"
+    them = "them" if len(names) > 1 else "it"
+    return (f"{' and '.join(parts)} since ragloaders {by} {them} (sha256 or size not what {MANIFEST} records): "
+            f"the rows read from {them} may not be the ones {by}")
 
 
 def _undeclared_types(repository: str, config: str) -> str:

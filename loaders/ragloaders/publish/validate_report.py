@@ -79,6 +79,10 @@ class Report(_ReportKeys, total=False):
     """Only in a repository's report: the benchmark path `--as` named, whose declared defects and keys applied."""
     commit: str
     """Only in a hub repository's report: the commit id read (the `--revision` asked for, resolved)."""
+    recorded_files: dict[str, Any]
+    """Only in the report of a local folder (or a hub repository's snapshot) holding ragloaders' record of its files:
+    {"record": "build" | "repository", "verified": files whose sha256 and size are the recorded ones, "altered",
+    "missing": how many are not (each an `altered_files` error)}."""
 
 
 def finding(check: str, config: str, split: str | None, ids: list[Any], count: int, message: str) -> Finding:
@@ -118,6 +122,11 @@ def render_text(report: Report) -> Iterable[str]:
         yield f"  query ids that are also corpus ids: {report['shared_ids']:,}"
     yield from source_lines(report.get("source"), report.get("built_from"), report.get("validated_as"),
                             report.get("form", "repository"))
+    if (recorded := report.get("recorded_files")) is not None:
+        record = "the build's record" if recorded["record"] == "build" else "the repository's record"
+        yield (f"files: {counted(recorded['verified'], 'file')} verified against {record}"
+               + (f", {recorded['altered'] + recorded['missing']:,} not (below)"
+                  if recorded["altered"] + recorded["missing"] else ""))
     for found in report["errors"]:
         yield f"ERROR {describe(found)}"
     for found in report["warnings"]:
