@@ -230,3 +230,24 @@ def test_every_default_cache_folder_honours_xdg_cache_home(tmp_path, monkeypatch
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert staging_root() == str(tmp_path / "home" / ".cache" / "ragloaders" / "staging")
+
+
+def test_ctrl_c_after_a_first_build_was_swapped_in_says_it_is_there(tmp_path, monkeypatch, capsys):
+    """Ctrl-C while the rows of a first build are printed (after its folder was swapped in): the line says the new
+    build is in place, not that the folder was not created."""
+    import builtins
+
+    from conftest import DATA
+
+    def interrupted_at_wrote(*args, **kwargs):
+        if args and str(args[0]).startswith("wrote "):
+            raise KeyboardInterrupt
+        builtins.print(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "print", interrupted_at_wrote, raising=False)
+    out = tmp_path / "out"
+    assert cli.main(["build", "beir/nfcorpus", "--data-dir", str(DATA / "beir"), "--out", str(out),
+                     "--configs", "qrels"]) == 130
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"ragloaders: interrupted; {out} holds the new build, complete: it was swapped in before the interrupt")
+    assert (out / "README.md").is_file()

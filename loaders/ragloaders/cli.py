@@ -499,6 +499,8 @@ def interrupted_note(args: argparse.Namespace, out_existed: bool) -> str:
     prepares in a private folder that goes with it (publish.build_cache)."""
     rerun = ("a rerun resumes from the configs already prepared" if getattr(args, "cache_dir", None)
              else "a rerun prepares the configs again (with --cache-dir a rerun resumes from those prepared)")
+    if args.command == "build" and not out_existed and os.path.lexists(args.out):  # only a complete one appears
+        return f"; {args.out} holds the new build, complete: it was swapped in before the interrupt"
     if args.command == "build" and out_existed:
         return (f"; {args.out} holds a complete build (its previous one, or the new one if it was already swapped "
                 f"in), and {rerun}")
