@@ -394,3 +394,15 @@ def test_a_decoding_error_found_ahead_comes_after_every_byte_before_it_and_again
             assert len(got) > 1 << 20 and expected.startswith(got)
             with pytest.raises(SourceError):  # never a quiet end of data after the error
                 stream.read(1 << 16)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_more_than_the_searched_tail_of_zeros_after_the_sample_is_not_called_only_a_truncation(threads, tmp_path):
+    """The last end-of-stream marker is searched for in the file's last MiB only: past that, the message says what
+    else it may be than a truncation."""
+    path = tmp_path / "dev_data.jsonl.bz2"
+    path.write_bytes(SAMPLE.read_bytes() + b"\0" * (2 << 20))
+    with pytest.raises(SourceError) as caught:
+        read_lines(str(path), "dev_data.jsonl.bz2", threads)
+    assert_source_error(caught.value, "dev_data.jsonl.bz2", "does not end with the bzip2 end-of-stream marker (nor do "
+                        "its last 1 MiB hold one; unless more than that of other bytes follow its last stream)")

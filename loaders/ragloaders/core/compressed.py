@@ -163,7 +163,9 @@ def _unended_message(source: BinaryIO, start: int, size: int) -> str:
             return _not_a_stream_message(offset, tail[end : end + 8])
         return (f"truncated bzip2 file: the stream starting at offset {offset:,} ends after {size - offset:,} bytes "
                 "without its end-of-stream marker")
-    return "truncated bzip2 file: it does not end with the bzip2 end-of-stream marker"
+    unless = (f" (nor do its last {window >> 20} MiB hold one; unless more than that of other bytes follow its last "
+              "stream)") if window < size else ""  # (a marker further back is not searched for)
+    return f"truncated bzip2 file: it does not end with the bzip2 end-of-stream marker{unless}"
 
 
 def _after_last_end_of_stream(data: bytes) -> int | None:
