@@ -341,6 +341,11 @@ def test_build_configs_naming_what_with_makes_says_so_in_one_line(tmp_path, caps
         [line] = capsys.readouterr().err.strip().splitlines()
         named = "top_ranked is" if configs == "top_ranked" else "hard_negatives,top_ranked are"
         assert f"--configs: {named} not built from the source of beir/nfcorpus but made by --with" in line
+    # CRAG: its own top_ranked is a config; --with makes nothing for a path without relevance labels, so no hint
+    assert main(["build", "crag/task_1_and_2", "--out", str(tmp_path / "o"), "--data-dir", str(DATA / "crag"),
+                 "--configs", "hard_negatives"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "unknown config(s) hard_negatives; the configs of crag/task_1_and_2 are" in line and "--with" not in line
     assert not (tmp_path / "o").exists()
 
 

@@ -297,12 +297,14 @@ def test_a_hostile_repository_manifest_makes_no_file_ragloaders_own(monkeypatch)
     assert push.read_hub_manifest("org/name", None, huge) is None  # refused before any byte is fetched
 
 
-@pytest.mark.parametrize("content", [b"[" * 200_000, b'{"format": ' + b"[" * 100_000, b" " * (64 << 20) + b"{}"],
-                         ids=["nested", "nested after a key", "over 64 MB"])
+@pytest.mark.parametrize("content", [b"[" * 200_000, b'{"format": ' + b"[" * 100_000, b" " * (16 << 20) + b"{}",
+                                     b'{"format": "ragloaders-manifest", "version": 1, "target": "x", "files": '
+                                     b'{"\\ud800.parquet": {"sha256": "' + b"0" * 64 + b'", "size": 1}}}'],
+                         ids=["nested", "nested after a key", "over 16 MB", "a lone surrogate as a file name"])
 def test_a_hostile_folder_manifest_is_no_manifest_not_a_crash(tmp_path, content, capsys):
-    """A build into a folder whose manifest nests past what `json` reads (RecursionError) or is over the size any
-    manifest ragloaders writes: the folder is not ragloaders', refused in the one line that says so, left as it
-    was."""
+    """A build into a folder whose manifest nests past what `json` reads (RecursionError), is over the size any
+    manifest ragloaders writes, or names a file no path can name (UnicodeEncodeError): the folder is not
+    ragloaders', refused in the one line that says so, left as it was."""
     from ragloaders.cli import main
     from ragloaders.publish.manifest import MANIFEST, read_manifest
 

@@ -595,3 +595,96 @@ def test_a_repository_record_reads_no_file_through_a_link_that_leads_out(nfcorpu
         {"README.md": Published(hashlib.sha256(data).hexdigest(), git_sha1(data), len(data))}))
     checked = check_recorded_files(str(out))
     assert (checked.record, checked.verified, checked.altered, checked.missing) == ("repository", 0, ["README.md"], [])
+
+
+def copied(build, tmp_path, name="copy"):
+    out = tmp_path / name
+    shutil.copytree(build.out, out)
+    return out
+
+
+def test_only_the_listed_files_are_looked_at(nfcorpus_build, tmp_path):
+    """A user's folder nested 1,200 deep beside the build, or one that cannot be read, is not walked (it was: a
+    RecursionError, and a PermissionError)."""
+    from ragloaders.publish.recorded_files import check_recorded_files
+
+    out = copied(nfcorpus_build, tmp_path)
+    levels = [str(out / "mine")]
+    for _ in range(1200):
+        levels.append(levels[-1] + "/d")
+    for level in levels:  # (os.makedirs and shutil.rmtree recurse: not that deep)
+        os.mkdir(level)
+    (out / "closed").mkdir(mode=0)
+    try:
+        checked = check_recorded_files(str(out))
+    finally:
+        for level in reversed(levels):
+            os.rmdir(level)
+    assert (checked.altered, checked.missing) == ([], []) and checked.verified > 3
+
+
+def test_a_listed_file_that_cannot_be_read_is_altered_and_one_file_under_many_names_is_read_once(
+        nfcorpus_build, tmp_path, monkeypatch):
+    import hashlib
+
+    from fake_hub import git_sha1
+    from ragloaders.publish import recorded_files
+    from ragloaders.publish.hub_manifest import HUB_MANIFEST, Published, hub_manifest_bytes
+
+    out = copied(nfcorpus_build, tmp_path)
+    unreadable = out / "qrels" / "test-00000-of-00001.parquet"
+    real = recorded_files.sha256_of
+    reads = []
+
+    def sha256_of(path):
+        reads.append(os.path.realpath(path))
+        if os.path.realpath(path) == str(unreadable):  # (as root, a mode cannot deny a read: the error is planted)
+            raise PermissionError(13, "Permission denied", path)
+        return real(path)
+
+    monkeypatch.setattr(recorded_files, "sha256_of", sha256_of)
+    checked = recorded_files.check_recorded_files(str(out))
+    assert checked.altered == ["qrels/test-00000-of-00001.parquet"] and checked.missing == []
+    # a repository record listing one file under 200 names (links to one folder): one read
+    repository = tmp_path / "repository"
+    repository.mkdir()
+    data = (out / "README.md").read_bytes()
+    (repository / "card.md").write_bytes(data)
+    record = Published(hashlib.sha256(data).hexdigest(), git_sha1(data), len(data))
+    names = {"card.md": record}
+    for n in range(200):
+        (repository / f"l{n}").symlink_to(".")
+        names[f"l{n}/card.md"] = record
+    (repository / HUB_MANIFEST).write_bytes(hub_manifest_bytes(names))
+    reads.clear()
+    checked = recorded_files.check_recorded_files(str(repository))
+    assert (checked.verified, checked.altered, len(reads)) == (201, [], 1)
+
+
+def test_a_repository_record_that_links_out_of_the_folder_is_no_record(nfcorpus_build, tmp_path):
+    import hashlib
+
+    from fake_hub import git_sha1
+    from ragloaders.publish.hub_manifest import HUB_MANIFEST, Published, hub_manifest_bytes
+    from ragloaders.publish.recorded_files import check_recorded_files
+
+    out = copied(nfcorpus_build, tmp_path)
+    (out / ".ragloaders-manifest.json").unlink()
+    data = (out / "README.md").read_bytes()
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_bytes(hub_manifest_bytes({"README.md": Published(hashlib.sha256(data).hexdigest(), git_sha1(data),
+                                                                     len(data))}))
+    (out / HUB_MANIFEST).symlink_to(elsewhere)
+    assert check_recorded_files(str(out)) is None
+    (out / HUB_MANIFEST).unlink()
+    (out / HUB_MANIFEST).write_bytes(elsewhere.read_bytes())  # the same record inside: read
+    assert check_recorded_files(str(out)).verified == 1
+
+
+def test_a_listed_data_file_gone_is_named_in_the_one_line_error(nfcorpus_build, tmp_path, capsys):
+    out = copied(nfcorpus_build, tmp_path)
+    (out / "qrels" / "test-00000-of-00001.parquet").unlink()
+    assert cli.main(["validate", str(out), "--cache-dir", str(tmp_path / "c")]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"ragloaders: error: {out}: 1 file that ragloaders built is gone: "
+                           "'qrels/test-00000-of-00001.parquet'; and it does not load (")

@@ -203,10 +203,12 @@ def source_configs(args: argparse.Namespace) -> list[str] | None:
     if not names:
         return names
     from .eval import RERANKING_CONFIGS
+    from .eval.data import conventions_of
 
     declared = configs_of(args.path)  # (CRAG has a `top_ranked` of its own, from its search results)
     made_by_with = [name for name in names if name in RERANKING_CONFIGS and name not in declared]
-    if made_by_with:
+    conventions = conventions_of(args.path) if made_by_with else None
+    if made_by_with and not (conventions.unlabelled or conventions.mean_over):  # else --with refuses the path too
         made = ",".join(made_by_with)
         raise UsageError(f"--configs: {made} {'is' if len(made_by_with) == 1 else 'are'} not built from the source of "
                          f"{args.path} but made by --with (`ragloaders build {args.path} --with {made}`; --configs "

@@ -8,13 +8,13 @@ import json
 import re
 from dataclasses import dataclass
 
-from .manifest import MANIFEST, safe_relative
+from .manifest import MANIFEST, MAX_MANIFEST_BYTES, safe_relative
 
 HUB_MANIFEST = MANIFEST
 """The repository's record of the files ragloaders published there (at its root, written in every commit)."""
 HUB_FORMAT = "ragloaders-hub-manifest"
 HUB_VERSION = 1
-MAX_HUB_MANIFEST_BYTES = 64 << 20
+MAX_HUB_MANIFEST_BYTES = MAX_MANIFEST_BYTES
 _HEX = {"sha256": re.compile(r"[0-9a-f]{64}"), "git_sha1": re.compile(r"[0-9a-f]{40}")}
 
 

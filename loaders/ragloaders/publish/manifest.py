@@ -60,13 +60,18 @@ class Manifest:
         os.replace(path + ".tmp", path)
 
 
-MAX_MANIFEST_BYTES = 64 << 20
-"""A manifest larger than this is not one ragloaders wrote (it lists each file in ~150 bytes)."""
+MAX_MANIFEST_BYTES = 16 << 20
+"""A manifest larger than this is not one ragloaders wrote (it lists each file in ~150 bytes: 100,000 files). Parsed,
+JSON takes up to ~30x its bytes (`[{},{},...]`): this bounds that too."""
 
 
 def safe_relative(name: object) -> bool:
     """A manifest path ragloaders could have written: relative, '/'-separated, no empty, '.' or '..' part."""
     if not isinstance(name, str) or not name or "\0" in name or "\\" in name or name.startswith("/"):
+        return False
+    try:
+        name.encode("utf-8")  # (a lone surrogate, JSON's "\ud800", names no file)
+    except UnicodeEncodeError:
         return False
     return all(part not in ("", ".", "..") for part in name.split("/"))
 

@@ -1,7 +1,7 @@
 """Whether the files of a folder are still the bytes ragloaders recorded for them (`ragloaders validate FOLDER`).
 
 A folder ragloaders built holds its manifest (manifest.py: each file's sha256 and size); a hub repository it pushed
-holds the repository manifest (push.py, the same name at its root), and so does its local snapshot. Parquet has no
+holds the repository record (hub_manifest.py, the same name at its root), and so does its local snapshot. Parquet has no
 checksum of its own that `datasets` checks, and a damaged page can decode to other values without any error (seen:
 100 bytes overwritten in a qrels file gave 23 duplicate pairs, loaded silently), so only the recorded sha256 tells.
 """
@@ -16,7 +16,7 @@ from ..core.hub_repository import data_file_bounds
 from ..core.output_target import MANIFEST
 from ..core.user_cache import read_small_file
 from .hub_manifest import MAX_HUB_MANIFEST_BYTES, Published, parse_hub_manifest
-from .manifest import read_manifest, sha256_of, verify
+from .manifest import read_manifest, regular_file_inside, sha256_of
 
 
 @dataclass
@@ -32,38 +32,73 @@ class RecordedFiles:
 
 
 def check_recorded_files(folder: str) -> RecordedFiles | None:
-    """Hash every file ragloaders' record at the root of `folder` lists, in name order: a built folder's as its
-    manifest says (no link followed), a repository snapshot's through its links into its own blobs (a link that leads
-    anywhere else is an altered file, not read); None when there is no such record, or one that is not ragloaders'
-    (then nothing is known)."""
+    """Hash every file ragloaders' record at the root of `folder` lists, in name order, each inode once: a built
+    folder's as its manifest says (reached through real folders, no link followed), a repository snapshot's through
+    its links into its own blobs (see `data_file_bounds`; a link that leads anywhere else is an altered file, not
+    read). A listed file that cannot be read is an altered one. Nothing else in the folder is looked at. None when
+    there is no such record, or one that is not ragloaders' (then nothing is known)."""
     manifest = read_manifest(folder)
+    bounds: list[str] | None = None
     if manifest is not None:
-        verdict = verify(folder, manifest)
-        return RecordedFiles("build", len(verdict.own), sorted(verdict.altered), sorted(verdict.missing))
-    published = _hub_record(folder)
-    if published is None:
-        return None
-    result = RecordedFiles("repository")
-    bounds = data_file_bounds(folder)
-    for name, record in sorted(published.items()):
+        result = RecordedFiles("build")
+        listed = {name: (record.sha256, record.size) for name, record in manifest.files.items()}
+    else:
+        bounds = data_file_bounds(folder)
+        published = _hub_record(folder, bounds)
+        if published is None:
+            return None
+        result = RecordedFiles("repository")
+        listed = {name: (record.sha256, record.size) for name, record in published.items()}
+    digests: dict[tuple[int, int], str | None] = {}
+    for name, (sha256, size) in sorted(listed.items()):
         path = os.path.join(folder, *name.split("/"))
-        resolved = os.path.realpath(path)
-        try:
-            info = os.stat(resolved)
-        except OSError:
+        found = _in_folder(folder, name) if bounds is None else _within(path, bounds)
+        if found is None:
             (result.altered if os.path.lexists(path) else result.missing).append(name)
             continue
-        if (any(os.path.commonpath([bound, resolved]) == bound for bound in bounds) and stat.S_ISREG(info.st_mode)
-                and info.st_size == record.size and sha256_of(resolved) == record.sha256):
+        resolved, info = found
+        if info.st_size == size and _digest(resolved, info, digests) == sha256:
             result.verified += 1
-        else:  # (a link out of the folder, or of a snapshot out of its repository's blobs, is not read)
+        else:
             result.altered.append(name)
     return result
 
 
-def _hub_record(folder: str) -> dict[str, Published] | None:
+def _in_folder(folder: str, name: str) -> tuple[str, os.stat_result] | None:
+    info = regular_file_inside(folder, name)
+    return None if info is None else (os.path.join(folder, *name.split("/")), info)
+
+
+def _within(path: str, bounds: list[str]) -> tuple[str, os.stat_result] | None:
+    """(real path, stat) of `path` when it resolves, links followed, to a regular file inside one of `bounds`."""
+    resolved = os.path.realpath(path)
     try:
-        data = read_small_file(os.path.join(folder, MANIFEST), MAX_HUB_MANIFEST_BYTES)
+        info = os.stat(resolved)
+    except OSError:
+        return None
+    inside = any(os.path.commonpath([bound, resolved]) == bound for bound in bounds)
+    return (resolved, info) if inside and stat.S_ISREG(info.st_mode) else None
+
+
+def _digest(path: str, info: os.stat_result, digests: dict[tuple[int, int], str | None]) -> str | None:
+    """sha256 of the file, once per inode (a record listing one file under many names costs one read); None when
+    it cannot be read."""
+    key = (info.st_dev, info.st_ino)
+    if key not in digests:
+        try:
+            digests[key] = sha256_of(path)
+        except OSError:
+            digests[key] = None
+    return digests[key]
+
+
+def _hub_record(folder: str, bounds: list[str]) -> dict[str, Published] | None:
+    """The repository record at the root of `folder`, read only where it resolves inside `bounds`."""
+    found = _within(os.path.join(folder, MANIFEST), bounds)
+    if found is None:
+        return None
+    try:
+        data = read_small_file(found[0], MAX_HUB_MANIFEST_BYTES)
     except OSError:
         return None
     return parse_hub_manifest(data) if data is not None else None

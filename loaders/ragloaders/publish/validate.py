@@ -37,7 +37,7 @@ from datasets.exceptions import DatasetGenerationError
 from ..api import builder, configs_of, registry
 from ..benchmarks import benchmark_of
 from ..core.card_yaml import check_card
-from ..core.errors import UsageError
+from ..core.errors import SourceError, UsageError
 from ..core.facts import Benchmark, KnownDefect, PublishedCounts
 from ..core.hub_repository import require_own_data_files
 from ..core.output_target import MANIFEST
@@ -347,22 +347,15 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
     if as_path is not None and as_path not in registry():
         raise UsageError(f"--as {preview(as_path)}: not a benchmark path (a group names each member; `ragloaders list` "
                          "shows them)")
-    configs = datasets.get_dataset_config_names(repository)
-    if not configs:
-        raise UsageError(f"{repository}: no configs (not a dataset folder or repository)")
-    for config in configs:
-        require_own_data_files(repository, config)
     recorded = check_recorded_files(repository) if os.path.isdir(repository) else None
     changed = recorded.altered + recorded.missing if recorded is not None else []
-    files = declared_files(repository, card)
-    loaded, unloadable = {}, []
-    for config in configs:
-        try:
-            loaded[config] = datasets.load_dataset(repository, config, cache_dir=cache_dir)
-        except DatasetGenerationError as e:  # a column the card declares that its file cannot be cast to
-            where = ", ".join(f for (c, _), f in files.items() if c == config) or f"{repository} ({config})"
-            unloadable.append(finding("column_type", config, None, [], 1, f"{where}: does not load as the card "
-                                      f"declares its columns ({_cause(e)}){_undeclared_types(repository, config)}"))
+    try:
+        loaded, unloadable, files = _load_repository(repository, card, cache_dir)
+    except Exception as e:  # a file the record lists is gone or no longer a file: say so before what it broke
+        if not changed:
+            raise
+        shown = ", ".join(map(preview, changed[:SAMPLE_IDS])) + (" ..." if len(changed) > SAMPLE_IDS else "")
+        raise SourceError(repository, f"{_changed(recorded)}: {shown}; and it does not load ({_cause(e)})") from e
     plan = plan_for_repository(repository, loaded, built_from_card(card), files, as_path=as_path)
     report = inspect(plan, loaded)
     for folder, names in _by_folder(changed).items():
@@ -375,6 +368,27 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
         report["recorded_files"] = {"record": recorded.record, "verified": recorded.verified,
                                     "altered": len(recorded.altered), "missing": len(recorded.missing)}
     return report
+
+
+def _load_repository(repository: str, card: str | None, cache_dir: str | None
+                     ) -> tuple[dict[str, Any], list[Finding], dict[tuple[str, str], str]]:
+    """(every config that loads, a `column_type` finding for each that does not load as its card declares, the
+    card's data files) of a repository, its data files checked to be its own first."""
+    configs = datasets.get_dataset_config_names(repository)
+    if not configs:
+        raise UsageError(f"{repository}: no configs (not a dataset folder or repository)")
+    for config in configs:
+        require_own_data_files(repository, config)
+    files = declared_files(repository, card)
+    loaded, unloadable = {}, []
+    for config in configs:
+        try:
+            loaded[config] = datasets.load_dataset(repository, config, cache_dir=cache_dir)
+        except DatasetGenerationError as e:  # a column the card declares that its file cannot be cast to
+            where = ", ".join(f for (c, _), f in files.items() if c == config) or f"{repository} ({config})"
+            unloadable.append(finding("column_type", config, None, [], 1, f"{where}: does not load as the card "
+                                      f"declares its columns ({_cause(e)}){_undeclared_types(repository, config)}"))
+    return loaded, unloadable, files
 
 
 def _by_folder(names: list[str]) -> dict[str, list[str]]:
@@ -390,12 +404,16 @@ def _changed(recorded: RecordedFiles, names: list[str] | None = None) -> str:
     names = recorded.altered + recorded.missing if names is None else names
     altered = [name for name in names if name in recorded.altered]
     missing = [name for name in names if name not in recorded.altered]
-    parts = ([f"{counted(len(altered), 'file')} changed"] if altered else []) + (
-        [f"{counted(len(missing), 'file')} gone"] if missing else [])
     by = "built" if recorded.record == "build" else "published"
-    them = "them" if len(names) > 1 else "it"
-    return (f"{' and '.join(parts)} since ragloaders {by} {them} (sha256 or size not what {MANIFEST} records): "
-            f"the rows read from {them} may not be the ones {by}")
+    parts = []
+    if altered:
+        them = "them" if len(altered) > 1 else "it"
+        parts.append(f"{counted(len(altered), 'file')} changed since ragloaders {by} {them} (sha256 or size not what "
+                     f"{MANIFEST} records: the rows read from {them} may not be the ones {by})")
+    if missing:
+        parts.append(f"{counted(len(missing), 'file')} that ragloaders {by} {'are' if len(missing) > 1 else 'is'} "
+                     "gone")
+    return "; ".join(parts)
 
 
 def _undeclared_types(repository: str, config: str) -> str:
