@@ -232,6 +232,7 @@ def test_every_default_cache_folder_honours_xdg_cache_home(tmp_path, monkeypatch
     assert staging_root() == str(tmp_path / "home" / ".cache" / "ragloaders" / "staging")
 
 
+@pytest.mark.slow
 def test_ctrl_c_after_a_first_build_was_swapped_in_says_it_is_there(tmp_path, monkeypatch, capsys):
     """Ctrl-C while the rows of a first build are printed (after its folder was swapped in): the line says the new
     build is in place, not that the folder was not created."""

@@ -222,6 +222,7 @@ def test_what_is_not_a_regular_file_at_a_records_name_is_refused_at_once(nfcorpu
     assert scored(nfcorpus) == truth
 
 
+@pytest.mark.slow
 def test_a_temporary_record_a_killed_eval_left_goes_at_the_next_write_and_nothing_else(nfcorpus):
     folder = Path(_record_path(PATH, "qrels", nfcorpus["data_dir"], nfcorpus["cache_dir"])).parent
     folder.mkdir(parents=True)

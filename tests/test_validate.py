@@ -478,6 +478,7 @@ def test_repeated_groups_come_in_the_order_of_their_first_row_on_every_run():
     assert repeated.column("count_all").to_pylist() == [counts[pair] for pair in expected]
 
 
+@pytest.mark.slow
 def test_the_examples_of_repeated_pairs_are_the_first_in_row_order(tmp_path, monkeypatch):
     queries = [(f"q{n}", f"query {n}") for n in range(400)]
     corpus = [(f"d{n}", f"doc {n}") for n in range(40)]
@@ -525,6 +526,7 @@ def test_a_built_folder_is_checked_against_its_manifest_file_by_file(nfcorpus_bu
     assert "ERROR altered_files in qrels: 1 file changed" in text
 
 
+@pytest.mark.slow
 def test_a_hub_snapshot_is_checked_against_the_repository_record_through_its_links(nfcorpus_build, tmp_path):
     """A hub snapshot holds links into the cache's blobs and, at its root, the record a push wrote (another format
     than a built folder's manifest)."""
