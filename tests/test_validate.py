@@ -630,12 +630,12 @@ def test_a_listed_file_that_cannot_be_read_is_altered_and_one_file_under_many_na
     import hashlib
 
     from fake_hub import git_sha1
-    from ragloaders.publish import recorded_files
+    from ragloaders.publish import manifest, recorded_files
     from ragloaders.publish.hub_manifest import HUB_MANIFEST, Published, hub_manifest_bytes
 
     out = copied(nfcorpus_build, tmp_path)
     unreadable = out / "qrels" / "test-00000-of-00001.parquet"
-    real = recorded_files.sha256_of
+    real = manifest.sha256_of
     reads = []
 
     def sha256_of(path):
@@ -644,9 +644,12 @@ def test_a_listed_file_that_cannot_be_read_is_altered_and_one_file_under_many_na
             raise PermissionError(13, "Permission denied", path)
         return real(path)
 
-    monkeypatch.setattr(recorded_files, "sha256_of", sha256_of)
+    monkeypatch.setattr(manifest, "sha256_of", sha256_of)
     checked = recorded_files.check_recorded_files(str(out))
     assert checked.altered == ["qrels/test-00000-of-00001.parquet"] and checked.missing == []
+    # the same mechanism decides what a rebuild may replace: an own file it cannot read is altered, not a crash
+    verdict = manifest.verify(str(out))
+    assert verdict.altered == ["qrels/test-00000-of-00001.parquet"] and "README.md" in verdict.own
     # a repository record listing one file under 200 names (links to one folder): one read
     repository = tmp_path / "repository"
     repository.mkdir()

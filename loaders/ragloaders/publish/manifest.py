@@ -136,24 +136,49 @@ class Verdict:
     """Every other leaf entry (files, symlinks, ...) and empty folder: the user's."""
     manifest: Manifest | None = None
 
+    @property
+    def manifest_files(self) -> dict[str, FileRecord]:
+        """The files the manifest lists (none without one)."""
+        return self.manifest.files if self.manifest else {}
+
 
 def verify(folder: str, manifest: Manifest | None = None) -> Verdict:
     """Hash every file the manifest lists and sort the folder's entries into own, altered, missing and others."""
     manifest = manifest or read_manifest(folder)
+    verdict = verify_listed(folder, manifest) if manifest else Verdict()
+    for name in folder_entries(folder):
+        if name not in verdict.manifest_files and not (manifest and name == MANIFEST):
+            verdict.others.append(name)
+    return verdict
+
+
+def verify_listed(folder: str, manifest: Manifest) -> Verdict:
+    """The files the manifest lists sorted into own, altered and missing (`others` is left empty: nothing else in
+    the folder is looked at). A listed file that is not a regular file reached through real folders, or that cannot
+    be read, is altered; each inode is hashed once."""
     verdict = Verdict(manifest=manifest)
-    listed = manifest.files if manifest else {}
-    for name, record in listed.items():
+    digests: dict[tuple[int, int], str | None] = {}
+    for name, record in manifest.files.items():
         info = regular_file_inside(folder, name)
         if info is None:
             (verdict.altered if os.path.lexists(os.path.join(folder, name)) else verdict.missing).append(name)
-        elif info.st_size == record.size and sha256_of(os.path.join(folder, name)) == record.sha256:
+        elif info.st_size == record.size and sha256_once(os.path.join(folder, name), info, digests) == record.sha256:
             verdict.own[name] = file_signature(info)
         else:
             verdict.altered.append(name)
-    for name in folder_entries(folder):
-        if name not in listed and not (manifest and name == MANIFEST):
-            verdict.others.append(name)
     return verdict
+
+
+def sha256_once(path: str, info: os.stat_result, digests: dict[tuple[int, int], str | None]) -> str | None:
+    """sha256 of the file at `path` (`info`: its stat), once per inode in `digests` (one file listed under many
+    names costs one read); None when it cannot be read."""
+    key = (info.st_dev, info.st_ino)
+    if key not in digests:
+        try:
+            digests[key] = sha256_of(path)
+        except OSError:
+            digests[key] = None
+    return digests[key]
 
 
 def folder_entries(folder: str, prefix: str = "") -> Iterator[str]:

@@ -16,7 +16,7 @@ from ..core.hub_repository import data_file_bounds
 from ..core.output_target import MANIFEST
 from ..core.user_cache import read_small_file
 from .hub_manifest import MAX_HUB_MANIFEST_BYTES, Published, parse_hub_manifest
-from .manifest import read_manifest, regular_file_inside, sha256_of
+from .manifest import read_manifest, sha256_once, verify_listed
 
 
 @dataclass
@@ -33,40 +33,30 @@ class RecordedFiles:
 
 def check_recorded_files(folder: str) -> RecordedFiles | None:
     """Hash every file ragloaders' record at the root of `folder` lists, in name order, each inode once: a built
-    folder's as its manifest says (reached through real folders, no link followed), a repository snapshot's through
-    its links into its own blobs (see `data_file_bounds`; a link that leads anywhere else is an altered file, not
-    read). A listed file that cannot be read is an altered one. Nothing else in the folder is looked at. None when
-    there is no such record, or one that is not ragloaders' (then nothing is known)."""
+    folder's as its manifest says (manifest.verify_listed: reached through real folders, no link followed), a
+    repository snapshot's through its links into its own blobs (see `data_file_bounds`; a link that leads anywhere
+    else is an altered file, not read). A listed file that cannot be read is an altered one. Nothing else in the
+    folder is looked at. None when there is no such record, or one that is not ragloaders' (then nothing is known)."""
     manifest = read_manifest(folder)
-    bounds: list[str] | None = None
     if manifest is not None:
-        result = RecordedFiles("build")
-        listed = {name: (record.sha256, record.size) for name, record in manifest.files.items()}
-    else:
-        bounds = data_file_bounds(folder)
-        published = _hub_record(folder, bounds)
-        if published is None:
-            return None
-        result = RecordedFiles("repository")
-        listed = {name: (record.sha256, record.size) for name, record in published.items()}
+        verdict = verify_listed(folder, manifest)
+        return RecordedFiles("build", len(verdict.own), sorted(verdict.altered), sorted(verdict.missing))
+    bounds = data_file_bounds(folder)
+    published = _hub_record(folder, bounds)
+    if published is None:
+        return None
+    result = RecordedFiles("repository")
     digests: dict[tuple[int, int], str | None] = {}
-    for name, (sha256, size) in sorted(listed.items()):
+    for name, record in sorted(published.items()):
         path = os.path.join(folder, *name.split("/"))
-        found = _in_folder(folder, name) if bounds is None else _within(path, bounds)
+        found = _within(path, bounds)
         if found is None:
             (result.altered if os.path.lexists(path) else result.missing).append(name)
-            continue
-        resolved, info = found
-        if info.st_size == size and _digest(resolved, info, digests) == sha256:
+        elif found[1].st_size == record.size and sha256_once(*found, digests) == record.sha256:
             result.verified += 1
         else:
             result.altered.append(name)
     return result
-
-
-def _in_folder(folder: str, name: str) -> tuple[str, os.stat_result] | None:
-    info = regular_file_inside(folder, name)
-    return None if info is None else (os.path.join(folder, *name.split("/")), info)
 
 
 def _within(path: str, bounds: list[str]) -> tuple[str, os.stat_result] | None:
@@ -78,18 +68,6 @@ def _within(path: str, bounds: list[str]) -> tuple[str, os.stat_result] | None:
         return None
     inside = any(os.path.commonpath([bound, resolved]) == bound for bound in bounds)
     return (resolved, info) if inside and stat.S_ISREG(info.st_mode) else None
-
-
-def _digest(path: str, info: os.stat_result, digests: dict[tuple[int, int], str | None]) -> str | None:
-    """sha256 of the file, once per inode (a record listing one file under many names costs one read); None when
-    it cannot be read."""
-    key = (info.st_dev, info.st_ino)
-    if key not in digests:
-        try:
-            digests[key] = sha256_of(path)
-        except OSError:
-            digests[key] = None
-    return digests[key]
 
 
 def _hub_record(folder: str, bounds: list[str]) -> dict[str, Published] | None:
