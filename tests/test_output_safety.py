@@ -493,3 +493,43 @@ def test_a_process_forked_during_a_build_ends_on_sigterm_as_by_default():
         os.kill(child, signal.SIGTERM)
         _, status = os.waitpid(child, 0)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM, status
+
+
+CTRL_C_INSIDE_A_PAGE_WRITE = """
+import signal, sys
+import pyarrow.parquet as pq
+from ragloaders.cli import main
+from ragloaders.publish import sink
+
+real_write, real_write_table, state = sink.DeferredErrorFile.write, pq.ParquetWriter.write_table, {"pages": 0}
+
+def write(self, data):
+    if state.get("in write_table") and len(data) > 4096:
+        state["pages"] += 1
+        if state["pages"] == 2:  # (the first whose failed write pyarrow checks inside WriteArrowDense, on this file)
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C arrives while the writer is in this call into Python
+    return real_write(self, data)
+
+def write_table(self, *args, **kwargs):
+    state["in write_table"] = True
+    try:
+        return real_write_table(self, *args, **kwargs)
+    finally:
+        state["in write_table"] = False
+
+sink.DeferredErrorFile.write, pq.ParquetWriter.write_table = write, write_table
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_while_the_parquet_writer_writes_a_page_is_an_interrupt_not_an_abort(tmp_path):
+    """Before: the KeyboardInterrupt raised inside the sink's `write` reached pyarrow's content-defined-chunking
+    writer as a failed write, which aborts the process (exit 134, `Check failed: _s.ok() ... WriteArrowDense`),
+    seen on a real Ctrl-C during a build of CRAG's real pages."""
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-c", CTRL_C_INSIDE_A_PAGE_WRITE,
+                           *build_args(out, OLD, cache_dir=str(tmp_path / "cache"))],
+                          env=ENVIRONMENT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 130, (done.returncode, done.stderr[-3000:])
+    assert done.stderr.strip().splitlines()[-1].startswith(f"ragloaders: interrupted; {out} was not created")
+    assert not out.exists() and hidden_leftovers(out) == []

@@ -15,6 +15,7 @@ from ..core.preview import preview
 from ..core.readers.threads import iter_ahead
 from .cached_split import CachedSplit
 from .sink import DeferredErrorFile
+from .swap import deferred_signals
 
 MAX_SHARD_BYTES = 500 << 20
 """Uncompressed bytes per Parquet file: the compressed file is smaller, so always under ~500 MB."""
@@ -182,16 +183,22 @@ def write_parquet(split_rows: datasets.Dataset | ParquetPlan, folder: str, split
             path = os.path.join(folder, f"{split}-{index:05d}-of-{len(plan.shards):05d}.parquet")
             sink = DeferredErrorFile(path)  # a full disk raises OSError here, not SIGABRT in the writer (sink.py)
             try:
-                with pq.ParquetWriter(sink.arrow(), plan.schema, compression="zstd",
-                                      use_content_defined_chunking=True, write_page_index=True) as writer:
+                with deferred_signals():  # every call that writes through the sink holds Ctrl-C (sink.py)
+                    writer = pq.ParquetWriter(sink.arrow(), plan.schema, compression="zstd",
+                                              use_content_defined_chunking=True, write_page_index=True)
+                try:
                     for offset in range(0, max(shard_rows, 1), row_group):
                         part = rows.take(min(row_group, shard_rows - offset))
                         if part.num_rows != min(row_group, shard_rows - offset):
                             raise RuntimeError(f"split {preview(split)} holds fewer rows than the {plan.num_rows:,} "
                                                "its preparation wrote")
-                        writer.write_table(part, row_group_size=row_group)
+                        with deferred_signals():
+                            writer.write_table(part, row_group_size=row_group)
                         del part  # else it is held while the next row group is read: two row groups in memory
                         sink.check()
+                finally:
+                    with deferred_signals():
+                        writer.close()
             finally:
                 sink.close()
             paths.append(path)

@@ -5,6 +5,11 @@ ARROW_CHECK (`column_writer.cc`, `WriteArrowDense`): a failed write there (ENOSP
 file size limit) aborts the whole process (SIGABRT) instead of raising. So the writer is given this file, which
 takes every write, keeps the first error and stops writing after it; `check()` (after each row group) and
 `close()` raise that error as the OSError it was, which the output folder turns into a one-line message.
+
+A KeyboardInterrupt raised inside `write` (Ctrl-C while the writer calls it; SIGTERM, which a build turns into the
+same) would reach the writer as a failed write, and abort the process the same way: every call that writes
+through this file (the writer's creation, `write_table`, `close`) runs with SIGINT and SIGTERM held
+(`swap.deferred_signals`, parquet.py), and they are delivered between row groups.
 """
 
 from __future__ import annotations
