@@ -206,16 +206,17 @@ SLOW_PAGE_CHILD = textwrap.dedent("""
     slow = b"<div " + b" ".join(b"a%d=1" % i for i in range(100_000)) + b">x</div>"  # a minute of Resiliparse
     print("started", flush=True)
     try:
-        list(texts_in_order([(0, [slow]), (1, [b"<p>y</p>"])], processes=2))
+        list(texts_in_order([(0, [slow]), (1, [b"<p>y</p>"])][:int(sys.argv[1])], processes=2))
     except KeyboardInterrupt:
         print("interrupted", flush=True)
 """)
 
 
 @pytest.mark.slow
-def test_ctrl_c_kills_a_worker_still_extracting_instead_of_waiting_for_it(tmp_path):
+@pytest.mark.parametrize("batches", [2, 1])  # 1: the batch waited for was the last one in flight, and was not killed
+def test_ctrl_c_kills_a_worker_still_extracting_instead_of_waiting_for_it(batches, tmp_path):
     loaders = os.path.dirname(os.path.dirname(os.path.dirname(html_text_workers.__file__)))
-    child = subprocess.Popen([sys.executable, "-c", SLOW_PAGE_CHILD], stdout=subprocess.PIPE, text=True,
+    child = subprocess.Popen([sys.executable, "-c", SLOW_PAGE_CHILD, str(batches)], stdout=subprocess.PIPE, text=True,
                              env={**os.environ, "PYTHONPATH": loaders}, start_new_session=True)
     try:
         assert child.stdout.readline().strip() == "started"

@@ -76,6 +76,11 @@ class RagBuilder(CompatBuilder):
         are then read from there, and only the rest of that config's prepared folder must stay."""
         return []
 
+    def write_ahead(self, later: dict[str, datasets.DatasetBuilder]) -> None:
+        """Told, in a build into batch spools (`spool_into`), the builders of the configs prepared after this one: a
+        config whose pass over the source can make their rows too writes them into their spools as it goes
+        (`spool_ahead`), and their preparation takes them as they are. Default: it makes none."""
+
     def source_files_read(self) -> list[str]:
         """The local source files this config reads, in reading order: each file of a folder, or the archive itself
         (a zip, the parts of a split archive). Without `data_dir`, the downloaded copies (downloaded now if they are

@@ -199,13 +199,16 @@ save."""
 
 
 def texts_in_order(batches: Iterable[tuple[T, list[bytes | None]]], processes: int = PARSE_THREADS,
-                   describe: Callable[[T], str] | None = None) -> Iterator[tuple[T, list[str | None]]]:
+                   describe: Callable[[T], str] | None = None,
+                   started: Callable[[Callable[[], None]], None] | None = None
+                   ) -> Iterator[tuple[T, list[str | None]]]:
     """(item, `html_to_text` of each of its UTF-8 HTML (None stays None)) for each (item, HTML) batch, in order:
     the first IN_PROCESS_BYTES of HTML in this process, the rest in `processes` worker processes while the caller
     reads the next batches and uses earlier texts (at most `processes` + 1 batches in flight); all in this process
     when `processes` is 1 or no worker can be started (`worker_command`). A worker that ends before it answers is a
     WorkerEnded naming the batch (`describe(item)`); every worker has ended when this generator is done or closed,
-    and one that was still extracting is killed."""
+    and one that was still extracting is killed. `started`, if given, is called with a function that kills the
+    workers, once they are started: for a caller on another thread (FeedThread.on_stop)."""
     command = worker_command() if processes > 1 else None
     batches, extracted = iter(batches), 0
     while command is None or extracted < IN_PROCESS_BYTES:
@@ -224,4 +227,6 @@ def texts_in_order(batches: Iterable[tuple[T, list[bytes | None]]], processes: i
             raise WorkerEnded(f"{e}; the batch: {describe(item)}") from None
 
     with TextWorkers(command) as workers:
+        if started is not None:
+            started(workers.kill)
         yield from map_ahead(texts, batches, threads=processes, stop=workers.kill)

@@ -128,6 +128,9 @@ def write_folder(
     if cache.private:
         for config, dataset_builder in builders.items():
             dataset_builder.spool_into(os.path.join(cache.cache_dir, "spool", config))
+        for done, config in enumerate(chosen, start=1):
+            if hasattr(builders[config], "write_ahead"):
+                builders[config].write_ahead({later: builders[later] for later in chosen[done:]})
     for done, config in enumerate(tqdm(chosen, desc=f"Building {path}", unit="config"), start=1):
         dataset_builder = builders[config]
         dataset_builder.download_and_prepare(num_proc=num_proc)

@@ -68,6 +68,7 @@ from ...core.readers.arrow_batches import RowBatcher, TableBatcher, iter_file_ba
 from ...core.readers.jsonl import parse_object_lines
 from ...core.readers.lines import iter_lines
 from ...core.readers.strict_json import loads_strict
+from ...core.readers.threads import FeedThread
 from ...core.readers.values import check_required, conform, literal_string_list
 from ...core.source_files import download_verified, file_identity
 from .catalogue import (
@@ -418,19 +419,26 @@ def page_record_rows_from(paths: Sequence[str], columns: list[str], fields: Sequ
     computed from the Arrow data (or taken from PAGE_IDS, the HTML then not read at all where the file is Parquet):
     no Python string is made of HTML that is not written out."""
     for table, lists, pages, ids in page_batches_from(paths, columns, fields):
-        size = table.nbytes // max(1, table.num_rows)
-        others = table.drop_columns(["search_results"])
-        values = {name: pc.struct_field(pages, name) for name in fields}
-        rows = others.to_pylist() if others.num_columns else [{} for _ in range(len(lists))]
-        for row, pages_of in zip(rows, _record_page_ranges(lists)):
-            if pages_of is None:
-                row["search_results"] = None
-            else:
-                start, end = pages_of
-                columns_of = {name: array[start:end].to_pylist() for name, array in values.items()}
-                row["search_results"] = [{PAGE_ID: ids[at], **{name: columns_of[name][at - start]
-                                                               for name in fields}} for at in range(start, end)]
-            yield row, size
+        yield from rows_with_pages(table, lists, pages, ids, fields)
+
+
+def rows_with_pages(table: pa.Table, lists: pa.ListArray, pages: pa.StructArray, ids: list[str],
+                    fields: Sequence[str]) -> Iterator[tuple[dict, int]]:
+    """(row, rough size in bytes) of each record of `table`, its `search_results` (`lists`, their `pages`, the pages'
+    `ids`) as pages of only `fields` and their id (PAGE_ID)."""
+    size = table.nbytes // max(1, table.num_rows)
+    others = table.drop_columns(["search_results"])
+    values = {name: pc.struct_field(pages, name) for name in fields}
+    rows = others.to_pylist() if others.num_columns else [{} for _ in range(len(lists))]
+    for row, pages_of in zip(rows, _record_page_ranges(lists)):
+        if pages_of is None:
+            row["search_results"] = None
+        else:
+            start, end = pages_of
+            columns_of = {name: array[start:end].to_pylist() for name, array in values.items()}
+            row["search_results"] = [{PAGE_ID: ids[at], **{name: columns_of[name][at - start]
+                                                           for name in fields}} for at in range(start, end)]
+        yield row, size
 
 
 def record_pages_from(paths: Sequence[str]) -> Iterator[tuple[pa.StructArray, list[str]]]:
@@ -487,14 +495,15 @@ def described_pages(ids: list[str]) -> str:
     return f"{len(ids):,} corpus page(s) of the records: {shown}"
 
 
-def corpus_tables(batches: Iterable[tuple[pa.StructArray, list[str]]]) -> Iterator[pa.Table]:
+def corpus_tables(batches: Iterable[tuple[pa.StructArray, list[str]]],
+                  started: Callable[[Callable[[], None]], None] | None = None) -> Iterator[pa.Table]:
     """`corpus` tables of `new_page_batches`, each page's text extracted from its HTML in worker processes
-    (`texts_in_order`), cut where `_batched` cuts the same rows (BATCH_ROWS rows, BATCH_BYTES of HTML and text
-    characters)."""
+    (`texts_in_order`; `started` as it says), cut where `_batched` cuts the same rows (BATCH_ROWS rows, BATCH_BYTES of
+    HTML and text characters)."""
     batcher = TableBatcher(max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)
     schema = SCHEMAS["corpus"]
     for (pages, ids), texts in texts_in_order(((batch, html_bytes(batch[0])) for batch in batches),
-                                              describe=lambda batch: described_pages(batch[1])):
+                                              describe=lambda batch: described_pages(batch[1]), started=started):
         html = pc.struct_field(pages, "page_result")
         table = pa.Table.from_arrays([
             pa.array(ids, schema.field("_id").type), pc.struct_field(pages, "page_name"),
@@ -528,6 +537,82 @@ def rows_in_file_order(split_paths: Sequence[Sequence[str]], order_path: str,
                               "lists (delete the cache folder to rebuild it)")
 
 
+class DerivedInPass:
+    """The derived configs' rows, made during `records`' own pass over the source in a build into batch spools: each
+    record's one-row `records` table, given in file order with its split (`add`), becomes the rows of every config of
+    `builders` (config -> its builder, prepared into a batch spool) on a thread of its own (FeedThread), batched as
+    `_batched` and `corpus_tables` batch the same rows read back from prepared `records`, and written straight into
+    those configs' spools (`spool_ahead`). Once committed (`commit`), each config's preparation takes them as they
+    are and never reads `records` back; `discard` gives them up."""
+
+    def __init__(self, builders: dict[str, CragBuilder]):
+        self.corpus = builders["corpus"].spool_ahead("corpus") if "corpus" in builders else None
+        self.splits = {(config, code): (builder.spool_ahead(name),
+                                        RowBatcher(SCHEMAS[config], max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES))
+                       for config, builder in builders.items() if config != "corpus" for code, name in SPLITS.items()}
+        self.feed = FeedThread(self._derive)
+
+    def add(self, table: pa.Table, split: int) -> None:
+        """The next record (its one-row `records` table, its split code); an error of the thread, if it had one."""
+        self.feed.put((table, split))
+
+    def _record_pages(self, records: Iterable[tuple[pa.Table, int]]) -> Iterator[tuple[pa.StructArray, list[str]]]:
+        """(pages, their ids) of each record, in order, once its rows of the configs with splits are written."""
+        seen: set[str] = set()  # (only `corpus` rows use it)
+        for table, split in records:
+            lists = table.column("search_results").combine_chunks()
+            pages = lists.flatten()
+            ids = page_ids_of(pages)
+            for (config, code), (spool, batcher) in self.splits.items():
+                if code != split:
+                    continue
+                columns = table.select(RECORD_COLUMNS[config])
+                rows = (rows_with_pages(columns, lists, pages, ids, PAGE_FIELDS[config]) if config in PAGE_FIELDS
+                        else ((row, 0) for row in columns.to_pylist()))
+                for row, nbytes in rows:
+                    for out, size in CONFIG_ROWS[config](row, nbytes, seen):
+                        spool.write(batcher.add(out, size))
+            yield pages, ids
+
+    def _derive(self, records: Iterator[tuple[pa.Table, int]], on_stop: Callable[[Callable[[], None]], None]
+                ) -> None:
+        pages = self._record_pages(records)
+        if self.corpus is None:
+            for _ in pages:
+                pass
+            return
+        for table in corpus_tables(new_page_batches(pages), started=on_stop):
+            self.corpus.write(table)
+
+    def _spools(self) -> list[Any]:
+        return [spool for spool, _ in self.splits.values()] + ([self.corpus] if self.corpus is not None else [])
+
+    def commit(self) -> None:
+        """Wait for the rows of every record given, then commit every config's spool (its error, if it had one)."""
+        self.feed.finish()
+        for spool, batcher in self.splits.values():
+            spool.write(batcher.flush())
+        for spool in self._spools():
+            spool.commit()
+
+    def discard(self) -> None:
+        """Stop making rows (the HTML-to-text workers killed) and delete what was spooled."""
+        try:
+            self.feed.stop()
+        finally:
+            for spool in self._spools():
+                spool.discard()
+
+
+def _given_to(derived: DerivedInPass | None, tables: Iterator[tuple[pa.Table, int, int]]
+              ) -> Iterator[tuple[pa.Table, int, int]]:
+    """`tables` (`CragSource.record_tables`), each also given to `derived` (if any) as it passes."""
+    for table, nbytes, split in tables:
+        if derived is not None:
+            derived.add(table, split)
+        yield table, nbytes, split
+
+
 @dataclass
 class CragConfig(datasets.BuilderConfig):
     """A CRAG config; `release` ("v5", "v4", "example" for task 1&2) picks a release, else the newest found."""
@@ -553,6 +638,8 @@ class CragBuilder(RagBuilder):
         if kwargs.get("release") is not None and kwargs["release"] not in names:
             raise UsageError(f"{path} has no release {preview(kwargs['release'])}; its releases are {', '.join(names)}")
         self._spool_dir: str | None = None
+        self.derived_ahead: dict[str, CragBuilder] = {}
+        """The derived configs whose rows `records`' pass writes into their batch spools (`write_ahead`)."""
         self._cache_dir_arg = kwargs.get("cache_dir")
         if config_name in ("queries", "search_results", "top_ranked"):
             kwargs.setdefault("writer_batch_size", 1_000)
@@ -644,6 +731,13 @@ class CragBuilder(RagBuilder):
         finally:
             shutil.rmtree(self._spool_dir, ignore_errors=True)
             self._spool_dir = None
+
+    def write_ahead(self, later: dict[str, datasets.DatasetBuilder]) -> None:
+        """`records` makes the rows of every derived config of `later` prepared into a batch spool in its own pass
+        (DerivedInPass)."""
+        if self.config.name == "records" and self.batch_spool is not None:
+            self.derived_ahead = {config: builder for config, builder in later.items()
+                                  if config in RECORD_COLUMNS and getattr(builder, "batch_spool", None) is not None}
 
     def records_builder(self) -> CragBuilder:
         """The `records` builder of this path, data_dir, cache_dir and release, prepared (or found in the cache)."""
@@ -747,9 +841,10 @@ class CragBuilder(RagBuilder):
         (RECORD_SPLITS_FILE)."""
         rows_of, schema = CONFIG_ROWS[self.config.name], SCHEMAS[self.config.name]
         seen: set[str] = set()
+        derived = DerivedInPass(self.derived_ahead) if self.derived_ahead and spool_ahead is not None else None
         if self.config.name == "records":  # parsed straight to Arrow
             kept, other_batches = (TableBatcher(max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES) for _ in range(2))
-            records_read = ((of, [(table, nbytes)]) for table, nbytes, of in source.record_tables())
+            records_read = ((of, [(table, nbytes)]) for table, nbytes, of in _given_to(derived, source.record_tables()))
         else:
             kept, other_batches = (RowBatcher(schema, max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES) for _ in range(2))
             records_read = ((row["split"], rows_of(row, nbytes, seen)) for row, nbytes in source.records())
@@ -780,12 +875,17 @@ class CragBuilder(RagBuilder):
                 other.write(other_batches.flush())
                 other.commit()
                 other = None
+            if derived is not None:
+                derived.commit()
+                derived = None
             if splits is not None:
                 with open(order_out, "wb") as f:
                     f.write(splits)
         finally:
             if other is not None:
                 other.discard()
+            if derived is not None:
+                derived.discard()
 
     def _tables_of(self, records: Iterable[tuple[dict, int]]) -> Iterator[tuple[int, pa.Table]]:
         """This config's tables from `records` rows (derived configs), batched as from the source."""

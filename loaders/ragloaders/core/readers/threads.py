@@ -1,9 +1,11 @@
 """Worker threads that are always joined: reading ahead on one thread (`iter_ahead`), mapping on several in
-order (`map_ahead`)."""
+order (`map_ahead`), a second pass fed item by item on one (`FeedThread`)."""
 
 from __future__ import annotations
 
 import os
+import queue
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,6 +29,14 @@ def iter_ahead(items: Iterator[T]) -> Iterator[T]:
             yield item
 
 
+def _first_result(pending: deque[Future[R]]) -> R:
+    """The result of the first call of `pending`, taken off once it has one: a call still running stays in `pending`
+    while it is waited for, so that an interruption of the wait (Ctrl-C) still finds it to stop."""
+    result = pending[0].result()
+    pending.popleft()
+    return result
+
+
 def map_ahead(function: Callable[[T], R], items: Iterable[T], threads: int = PARSE_THREADS,
               stop: Callable[[], None] | None = None) -> Iterator[R]:
     """`function(item)` for each item, in order, computed on `threads` worker threads while the caller reads
@@ -48,14 +58,94 @@ def map_ahead(function: Callable[[T], R], items: Iterable[T], threads: int = PAR
                 break
             except Exception:
                 while pending:
-                    yield pending.popleft().result()
+                    yield _first_result(pending)
                 raise
             pending.append(pool.submit(function, item))
             if len(pending) > threads:
-                yield pending.popleft().result()
+                yield _first_result(pending)
         while pending:
-            yield pending.popleft().result()
+            yield _first_result(pending)
     finally:
         if pending and stop is not None:
             stop()
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+class FeedStopped(BaseException):
+    """Raised inside a FeedThread's `consume` by the items once `stop` is called: not an Exception, so that no
+    `except Exception` in its way waits for work still under way before it ends."""
+
+
+_END = object()
+_STOP = object()
+
+
+class FeedThread:
+    """`consume(items, on_stop)` run on a thread of its own over the items the caller `put`s, in order, at most
+    `ahead` of them waiting: a second pass made during the caller's own, item by item. `finish()` ends the items and
+    waits for `consume` to return; `stop()` ends it early (the items raise FeedStopped, and every function `consume`
+    gave to `on_stop` is called, e.g. to kill worker processes it waits for). An error in `consume` is raised in the
+    caller at its next `put` or at `finish`; the thread has ended once either returns or raises."""
+
+    def __init__(self, consume: Callable[[Iterator[T], Callable[[Callable[[], None]], None]], None], ahead: int = 16):
+        self.queue: queue.Queue = queue.Queue(ahead)
+        self.error: BaseException | None = None
+        self.stoppers: list[Callable[[], None]] = []
+        self.thread = threading.Thread(target=self._run, args=(consume,), name="ragloaders-feed", daemon=True)
+        self.thread.start()
+
+    def _items(self) -> Iterator[T]:
+        while (item := self.queue.get()) is not _END:
+            if item is _STOP:
+                raise FeedStopped
+            yield item
+
+    def _run(self, consume: Callable[[Iterator[T], Callable[[Callable[[], None]], None]], None]) -> None:
+        try:
+            consume(self._items(), self.stoppers.append)
+        except BaseException as e:  # raised in the caller (FeedStopped: the caller asked for it)
+            self.error = e
+        while True:  # a caller blocked on a full queue must not wait for this thread
+            try:
+                self.queue.get_nowait()
+            except queue.Empty:
+                break
+
+    def _put(self, item: object) -> None:
+        while self.thread.is_alive():
+            try:
+                self.queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def _raise_error(self) -> None:
+        if self.error is not None and not isinstance(self.error, FeedStopped):
+            error, self.error = self.error, FeedStopped()
+            raise error
+
+    def put(self, item: T) -> None:
+        """Give `consume` the next item (waiting while `ahead` items wait); its error, if it has ended with one."""
+        self._raise_error()
+        self._put(item)
+        if not self.thread.is_alive():
+            self.thread.join()
+            self._raise_error()
+
+    def finish(self) -> None:
+        """End the items and wait for `consume` to return; its error, if it ended with one."""
+        self._put(_END)
+        self.thread.join()
+        self._raise_error()
+
+    def stop(self) -> None:
+        """End `consume` early and wait for the thread (its error, if any, is dropped: the caller is ending)."""
+        while True:
+            try:
+                self.queue.get_nowait()
+            except queue.Empty:
+                break
+        for stopper in list(self.stoppers):
+            stopper()
+        self._put(_STOP)
+        self.thread.join()
