@@ -81,6 +81,12 @@ class RagBuilder(CompatBuilder):
         config whose pass over the source can make their rows too writes them into their spools as it goes
         (`spool_ahead`), and their preparation takes them as they are. Default: it makes none."""
 
+    def rows_written_ahead(self) -> bool:
+        """Whether an earlier config's pass wrote every split of this config into its batch spool already
+        (`write_ahead`, `spool_ahead`): its preparation then reads nothing, not even its `prepared_inputs`."""
+        names = self.split_names()
+        return bool(names) and set(names) <= self.spooled_ahead_splits()
+
     def source_files_read(self) -> list[str]:
         """The local source files this config reads, in reading order: each file of a folder, or the archive itself
         (a zip, the parts of a split archive). Without `data_dir`, the downloaded copies (downloaded now if they are

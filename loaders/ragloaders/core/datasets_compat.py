@@ -145,6 +145,11 @@ class CompatBuilder(datasets.ArrowBasedBuilder):
             raise DatasetGenerationError("An error occurred while generating the dataset") from e
         yield job_id, True, result
 
+    def spooled_ahead_splits(self) -> set[str]:
+        """The splits whose rows an earlier split's or config's pass has written into this config's batch spool, not
+        yet taken by their preparation."""
+        return set(getattr(self, "_spooled_ahead", {}))
+
     def spool_ahead(self, split: str) -> SpoolAhead:
         """A writer of `split`'s rows straight into this config's batch spool, for a pass over the source that meets
         them while it prepares another split. Once committed, `split`'s preparation takes them as they are,

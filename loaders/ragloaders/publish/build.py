@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+from functools import partial
 from typing import Any
 
 import datasets
@@ -18,13 +20,14 @@ from ..core.errors import UsageError
 from ..core.facts import Benchmark
 from ..core.memory import release_freed_memory
 from ..core.preview import preview
-from .build_cache import BuildCache, build_cache, release_prepared
+from .build_cache import BuildCache, build_cache, inputs_of, release_prepared
 from .cached_split import CachedSplit
 from .cards import CardOptions, check_options, render_card
 from .output_folder import Altered, OutputFolder
 from .parquet import ConfigOutput, ParquetPlan, SplitOutput, plan_parquet, plan_spooled, write_parquet
 from .validate import integrity_of, source_of
 from .validate_report import describe
+from .write_behind import WriteBehind
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +121,10 @@ def write_folder(
     states (beir-format). `config_kwargs` are the builders' config parameters (CRAG's `release`); `load_as` is what
     the card's load lines name when there is no `repo_id` (the folder). `configs`: only those configs are prepared
     and written (default: all), and the card says which. `cache`: where to prepare (build_cache; it overrides
-    `cache_dir`); in a private one, each config is prepared into a batch spool that goes as its Parquet is written.
+    `cache_dir`); in a private one, each config is prepared into a batch spool that goes as its Parquet is written,
+    and a config whose pass can make later configs' rows writes them into their spools as it goes (`write_ahead`).
+    A config's Parquet is written on a thread of its own while the next configs are prepared, and those prepared
+    meanwhile are written beside it (write_behind.py); a config that reads one not yet written waits for it.
     """
     cache = cache or BuildCache(cache_dir, private=False)
     outputs, prepared, files = [], {}, {}
@@ -131,19 +137,49 @@ def write_folder(
         for done, config in enumerate(chosen, start=1):
             if hasattr(builders[config], "write_ahead"):
                 builders[config].write_ahead({later: builders[later] for later in chosen[done:]})
-    for done, config in enumerate(tqdm(chosen, desc=f"Building {path}", unit="config"), start=1):
-        dataset_builder = builders[config]
-        dataset_builder.download_and_prepare(num_proc=num_proc)
-        written = write_config(dataset_builder, staging)
-        if written is not None:
-            files[config] = {split: [os.path.join(staging, name) for name in output.files]
-                             for split, output in written[0].splits.items()}
-        release_prepared(builders, chosen, done, files, cache)
-        if written is None:  # no rows at all (an empty source table): a config with no split does not load
+    behind: WriteBehind[tuple[ConfigOutput, dict[str, CachedSplit]] | None] = WriteBehind()
+
+    written_here: list[tuple[str, tuple[ConfigOutput, dict[str, CachedSplit]] | None]] = []
+    """Configs written by this thread while the thread's write ran: their bookkeeping comes after that one's."""
+
+    def written() -> None:
+        """The bookkeeping of the config being written on the thread, once it is done, then of those written here
+        beside it."""
+        if (finished := behind.finish()) is not None:
+            record(*finished)
+        for config, output in written_here:
+            record(config, output)
+        written_here.clear()
+
+    def record(config: str, output: tuple[ConfigOutput, dict[str, CachedSplit]] | None) -> None:
+        """The bookkeeping of a config once written (in the order of `chosen`)."""
+        if output is not None:
+            files[config] = {split: [os.path.join(staging, name) for name in split_output.files]
+                             for split, split_output in output[0].splits.items()}
+        release_prepared(builders, chosen, chosen.index(config) + 1, files, cache)
+        if output is None:  # no rows at all (an empty source table): a config with no split does not load
             logger.warning("%s %s: the source has no rows; the config is left out of the folder", path, config)
-            continue
-        outputs.append(written[0])
-        prepared[config] = written[1]
+            return
+        outputs.append(output[0])
+        prepared[config] = output[1]
+
+    try:
+        for config in tqdm(chosen, desc=f"Building {path}", unit="config"):
+            dataset_builder = builders[config]
+            unrecorded = {behind.config, *(name for name, _ in written_here)}
+            if unrecorded & set(inputs_of(dataset_builder)) and not written_ahead(dataset_builder):
+                written()  # it reads a config written but not yet handed over (release_prepared): once it is
+            dataset_builder.download_and_prepare(num_proc=num_proc)
+            plans = planned_splits(dataset_builder)
+            if behind.running:  # an earlier config is still being written: this one is written here, beside it
+                written_here.append((config, write_config(dataset_builder, plans, staging)))
+            else:
+                written()
+                behind.start(config, partial(write_config, dataset_builder, plans, staging))
+        written()
+    except BaseException:
+        behind.abandon()
+        raise
     for config, tables in (extra_tables or {}).items():
         if config in prepared:
             raise UsageError(f"{path} already has a config {preview(config)}")
@@ -161,6 +197,13 @@ def write_folder(
     return outputs
 
 
+def written_ahead(dataset_builder: datasets.DatasetBuilder) -> bool:
+    """Whether an earlier config's pass wrote every row of this config already (RagBuilder.rows_written_ahead): its
+    preparation reads none of its `prepared_inputs`."""
+    ahead = getattr(dataset_builder, "rows_written_ahead", None)
+    return ahead is not None and ahead()
+
+
 def report_findings(path: str, integrity: dict) -> None:
     """Log each finding of a build's integrity report (the card lists them too) as `ragloaders validate` rates it:
     a declared upstream property or defect is a warning, anything else a structural error (validate exits 1)."""
@@ -171,18 +214,18 @@ def report_findings(path: str, integrity: dict) -> None:
                        describe(found))
 
 
-def write_config(dataset_builder: datasets.DatasetBuilder, staging: str
-                 ) -> tuple[ConfigOutput, dict[str, CachedSplit]] | None:
-    """Write the splits of a prepared config that have rows as `staging/<config>/<split>-*.parquet`; return what
-    was written and those splits for the integrity report, or None when no split has rows.
+def write_config(dataset_builder: datasets.DatasetBuilder, plans: dict[str, ParquetPlan], staging: str,
+                 stop: threading.Event | None = None) -> tuple[ConfigOutput, dict[str, CachedSplit]] | None:
+    """Write the splits of a prepared config that have rows (`plans`: `planned_splits`) as
+    `staging/<config>/<split>-*.parquet`; return what was written and those splits for the integrity report, or
+    None when no split has rows. `stop`: see write_parquet.
 
-    The datasets are only planned from (parquet.plan_parquet) and let go before any row is written: every page
+    The datasets were only planned from (parquet.plan_parquet) and let go before any row is written: every page
     their memory maps read (record batch headers, string offsets) counts in RSS while a map is open. The rows are
     then read from the Arrow cache files with plain reads for the Parquet, and from the Parquet written for the
     integrity report (CachedSplit.written_as), so the Arrow cache may go once the config is written. A config
     prepared into a batch spool (`spool_into`) is planned from the spool, whose files go as the Parquet is written."""
     config = dataset_builder.config.name
-    plans = planned_splits(dataset_builder)
     kept = {split: plan.rows if isinstance(plan.rows, CachedSplit) else None for split, plan in plans.items()}
     if not plans:
         return None
@@ -190,7 +233,7 @@ def write_config(dataset_builder: datasets.DatasetBuilder, staging: str
     folder = os.path.join(staging, config)
     os.makedirs(folder, exist_ok=True)
     for split, plan in plans.items():
-        files = write_parquet(plan, folder, split)
+        files = write_parquet(plan, folder, split, stop)
         if isinstance(plan.rows, SpooledSplit):
             plan.rows.discard()  # what the writer did not read: nothing, as it reads every row
         if kept[split] is None:

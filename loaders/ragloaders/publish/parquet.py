@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -16,6 +17,7 @@ from ..core.readers.threads import iter_ahead
 from .cached_split import CachedSplit
 from .sink import DeferredErrorFile
 from .swap import deferred_signals
+from .write_behind import WriteStopped
 
 MAX_SHARD_BYTES = 500 << 20
 """Uncompressed bytes per Parquet file: the compressed file is smaller, so always under ~500 MB."""
@@ -169,12 +171,13 @@ def plan_spooled(spooled: SpooledSplit, schema: pa.Schema, num_rows: int) -> Par
     return ParquetPlan(schema, num_rows, nbytes, shards, spooled)
 
 
-def write_parquet(split_rows: datasets.Dataset | ParquetPlan, folder: str, split: str) -> list[str]:
+def write_parquet(split_rows: datasets.Dataset | ParquetPlan, folder: str, split: str,
+                  stop: threading.Event | None = None) -> list[str]:
     """Write one split (a dataset, or its `plan_parquet`) as zstd Parquet shards
     `<split>-0000i-of-0000n.parquet`; return their paths.
 
     The rows come from the dataset's Arrow cache files when it has them (see _RowsInOrder), else from the table
-    itself."""
+    itself. Once `stop` is set, the next row group raises WriteStopped instead (write_behind.py)."""
     plan = split_rows if isinstance(split_rows, ParquetPlan) else plan_parquet(split_rows)
     rows = _RowsInOrder(plan.rows, plan.schema)
     paths = []
@@ -188,6 +191,8 @@ def write_parquet(split_rows: datasets.Dataset | ParquetPlan, folder: str, split
                                               use_content_defined_chunking=True, write_page_index=True)
                 try:
                     for offset in range(0, max(shard_rows, 1), row_group):
+                        if stop is not None and stop.is_set():
+                            raise WriteStopped(f"the write of split {preview(split)} was stopped")
                         part = rows.take(min(row_group, shard_rows - offset))
                         if part.num_rows != min(row_group, shard_rows - offset):
                             raise RuntimeError(f"split {preview(split)} holds fewer rows than the {plan.num_rows:,} "

@@ -25,8 +25,11 @@ empty one. It depends on the page only, never on file order.
 One pass: only `records` reads the source. Every other config is generated from the prepared
 `records` (the cached records builder with the same data_dir, cache_dir and release; prepared first
 if it is not cached yet), read back in bounded record batches with plain reads, so building every
-config decompresses the source once. `records` also keeps the split of every record in file order
-(RECORD_SPLITS_FILE beside its Arrow files), from which `corpus` visits the records in file order.
+config decompresses the source once. In `build --out` without a cache dir (every config prepared into
+a batch spool), `records`' own pass makes the derived configs' rows as it goes (DerivedInPass, told
+by `write_ahead`), the same rows batched the same way, and none of them reads `records` back.
+`records` also keeps the split of every record in file order (RECORD_SPLITS_FILE beside its Arrow
+files), from which `corpus` visits the records in file order.
 Streaming reads the source directly for every config.
 
 Sources: task 1&2 is one `.jsonl.bz2`; task 3 a `.tar.bz2` cut into four `.partN` pieces (v4
