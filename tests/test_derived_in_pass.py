@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import textwrap
 import threading
 import time
-from pathlib import Path
 
 import psutil
 import pytest
@@ -24,7 +21,7 @@ from ragloaders.core.errors import SourceError, WorkerEnded
 from ragloaders.core.readers.threads import FeedStopped, FeedThread
 from ragloaders.publish.build import build_folder
 from test_build_spool import built_files, crag_v5_both_splits
-from test_html_text_workers import worker_pids
+from test_html_text_workers import ctrl_c_while_a_worker_extracts, worker_pids
 
 
 def feed_threads() -> list[threading.Thread]:
@@ -192,21 +189,8 @@ def test_ctrl_c_while_a_worker_extracts_a_slow_page_of_the_records_pass_ends_at_
     slow = "<div " + " ".join(f"a{i}=1" for i in range(100_000)) + ">x</div>"  # a minute of Resiliparse
     record["search_results"][0]["page_result"] = slow
     folder = crag_v5_both_splits(tmp_path / "v5", [json.dumps(record).encode(), *release_lines("v5")[1:]])
-    loaders = str(Path(crag.__file__).parents[3])
-    child = subprocess.Popen([sys.executable, "-c", CTRL_C_CHILD, str(folder), str(tmp_path / "out")],
-                             stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": loaders},
-                             start_new_session=True)
-    try:
-        assert child.stdout.readline().strip() == "started"
-        process, deadline = psutil.Process(child.pid), time.monotonic() + 120
-        while not (workers := [c for c in process.children() if "html_text_workers" in " ".join(c.cmdline())]) or \
-                max(worker.cpu_times().user for worker in workers) < 1:  # the slow page is being extracted
-            assert time.monotonic() < deadline, "no worker took up the slow page"
-            time.sleep(0.05)
-        os.killpg(child.pid, signal.SIGINT)
-        out, _ = child.communicate(timeout=20)  # the slow page alone would take about a minute
-    finally:
-        child.kill()
-    assert out.strip() == "interrupted" and child.returncode == 0
+    out, code, workers = ctrl_c_while_a_worker_extracts(
+        [sys.executable, "-c", CTRL_C_CHILD, str(folder), str(tmp_path / "out")], timeout=120)
+    assert out.strip() == "interrupted" and code == 0
     assert not any(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["v5"]

@@ -212,15 +212,16 @@ SLOW_PAGE_CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("batches", [2, 1])  # 1: the batch waited for was the last one in flight, and was not killed
-def test_ctrl_c_kills_a_worker_still_extracting_instead_of_waiting_for_it(batches, tmp_path):
+def ctrl_c_while_a_worker_extracts(command: list[str], timeout: float = 60) -> tuple[str, int, list[psutil.Process]]:
+    """Run `command` (it prints "started", then extracts a slow page in a worker) in a process group of its own,
+    send the group SIGINT once a worker has spent a second on the page, and give (its stdout, its exit code, the
+    workers it had)."""
     loaders = os.path.dirname(os.path.dirname(os.path.dirname(html_text_workers.__file__)))
-    child = subprocess.Popen([sys.executable, "-c", SLOW_PAGE_CHILD, str(batches)], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": loaders}, start_new_session=True)
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": loaders},
+                             start_new_session=True)
     try:
         assert child.stdout.readline().strip() == "started"
-        process, deadline = psutil.Process(child.pid), time.monotonic() + 60
+        process, deadline = psutil.Process(child.pid), time.monotonic() + timeout
         while not (workers := [c for c in process.children() if "html_text_workers" in " ".join(c.cmdline())]) or \
                 max(worker.cpu_times().user for worker in workers) < 1:  # the slow page is being extracted
             assert time.monotonic() < deadline, "no worker took up the slow page"
@@ -229,7 +230,14 @@ def test_ctrl_c_kills_a_worker_still_extracting_instead_of_waiting_for_it(batche
         out, _ = child.communicate(timeout=20)  # the slow page alone would take about a minute
     finally:
         child.kill()
-    assert out.strip() == "interrupted" and child.returncode == 0
+    return out, child.returncode, workers
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batches", [2, 1])  # 1: the batch waited for was the last one in flight, and was not killed
+def test_ctrl_c_kills_a_worker_still_extracting_instead_of_waiting_for_it(batches, tmp_path):
+    out, code, workers = ctrl_c_while_a_worker_extracts([sys.executable, "-c", SLOW_PAGE_CHILD, str(batches)])
+    assert out.strip() == "interrupted" and code == 0
     assert not any(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers)
 
 
