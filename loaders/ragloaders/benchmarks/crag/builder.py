@@ -540,6 +540,11 @@ def rows_in_file_order(split_paths: Sequence[Sequence[str]], order_path: str,
                               "lists (delete the cache folder to rebuild it)")
 
 
+RECORDS_AHEAD = 4
+"""Records given to DerivedInPass's thread and not yet taken: what the pass holds beyond its own (a task 3 record is
+~20 MB of JSON)."""
+
+
 class DerivedInPass:
     """The derived configs' rows, made during `records`' own pass over the source in a build into batch spools: each
     record's one-row `records` table, given in file order with its split (`add`), becomes the rows of every config of
@@ -553,7 +558,7 @@ class DerivedInPass:
         self.splits = {(config, code): (builder.spool_ahead(name),
                                         RowBatcher(SCHEMAS[config], max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES))
                        for config, builder in builders.items() if config != "corpus" for code, name in SPLITS.items()}
-        self.feed = FeedThread(self._derive)
+        self.feed = FeedThread(self._derive, ahead=RECORDS_AHEAD)
 
     def add(self, table: pa.Table, split: int) -> None:
         """The next record (its one-row `records` table, its split code); an error of the thread, if it had one."""
@@ -844,18 +849,22 @@ class CragBuilder(RagBuilder):
         (RECORD_SPLITS_FILE)."""
         rows_of, schema = CONFIG_ROWS[self.config.name], SCHEMAS[self.config.name]
         seen: set[str] = set()
-        derived = DerivedInPass(self.derived_ahead) if self.derived_ahead and spool_ahead is not None else None
-        if self.config.name == "records":  # parsed straight to Arrow
-            kept, other_batches = (TableBatcher(max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES) for _ in range(2))
-            records_read = ((of, [(table, nbytes)]) for table, nbytes, of in _given_to(derived, source.record_tables()))
-        else:
-            kept, other_batches = (RowBatcher(schema, max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES) for _ in range(2))
-            records_read = ((row["split"], rows_of(row, nbytes, seen)) for row, nbytes in source.records())
-        other = (self.spool_ahead(spool_ahead) if spool_ahead is not None
-                 else SpoolWriter(spool_out, schema) if spool_out is not None else None)
-        splits = bytearray() if order_out is not None else None
-        index = records = 0
-        try:
+        derived: DerivedInPass | None = None
+        other: Any = None  # (SpoolWriter or SpoolAhead)
+        try:  # from the first thing made: an interruption between two steps leaves no thread and no spool
+            derived = DerivedInPass(self.derived_ahead) if self.derived_ahead and spool_ahead is not None else None
+            if self.config.name == "records":  # parsed straight to Arrow
+                kept, other_batches = (TableBatcher(max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES) for _ in range(2))
+                records_read = ((of, [(table, nbytes)])
+                                for table, nbytes, of in _given_to(derived, source.record_tables()))
+            else:
+                kept, other_batches = (RowBatcher(schema, max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)
+                                       for _ in range(2))
+                records_read = ((row["split"], rows_of(row, nbytes, seen)) for row, nbytes in source.records())
+            other = (self.spool_ahead(spool_ahead) if spool_ahead is not None
+                     else SpoolWriter(spool_out, schema) if spool_out is not None else None)
+            splits = bytearray() if order_out is not None else None
+            index = records = 0
             for record_split, out_rows in records_read:
                 records += 1
                 if splits is not None:
