@@ -64,6 +64,14 @@ def test_an_error_of_the_feed_after_the_last_item_is_raised_by_finish():
     assert not feed.thread.is_alive()
 
 
+def test_a_feed_whose_consume_returned_early_refuses_more_items_instead_of_dropping_them():
+    feed = FeedThread(lambda items, on_stop: next(items), ahead=1)
+    with pytest.raises(RuntimeError, match="ended before its items did"):
+        for item in range(100):
+            feed.put(item)
+    assert not feed.thread.is_alive()
+
+
 def test_stop_ends_a_feed_waiting_for_items_and_one_waiting_for_its_own_work():
     ended: list[type] = []
 

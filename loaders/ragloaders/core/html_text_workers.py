@@ -208,7 +208,7 @@ def texts_in_order(batches: Iterable[tuple[T, list[bytes | None]]], processes: i
     when `processes` is 1 or no worker can be started (`worker_command`). A worker that ends before it answers is a
     WorkerEnded naming the batch (`describe(item)`); every worker has ended when this generator is done or closed,
     and one that was still extracting is killed. `started`, if given, is called with a function that kills the
-    workers, once they are started: for a caller on another thread (FeedThread.on_stop)."""
+    workers, once they are started: for a caller on another thread (a FeedThread's `consume`, its `on_stop`)."""
     command = worker_command() if processes > 1 else None
     batches, extracted = iter(batches), 0
     while command is None or extracted < IN_PROCESS_BYTES:

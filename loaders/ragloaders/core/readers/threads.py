@@ -85,7 +85,8 @@ class FeedThread:
     `ahead` of them waiting: a second pass made during the caller's own, item by item. `finish()` ends the items and
     waits for `consume` to return; `stop()` ends it early (the items raise FeedStopped, and every function `consume`
     gave to `on_stop` is called, e.g. to kill worker processes it waits for). An error in `consume` is raised in the
-    caller at its next `put` or at `finish`; the thread has ended once either returns or raises."""
+    caller by a `put` that follows it, or by `finish`; the thread has ended when either raises, and when `finish` or
+    `stop` returns."""
 
     def __init__(self, consume: Callable[[Iterator[T], Callable[[Callable[[], None]], None]], None], ahead: int = 16):
         self.queue: queue.Queue = queue.Queue(ahead)
@@ -112,7 +113,8 @@ class FeedThread:
                 break
 
     def _put(self, item: object) -> None:
-        while self.thread.is_alive():
+        """Queue `item`, waiting while the queue is full; given up once `consume` has failed or the thread ended."""
+        while self.thread.is_alive() and self.error is None:
             try:
                 self.queue.put(item, timeout=0.1)
                 return
@@ -125,12 +127,13 @@ class FeedThread:
             raise error
 
     def put(self, item: T) -> None:
-        """Give `consume` the next item (waiting while `ahead` items wait); its error, if it has ended with one."""
-        self._raise_error()
+        """Give `consume` the next item (waiting while `ahead` items wait); the error `consume` ended with, if it has
+        (RuntimeError if it returned, or was stopped, before its items ended)."""
         self._put(item)
-        if not self.thread.is_alive():
+        if self.error is not None or not self.thread.is_alive():
             self.thread.join()
             self._raise_error()
+            raise RuntimeError("the feed's consume ended before its items did")
 
     def finish(self) -> None:
         """End the items and wait for `consume` to return; its error, if it ended with one."""
