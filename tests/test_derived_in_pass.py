@@ -18,6 +18,7 @@ from conftest import assert_names
 from ragloaders.benchmarks.crag import builder as crag
 from ragloaders.core import html_text_workers
 from ragloaders.core.errors import SourceError, WorkerEnded
+from ragloaders.core.output_target import OutputFolderError
 from ragloaders.core.readers.threads import FeedStopped, FeedThread
 from ragloaders.publish.build import build_folder
 from test_build_spool import built_files, crag_v5_both_splits
@@ -202,3 +203,26 @@ def test_ctrl_c_while_a_worker_extracts_a_slow_page_of_the_records_pass_ends_at_
     assert out.strip() == "interrupted" and code == 0
     assert not any(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["v5"]
+
+
+def test_a_corpus_spool_that_fails_while_the_workers_run_leaves_no_worker_behind(crag_build, tmp_path, monkeypatch):
+    """Before: the error, raised in the thread's loop around corpus_tables, kept that generator (and its workers,
+    killed but never waited for: zombies) alive in its traceback for as long as the caller held the error."""
+    from ragloaders.core import datasets_compat
+
+    monkeypatch.setattr(html_text_workers, "IN_PROCESS_BYTES", 0)
+    monkeypatch.setattr(crag, "TEXT_BATCH_BYTES", 1 << 20)
+    monkeypatch.setattr(crag, "BATCH_ROWS", 2)  # a corpus table is written while the workers still extract
+    write = datasets_compat.SpoolAhead.write
+
+    def full_disk(self, table):
+        if self.split == "corpus" and table is not None:
+            raise OSError(28, "No space left on device")
+        write(self, table)
+
+    monkeypatch.setattr(datasets_compat.SpoolAhead, "write", full_disk)
+    with pytest.raises(OutputFolderError, match="no space left") as caught:
+        build_folder(crag_build.path, str(tmp_path / "out"), data_dir=crag_build.data_dir)
+    assert caught.value.__cause__.__traceback__ is not None  # (the error, and its traceback, still held here)
+    assert worker_pids() == set() and feed_threads() == []
+    assert list(tmp_path.iterdir()) == []

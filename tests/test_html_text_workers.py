@@ -34,8 +34,21 @@ def encoded(html: str | None) -> bytes | None:
 
 
 def worker_pids() -> set[int]:
-    return {child.pid for child in psutil.Process().children(recursive=True)
-            if "html_text_workers" in " ".join(child.cmdline())}
+    """The worker processes running under this one. A zombie (ended, not yet waited for: e.g. what a Spark session of
+    another test leaves in this pytest worker) has no command line to read, and is no running worker."""
+    return {child.pid for child in workers_of(psutil.Process(), recursive=True)}
+
+
+def workers_of(process: psutil.Process, recursive: bool = False) -> list[psutil.Process]:
+    """The HTML-to-text worker processes running under `process` (see worker_pids)."""
+    workers = []
+    for child in process.children(recursive=recursive):
+        try:
+            if "html_text_workers" in " ".join(child.cmdline()):
+                workers.append(child)
+        except psutil.NoSuchProcess:  # (ZombieProcess is one)
+            pass
+    return workers
 
 
 ODD = [None, "", " \n\t ", "<p>a\u2028b\x00c</p>", "<p>\ud800 lone</p>", "<b>" * 5000 + "deep",
@@ -222,7 +235,7 @@ def ctrl_c_while_a_worker_extracts(command: list[str], timeout: float = 60) -> t
     try:
         assert child.stdout.readline().strip() == "started"
         process, deadline = psutil.Process(child.pid), time.monotonic() + timeout
-        while not (workers := [c for c in process.children() if "html_text_workers" in " ".join(c.cmdline())]) or \
+        while not (workers := workers_of(process)) or \
                 max(worker.cpu_times().user for worker in workers) < 1:  # the slow page is being extracted
             assert time.monotonic() < deadline, "no worker took up the slow page"
             time.sleep(0.05)

@@ -434,13 +434,17 @@ import signal, sys, time
 from pathlib import Path
 from ragloaders import cli
 from ragloaders.publish import build
+from ragloaders.publish.write_behind import WriteStopped
 
 real_write = build.write_parquet
 
-def write_parquet(*args, **kwargs):
-    files = real_write(*args, **kwargs)
+def write_parquet(plan, folder, split, stop=None):
+    files = real_write(plan, folder, split, stop)
     Path(sys.argv[1]).touch()  # halfway: the first split is written
-    time.sleep(120)
+    for _ in range(1200):  # (a write on the write-behind thread stops between row groups: here, between sleeps)
+        if stop is not None and stop.is_set():
+            raise WriteStopped("stopped")
+        time.sleep(0.1)
     return files
 
 build.write_parquet = write_parquet

@@ -589,8 +589,12 @@ class DerivedInPass:
             for _ in pages:
                 pass
             return
-        for table in corpus_tables(new_page_batches(pages), started=on_stop):
-            self.corpus.write(table)
+        tables = corpus_tables(new_page_batches(pages), started=on_stop)
+        try:
+            for table in tables:
+                self.corpus.write(table)
+        finally:
+            tables.close()  # its workers end (and are waited for) here, not once the error's traceback is let go
 
     def _spools(self) -> list[Any]:
         return [spool for spool, _ in self.splits.values()] + ([self.corpus] if self.corpus is not None else [])
