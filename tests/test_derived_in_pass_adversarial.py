@@ -167,7 +167,7 @@ def test_ctrl_c_in_the_main_thread_at_each_step_leaves_nothing(at, v5, tmp_path,
         def write_config(dataset_builder, plans, staging, stop=None):
             if stop is None:  # on the main thread, beside the write behind
                 raise KeyboardInterrupt
-            time.sleep(0.5)
+            stop.wait(60)  # the write behind runs until the build stops it: the next config is written beside it
             return original(dataset_builder, plans, staging, stop)
 
         monkeypatch.setattr(publish_build, "write_config", write_config)
