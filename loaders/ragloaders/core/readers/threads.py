@@ -106,11 +106,15 @@ class FeedThread:
             consume(self._items(), self.stoppers.append)
         except BaseException as e:  # raised in the caller (FeedStopped: the caller asked for it)
             self.error = e
-        while True:  # a caller blocked on a full queue must not wait for this thread
+        self._drain()  # a caller blocked on a full queue must not wait for this thread
+
+    def _drain(self) -> None:
+        """Take every item still waiting off the queue."""
+        while True:
             try:
                 self.queue.get_nowait()
             except queue.Empty:
-                break
+                return
 
     def _put(self, item: object) -> None:
         """Queue `item`, waiting while the queue is full; given up once `consume` has failed or the thread ended."""
@@ -143,11 +147,7 @@ class FeedThread:
 
     def stop(self) -> None:
         """End `consume` early and wait for the thread (its error, if any, is dropped: the caller is ending)."""
-        while True:
-            try:
-                self.queue.get_nowait()
-            except queue.Empty:
-                break
+        self._drain()
         for stopper in list(self.stoppers):
             stopper()
         self._put(_STOP)
