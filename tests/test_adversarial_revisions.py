@@ -1,10 +1,12 @@
-"""Hub revisions given as a careless user would: an empty `--revision` is refused in one line before the hub or its
+"""Hub revisions given as a careless user would: an empty `--revision`, or one that is no ref name (`../refs/main`, which the
+hub cache read as a path offline), is refused in one line before the hub or its
 cache is asked (it was taken for the main branch in one message and blamed on the hub in another)."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import shutil
 
 import huggingface_hub.constants
 import pytest
@@ -25,3 +27,61 @@ def test_an_empty_revision_is_one_line_naming_it(revision, monkeypatch):
     assert code == 2 and err.getvalue().splitlines() == [
         f"ragloaders: error: org/nf: the revision asked for is empty ({revision!r}); give a commit id, branch or tag, "
         "or no revision for the main branch"]
+
+
+def _offline_cache_with_main(root, built, monkeypatch) -> str:
+    """A hub cache holding dataset repository org/nf at one commit, its `refs/main` naming it (as huggingface_hub
+    leaves it after a download), and HF_HUB_OFFLINE set: the cache is what is read."""
+    commit = "c" * 40
+    repository = root / "datasets--org--nf"
+    shutil.copytree(built, repository / "snapshots" / commit)
+    (repository / "refs").mkdir()
+    (repository / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(root))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    return commit
+
+
+@pytest.mark.parametrize("revision", ["../refs/main", "refs/../refs/main", "/refs/main", "main/", "a//main",
+                                      ".main", "main.lock", "main~1", "main^", "ma in", "main\n", "x@{1}"])
+def test_a_revision_that_is_no_ref_name_is_refused_before_the_cache_reads_it_as_a_path(
+        revision, nfcorpus_build, tmp_path, monkeypatch, capsys):
+    """Offline, huggingface_hub reads `refs/<revision>` as a path: `../refs/main` read as main (and `../..` climbs
+    out of the cache). Such a revision is refused in one line, by `load`, the CLI and the mock API alike."""
+    commit = _offline_cache_with_main(tmp_path / "hub", nfcorpus_build.out, monkeypatch)
+    assert ragloaders.load("org/nf", "qrels", split="test", revision="main").num_rows > 0  # the cache reads
+    with pytest.raises(ValueError) as caught:
+        ragloaders.load("org/nf", "qrels", split="test", revision=revision)
+    assert_names(caught.value, "org/nf", "cannot be a revision", repr(revision))
+    assert commit not in str(caught.value)
+    capsys.readouterr()
+    assert cli.main(["validate", "org/nf", "--revision", revision]) == 2
+    assert "cannot be a revision" in (err := capsys.readouterr().err) and err.count("\n") == 1, err
+    from ragloaders import CragMockAPI
+
+    with pytest.raises(ValueError, match="cannot be a revision"):
+        CragMockAPI("org/kg", revision=revision)
+
+
+@pytest.mark.parametrize("revision", ["refs/pr/1", "v1.0", "first-push", "feature/x", "c" * 40])
+def test_branch_tag_and_commit_names_pass_the_check(revision, nfcorpus_build, tmp_path, monkeypatch):
+    """What git allows as a branch or tag (slashes and dots within it, `refs/pr/N`) and a commit id are not refused
+    by the check: the cache then has that revision (the commit) or says it has no copy at it."""
+    commit = _offline_cache_with_main(tmp_path / "hub", nfcorpus_build.out, monkeypatch)
+    if revision == commit:
+        assert ragloaders.load("org/nf", "qrels", split="test", revision=revision).num_rows > 0
+        return
+    with pytest.raises(ConnectionError) as caught:
+        ragloaders.load("org/nf", "qrels", split="test", revision=revision)
+    assert_names(caught.value, "org/nf", f"at revision {revision}", "HF_HUB_OFFLINE")
+
+
+def test_push_refuses_a_branch_that_is_no_ref_name(nfcorpus_build):
+    """`push --revision` names the branch committed to: one git would refuse is refused before anything is read or
+    sent (a dry run shows it too)."""
+    from ragloaders.publish.source_commands import push_folder
+
+    for branch in ("../main", "main/", "a b"):
+        with pytest.raises(ValueError, match="cannot be a revision"):
+            push_folder(str(nfcorpus_build.out), "org/nf", revision=branch, dry_run=True, log=lambda line: None)
+    push_folder(str(nfcorpus_build.out), "org/nf", revision="refs/pr/1", dry_run=True, log=lambda line: None)

@@ -380,6 +380,26 @@ def resolve_commit(repo_id: str, revision: str | None) -> str:
     return sha
 
 
+REF_NAME_REFUSED = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|^/|/$|^@$|(?:^|/)\.|\.lock(?:/|$)|\.$")
+"""What git's `check-ref-format` refuses in a branch or tag name (a commit id has none of it): the hub cache reads
+`refs/<revision>` as a path offline, so `../refs/main` would read as main, and `../../elsewhere` outside the cache."""
+
+
+def check_revision(name: str, revision: str | None) -> None:
+    """ValueError in one line, before the hub or its cache is asked, when `revision` (for the repository `name`) is
+    empty (else taken for the main branch, or blamed on the hub) or cannot be a commit id, branch or tag
+    (REF_NAME_REFUSED)."""
+    if revision is None:
+        return
+    if not revision.strip():
+        raise UsageError(f"{name}: the revision asked for is empty ({preview(revision)}); give a commit id, branch or "
+                         "tag, or no revision for the main branch")
+    if REF_NAME_REFUSED.search(revision):
+        raise UsageError(f"{name}: {preview(revision)} cannot be a revision (a branch or tag name has no '..', "
+                         "'//', control character, space or any of ~^:?*[\\, and does not start or end with '/' or "
+                         "start a part with '.'); give a commit id, branch or tag, or no revision for the main branch")
+
+
 def open_repository(name: str, revision: str | None = None) -> Repository:
     """The SOURCE `name` that is not a benchmark path: an existing folder, else a hub dataset repository (its copy
     in the hub cache with HF_HUB_OFFLINE) at `revision` (a commit, branch or tag; default the main branch),
@@ -387,9 +407,7 @@ def open_repository(name: str, revision: str | None = None) -> Repository:
     that can only be a folder and is not one, ValueError for a revision given with a folder, an empty one, or one the
     repository does not have, HubError (one line) when the hub cannot be reached or has no such repository --
     saying also that no local folder of that name exists."""
-    if revision is not None and not revision.strip():  # else taken for the main branch, or a hub failure
-        raise UsageError(f"{name}: the revision asked for is empty ({preview(revision)}); give a commit id, branch or "
-                         "tag, or no revision for the main branch")
+    check_revision(name, revision)
     location = os.path.expanduser(name)
     if os.path.isdir(location):
         refuse_revision(name, revision, "a local folder")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.errors import SourceError, UsageError
-from ..core.hub_repository import hub_offline, open_repository, refuse_revision
+from ..core.hub_repository import check_revision, hub_offline, open_repository, refuse_revision
 from .tables import default_cache_dir, download_repository, is_repo_id, open_tables, snapshot_commit
 
 
@@ -31,6 +31,7 @@ def resolve_source(source: str | None, data_dir: str | None, cache_dir: str | No
             refuse_revision(source, revision, "a local folder")
             return source
         if is_repo_id(source):
+            check_revision(source, revision)
             if not hub_offline():
                 open_repository(source, revision)  # the one probe every command makes: HubError in one line
             return download_repository(source, cache_dir, revision)

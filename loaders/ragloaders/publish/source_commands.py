@@ -9,7 +9,15 @@ from collections.abc import Callable
 
 from ..api import group_members, is_benchmark_path
 from ..core.errors import MissingSourceError, SourceError, UsageError
-from ..core.hub_repository import PUSH_REMEDIES, HubError, hub_offline, open_repository, probe_hub, refuse_revision
+from ..core.hub_repository import (
+    PUSH_REMEDIES,
+    HubError,
+    check_revision,
+    hub_offline,
+    open_repository,
+    probe_hub,
+    refuse_revision,
+)
 from .manifest import verify
 from .push import PushResult, check_repo_id, describe, plan, upload
 from .validate import integrity, integrity_of_repository
@@ -61,6 +69,7 @@ def push_folder(folder: str, repo_id: str, *, private: bool = False, revision: s
     lists verifies (size and sha256) and the build was complete; only the files it lists are uploaded.
     `overwrite_foreign` as in `push.upload`."""
     check_repo_id(repo_id)
+    check_revision(repo_id, revision)
     if not os.path.isdir(folder):
         raise MissingSourceError(f"{folder}: no folder {folder} in {os.getcwd()}: push takes a benchmark path "
                                  "(`ragloaders list`) or a folder `ragloaders build` wrote, not a hub repository")
