@@ -1,6 +1,6 @@
-"""Hub revisions given as a careless user would: an empty `--revision`, or one that is no ref name (`../refs/main`, which the
-hub cache read as a path offline), is refused in one line before the hub or its
-cache is asked (it was taken for the main branch in one message and blamed on the hub in another)."""
+"""Hub revisions given as a careless user would: an empty `--revision`, or one that is no ref name
+(`../refs/main`, which the hub cache read as a path offline), is refused in one line before the hub or its cache is
+asked (an empty one was taken for the main branch in one message and blamed on the hub in another)."""
 
 from __future__ import annotations
 

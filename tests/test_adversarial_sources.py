@@ -13,7 +13,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,7 +21,7 @@ from pathlib import Path
 import pytest
 import ragloaders
 from conftest import assert_names, assert_source_error
-from local_http import send_body
+from local_http import send_body, serve_in_thread
 from mteb_layout import beir_tables, write_repository
 from ragloaders import cli
 from ragloaders.core.errors import MissingSourceError, SourceError
@@ -237,7 +236,7 @@ def endpoint(monkeypatch):
             port = listener.getsockname()[1]
         else:
             server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-            threading.Thread(target=server.serve_forever, daemon=True).start()
+            serve_in_thread(server)
             closers.extend([server.server_close, server.shutdown])
             port = server.server_port
         url = f"http://127.0.0.1:{port}"

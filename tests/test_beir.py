@@ -6,7 +6,6 @@ import http.server
 import json
 import os
 import shutil
-import threading
 import zipfile
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 import ragloaders
 from beir_files import write_beir
 from conftest import DATA, assert_names, assert_source_error
+from local_http import serve_in_thread
 from ragloaders.benchmarks.beir import catalogue as beir
 from ragloaders.cli import main as cli_main
 from ragloaders.core.errors import MissingSourceError, SourceError
@@ -391,8 +391,7 @@ def served(tmp_path, monkeypatch):
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
     handler.log_message = lambda *args: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    serve_in_thread(server)
     monkeypatch.setenv(beir.BASE_URL_ENV, f"http://127.0.0.1:{server.server_address[1]}")
     yield root
     server.shutdown()

@@ -130,6 +130,7 @@ def test_multifield_counts_only_the_documents_holding_a_field(nfcorpus_tables):
         assert scores == sorted(scores, reverse=True)
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_scores_equal_bm25s_on_the_same_tokens(nfcorpus_tables):
     import bm25s  # imported here: it imports numba, a second of every worker's start
 
@@ -202,6 +203,7 @@ def test_a_top_k_below_1_is_named_as_each_caller_gave_it(nfcorpus, tmp_path, cap
     assert_names(capsys.readouterr().err, "--top-k", f"got {top_k}")
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_reranking_tables_are_the_bm25_top_k(nfcorpus, nfcorpus_tables):
     tables = reranking_tables("beir/nfcorpus", top_k=100, **nfcorpus)
     assert set(tables) == {"top_ranked", "hard_negatives"}

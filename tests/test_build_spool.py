@@ -36,7 +36,7 @@ def files_under(root: Path) -> dict[Path, int]:
     return sizes
 
 
-@pytest.mark.parametrize("path", ["beir/nfcorpus", "crag/task_1_and_2", "mmrag"])
+@pytest.mark.parametrize("path", [pytest.param("beir/nfcorpus", marks=pytest.mark.slow), "crag/task_1_and_2", "mmrag"])
 def test_a_spooled_build_cut_into_many_files_and_row_groups_is_the_cache_build_byte_for_byte(
         path, tmp_path, monkeypatch):
     # Sizes small enough that each sample's larger splits are cut into several files (the shard count then comes

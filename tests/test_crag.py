@@ -11,13 +11,13 @@ import json
 import os
 import shutil
 import tarfile
-import threading
 from pathlib import Path
 
 import datasets
 import pytest
 import ragloaders
 from conftest import DATA, assert_names, assert_source_error
+from local_http import serve_in_thread
 from ragloaders import MissingSourceError, SourceError
 from ragloaders.benchmarks.crag import builder as crag
 from ragloaders.benchmarks.crag import catalogue as crag_catalogue
@@ -185,6 +185,7 @@ def test_example_corpus_one_row_per_distinct_page(example):
     assert all(len(i) == 20 for i in by_id)
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_corpus_ids_do_not_depend_on_file_order(example, tmp_path):
     folder = tmp_path / "reversed"
     folder.mkdir()
@@ -479,7 +480,7 @@ def mirror(v5_dir, tmp_path, monkeypatch):
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
     handler.log_message = lambda *args: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     monkeypatch.setenv(crag_catalogue.BASE_URL_ENV, f"http://127.0.0.1:{server.server_port}")
     yield os.path.getsize(root / "data" / T12_V5)
     server.shutdown()
@@ -598,6 +599,7 @@ def test_a_build_hashes_each_page_once_and_a_changed_records_file_is_hashed_agai
     assert read() == expected and sum(hashed) == 100
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_corpus_from_arrow_pages_is_cut_and_valued_as_the_row_path(monkeypatch):
     # `corpus` from prepared `records` keeps the pages as Arrow data and extracts their text in worker processes;
     # its tables must be the ones the row path (`page_rows`, RowBatcher) makes of the same records, cut at the same

@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from conftest import DATA
 
 EXAMPLE = DATA / "crag" / "dev_data.jsonl.bz2"
@@ -92,6 +93,7 @@ def variants(record: dict) -> list[bytes]:
     return edits
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_records_parsed_straight_to_arrow_are_the_line_paths_rows_or_left_to_it():
     records = [json.loads(line) for line in bz2.decompress(EXAMPLE.read_bytes()).splitlines() if line.strip()]
     assert all("alternative_answers" in record and '"split": 1' in json.dumps(record) for record in records)

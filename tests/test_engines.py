@@ -86,6 +86,7 @@ def test_duckdb_reads_every_config_and_split_as_datasets_does(built):
             expected)  # the glob the README shows
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_polars_reads_every_config_and_split_as_datasets_does(built):
     for path, folder, config, split, files in splits_of(built):
         expected = rows_of_datasets(folder, config, split)

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import assert_names, assert_source_error
-from local_http import send_body
+from local_http import send_body, serve_in_thread
 from ragloaders.core.errors import SourceError
 from ragloaders.eval import read_predictions
 from ragloaders.eval.judge import MAX_REPLY_BYTES, Judge, JudgeError, parse_verdict
@@ -115,7 +115,7 @@ def hostile():
     for host in ("127.0.0.1", "127.0.0.2"):  # two hosts: the second is where a redirect points
         server = ThreadingHTTPServer((host, 0), Hostile)
         server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        serve_in_thread(server)
         servers.append(server)
     yield [f"http://{s.server_address[0]}:{s.server_address[1]}/v1" for s in servers]
     for server in servers:
@@ -433,7 +433,7 @@ def tls_server(tmp_path, monkeypatch):
     context.load_cert_chain(str(cert), str(key))
     server.socket = context.wrap_socket(server.socket, server_side=True)
     Hostile.mode, Hostile.requests = "ok", []
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    serve_in_thread(server)
     yield f"https://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
     server.server_close()

@@ -8,14 +8,13 @@ import bz2
 import csv
 import json
 import os
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import DATA, assert_names, assert_source_error
-from local_http import send_body
+from local_http import send_body, serve_in_thread
 from ragloaders.cli import main
 from ragloaders.core.errors import SourceError
 from ragloaders.eval import read_predictions, score_answers
@@ -275,8 +274,7 @@ class FakeChat(BaseHTTPRequestHandler):
 def chat_server():
     FakeChat.requests, FakeChat.failed_once, FakeChat.always_fail = [], set(), False
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeChat)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    serve_in_thread(server)
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
     server.server_close()

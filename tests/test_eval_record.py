@@ -189,6 +189,7 @@ def test_an_unwritable_cache_folder_only_leaves_eval_unrecorded(nfcorpus, monkey
     assert blocker.read_text() == "a file where the cache folder would be"
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_two_evals_at_once_agree_and_leave_a_record_that_holds(nfcorpus):
     first, second = score_in_a_process(nfcorpus), score_in_a_process(nfcorpus)
     assert finished(first) == finished(second)

@@ -14,13 +14,13 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 
 import pytest
 import ragloaders
 from conftest import assert_names, assert_source_error
+from local_http import serve_in_thread
 from ragloaders.benchmarks.beir import catalogue as beir
 from ragloaders.core.errors import SourceError
 from ragloaders.core.readers import lines
@@ -164,7 +164,7 @@ def cutting_server(request, tmp_path, monkeypatch):
     handler = type("Handler", (CutOnce,), {"send_length": request.param})
     CutOnce.served = set()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: handler(*a, directory=str(root)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     monkeypatch.setenv(beir.BASE_URL_ENV, f"http://127.0.0.1:{server.server_address[1]}")
     yield
     server.shutdown()

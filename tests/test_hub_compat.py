@@ -73,7 +73,7 @@ def test_the_readme_declares_every_config_with_features(staged):
         assert {s["name"]: s["num_examples"] for s in info["splits"]} == {s: len(r) for s, r in splits.items()}
 
 
-@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("streaming", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_load_dataset_gives_the_parquet_rows_and_the_declared_types(staged, streaming, tmp_path):
     for config, (features, splits) in expected_configs(staged).items():
         loaded = datasets.load_dataset(staged, config, streaming=streaming, cache_dir=str(tmp_path))

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import socket
-import threading
 import zipfile
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pyarrow as pa
 import pytest
 import ragloaders
 from conftest import DATA, assert_names, assert_source_error
+from local_http import serve_in_thread
 from ragloaders.benchmarks.beir import catalogue as beir
 from ragloaders.benchmarks.crag import catalogue as crag_catalogue
 from ragloaders.cli import main as cli_main
@@ -487,7 +487,7 @@ class Failing(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def failing_server():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Failing)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
 

@@ -10,7 +10,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import datasets
@@ -18,6 +17,7 @@ import orjson
 import pytest
 import ragloaders
 from conftest import assert_names, assert_source_error
+from local_http import serve_in_thread
 from mmrag_generated import demo_corpus_text, dump_array, generated_corpus, judged_chunk_ids, write_large_array
 from ragloaders.benchmarks.mmrag.builder import parse_answers
 from ragloaders.benchmarks.mmrag.catalogue import HUB_REPO_ID
@@ -142,7 +142,7 @@ def corpus_of(chunk_ids: list[str]) -> list[dict]:
     return generated_corpus(chunk_ids, seed=7)
 
 
-@pytest.mark.parametrize("indent", [None, 4])
+@pytest.mark.parametrize("indent", [None, pytest.param(4, marks=pytest.mark.slow)])
 def test_corpus_from_real_chunk_ids(tmp_path, indent):
     chunk_ids = judged_chunk_ids(FULL)
     assert "m.0_hp_2l_205" in chunk_ids and len(chunk_ids) > 70_000
@@ -406,8 +406,7 @@ def test_download_from_hub_served_locally(tmp_path):
     served = folder_with(tmp_path, SAMPLE, (SAMPLE / "processed_documents.json").read_text(encoding="utf-8"))
     handler = type("Handler", (HubFiles,), {"folder": served, "requests": []})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    serve_in_thread(server)
     try:
         env = {**os.environ, "PYTHONPATH": LOADERS, "HF_ENDPOINT": f"http://127.0.0.1:{server.server_port}",
                "HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp_path / "hf-home"), "HF_HUB_OFFLINE": "0"}

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from conftest import assert_names, assert_source_error
-from local_http import wait_for_port
+from local_http import serve_in_thread, wait_for_port
 from ragloaders import CragMockAPI, SourceError
 from ragloaders.cli import main as cli_main
 from ragloaders.mock_api import client as client_module
@@ -121,6 +121,7 @@ MALFORMED_BODIES = (
 """Missing fields, wrong types, a 100-bit integer, a non-ASCII digit, a null byte and a line separator."""
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_the_in_process_client_answers_a_malformed_body_as_the_http_app_byte_for_byte(built, tmp_path):
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
@@ -279,7 +280,6 @@ def test_a_hub_repository_is_downloaded_and_answers(built, tmp_path):
 @pytest.fixture
 def hub(monkeypatch):
     """A local hub whose dataset repositories are HUB_REPOS: the probe of any other answers 404."""
-    import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     from huggingface_hub import constants
@@ -295,7 +295,7 @@ def hub(monkeypatch):
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{server.server_port}")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     yield

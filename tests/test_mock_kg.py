@@ -14,7 +14,6 @@ import os
 import pickle
 import shutil
 import sqlite3
-import threading
 from pathlib import Path
 
 import datasets
@@ -22,6 +21,7 @@ import duckdb
 import pytest
 import ragloaders
 from conftest import assert_names, assert_source_error
+from local_http import serve_in_thread
 from mock_api_generated import ODD_MOVIES, extend_movie
 from mock_kg_generated import COMPANY_CUT, ODD_KEYS, sqlitedict_file
 from ragloaders.benchmarks.crag_mock_kg import builder as mock_kg_builder
@@ -506,7 +506,7 @@ def mirror(kg, tmp_path, monkeypatch):
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
     handler.log_message = lambda *args: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     monkeypatch.setenv(mock_kg_facts.BASE_URL_ENV, f"http://127.0.0.1:{server.server_port}")
     yield served / "mock_api" / "cragkg"
     server.shutdown()

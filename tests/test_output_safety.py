@@ -305,7 +305,8 @@ sys.exit(cli.main(sys.argv[3:]))
 """
 
 
-@pytest.mark.parametrize("running, second, relation", [("a", "a/b", "contains"), ("a/b", "a", "lies inside")])
+@pytest.mark.parametrize("running, second, relation", [("a", "a/b", "contains"),
+                                                       pytest.param("a/b", "a", "lies inside", marks=pytest.mark.slow)])
 def test_a_build_inside_or_around_a_running_build_is_refused(running, second, relation, tmp_path, capsys, cache_dir,
                                                              previous):
     """Before: while `a` was rebuilt, a build of `a/b` printed `wrote a/b` (exit 0) and ended in a kept folder."""
@@ -369,7 +370,8 @@ sys.exit(cli.main(sys.argv[3:]))
 """
 
 
-@pytest.mark.parametrize("point", ["swapped", "aside", "aside-moved"])
+@pytest.mark.parametrize("point", ["swapped", pytest.param("aside", marks=pytest.mark.slow),
+                                   pytest.param("aside-moved", marks=pytest.mark.slow)])
 def test_a_build_killed_while_swapping_a_users_folder_leaves_nothing_the_next_run_does_not_deal_with(
         point, tmp_path, capsys, cache_dir):
     """With --into-existing the folder swapped out is the user's own (no manifest). Before: killed after the

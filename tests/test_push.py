@@ -110,6 +110,7 @@ def rows(dataset) -> list[dict]:
     return [dict(row) for row in dataset]
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_push_commits_in_batches_and_the_received_repo_loads_like_ragloaders(tmp_path, cache_dir):
     done = run_push(tmp_path, cache_dir)
     assert done.returncode == 0, done.stderr[-3000:]
