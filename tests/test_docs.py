@@ -355,6 +355,35 @@ def test_rows_are_taken_chunk_by_chunk_in_the_order_asked():
     assert ChunkedRows(chunked).take(np.zeros(0, dtype=np.int64)).num_rows == 0
 
 
+@pytest.mark.parametrize("damage", ["one of two files deleted", "a file replaced by fewer rows"])
+def test_a_split_with_fewer_rows_than_its_card_says_is_named_in_one_line(own_copy, damage):
+    """A data file deleted (of a split cut into two) or replaced by a valid Parquet file of fewer rows: every file
+    still reads, so only the card's row count tells. `load`, `docs` and the CLI say which config and split, both
+    counts and what to do, in one line, where datasets said only that the split sizes did not match."""
+    import pyarrow.parquet as pq
+
+    folder, cache = own_copy
+    corpus = Path(folder) / "corpus"
+    table = pq.read_table(corpus / "corpus-00000-of-00001.parquet")
+    half = table.num_rows // 2
+    if damage == "one of two files deleted":  # cut in two as a split larger than one file is, then one lost
+        (corpus / "corpus-00000-of-00001.parquet").unlink()
+        pq.write_table(table.slice(0, half), corpus / "corpus-00000-of-00002.parquet")
+        pq.write_table(table.slice(half), corpus / "corpus-00001-of-00002.parquet")
+        whole = ragloaders.load(folder, "corpus", split="corpus", cache_dir=cache + "-whole")
+        assert whole.num_rows == table.num_rows  # the two files are a valid layout of the split
+        (corpus / "corpus-00001-of-00002.parquet").unlink()
+    else:
+        pq.write_table(table.slice(0, half), corpus / "corpus-00000-of-00001.parquet")
+    card = os.path.join(folder, "README.md")
+    with pytest.raises(ragloaders.SourceError) as caught:
+        ragloaders.load(folder, "corpus", cache_dir=cache)
+    assert_names(caught.value, card, "'corpus'", f"{half:,} rows", f"card declares {table.num_rows:,}",
+                 "ragloaders validate", "build the folder again")
+    code, _, err = run("docs", folder, "MED-10", "--cache-dir", cache)
+    assert code == 2 and err.count("\n") == 1 and err.startswith(f"ragloaders: error: {card}: "), err
+
+
 @pytest.mark.parametrize("damage", ["middle", "footer"])
 def test_a_damaged_parquet_file_of_a_folder_is_named_in_one_line(own_copy, damage):
     folder, cache = own_copy

@@ -177,18 +177,20 @@ class Repository:
              cache_dir: str | None = None, **kwargs: Any) -> Any:
         """`datasets.load_dataset` of one config (None: the card's `default: true` one, or the only one); a missing
         config names the ones there are; a local data file that does not read as Parquet is a SourceError naming
-        it (datasets says only that the generation failed)."""
+        it (datasets says only that the generation failed), and so is a local split whose files hold another number
+        of rows than the card declares (`rows_unlike_card`; datasets' verification found it)."""
         import datasets
-        from datasets.exceptions import DatasetGenerationError
+        from datasets.exceptions import DatasetGenerationError, SplitsVerificationError
 
         config = self.checked_config(config)
         try:
             return datasets.load_dataset(self.location, config, split=split, streaming=streaming,
                                          cache_dir=cache_dir, revision=self.hub_revision, **kwargs)
-        except DatasetGenerationError:
+        except (DatasetGenerationError, SplitsVerificationError):
             if not os.path.isdir(self.location):
                 raise
-            damaged = unreadable_parquet(datasets.load_dataset_builder(self.location, config))
+            builder = datasets.load_dataset_builder(self.location, config)
+            damaged = unreadable_parquet(builder) or rows_unlike_card(builder, self.location, self.name, config)
             if damaged is None:
                 raise
             raise damaged from None
@@ -349,6 +351,31 @@ def unreadable_parquet(builder: Any) -> SourceError | None:
                 except (pa.ArrowException, OSError) as e:
                     return SourceError(path, f"not a readable Parquet file ({' '.join(str(e).split())[:300]}); "
                                              "build the folder again")
+    return None
+
+
+def rows_unlike_card(builder: Any, location: str, name: str, config: str) -> SourceError | None:
+    """A SourceError naming the card of the local folder `location` (given as `name`) when a split of `config`
+    (`builder`'s) holds, in its Parquet files' metadata, another number of rows than the card declares (a file
+    deleted, cut or swapped since the build; datasets says only that the split sizes differ); None when every
+    split holds what the card says."""
+    import pyarrow.parquet as pq
+
+    declared = builder.info.splits or {}
+    for split, files in (builder.config.data_files or {}).items():
+        expected = declared[split].num_examples if split in declared else None
+        if expected is None:
+            continue
+        found = 0
+        for path in files:
+            with pq.ParquetFile(path) as parquet:
+                found += parquet.metadata.num_rows
+        if found != expected:
+            return SourceError(os.path.join(location, CARD),
+                               f"config {preview(config)} split {preview(split)}: its {len(files)} Parquet "
+                               f"file(s) hold {found:,} rows where the card declares {expected:,}; a data file was "
+                               f"deleted, cut or replaced since the build (`ragloaders validate {preview(name)}` "
+                               "names it); build the folder again")
     return None
 
 
