@@ -11,7 +11,7 @@ import shutil
 import huggingface_hub.constants
 import pytest
 import ragloaders
-from conftest import assert_names
+from conftest import DATA, assert_names
 from ragloaders import cli
 
 
@@ -73,7 +73,7 @@ def test_branch_tag_and_commit_names_pass_the_check(revision, nfcorpus_build, tm
         return
     with pytest.raises(ConnectionError) as caught:
         ragloaders.load("org/nf", "qrels", split="test", revision=revision)
-    assert_names(caught.value, "org/nf", f"at revision {revision}", "HF_HUB_OFFLINE")
+    assert_names(caught.value, "org/nf", f"at revision {revision!r}", "HF_HUB_OFFLINE")
 
 
 def test_push_refuses_a_branch_that_is_no_ref_name(nfcorpus_build):
@@ -85,3 +85,58 @@ def test_push_refuses_a_branch_that_is_no_ref_name(nfcorpus_build):
         with pytest.raises(ValueError, match="cannot be a revision"):
             push_folder(str(nfcorpus_build.out), "org/nf", revision=branch, dry_run=True, log=lambda line: None)
     push_folder(str(nfcorpus_build.out), "org/nf", revision="refs/pr/1", dry_run=True, log=lambda line: None)
+
+
+def _offline_cache_with_refs(root, built, monkeypatch) -> str:
+    """Hub cache of org/nf at one commit, with refs main, refs/pr/1 (stored as refs/refs/pr/1, as huggingface_hub
+    does) and branch feature/x: so `refs/feature` and `refs/refs` are folders."""
+    commit = "c" * 40
+    repository = root / "datasets--org--nf"
+    shutil.copytree(built, repository / "snapshots" / commit)
+    (repository / "refs" / "refs" / "pr").mkdir(parents=True)
+    (repository / "refs" / "feature").mkdir(parents=True)
+    for ref in ("main", "refs/pr/1", "feature/x"):
+        (repository / "refs" / ref).write_text(commit)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(root))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    return commit
+
+
+@pytest.mark.parametrize("revision", ["feature", "refs", "refs/pr"])
+def test_a_revision_naming_a_folder_of_refs_is_no_copy_in_one_line(revision, nfcorpus_build, tmp_path,
+                                                                    monkeypatch):
+    """Git allows these names; offline, huggingface_hub opens `refs/<revision>` when it merely exists, a folder
+    here (IsADirectoryError leaked the cache path). The cache holds no copy at that revision: the HubError says so."""
+    _offline_cache_with_refs(tmp_path / "hub", nfcorpus_build.out, monkeypatch)
+    assert ragloaders.load("org/nf", "qrels", split="test", revision="feature/x").num_rows > 0
+    with pytest.raises(ConnectionError) as caught:
+        ragloaders.load("org/nf", "qrels", split="test", revision=revision)
+    assert_names(caught.value, "org/nf", "HF_HUB_OFFLINE", revision)
+
+
+def test_a_long_revision_is_bounded_in_the_offline_message(nfcorpus_build, tmp_path, monkeypatch, capsys):
+    """A 5,000-character revision passes the check (git allows it); the offline 'no copy' message repeated it whole."""
+    _offline_cache_with_refs(tmp_path / "hub", nfcorpus_build.out, monkeypatch)
+    revision = "a" * 5000
+    with pytest.raises(ConnectionError) as caught:
+        ragloaders.load("org/nf", "qrels", split="test", revision=revision)
+    assert_names(caught.value, "org/nf", "HF_HUB_OFFLINE")
+    assert len(str(caught.value)) < 1000, len(str(caught.value))
+    from ragloaders import cli
+
+    capsys.readouterr()
+    assert cli.main(["validate", "org/nf", "--revision", revision]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 1000, len(err)
+
+
+def test_push_of_a_benchmark_path_refuses_a_branch_that_is_no_ref_name(tmp_path):
+    """push_folder refuses `--revision ../main`; push of a benchmark path built, staged and planned a commit to
+    branch `../main` (a dry run said 'would upload to org/nf (branch ../main)')."""
+    from ragloaders.publish.push import push
+
+    lines: list[str] = []
+    with pytest.raises(ValueError, match="cannot be a revision"):
+        push("beir/nfcorpus", "org/nf", data_dir=str(DATA / "beir"), revision="../main", dry_run=True,
+             staging_dir=str(tmp_path / "staged"), cache_dir=str(tmp_path / "cache"), log=lines.append)
+    assert not (tmp_path / "staged").exists()

@@ -190,7 +190,7 @@ class Repository:
             if not os.path.isdir(self.location):
                 raise
             builder = datasets.load_dataset_builder(self.location, config)
-            damaged = unreadable_parquet(builder) or rows_unlike_card(builder, self.location, self.name, config)
+            damaged = unreadable_parquet(builder) or rows_unlike_card(builder, self, config)
             if damaged is None:
                 raise
             raise damaged from None
@@ -319,8 +319,8 @@ def cached_snapshot(repo_id: str, *, offline: bool, revision: str | None = None)
     if offline:
         try:
             return snapshot_download(repo_id, repo_type="dataset", local_files_only=True, revision=revision)
-        except LocalEntryNotFoundError:
-            at = f" at revision {revision}" if revision else ""
+        except (LocalEntryNotFoundError, IsADirectoryError, NotADirectoryError):  # (a revision naming a folder of
+            at = f" at revision {preview(revision)}" if revision else ""             # refs/, such as `refs/pr`)
             raise HubError(f"{repo_id}: HF_HUB_OFFLINE is set and the hub cache ({constants.HF_HUB_CACHE}) holds no "
                            f"copy of this dataset repository{at}; unset HF_HUB_OFFLINE to download it, or pass a built "
                            "folder") from None
@@ -354,28 +354,39 @@ def unreadable_parquet(builder: Any) -> SourceError | None:
     return None
 
 
-def rows_unlike_card(builder: Any, location: str, name: str, config: str) -> SourceError | None:
-    """A SourceError naming the card of the local folder `location` (given as `name`) when a split of `config`
-    (`builder`'s) holds, in its Parquet files' metadata, another number of rows than the card declares (a file
-    deleted, cut or swapped since the build; datasets says only that the split sizes differ); None when every
-    split holds what the card says."""
+def rows_unlike_card(builder: Any, repository: Repository, config: str) -> SourceError | None:
+    """A SourceError naming the card of a local `repository` (a built folder, or the hub cache's copy) when a split
+    of `config` (`builder`'s), all of whose data files are Parquet, holds in their row groups another number of rows
+    than the card declares (a file deleted, cut, added or swapped since it was written), or when the card declares
+    none for it (datasets then takes 0); None when every such split holds what the card says: datasets' own error
+    stands."""
     import pyarrow.parquet as pq
+    from huggingface_hub import metadata_load
 
-    declared = builder.info.splits or {}
+    card = os.path.join(repository.location, CARD)
+    infos = (metadata_load(card) or {}).get("dataset_info") or []  # (its YAML was checked by check_card)
+    declared = {split.get("name"): split.get("num_examples")
+                for info in (infos if isinstance(infos, list) else [infos]) if isinstance(info, dict)
+                and info.get("config_name", "default") == config for split in info.get("splits") or []
+                if isinstance(split, dict)}
+    again = ("download it again (its copy in the hub cache was changed)" if repository.repo_id else
+             f"`ragloaders validate {preview(repository.name)}` names the files that changed; build the folder again")
     for split, files in (builder.config.data_files or {}).items():
-        expected = declared[split].num_examples if split in declared else None
-        if expected is None:
+        if split not in declared or not all(str(path).endswith(".parquet") for path in files):
             continue
+        expected = declared[split]
+        if not isinstance(expected, int) or isinstance(expected, bool):
+            return SourceError(card, f"config {preview(config)} split {preview(split)}: the card declares no row "
+                                     "count (num_examples) for it, which datasets takes for 0; write the card again")
         found = 0
         for path in files:
             with pq.ParquetFile(path) as parquet:
-                found += parquet.metadata.num_rows
+                found += sum(parquet.metadata.row_group(group).num_rows for group in range(parquet.num_row_groups))
         if found != expected:
-            return SourceError(os.path.join(location, CARD),
-                               f"config {preview(config)} split {preview(split)}: its {len(files)} Parquet "
-                               f"file(s) hold {found:,} rows where the card declares {expected:,}; a data file was "
-                               f"deleted, cut or replaced since the build (`ragloaders validate {preview(name)}` "
-                               "names it); build the folder again")
+            change = "deleted, cut or replaced" if found < expected else "added or replaced"
+            return SourceError(card, f"config {preview(config)} split {preview(split)}: its {len(files)} Parquet "
+                                     f"file(s) hold {found:,} rows where the card declares {expected:,}: a data file "
+                                     f"was {change} since it was written; {again}")
     return None
 
 

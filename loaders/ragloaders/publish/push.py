@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from ..api import configs_of
 from ..core.errors import UsageError
-from ..core.hub_repository import REPO_ID_PART, repo_id_problem
+from ..core.hub_repository import REPO_ID_PART, check_revision, repo_id_problem
 from ..core.output_target import OutputFolderError
 from ..core.plural import counted
 from ..core.preview import preview
@@ -451,6 +451,7 @@ def push(path: str, repo_id: str, *, data_dir: str | None = None, cache_dir: str
     `upload`); `card` is what the builder of their own data (beir-format: `--license`, `--pretty-name`) states on
     its card; `derived` the configs `--with` adds (see `stage`)."""
     check_repo_id(repo_id)
+    check_revision(repo_id, revision)
     configs_of(path)  # an unknown path is refused before any folder is made
     staged_dir = staging_dir or default_staging_dir(path, repo_id)
     verdict = stage(path, staged_dir, repo_id=repo_id, data_dir=data_dir, cache_dir=cache_dir, num_proc=num_proc,
