@@ -99,6 +99,7 @@ def test_a_crag_build_holds_about_its_output_on_disk_while_it_runs(crag_build, t
     assert files_under(root).keys() == files_under(out).keys()  # nothing left beside the output
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_a_spooled_build_over_two_workers_keeps_the_file_order_of_the_cache_build(tmp_path, monkeypatch):
     corpus = [{"_id": f"{i:06d}", "title": "", "text": "word " * (i % 50)} for i in range(3000)]
     queries = [{"_id": f"q{i}", "text": f"query {i}"} for i in range(40)]

@@ -110,7 +110,7 @@ def no_read_back(monkeypatch) -> None:
         monkeypatch.setattr(crag, name, lambda *a, name=name, **k: pytest.fail(f"`records` read back ({name})"))
 
 
-@pytest.mark.parametrize("workers", [False, True])
+@pytest.mark.parametrize("workers", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_every_derived_config_is_made_in_the_records_pass_and_is_the_cache_build(workers, crag_build, tmp_path,
                                                                                  monkeypatch):
     if workers:  # the example's 15 MB of HTML is under what is extracted in process: make the workers take it

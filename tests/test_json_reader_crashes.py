@@ -121,6 +121,7 @@ def test_an_mmrag_file_nested_deep_with_an_invalid_byte_is_refused_in_bounded_me
     assert f"{file}, record 0" in stderr and message in stderr, stderr[-2000:]
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_an_mmrag_record_with_a_deeply_nested_id_is_named_in_a_bounded_message(tmp_path):
     # orjson writes 255 levels of JSON text, Python's json recurses: the message's preview of the value must hold
     folder = tmp_path / "mmrag"

@@ -49,6 +49,7 @@ def test_the_command_line_help_imports_neither(tmp_path):
     assert imported_after(code) == {"heavy": [], "result": True}
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_a_name_of_the_package_imports_what_it_needs_on_first_use():
     found = imported_after("import ragloaders\nresult = [ragloaders.load.__module__, ragloaders.pairs.__module__, "
                            "ragloaders.CragMockAPI.__name__, 'load' in dir(ragloaders)]")

@@ -41,6 +41,7 @@ def holds(out: Path) -> str:
     return verdict.manifest.identity["path"]
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_a_rebuild_of_a_folder_the_user_made_read_only_inside_stands_and_leaves_no_hidden_leftover(tmp_path,
                                                                                                      cache_dir):
     """`chmod -R a-w out; chmod u+w out` (protecting a build) then a rebuild. Before: the new build was swapped in,

@@ -362,6 +362,7 @@ def test_a_series_over_a_huge_range_index_is_refused_when_described():
     assert_source_error(caught.value, "s.pickle", f"{pickled_values.MULTIPLE} units", f"{len(pickled(index)):,} bytes")
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_a_deeply_nested_tuple_as_a_key_is_refused_not_hashed():
     nested = b"N" + b"\x85" * 1_000_000  # a tuple 1,000,000 deep: hashing it recurses in C until the stack overflows
     data = b"\x80\x04}" + nested + b"Ns."

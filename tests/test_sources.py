@@ -140,7 +140,7 @@ def reference(built, work) -> dict[str, object]:
 # --- a built folder and a hub repository in ragloaders' layout ------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["folder", "repository"])
+@pytest.mark.parametrize("kind", ["folder", pytest.param("repository", marks=pytest.mark.slow)])
 def test_bm25_and_eval_on_a_built_folder_or_repository_equal_the_path(kind, built, offline_hub, reference, work):
     source = str(built) if kind == "folder" else REPO
     run_file = work / f"{kind}.trec"

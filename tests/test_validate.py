@@ -258,6 +258,7 @@ def test_a_built_folder_gets_the_same_report_without_its_sources(mmrag_build, tm
            "files read: published counts not compared" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_a_built_crag_folder_keeps_its_known_defects_as_warnings_and_so_does_one_validated_as_it(tmp_path,
                                                                                              crag_build, capsys):
     from ragloaders.publish.validate import integrity_of_repository
