@@ -47,6 +47,9 @@ class Hostile(BaseHTTPRequestHandler):
             self.send_response(500, self.headers.get("Authorization"))
             self.send_header("Content-Length", "0")
             self.end_headers()
+        elif mode == "echo-in-reply":  # a verdict whose explanation repeats the key, whole and cut in two
+            key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+            self._send(chat_reply(json.dumps({"score": 1, "explanation": f"auth {key}; {key[:14]} {key[14:]}"})))
         elif mode == "echo-late":  # the key after 150 characters of filler: a cut at 200 would keep most of it
             self.send_response(500, "x" * 150 + self.headers.get("Authorization", "").removeprefix("Bearer "))
             self.send_header("Content-Length", "0")
@@ -132,6 +135,23 @@ def test_a_redirect_is_not_followed_and_the_key_goes_nowhere_else(hostile, tmp_p
     assert_names(error.value, hostile[0], "redirect", "HTTP 302")
     assert [r["server"][0] for r in Hostile.requests] == ["127.0.0.1"]  # the other host is never asked
     assert SECRET not in str(error.value)
+
+
+def test_a_reply_echoing_the_key_is_neither_cached_nor_shown_with_it(hostile, tmp_path, monkeypatch):
+    """A chat completion whose explanation repeats the Authorization key (a misbehaving proxy, a hostile endpoint):
+    the verdict stands, and neither its explanation nor the judge's cache file on disk holds the key or a piece of
+    it; the cached reply read back is the blanked one."""
+    monkeypatch.setenv("RAGLOADERS_JUDGE_API_KEY", SECRET)
+    Hostile.mode = "echo-in-reply"
+    judge = Judge(hostile[0], "m", str(tmp_path / "cache"), retries=0, retry_wait=0)
+    verdict = judge.verdict("q", "a", "b")
+    assert verdict.correct is True and verdict.explanation.startswith("auth <key>"), verdict
+    pieces = {SECRET[i:i + 8] for i in range(len(SECRET) - 7)}
+    stored = b"".join(path.read_bytes() for path in (tmp_path / "cache").rglob("*") if path.is_file())
+    assert stored and not any(piece.encode() in stored for piece in pieces), stored[:300]
+    assert not any(piece in verdict.explanation for piece in pieces)
+    again = Judge(hostile[0], "m", str(tmp_path / "cache"), retries=0, retry_wait=0).verdict("q", "a", "b")
+    assert again.cached and again.explanation == verdict.explanation and len(Hostile.requests) == 1
 
 
 def test_a_server_echoing_the_key_does_not_get_it_printed(hostile, tmp_path, monkeypatch):

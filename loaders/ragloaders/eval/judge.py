@@ -261,7 +261,9 @@ class Judge:
 
     def verdict(self, question: str, ground_truth: str, prediction: str) -> JudgeVerdict:
         """The judge's verdict on one (question, ground truth, prediction); the reply comes from the cache when it
-        holds one (a reply is cached as given, parsed or not: the same request at temperature 0 is not repeated)."""
+        holds one (a reply is cached as given, parsed or not: the same request at temperature 0 is not repeated),
+        with every piece of the API key in it blanked first (`without_key`): neither the cache nor an explanation
+        holds the key."""
         path = self._cache_path(question, ground_truth, prediction)
         content = self._cached(path)
         if content is not None:
@@ -325,7 +327,7 @@ class Judge:
                 content = reply["choices"][0]["message"]["content"]
                 if not isinstance(content, str):
                     raise TypeError(content)
-                return content
+                return without_key(content, self.api_key)  # (cached and shown: a server may echo the key in it)
             except urllib.error.HTTPError as e:
                 if 300 <= e.code < 400:
                     raise JudgeError(f"judge {self.describe()}: answered with a redirect (HTTP {e.code}), which is "
@@ -356,6 +358,8 @@ def without_key(text: str, key: str | None) -> str:
         return text
     width = min(KEY_PIECE, len(key))
     pieces = {key[i:i + width] for i in range(len(key) - width + 1)}
+    if not any(piece in text for piece in pieces):  # (C scans: a reply of MAX_REPLY_BYTES in milliseconds)
+        return text
     hidden = [False] * len(text)
     for i in range(len(text) - width + 1):
         if text[i:i + width] in pieces:
