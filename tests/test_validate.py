@@ -694,3 +694,24 @@ def test_a_listed_data_file_gone_is_named_in_the_one_line_error(nfcorpus_build, 
     [line] = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"ragloaders: error: {out}: 1 file that ragloaders built is gone: "
                            "'qrels/test-00000-of-00001.parquet'; and it does not load (")
+
+
+def test_a_built_folder_without_its_manifest_says_its_files_were_not_checked(nfcorpus_build, tmp_path, capsys):
+    """The manifest deleted (or left out by a copy of `folder/*`, which skips dot files): the card still says
+    ragloaders built the folder, so the report says its files were not checked rather than staying silent; the
+    rows are still checked and the folder is still OK. A folder whose card is not ragloaders' says nothing of it."""
+    from ragloaders.publish.validate import integrity_of_repository
+
+    out = tmp_path / "nfcorpus"
+    shutil.copytree(nfcorpus_build.out, out)
+    (out / ".ragloaders-manifest.json").unlink()
+    report = integrity_of_repository(str(out), cache_dir=str(tmp_path / "c1"))
+    assert report["ok"] and report["recorded_files"] == {"record": None, "verified": 0, "altered": 0, "missing": 0}
+    assert cli.main(["validate", str(out), "--cache-dir", str(tmp_path / "c2")]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("files:")]
+    assert lines == ["files: not checked: the card says ragloaders built this folder, but its record of the files "
+                     "(.ragloaders-manifest.json) is not beside them (a copy of `folder/*` leaves it out; build it "
+                     "again to check them)"]
+    readme = out / "README.md"
+    readme.write_text(readme.read_text().replace("<!-- built by ragloaders from beir/nfcorpus -->", ""))
+    assert "recorded_files" not in integrity_of_repository(str(out), cache_dir=str(tmp_path / "c3"))

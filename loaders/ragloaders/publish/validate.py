@@ -367,6 +367,8 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
     if recorded is not None:
         report["recorded_files"] = {"record": recorded.record, "verified": recorded.verified,
                                     "altered": len(recorded.altered), "missing": len(recorded.missing)}
+    elif os.path.isdir(repository) and plan.built_from is not None:  # ragloaders' card, and no record beside it
+        report["recorded_files"] = {"record": None, "verified": 0, "altered": 0, "missing": 0}
     return report
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypedDict
 
+from ..core.output_target import MANIFEST
 from ..core.plural import counted
 from ..core.preview import preview
 
@@ -82,7 +83,8 @@ class Report(_ReportKeys, total=False):
     recorded_files: dict[str, Any]
     """Only in the report of a local folder (or a hub repository's snapshot) holding ragloaders' record of its files:
     {"record": "build" | "repository", "verified": files whose sha256 and size are the recorded ones, "altered",
-    "missing": how many are not (each an `altered_files` error)}."""
+    "missing": how many are not (each an `altered_files` error)}; `"record": None` (and zeros) for a local folder
+    whose card says ragloaders built it but that holds no such record: its files were not checked."""
 
 
 def finding(check: str, config: str, split: str | None, ids: list[Any], count: int, message: str) -> Finding:
@@ -122,7 +124,10 @@ def render_text(report: Report) -> Iterable[str]:
         yield f"  query ids that are also corpus ids: {report['shared_ids']:,}"
     yield from source_lines(report.get("source"), report.get("built_from"), report.get("validated_as"),
                             report.get("form", "repository"))
-    if (recorded := report.get("recorded_files")) is not None:
+    if (recorded := report.get("recorded_files")) is not None and recorded["record"] is None:
+        yield (f"files: not checked: the card says ragloaders built this folder, but its record of the files "
+               f"({MANIFEST}) is not beside them (a copy of `folder/*` leaves it out; build it again to check them)")
+    elif recorded is not None:
         record = "the build's record" if recorded["record"] == "build" else "the repository's record"
         yield (f"files: {counted(recorded['verified'], 'file')} verified against {record}"
                + (f", {recorded['altered'] + recorded['missing']:,} not (below)"
