@@ -60,12 +60,11 @@ def test_a_split_without_num_examples_on_the_card_is_not_blamed_on_the_data_file
     text = card.read_text()
     assert "    num_examples: 3633\n" in text
     card.write_text(text.replace("    num_examples: 3633\n", "", 1))
-    try:
+    with pytest.raises(ragloaders.SourceError) as caught:  # the card, not the data files, is at fault
         ragloaders.load(str(folder), "corpus", cache_dir=str(tmp_path / "cache"))
-    except Exception as e:  # refusing is fine, as long as the card, not the data files, is said to be at fault
-        message = str(e)
-        assert "card declares 0" not in message, message
-        assert "deleted, cut or replaced" not in message, message
+    message = str(caught.value)
+    assert "card declares 0" not in message and "deleted, cut or replaced" not in message, message
+    assert message.startswith(str(card)) and "split 'corpus': the card declares no row count" in message, message
 
 
 def test_a_file_added_beside_the_built_ones_is_said_to_be_added(nfcorpus_build, tmp_path):

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .card_yaml import check_card
+from .card_yaml import check_card, front_matter, load_yaml
 from .errors import MissingSourceError, SourceError, UsageError
 from .preview import preview
 
@@ -319,8 +319,9 @@ def cached_snapshot(repo_id: str, *, offline: bool, revision: str | None = None)
     if offline:
         try:
             return snapshot_download(repo_id, repo_type="dataset", local_files_only=True, revision=revision)
-        except (LocalEntryNotFoundError, IsADirectoryError, NotADirectoryError):  # (a revision naming a folder of
-            at = f" at revision {preview(revision)}" if revision else ""             # refs/, such as `refs/pr`)
+        # (IsADirectoryError: a revision naming a folder of refs/, such as `refs/pr`, which huggingface_hub opens)
+        except (LocalEntryNotFoundError, IsADirectoryError, NotADirectoryError):
+            at = f" at revision {preview(revision)}" if revision else ""
             raise HubError(f"{repo_id}: HF_HUB_OFFLINE is set and the hub cache ({constants.HF_HUB_CACHE}) holds no "
                            f"copy of this dataset repository{at}; unset HF_HUB_OFFLINE to download it, or pass a built "
                            "folder") from None
@@ -361,10 +362,10 @@ def rows_unlike_card(builder: Any, repository: Repository, config: str) -> Sourc
     none for it (datasets then takes 0); None when every such split holds what the card says: datasets' own error
     stands."""
     import pyarrow.parquet as pq
-    from huggingface_hub import metadata_load
 
     card = os.path.join(repository.location, CARD)
-    infos = (metadata_load(card) or {}).get("dataset_info") or []  # (its YAML was checked by check_card)
+    front = load_yaml(front_matter(repository.card_text() or ""), card)  # (within the YAML budget, read again)
+    infos = (front.get("dataset_info") if isinstance(front, dict) else None) or []
     declared = {split.get("name"): split.get("num_examples")
                 for info in (infos if isinstance(infos, list) else [infos]) if isinstance(info, dict)
                 and info.get("config_name", "default") == config for split in info.get("splits") or []
