@@ -410,7 +410,7 @@ def test_a_readme_yaml_alias_bomb_is_refused_before_it_is_parsed(tmp_path):
 @pytest.mark.parametrize("yaml_text, refused", [
     (laughs(4), None), (laughs(6), ["200,000", "MAX_YAML_NODES"]),
     ("x: " + "y" * (1 << 20) + "\n", ["1,048,576", "MAX_YAML_BYTES"]),
-    ("a: &a {k: [1, 2, 3]}\nb: [*a, *a]\n", None), ("a: &a [*a]\n", None),
+    ("a: &a {k: [1, 2, 3]}\nb: [*a, *a]\n", None), ("a: &a [*a]\n", ["alias a", "contains itself"]),
 ])
 def test_the_yaml_budget(yaml_text, refused):
     """`refused`: what the error names (the limit passed), or None: the card is read."""

@@ -7,7 +7,9 @@ no node, no object is built), counting the nodes it would expand to, every alias
 repeats. Refused, with a SourceError naming the file:
 - front matter over MAX_YAML_BYTES (1 MiB; ragloaders' own cards hold a few KB, mteb's and the hub's largest a
   few hundred KB);
-- more than MAX_YAML_NODES (200,000) nodes once aliases are expanded (a card lists a few thousand at most).
+- more than MAX_YAML_NODES (200,000) nodes once aliases are expanded (a card lists a few thousand at most);
+- collections nested more than MAX_YAML_DEPTH (100) deep (ragloaders' own cards nest 5 to 7 deep; PyYAML builds
+  and datasets reads them recursively, and run out of Python's stack near a thousand).
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from typing import Any
 
 import yaml
 
+from .card_shape import check_card_shape
 from .errors import SourceError
+from .preview import cut
 
 MAX_YAML_BYTES = 1 << 20
 MAX_YAML_NODES = 200_000
+MAX_YAML_DEPTH = 100
 _FRONT_MATTER = re.compile(r"\A\s*---[\r\n]+(.*?)[\r\n]+---(?:\r?\n|\Z)", re.DOTALL)
 """As lenient as the hub's readers: leading blank lines, CRLF or LF fences."""
 
@@ -32,23 +37,37 @@ def front_matter(text: str) -> str:
 
 
 def check_yaml_budget(text: str, name: str) -> None:
-    """SourceError naming `name` when the YAML `text` is over MAX_YAML_BYTES or expands to more than MAX_YAML_NODES
-    nodes (aliases expanded); invalid YAML is a SourceError too. Nothing is built from the text."""
+    """SourceError naming `name` when the YAML `text` is over MAX_YAML_BYTES, expands to more than MAX_YAML_NODES
+    nodes (aliases expanded), nests deeper than MAX_YAML_DEPTH or holds an alias inside the collection it names (a
+    structure that contains itself: datasets would recurse into it until Python's stack runs out); invalid YAML is a
+    SourceError too. Nothing is built from the text."""
+    _budgeted_events(text, name)
+
+
+def _budgeted_events(text: str, name: str) -> list[yaml.Event]:
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_YAML_BYTES:
         raise SourceError(name, f"YAML front matter of {size:,} bytes, over the {MAX_YAML_BYTES:,} bytes a card may "
                                 "hold (MAX_YAML_BYTES)")
+    events: list[yaml.Event] = []
     expanded: dict[str, int] = {}
     open_anchors: list[tuple[str | None, int]] = []
     nodes = 0
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            events.append(event)
             if isinstance(event, yaml.AliasEvent):
+                if any(anchor == event.anchor for anchor, _ in open_anchors):
+                    raise SourceError(name, f"YAML front matter holds the alias {cut(event.anchor)} inside the "
+                                            "collection it names (a structure that contains itself); refused")
                 nodes += expanded.get(event.anchor, 1)
             elif isinstance(event, (yaml.ScalarEvent, yaml.CollectionStartEvent)):
                 nodes += 1
                 if isinstance(event, yaml.CollectionStartEvent):
                     open_anchors.append((event.anchor, nodes - 1))
+                    if len(open_anchors) > MAX_YAML_DEPTH:
+                        raise SourceError(name, f"YAML front matter nests collections more than {MAX_YAML_DEPTH} "
+                                                "deep; refused before building it (MAX_YAML_DEPTH)")
                 elif event.anchor is not None:
                     expanded[event.anchor] = 1
             elif isinstance(event, yaml.CollectionEndEvent):
@@ -59,15 +78,51 @@ def check_yaml_budget(text: str, name: str) -> None:
                 raise SourceError(name, f"YAML front matter expands to more than {MAX_YAML_NODES:,} nodes (aliases "
                                         "expanded: an alias bomb?); refused before building it (MAX_YAML_NODES)")
     except yaml.YAMLError as e:
-        raise SourceError(name, f"invalid YAML front matter ({str(e).splitlines()[0]})") from None
+        raise SourceError(name, f"invalid YAML front matter ({_problem(e)})") from None
+    return events
+
+
+class _ComposedFromEvents(yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
+    """`yaml.SafeLoader` with its reader, scanner and parser replaced by events already parsed: the budget's parse
+    is the only one (the parse is most of the cost of reading YAML in Python)."""
+
+    def __init__(self, events: list[yaml.Event]):
+        self.events, self.next = events, 0
+        yaml.composer.Composer.__init__(self)
+        yaml.constructor.SafeConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+
+    def check_event(self, *choices: type) -> bool:
+        return self.next < len(self.events) and (not choices or isinstance(self.events[self.next], choices))
+
+    def peek_event(self) -> yaml.Event | None:
+        return self.events[self.next] if self.next < len(self.events) else None
+
+    def get_event(self) -> yaml.Event | None:
+        event = self.peek_event()
+        self.next += 1
+        return event
 
 
 def load_yaml(text: str, name: str) -> Any:
-    """`yaml.safe_load(text)` once `check_yaml_budget` has passed it."""
-    check_yaml_budget(text, name)
-    return yaml.safe_load(text)
+    """What `yaml.safe_load(text)` gives, once `check_yaml_budget` has passed it (built from the events that check
+    parsed); a SourceError naming `name` for YAML that parses but does not build (an undefined alias, a mapping as a
+    key, a date that is not one)."""
+    events = _budgeted_events(text, name)
+    try:
+        return _ComposedFromEvents(events).get_single_data()
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError) as e:
+        raise SourceError(name, f"invalid YAML front matter ({_problem(e)})") from None
+
+
+def _problem(error: Exception) -> str:
+    """What is wrong, and where in the front matter when PyYAML knows it, in one bounded line."""
+    if isinstance(error, yaml.MarkedYAMLError) and error.problem:
+        mark = error.problem_mark or error.context_mark
+        return cut(error.problem) + (f" at line {mark.line + 1} of the front matter" if mark else "")
+    return cut(" ".join(str(error).split()) or type(error).__name__)
 
 
 def check_card(text: str, name: str) -> None:
-    """`check_yaml_budget` on a card's front matter."""
-    check_yaml_budget(front_matter(text), name)
+    """`check_yaml_budget` on a card's front matter, then `card_shape.check_card_shape` of what it holds."""
+    check_card_shape(load_yaml(front_matter(text), name), name)

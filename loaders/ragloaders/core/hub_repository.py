@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .card_shape import check_card_shape, split_row_counts
 from .card_yaml import check_card, front_matter, load_yaml
 from .errors import MissingSourceError, SourceError, UsageError
 from .preview import preview
@@ -358,27 +359,21 @@ def unreadable_parquet(builder: Any) -> SourceError | None:
 def rows_unlike_card(builder: Any, repository: Repository, config: str) -> SourceError | None:
     """A SourceError naming the card of a local `repository` (a built folder, or the hub cache's copy) when a split
     of `config` (`builder`'s), all of whose data files are Parquet, holds in their row groups another number of rows
-    than the card declares (a file deleted, cut, added or swapped since it was written), or when the card declares
-    none for it (datasets then takes 0); None when every such split holds what the card says: datasets' own error
-    stands."""
+    than the card declares (a file deleted, cut, added or swapped since it was written); None when every such split
+    holds what the card says: datasets' own error stands. The card is read again, within the YAML budget and
+    checked as `check_card` checks it (it may have changed since)."""
     import pyarrow.parquet as pq
 
     card = os.path.join(repository.location, CARD)
-    front = load_yaml(front_matter(repository.card_text() or ""), card)  # (within the YAML budget, read again)
-    infos = (front.get("dataset_info") if isinstance(front, dict) else None) or []
-    declared = {split.get("name"): split.get("num_examples")
-                for info in (infos if isinstance(infos, list) else [infos]) if isinstance(info, dict)
-                and info.get("config_name", "default") == config for split in info.get("splits") or []
-                if isinstance(split, dict)}
+    metadata = load_yaml(front_matter(repository.card_text() or ""), card)
+    check_card_shape(metadata, card)
+    declared = split_row_counts(metadata or {}, config)
     again = ("download it again (its copy in the hub cache was changed)" if repository.repo_id else
              f"`ragloaders validate {preview(repository.name)}` names the files that changed; build the folder again")
     for split, files in (builder.config.data_files or {}).items():
         if split not in declared or not all(str(path).endswith(".parquet") for path in files):
             continue
         expected = declared[split]
-        if not isinstance(expected, int) or isinstance(expected, bool):
-            return SourceError(card, f"config {preview(config)} split {preview(split)}: the card declares no row "
-                                     "count (num_examples) for it, which datasets takes for 0; write the card again")
         found = 0
         for path in files:
             with pq.ParquetFile(path) as parquet:

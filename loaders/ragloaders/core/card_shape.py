@@ -1,0 +1,149 @@
+"""What `datasets` reads from a dataset card's front matter, `configs:` and `dataset_info:`, checked to have the shape
+it expects before it reads it.
+
+On some wrong shapes datasets raises a TypeError from deep inside (a mapping as a split name, a string row count),
+or a ValueError that prints the whole value; on others it verifies nothing and loads what the files hold as if it
+were complete (a `dataset_info` that is not a list or mapping, a config name that is not a string), keeps the
+last of two entries of one name, or takes a row count the card leaves out for 0 and then blames the data files.
+Each of these is a SourceError naming the card, the entry and what was expected.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import SourceError
+from .preview import preview
+
+
+def check_card_shape(metadata: Any, name: str) -> None:
+    """SourceError naming the card `name` when its front matter (`metadata`, as YAML loaded it; None for an empty
+    one) is not a mapping, or its `configs` or `dataset_info` is not what datasets reads (see the module's
+    docstring); then datasets' own parse of both, its errors named the same way."""
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict):
+        raise SourceError(name, f"front matter is {_kind(metadata)}, where a card holds a mapping of fields")
+    _check_configs(metadata.get("configs"), name)
+    _check_dataset_info(metadata.get("dataset_info"), name)
+    _parsed_by_datasets(metadata, name)
+
+
+def split_row_counts(metadata: dict, config: str) -> dict[str, int]:
+    """{split: num_examples} that a card's `dataset_info` declares for `config` (datasets' "default" for an entry
+    without a config_name); the metadata must have passed `check_card_shape`."""
+    infos = metadata.get("dataset_info") or []
+    for info in infos if isinstance(infos, list) else [infos]:
+        if info.get("config_name", "default") == config:
+            return {split["name"]: split["num_examples"] for split in info.get("splits") or []}
+    return {}
+
+
+def _check_configs(configs: Any, name: str) -> None:
+    if configs is None:
+        return
+    if not isinstance(configs, list):
+        raise SourceError(name, f"configs: {_kind(configs)}, where datasets reads a list of configs")
+    seen: set[str] = set()
+    for number, config in enumerate(configs, 1):
+        where = f"configs entry {number}"
+        if not isinstance(config, dict):
+            raise SourceError(name, f"{where}: {_kind(config)}, where datasets reads a mapping (config_name, "
+                                    "data_files, ...)")
+        config_name = _text(config.get("config_name"), name, f"{where}: config_name")
+        _unique(config_name, seen, name, "configs", "config_name")
+        _check_data_files(config.get("data_files"), name, f"configs entry {preview(config_name)}: data_files")
+
+
+def _check_data_files(data_files: Any, name: str, where: str) -> None:
+    if data_files is None or isinstance(data_files, str):
+        return
+    if not isinstance(data_files, list):
+        raise SourceError(name, f"{where}: {_kind(data_files)}, where datasets reads a path, a list of paths or a "
+                                "list of {split, path}")
+    seen: set[str] = set()
+    for number, entry in enumerate(data_files, 1):
+        if isinstance(entry, str):
+            continue
+        if not isinstance(entry, dict) or set(entry) != {"split", "path"}:
+            raise SourceError(name, f"{where} entry {number}: {preview(entry)}, where datasets reads a path or a "
+                                    "mapping of exactly `split` and `path`")
+        split = _text(entry["split"], name, f"{where} entry {number}: split")
+        _unique(split, seen, name, where, "split")
+        paths = entry["path"]
+        if not isinstance(paths, str) and not (isinstance(paths, list) and all(isinstance(p, str) for p in paths)):
+            raise SourceError(name, f"{where} split {preview(split)}: path {preview(paths)}, where datasets reads a "
+                                    "path or a list of paths")
+
+
+def _check_dataset_info(infos: Any, name: str) -> None:
+    if infos is None:
+        return
+    if not isinstance(infos, (dict, list)):
+        raise SourceError(name, f"dataset_info: {_kind(infos)}, where datasets reads a mapping or a list of "
+                                "mappings (one a config); it would verify nothing")
+    seen: set[str] = set()
+    for number, info in enumerate(infos if isinstance(infos, list) else [infos], 1):
+        where = f"dataset_info entry {number}"
+        if not isinstance(info, dict):
+            raise SourceError(name, f"{where}: {_kind(info)}, where datasets reads a mapping (config_name, features, "
+                                    "splits, ...)")
+        config_name = _text(info.get("config_name", "default"), name, f"{where}: config_name")
+        _unique(config_name, seen, name, "dataset_info", "config_name")
+        _check_splits(info.get("splits"), name, f"dataset_info of config {preview(config_name)}")
+
+
+def _check_splits(splits: Any, name: str, where: str) -> None:
+    if splits is None:
+        return
+    if not isinstance(splits, list):
+        raise SourceError(name, f"{where}: splits {_kind(splits)}, where datasets reads a list of mappings (name, "
+                                "num_examples, num_bytes); it would verify nothing")
+    seen: set[str] = set()
+    for number, split in enumerate(splits, 1):
+        if not isinstance(split, dict):
+            raise SourceError(name, f"{where}: split entry {number} {_kind(split)}, where datasets reads a mapping "
+                                    "(name, num_examples, num_bytes)")
+        split_name = _text(split.get("name"), name, f"{where}: split entry {number}: name")
+        _unique(split_name, seen, name, where, "split")
+        for count in ("num_examples", "num_bytes"):
+            value = split.get(count, 0 if count == "num_bytes" else None)  # datasets takes 0 for both when missing
+            if type(value) is not int or value < 0:
+                raise SourceError(name, f"{where} split {preview(split_name)}: {count} "
+                                        f"{preview(value) if count in split else 'missing'}, where datasets reads a "
+                                        "count (an integer, 0 or more)" + (
+                                            "; it would take 0 and refuse every file as not the card's"
+                                            if count not in split else ""))
+
+
+def _parsed_by_datasets(metadata: dict, name: str) -> None:
+    """datasets' own reading of both fields (the features' types above all), its errors named by the card."""
+    from datasets.info import DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+
+    for field, parse in (("configs", MetadataConfigs.from_dataset_card_data),
+                         ("dataset_info", DatasetInfosDict.from_dataset_card_data)):
+        try:
+            parse(metadata)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
+            cause = " ".join(str(e).split())
+            raise SourceError(name, f"{field}: datasets cannot read it ({type(e).__name__}: "
+                                    f"{cause[:200] + '…' if len(cause) > 200 else cause})") from None
+
+
+def _text(value: Any, name: str, where: str) -> str:
+    if not isinstance(value, str):
+        raise SourceError(name, f"{where} {preview(value) if value is not None else 'missing'}, where datasets "
+                                "reads a string")
+    return value
+
+
+def _unique(value: str, seen: set[str], name: str, where: str, what: str) -> None:
+    if value in seen:
+        raise SourceError(name, f"{where}: {what} {preview(value)} given twice (datasets would keep the last one "
+                                "alone)")
+    seen.add(value)
+
+
+def _kind(value: Any) -> str:
+    return f"{type(value).__name__} {preview(value, 40)}"

@@ -1,0 +1,240 @@
+"""A built folder's card whose `configs:` or `dataset_info:` is not the shape datasets reads is refused by
+`check_card` (core/card_shape) with one line naming the card and the entry, before datasets reads it.
+
+Before, datasets raised a TypeError from deep inside (a mapping as a split name, a string row count, an integer as
+a config's entry), or loaded a cut data file as if complete because it verified nothing: `dataset_info: x`, a
+config_name that is not a string, a split entry without its counts (a warning only). Each case here is a real
+built folder (beir/nfcorpus) whose corpus file was cut to 10 of its 3,633 rows, so a load that does not refuse
+the card returns a partial corpus."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import ragloaders
+import yaml
+from ragloaders.core.card_shape import check_card_shape, split_row_counts
+from ragloaders.core.card_yaml import MAX_YAML_DEPTH, check_card, front_matter, load_yaml
+from ragloaders.core.errors import SourceError
+
+CORPUS_SPLIT = "  - name: corpus\n    num_bytes: {bytes}\n    num_examples: 3633\n"
+
+EDITS = {  # id: (edit of the card's text, what the message says)
+    "dataset_info a string": (lambda card: re.sub(r"dataset_info:\n(?:[- ] .*\n)+", "dataset_info: x\n", card),
+                              "dataset_info: str 'x', where datasets reads a mapping or a list"),
+    "config_name an integer": (lambda card: card.replace("- config_name: corpus\n  features", "- config_name: 5\n  "
+                                                         "features"), "dataset_info entry 1: config_name 5"),
+    "splits a mapping": (lambda card: re.sub(r"  - name: corpus\n    num_bytes: (\d+)\n    num_examples: 3633\n",
+                                             r"    corpus: {num_bytes: \1, num_examples: 3633}\n", card),
+                         "splits dict {'corpus'"),
+    "num_examples a string": (lambda card: card.replace("num_examples: 3633", "num_examples: '3633'"),
+                              "split 'corpus': num_examples '3633', where datasets reads a count"),
+    "num_examples true": (lambda card: card.replace("num_examples: 3633", "num_examples: true"),
+                          "num_examples True"),
+    "num_examples negative": (lambda card: card.replace("num_examples: 3633", "num_examples: -1"), "num_examples -1"),
+    "num_bytes a string": (lambda card: re.sub(r"(  - name: corpus\n    num_bytes: )(\d+)", r"\1'\2'", card),
+                           "split 'corpus': num_bytes '"),
+    "split name a mapping": (lambda card: card.replace("  - name: corpus\n    num_bytes", "  - name: {a: 1}\n    "
+                                                       "num_bytes"), "split entry 1: name {'a': 1}"),
+    "config given twice": (lambda card: card.replace("- config_name: qrels\n  features", "- config_name: corpus\n  "
+                                                     "features"), "config_name 'corpus' given twice"),
+    "features of an unknown type": (lambda card: card.replace("    dtype: string", "    dtype: nosuchtype", 1),
+                                    "dataset_info: datasets cannot read it (ValueError: Feature type 'Nosuchtype'"),
+    "configs a string": (lambda card: re.sub(r"configs:\n(?:[- ] .*\n)+", "configs: x\n", card),
+                         "configs: str 'x', where datasets reads a list"),
+    "a config an integer": (lambda card: re.sub(r"configs:\n- config_name: corpus\n(?:  .*\n)+",
+                                                "configs:\n- 5\n", card), "configs entry 1: int 5"),
+    "data_files an integer": (lambda card: card.replace("  data_files:\n  - split: corpus\n    path: corpus/corpus-*"
+                                                        ".parquet\n", "  data_files: 5\n"),
+                              "configs entry 'corpus': data_files: int 5"),
+    "a data_files split a mapping": (lambda card: card.replace("  - split: corpus\n", "  - split: {a: 1}\n"),
+                                     "data_files entry 1: split {'a': 1}"),
+    "a front matter that is a list": (lambda card: "---\n- a\n---\n" + card.split("---\n", 2)[2],
+                                      "front matter is list ['a'], where a card holds a mapping"),
+}
+
+
+@pytest.fixture(scope="module")
+def cut_folder(nfcorpus_build, tmp_path_factory) -> Path:
+    """The nfcorpus build, its manifest left out, its corpus cut to 10 rows (its card still declares 3,633)."""
+    folder = tmp_path_factory.mktemp("card-shape") / "nf"
+    shutil.copytree(nfcorpus_build.out, folder, ignore=shutil.ignore_patterns(".ragloaders*"))
+    corpus = folder / "corpus" / "corpus-00000-of-00001.parquet"
+    pq.write_table(pq.read_table(corpus).slice(0, 10), corpus)
+    return folder
+
+
+def edited(cut_folder: Path, tmp_path: Path, edit) -> Path:
+    folder = tmp_path / "nf"
+    shutil.copytree(cut_folder, folder)
+    card = (folder / "README.md").read_text()
+    (folder / "README.md").write_text(changed := edit(card))
+    assert changed != card, "the edit no longer applies to the card ragloaders writes"
+    return folder
+
+
+@pytest.mark.parametrize("edit, said", EDITS.values(), ids=EDITS.keys())
+def test_a_card_datasets_would_misread_is_refused_naming_it(edit, said, cut_folder, tmp_path):
+    folder = edited(cut_folder, tmp_path, edit)
+    with pytest.raises(SourceError) as caught:
+        ragloaders.load(str(folder), "corpus", cache_dir=str(tmp_path / "cache"))
+    message = str(caught.value)
+    assert message.startswith(str(folder / "README.md") + ": ") and said in message, message
+    assert "\n" not in message and len(message) < 400, message
+
+
+def test_the_unedited_cut_folder_is_refused_by_its_row_count(cut_folder, tmp_path):
+    """The control: the same folder with its card as built is refused because 10 rows are not 3,633."""
+    with pytest.raises(SourceError, match="hold 10 rows where the card declares 3,633"):
+        ragloaders.load(str(cut_folder), "corpus", cache_dir=str(tmp_path / "cache"))
+
+
+def test_the_cli_prints_the_refusal_in_one_line(cut_folder, tmp_path):
+    folder = edited(cut_folder, tmp_path, EDITS["dataset_info a string"][0])
+    for command in (["validate", str(folder)], ["docs", str(folder), "MED-10"]):
+        result = subprocess.run([sys.executable, "-m", "ragloaders", *command], capture_output=True, text=True,
+                                env={**os.environ, "HF_DATASETS_CACHE": str(tmp_path / "cache")})
+        assert result.returncode != 0 and result.stdout == "", (command, result)
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, (command, result.stderr)
+        assert f"{folder / 'README.md'}: dataset_info: str 'x'" in result.stderr, (command, result.stderr)
+
+
+@pytest.mark.parametrize("depth, refused", [(MAX_YAML_DEPTH, False), (MAX_YAML_DEPTH + 1, True), (5000, True)])
+def test_collections_nested_past_the_depth_bound_are_refused_before_they_are_built(depth, refused):
+    """5,000 nested lists made PyYAML's composer (and datasets after it) raise RecursionError; at the bound the
+    card is read (the extra field is no concern of datasets)."""
+    card = f"---\npretty_name: x\nextra: {'[' * (depth - 1)}{']' * (depth - 1)}\n---\n"  # the front matter is 1 deep
+    if refused:
+        with pytest.raises(SourceError, match=f"nests collections more than {MAX_YAML_DEPTH} deep"):
+            check_card(card, "README.md")
+    else:
+        check_card(card, "README.md")
+
+
+def test_ragloaders_own_cards_pass_read_as_safe_load_reads_them_and_nest_far_from_the_bound(
+        nfcorpus_build, crag_build, mmrag_build, mock_kg_build):
+    for build in (nfcorpus_build, crag_build, mmrag_build, mock_kg_build):
+        text = (Path(build.out) / "README.md").read_text()
+        check_card(text, "README.md")
+        assert load_yaml(front_matter(text), "README.md") == yaml.safe_load(front_matter(text)), build.out
+        depth = deepest = 0
+        for event in yaml.parse(front_matter(text), Loader=yaml.SafeLoader):
+            depth += isinstance(event, yaml.CollectionStartEvent) - isinstance(event, yaml.CollectionEndEvent)
+            deepest = max(deepest, depth)
+        assert 5 <= deepest <= 7, (build.out, deepest)
+
+
+FUZZ = textwrap.dedent("""
+    import copy, random, sys
+    import yaml
+    from datasets.info import DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+    from ragloaders.core.card_shape import check_card_shape, split_row_counts
+    from ragloaders.core.errors import SourceError
+
+    metadata = yaml.safe_load(sys.stdin.read())
+    values = [None, True, 0, -1, 3.5, 2 ** 70, "", "corpus", "x" * 300, [], {}, [1, "a"], {"a": 1},
+              {"name": "corpus"}, [{"name": "corpus", "num_bytes": 1, "num_examples": 1}], {"split": "s", "path": 1},
+              {"split": "s", "path": "p"}, [[[]]], {"dtype": "string"}, {"name": "x", "dtype": "int7"}]
+
+    def places(node, path=()):
+        yield path
+        children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, child in children:
+            yield from places(child, path + (key,))
+
+    rng = random.Random(int(sys.argv[1]))
+    refused = passed = 0
+    for _ in range(int(sys.argv[2])):
+        mutated = copy.deepcopy(metadata)
+        for _ in range(rng.randint(1, 3)):
+            fields = [field for field in ("configs", "dataset_info") if field in mutated]
+            if not fields:
+                break
+            field = rng.choice(fields)
+            path = () if rng.random() < 0.1 else rng.choice(list(places(mutated[field])))  # the field too
+            parent, key = (mutated, field) if not path else (None, None)
+            node = mutated[field]
+            for step in path:
+                parent, key, node = node, step, node[step]
+            action = rng.random()
+            if action < 0.7:
+                parent[key] = copy.deepcopy(rng.choice(values))
+            elif action < 0.85 and isinstance(parent, dict):
+                del parent[key]
+            elif isinstance(node, list) and node:
+                node.append(copy.deepcopy(node[0]))
+        try:
+            check_card_shape(mutated, "README.md")
+        except SourceError as e:
+            assert "\\n" not in str(e) and len(str(e)) < 600, str(e)
+            refused += 1
+            continue
+        passed += 1
+        configs = MetadataConfigs.from_dataset_card_data(mutated)
+        assert len(configs) == len(mutated.get("configs") or []) and all(isinstance(c, str) for c in configs)
+        infos = DatasetInfosDict.from_dataset_card_data(mutated)
+        declared = mutated.get("dataset_info")
+        entries = [] if declared is None else declared if isinstance(declared, list) else [declared]
+        assert len(infos) == len(entries) and all(isinstance(c, str) for c in infos), list(infos)
+        for config, info in infos.items():
+            read = {name: split.num_examples for name, split in (info.splits or {}).items()}
+            assert all(type(count) is int and count >= 0 for count in read.values()), read
+            assert read == split_row_counts(mutated, config), (config, read)
+    print(refused, passed)
+""")
+
+
+def test_a_fuzzed_card_is_refused_or_read_by_datasets_as_check_card_reads_it(nfcorpus_build):
+    """600 cards, each ragloaders' own with 1-3 parts of `configs` or `dataset_info` replaced, deleted or repeated,
+    in a child process (a crash is a failure): check_card_shape refuses with a SourceError of one bounded line, or
+    datasets reads both fields without an error, one config for each entry, named by a string, and the row counts
+    `split_row_counts` gives, integers (so its verification is on and compares counts)."""
+    metadata = front_matter((Path(nfcorpus_build.out) / "README.md").read_text())
+    result = subprocess.run([sys.executable, "-c", FUZZ, "7", "600"], input=metadata, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    refused, passed = map(int, result.stdout.split())
+    assert refused > 100 and passed > 50, (refused, passed)
+
+
+def test_split_row_counts_is_what_the_card_declares():
+    metadata = {"dataset_info": [{"config_name": "a", "splits": [{"name": "s", "num_bytes": 1, "num_examples": 4}]},
+                                 {"splits": [{"name": "t", "num_bytes": 0, "num_examples": 0}]}]}
+    check_card_shape(metadata, "README.md")
+    assert split_row_counts(metadata, "a") == {"s": 4}
+    assert split_row_counts(metadata, "default") == {"t": 0}
+    assert split_row_counts(metadata, "b") == {}
+
+
+YAML_DOCUMENTS = [
+    "a: &x {k: [1, 2]}\nb: *x\nc: {<<: *x, d: 2}\n", "t: 2001-12-14t21:59:43.10-05:00\nd: 2002-12-14\n",
+    "s: !!set {a, b}\no: !!omap [a: 1, b: 2]\np: !!pairs [a: 1, a: 2]\nb: !!binary aGVsbG8=\n",
+    "f: [.inf, -.Inf, .nan, 1e3, 0x1f, 0o17, 017, +12, 1_000, ~, null, yes, No, on]\n",
+    "k: !!str 5\nm: |\n  two\n  lines\nn: >-\n  folded\n  text\n", "? [a, b]\n: 1\n", "t: 2001-02-30\n",
+    "a: *nowhere\n", "--- 1\n--- 2\n", "", "x\n", "[1, {a: [2, {b: 3}]}]\n", "a: !!python/object:os.system x\n",
+    "a: 1\na: 2\n", '"\\u00e9\\U0001F600": "\\x41"\n',
+]
+
+
+@pytest.mark.parametrize("text", YAML_DOCUMENTS)
+def test_load_yaml_gives_what_safe_load_gives_or_a_source_error(text):
+    """load_yaml builds from the events its budget check parsed (one parse, not two): the same value as
+    yaml.safe_load, or where safe_load raises, a SourceError (safe_load's own exceptions are not all YAMLError)."""
+    try:
+        expected = yaml.safe_load(text)
+    except Exception:
+        with pytest.raises(SourceError, match="invalid YAML front matter"):
+            load_yaml(text, "README.md")
+        return
+    got = load_yaml(text, "README.md")
+    assert repr(got) == repr(expected)
+
