@@ -52,3 +52,23 @@ def test_scores_with_every_cut_from_one_sort_equal_each_cut_made_alone():
                       for q in run}
     assert {q: values["MRR@10"] for q, values in scores.per_query.items()} == pytest.approx(
         {q: 1 / rank if rank else 0.0 for q, rank in first_relevant.items()})
+
+
+def test_scores_that_differ_only_past_single_precision_tie_as_in_trec_eval():
+    """trec_eval keeps each score as a C float: 1.00000001 and 1.0 tie, and the larger id ranks first. Sorting the
+    doubles put MED-10 first, so MRR@1 was 1 where P@1 was 0 and pytrec_eval's own recip_rank 0.5 (MRR@1 above
+    MRR@10). Every cut metric must agree with pytrec_eval on the whole run."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    rng = random.Random(11)
+    run = {f"q{q}": {f"d{i}": 1.0 + rng.choice([0.0, 1e-8, 2e-8, 3e-8, 1e-7]) + (i % 3) * 0.25 for i in range(40)}
+           for q in range(20)}
+    run["big"] = {"a": 1e39, "b": 1e40, "c": 3.4e38}  # past a float's range: both infinite there, a tie
+    qrels = {q: {doc: 1 for doc in rng.sample(sorted(docs), 2)} for q, docs in run.items()}
+    ours = score(qrels, run, parse_metrics(["MRR@1000", "P@1", "R_cap@1", "R_cap@5", "NDCG@5"])).per_query
+    trec = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank", "P.1", "recall.1,5"}).evaluate(run)
+    for q in run:
+        assert ours[q]["MRR@1000"] == pytest.approx(trec[q]["recip_rank"]), q
+        assert ours[q]["R_cap@1"] == trec[q]["P_1"], q  # one relevant document, or more: P@1 is R_cap@1
+        assert ours[q]["R_cap@5"] == pytest.approx(trec[q]["recall_5"]), q  # 2 relevant, min(5, 2) = 2
+    ranked = [doc for doc, _ in ranking(run, 3)["big"]]
+    assert ranked == ["b", "a", "c"] and ranking(run)["big"][0] == ("b", 1e40)

@@ -217,7 +217,8 @@ def test_cli_text_puts_the_paper_first_and_states_each_tie_rule(where, tmp_path,
     text = capsys.readouterr().out
     assert text.index("mmRAG paper's measures") < text.index("Hits@5") < text.index("BEIR's measures")
     assert "convention: mmRAG paper's measures: ranx's order" in text
-    assert "convention: BEIR's measures: trec_eval's order: score descending, then document id descending" in text
+    assert ("convention: BEIR's measures: trec_eval's order: score descending (compared in single precision, as "
+            "trec_eval holds it), then document id descending") in text
     assert main(["eval", "mmrag", "--run", str(path), "--json", "--data-dir", where["data_dir"], "--cache-dir",
                  where["cache_dir"]]) == 0
     data = json.loads(capsys.readouterr().out)

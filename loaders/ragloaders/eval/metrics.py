@@ -36,8 +36,8 @@ exhausts memory, and 2^63 - 1 wraps to a wrong score).
 from __future__ import annotations
 
 import importlib
-import operator
 import re
+from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -201,15 +201,20 @@ def _unholdable(value: str) -> str | None:
 
 
 def ranking(run: Run, depth: int | None = None) -> dict[str, list[tuple[str, float]]]:
-    """Each query's first `depth` (None: all) (document id, score) pairs in trec_eval's order: score descending,
-    then document id descending. Sorted once here, then cut at every k up to `depth` that is scored (`cut`'s
-    `ranked`); only the first `depth` are kept, so a deep run is not held twice."""
-    order = operator.itemgetter(1, 0)  # (score, document id)
-    return {query_id: sorted(docs.items(), key=order, reverse=True)[:depth] for query_id, docs in run.items()}
+    """Each query's first `depth` (None: all) (document id, score) pairs in trec_eval's order: score descending, as
+    trec_eval compares scores (in single precision: it keeps each as a C float, so 1.00000001 and 1.0 tie), then
+    document id descending. Sorted once here, then cut at every k up to `depth` that is scored (`cut`'s `ranked`);
+    only the first `depth` are kept, so a deep run is not held twice. The scores returned are the run's own."""
+    ranked = {}
+    for query_id, docs in run.items():
+        as_trec_eval_holds_them = array("f", docs.values())  # rounded to nearest; past float's range, infinity
+        order = sorted(zip(as_trec_eval_holds_them, docs, docs.values()), reverse=True)  # ids unique: scores unseen
+        ranked[query_id] = [(doc_id, value) for _, doc_id, value in order[:depth]]
+    return ranked
 
 
 def cut(run: Run, k: int, ranked: Mapping[str, list[tuple[str, float]]] | None = None) -> Run:
-    """Each query's first k documents in trec_eval's order: score descending, then document id descending.
+    """Each query's first k documents in trec_eval's order (`ranking`): score descending, then document id descending.
     `ranked`: `ranking(run, depth)` with depth k or more, when it is already at hand."""
     ranked = ranking(run, k) if ranked is None else ranked
     return {query_id: dict(pairs[:k]) for query_id, pairs in ranked.items()}

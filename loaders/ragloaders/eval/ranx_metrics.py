@@ -34,7 +34,8 @@ from .runs import Run
 
 RANX_TIES = ("ranx's order: score descending; equal scores keep the run's order in a query of up to 15 "
              "documents, and follow numba's quicksort (as ranx.Run sorts) in a longer one")
-TREC_EVAL_TIES = "trec_eval's order: score descending, then document id descending"
+TREC_EVAL_TIES = ("trec_eval's order: score descending (compared in single precision, as trec_eval holds it), then "
+                  "document id descending")
 INSERTION_SORT_BELOW = 16
 """numba's quicksort sorts a range of fewer elements than this by insertion sort (SMALL_QUICKSORT + 1)."""
 FAMILIES = {"ndcg": "NDCG", "map": "MAP", "hits": "Hits"}
