@@ -122,6 +122,48 @@ def test_a_file_added_beside_a_source_file_or_a_rebuilt_cache_is_not_read_from_t
     assert scored(nfcorpus) == scored(nfcorpus, cache_dir=str(nfcorpus["tmp"] / "fresh-cache"))
 
 
+
+def test_a_source_edited_while_it_is_loaded_leaves_no_record(nfcorpus, monkeypatch):
+    """The qrels file replaced right after `load` read it (as a file rewritten mid-run): the record took the
+    identities at write time, after the load, so it paired the new file with the old file's rows, and every later
+    eval scored the old rows while its identity named the new file. The identities are now taken before the load,
+    and a record whose sources changed since is not written."""
+    import ragloaders.eval.data as data
+
+    qrels = Path(nfcorpus["data_dir"]) / "qrels" / "test.tsv"
+    real_load = data.load
+
+    def load_then_edit(path, config, **where):
+        loaded = real_load(path, config, **where)
+        if config == "qrels" and b"\t2\r\n" in qrels.read_bytes():
+            qrels.write_bytes(qrels.read_bytes().replace(b"\t2\r\n", b"\t0\r\n"))
+        return loaded
+
+    monkeypatch.setattr(data, "load", load_then_edit)
+    before_the_edit = scored(nfcorpus)
+    assert recorded(nfcorpus, "qrels") is None
+    monkeypatch.setattr(data, "load", real_load)
+    after = scored(nfcorpus)
+    assert after == scored(nfcorpus, cache_dir=str(nfcorpus["tmp"] / "fresh-cache")) and after[0] != before_the_edit[0]
+    assert recorded(nfcorpus, "qrels") is not None  # now recorded, from the file as it is
+
+
+def test_a_record_copied_over_another_configs_or_folders_record_is_not_used(nfcorpus):
+    """Each record's body names what it is for (code, path, config, folders): a record copied over the file of
+    another is not read, where its digest alone matched and its rows were scored (another folder's qrels)."""
+    other = dict(nfcorpus, data_dir=str(nfcorpus["tmp"] / "other" / "nfcorpus"))
+    shutil.copytree(nfcorpus["data_dir"], other["data_dir"])
+    qrels = Path(other["data_dir"]) / "qrels" / "test.tsv"
+    qrels.write_bytes(qrels.read_bytes().replace(b"\t2\r\n", b"\t0\r\n"))
+    truth, theirs = scored(nfcorpus), scored(other)
+    assert truth[0] != theirs[0]
+    ours = Path(_record_path(PATH, "qrels", nfcorpus["data_dir"], nfcorpus["cache_dir"]))
+    for source in (_record_path(PATH, "qrels", other["data_dir"], other["cache_dir"]),
+                   _record_path(PATH, "queries", nfcorpus["data_dir"], nfcorpus["cache_dir"])):
+        shutil.copyfile(source, ours)
+        assert recorded(nfcorpus, "qrels") is None
+        assert scored(nfcorpus) == truth
+
 def damaged_records(text: str) -> list[tuple[str, bytes]]:
     """(what, bytes) of records that are not what _write wrote."""
     record = json.loads(text)

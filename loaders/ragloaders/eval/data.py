@@ -24,7 +24,7 @@ from ..core.hub_repository import Repository, open_repository, refuse_revision
 from ..core.preview import preview
 from .identity import config_sources
 from .metrics import Qrels
-from .prepared_record import record_splits, recorded_splits
+from .prepared_record import record_splits, recorded_splits, source_identities
 
 CORPUS_BATCH_ROWS = 20_000
 
@@ -120,13 +120,16 @@ def _splits(path: str, config: str, *, data_dir: str | None = None, cache_dir: s
         return {name: with_ids(table) for name, table in recorded.items()}
     if benchmark and config not in configs_of(path):
         raise UsageError(f"{path} has no {config} config")
+    if benchmark:
+        sources = config_sources(path, config, **where)
+        before = source_identities(sources, data_dir)
     loaded = load(path, config, **where)
     tables = {name: dataset.data.table for name, dataset in loaded.items()}
     if benchmark:
         from ..core.datasets_compat import cache_files  # (imports datasets, which `load` has imported)
 
         files = {name: (cache_files(dataset), tables[name]) for name, dataset in loaded.items()}
-        record_splits(path, config, files, config_sources(path, config, **where), **where)
+        record_splits(path, config, files, sources, before, **where)
     return {name: with_ids(table) for name, table in tables.items()}
 
 

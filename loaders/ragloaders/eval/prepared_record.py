@@ -35,14 +35,23 @@ RECORD_LIMIT = 1 << 20
 """Bytes of a record read back, at most (a record lists a few dozen files)."""
 
 
-def _record_path(path: str, config: str, data_dir: str | None, cache_dir: str | None) -> str:
+def _record_key(path: str, config: str, data_dir: str | None, cache_dir: str | None) -> str:
+    """What a record is for: the code, the path, the config and the folders, as one string (its file is named by a
+    digest of it, and its body holds it, so that a record copied over another's file is not used)."""
     where = [os.path.abspath(os.path.expanduser(folder)) if folder else None for folder in (data_dir, cache_dir)]
-    key = json.dumps([code_version(), path, config, *where])
+    return json.dumps([code_version(), path, config, *where])
+
+
+def _record_path(path: str, config: str, data_dir: str | None, cache_dir: str | None) -> str:
+    key = _record_key(path, config, data_dir, cache_dir)
     return user_cache_dir("eval", hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
 
 
-def _watched(files: list[str], data_dir: str | None) -> list[list]:
-    """The identity of each source file, of each folder holding one, and of `data_dir`."""
+def source_identities(sources: Iterable[str], data_dir: str | None) -> list[list]:
+    """The identity of each source file, of each folder holding one, and of `data_dir`: what a record watches.
+    Taken before a config is loaded and given to `record_splits`, so that a source changed while it was read
+    leaves no record."""
+    files = list(dict.fromkeys(os.path.abspath(file) for file in sources))
     folders = dict.fromkeys(os.path.dirname(file) for file in files)
     if data_dir:
         folders[os.path.abspath(os.path.expanduser(data_dir))] = None
@@ -54,17 +63,18 @@ def _schema_of(table: pa.Table) -> list[list[str]]:
 
 
 def record_splits(path: str, config: str, splits: Mapping[str, tuple[list[str] | None, pa.Table]],
-                  sources: Iterable[str], *, data_dir: str | None, cache_dir: str | None) -> None:
+                  sources: Iterable[str], before: list[list], *, data_dir: str | None, cache_dir: str | None) -> None:
     """Record a config's splits ({split: (the Arrow files holding exactly its rows, or None; its table)}) and the
-    `sources` it was built from. A split not read from exactly its files (None) leaves the config unrecorded, and so
-    does a cache folder that cannot be written (eval only stays slower)."""
+    `sources` it was built from, whose `source_identities` were `before` when the config was loaded. A split not
+    read from exactly its files (None) leaves the config unrecorded, and so do a source changed since `before`
+    (the rows may be the old file's) and a cache folder that cannot be written (eval only stays slower)."""
     entries = {}
     for name, (files, table) in splits.items():
         if not files:
             return
         entries[name] = {"files": [file_identity(file) for file in files], "rows": table.num_rows,
                          "schema": _schema_of(table)}
-    _write(path, config, {"splits": entries}, sources, data_dir=data_dir, cache_dir=cache_dir)
+    _write(path, config, {"splits": entries}, sources, data_dir=data_dir, cache_dir=cache_dir, before=before)
 
 
 def recorded_splits(path: str, config: str, *, data_dir: str | None, cache_dir: str | None
@@ -105,12 +115,13 @@ def recorded_sources(path: str, *, data_dir: str | None, cache_dir: str | None) 
 
 
 def _write(path: str, config: str, content: dict, sources: Iterable[str], *, data_dir: str | None,
-           cache_dir: str | None) -> None:
+           cache_dir: str | None, before: list[list] | None = None) -> None:
     files = list(dict.fromkeys(os.path.abspath(file) for file in sources))
-    watched = _watched(files, data_dir)
-    body = {**content, "sources": files, "watched": watched}
+    watched = source_identities(files, data_dir)
+    key = _record_key(path, config, data_dir, cache_dir)
+    body = {**content, "for": key, "sources": files, "watched": watched}
     text = json.dumps({**body, "digest": _digest(body)})
-    if not watched or len(text) > RECORD_LIMIT:
+    if not watched or (before is not None and watched != before) or len(text) > RECORD_LIMIT:
         return
     target = _record_path(path, config, data_dir, cache_dir)
     try:
@@ -150,13 +161,15 @@ def _remove_abandoned(folder: str) -> None:
 
 
 def _read(path: str, config: str, *, data_dir: str | None, cache_dir: str | None) -> dict | None:
-    """A record whose watched files and folders are all as recorded, checked to be of the shape `_write` gives;
-    None otherwise."""
+    """A record for this path, config and folders whose watched files and folders are all as recorded, checked to
+    be of the shape `_write` gives; None otherwise."""
+    key = _record_key(path, config, data_dir, cache_dir)
     try:
         content = read_small_json(_record_path(path, config, data_dir, cache_dir), RECORD_LIMIT)
     except OSError:
         return None
     if not (isinstance(content, dict) and content.pop("digest", None) == _digest(content)
+            and content.get("for") == key
             and isinstance(content.get("splits", {}), dict)
             and isinstance(sources := content.get("sources"), list) and all(isinstance(s, str) for s in sources)
             and _holds(content.get("watched"))):
