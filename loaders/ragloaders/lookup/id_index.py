@@ -3,7 +3,8 @@
 The index is one sorted uint64 array: each entry holds the high bits of an id's hash (`id_hash.string_hashes`) and,
 in its low `row_bits` bits, the id's row number, so that 8 bytes per row give both. A lookup hashes the ids asked for,
 binary-searches the array (numpy) for the candidates of each, and keeps a candidate only when its id equals the id
-asked for byte for byte: a hash shared by two ids costs time, never a wrong row.
+asked for byte for byte: a hash shared by two ids costs time, never a wrong row. Ids made to share a hash (the hash
+is not built to resist that) are read once per table into a dict, so a lookup stays linear in what it reads.
 
 The kept file (`save`, `open_kept`) is a 64-byte header (magic, row count, row bits, CRC-32 of the entries, the
 identity of the data indexed) and the entries. It is written under a temporary name, flushed to disk and renamed
@@ -60,6 +61,7 @@ class IdIndex:
         self.id_rows = ChunkedRows(ids)
         self.row_mask = np.uint64((1 << row_bits) - 1)
         self._keeper = keeper  # the mmap the entries are a view of
+        self._groups: dict[int, dict[str, int]] = {}
 
     @classmethod
     def build(cls, ids: pa.ChunkedArray, name: str) -> IdIndex:
@@ -104,13 +106,20 @@ class IdIndex:
         except UnicodeEncodeError:
             return -1
         low = int(np.searchsorted(self.entries, np.uint64(high), side="left"))
-        mask = int(self.row_mask)
-        while low < len(self.entries) and int(self.entries[low]) & ~mask == high:
-            row = int(self.entries[low]) & mask
-            if self.ids[row].as_py() == doc_id:
-                return row
-            low += 1
-        return -1
+        upto = int(np.searchsorted(self.entries, np.uint64(high | int(self.row_mask)), side="right"))
+        if upto - low == 1:
+            row = int(self.entries[low] & self.row_mask)
+            return row if self.ids[row].as_py() == doc_id else -1
+        return self._shared_hash_rows(low, upto).get(doc_id, -1) if upto > low else -1
+
+    def _shared_hash_rows(self, low: int, upto: int) -> dict[str, int]:
+        """{id: row} of the entries low:upto, which share one hash: read once and kept, so that ids made to collide
+        (a polynomial hash has families of them) cost a lookup once per table, not once per id asked for."""
+        rows = self._groups.get(low)
+        if rows is None:
+            found = (self.entries[low:upto] & self.row_mask).astype(np.int64)
+            rows = self._groups[low] = dict(zip(self.id_rows.take(found).to_pylist(), found.tolist()))
+        return rows
 
     def rows_of(self, ids: Sequence[str]) -> np.ndarray:
         """The row of each id (int64), -1 where the table has no row with exactly that id."""
@@ -130,12 +139,9 @@ class IdIndex:
         matched = np.asarray(equal, dtype=bool)
         found = rows[usable]
         found[single[matched]] = candidates[matched]
-        for position in np.flatnonzero(counts > 1):  # ids whose hash other ids share: compared one by one
-            wanted = asked[int(position)].as_py()
-            for entry in self.entries[low[position]:upto[position]]:
-                row = int(entry & self.row_mask)
-                if self.ids[row].as_py() == wanted:
-                    found[position] = row
+        shared = np.flatnonzero(counts > 1)  # ids whose hash other rows share: looked up in their group's ids
+        for position, wanted in zip(shared.tolist(), asked.take(pa.array(shared)).to_pylist()):
+            found[position] = self._shared_hash_rows(int(low[position]), int(upto[position])).get(wanted, -1)
         rows[usable] = found
         return rows
 
