@@ -298,3 +298,32 @@ def test_a_run_of_two_million_pairs_is_read_in_bounded_memory(nfcorpus_build, nf
     table = pq.read_table(tmp_path / "big.parquet", columns=["query-id", "corpus-id", "rank"])
     assert table.column("corpus-id").to_pylist()[:10] == corpus[:10]
     assert table.column("query-id").to_pylist()[::10] == queries
+
+
+def test_a_folder_whose_qrels_have_another_split_says_which_split_labelled_the_pairs(tmp_path, cache_dir):
+    """A folder whose qrels hold only `train`: asked for `test`, its only split is read (mteb's rule, as `eval`
+    reads it), and the pairs said 'labels from qrels test' while their labels were train's. Now the message names
+    the split read and a warning says it stood in for the one asked; `eval` warns the same."""
+    source = tmp_path / "src"
+    (source / "qrels").mkdir(parents=True)
+    (source / "corpus.jsonl").write_text('{"_id": "d1", "title": "", "text": "one"}\n'
+                                         '{"_id": "d2", "title": "", "text": "two"}\n')
+    (source / "queries.jsonl").write_text('{"_id": "q1", "text": "which"}\n')
+    (source / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\n")
+    folder = tmp_path / "built"
+    assert run_cli("build", "beir-format", "--data-dir", str(source), "--out", str(folder), "--cache-dir",
+                   cache_dir)[0] == 0
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\n")
+    code, out, err = run_cli("pairs", str(folder), "--run", str(run), "--split", "test", "--out",
+                             str(tmp_path / "pairs.parquet"))
+    assert code == 0, err
+    assert "labels from qrels train" in out and "labels from qrels test" not in out, out
+    warning = f"{folder} qrels has no split 'test': its only split, 'train', is read instead"
+    assert warning in err, err
+    assert pq.read_table(tmp_path / "pairs.parquet").column("label").to_pylist() == [None, 1]
+    code, out, err = run_cli("eval", str(folder), "--run", str(run), "--split", "test")
+    assert code == 0 and warning in err, err
+    code, out, err = run_cli("pairs", "beir-format", "--data-dir", str(source), "--run", str(run), "--split", "test",
+                             "--out", str(tmp_path / "refused.parquet"))
+    assert code == 2 and "beir-format qrels has no split 'test'; its splits are train" in err, err

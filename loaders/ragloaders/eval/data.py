@@ -21,6 +21,7 @@ from ..benchmarks import BENCHMARKS, benchmark_of
 from ..core.errors import UsageError
 from ..core.facts import EvalConventions
 from ..core.hub_repository import Repository, open_repository, refuse_revision
+from ..core.log import warn
 from ..core.preview import preview
 from .identity import config_sources
 from .metrics import Qrels
@@ -134,11 +135,22 @@ def _splits(path: str, config: str, *, data_dir: str | None = None, cache_dir: s
 
 
 def _split(path: str, config: str, split: str, **where: str | None) -> pa.Table:
-    """The split of a config; in a folder or repository a config's only split stands for any (mteb's rule)."""
+    """The split of a config; in a folder or repository a config's only split stands for any (`split_read`)."""
     splits = _splits(path, config, **where)
-    if split not in splits and not (len(splits) == 1 and not is_benchmark_path(path)):
+    return splits[split_read(path, config, split, list(splits))]
+
+
+def split_read(path: str, config: str, split: str, splits: Sequence[str]) -> str:
+    """Which of a config's `splits` is read for `split`: itself if there; in a folder or repository the config's
+    only split otherwise (mteb's rule), with a warning naming both (read for `test`, a `train` split is other
+    labels); else a UsageError naming the splits there are."""
+    if split in splits:
+        return split
+    if len(splits) != 1 or is_benchmark_path(path):
         raise UsageError(f"{path} {config} has no split {preview(split)}; its splits are {', '.join(splits)}")
-    return splits[split] if split in splits else next(iter(splits.values()))
+    warn(f"{path} {config} has no split {preview(split)}: its only split, {preview(splits[0])}, is read instead "
+         "(mteb's rule for a folder or repository)")
+    return splits[0]
 
 
 def _role_config(path: str, role: str) -> str:

@@ -26,7 +26,7 @@ from ..core.hub_repository import open_repository
 from ..core.output_target import check_output, write_new_file
 from ..core.plural import counted
 from ..core.preview import preview
-from ..eval.data import ROLE_CONFIGS, config_for
+from ..eval.data import ROLE_CONFIGS, config_for, split_read
 from ..eval.runs import iter_run, run_format
 from .chunked_take import ChunkedRows
 from .docstore import DocStore, docs
@@ -123,14 +123,14 @@ def pairs(
     corpus = docs(source, "corpus", **options)
     queries = docs(source, config_for(source, "queries"), **options)
     qrels_config = next((name for name in ROLE_CONFIGS["qrels"] if name in configs_in(source)), None)
-    labels = grades(source, qrels_config, split, options) if qrels_config else {}
+    labels_split, labels = grades(source, qrels_config, split, options) if qrels_config else (None, {})
     if from_top_ranked:
         rankings = top_ranked_rankings(source, split, top, options)
     else:
         rankings = run_rankings(os.fspath(run), top)
     writer = PairWriter(corpus, queries, labels, skip=missing == "skip")
     rows, count = write_new_file(target, lambda partial: writer.write(partial, rankings))
-    return PairsWritten(target, rows, count, f"{qrels_config} {split}" if qrels_config else None,
+    return PairsWritten(target, rows, count, f"{qrels_config} {labels_split}" if qrels_config else None,
                         writer.skipped_queries, writer.skipped_documents, writer.first_skipped_query,
                         writer.first_skipped_document)
 
@@ -140,20 +140,20 @@ def configs_in(source: str) -> list[str]:
     return configs_of(source) if is_benchmark_path(source) else open_repository(source).configs()
 
 
-def split_of(source: str, config: str, split: str, options: dict[str, Any]) -> datasets.Dataset:
-    """The split `split` of a config; in a folder or repository a config's only split stands for any, as `eval`
-    reads it."""
+def split_of(source: str, config: str, split: str, options: dict[str, Any]) -> tuple[str, datasets.Dataset]:
+    """(the split read, its dataset) for `split` of a config, chosen as `eval` chooses it (`split_read`)."""
     splits = load(source, config, **_given(options))
-    if split not in splits and not (len(splits) == 1 and not is_benchmark_path(source)):
-        raise UsageError(f"{source} {config} has no split {preview(split)}; its splits are {', '.join(splits)}")
-    return splits[split] if split in splits else next(iter(splits.values()))
+    read = split_read(source, config, split, list(splits))
+    return read, splits[read]
 
 
-def grades(source: str, config: str, split: str, options: dict[str, Any]) -> dict[tuple[str, str], int]:
-    """(query id, document id) -> grade of a qrels split (a pair listed twice keeps its last grade, as `eval`)."""
-    table = split_of(source, config, split, options).data.table
-    columns = (table.column(name).to_pylist() for name in ("query-id", "corpus-id", "score"))
-    return {(query_id, doc_id): grade for query_id, doc_id, grade in zip(*columns)}
+def grades(source: str, config: str, split: str, options: dict[str, Any]
+           ) -> tuple[str, dict[tuple[str, str], int]]:
+    """(the split read, (query id, document id) -> grade) of a qrels split (a pair listed twice keeps its last
+    grade, as `eval`)."""
+    read, dataset = split_of(source, config, split, options)
+    columns = (dataset.data.table.column(name).to_pylist() for name in ("query-id", "corpus-id", "score"))
+    return read, {(query_id, doc_id): grade for query_id, doc_id, grade in zip(*columns)}
 
 
 def run_rankings(path: str, top: int) -> Iterator[Ranking]:
@@ -170,7 +170,7 @@ def top_ranked_rankings(source: str, split: str, top: int, options: dict[str, An
     if "top_ranked" not in configs_in(source):
         raise UsageError(f"{source} has no top_ranked config (a folder built with `ragloaders build --with "
                          "top_ranked` has one); pass a run with --run instead")
-    table = split_of(source, "top_ranked", split, options).data.table
+    table = split_of(source, "top_ranked", split, options)[1].data.table
     row = 0
     for batch in table.to_batches(max_chunksize=1024):
         ids = batch.column("corpus-ids").to_pylist()
