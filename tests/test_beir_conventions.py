@@ -178,15 +178,42 @@ def test_the_report_names_the_catalogue_files_the_split_the_conventions_and_the_
     assert last[1].startswith("scored: split test;") and sha256_file(run) in last[1]
 
 
-def test_a_built_folder_is_named_by_its_manifest_digest(nfcorpus_build, nfcorpus_run):
+def test_a_built_folder_is_named_by_its_manifest_digest_and_its_qrels_files(nfcorpus_build, nfcorpus_run):
     report = evaluate(str(nfcorpus_build.out), nfcorpus_run["run"], metrics="ndcg@10",
                       cache_dir=nfcorpus_build.cache_dir, keep_identical_ids=True)
     source = report.identity["source"]
+    qrels = nfcorpus_build.out / "qrels" / "test-00000-of-00001.parquet"
     assert source == {"form": "built folder", "folder": str(nfcorpus_build.out),
-                      "manifest_sha256": sha256_file(nfcorpus_build.out / ".ragloaders-manifest.json")}
+                      "manifest_sha256": sha256_file(nfcorpus_build.out / ".ragloaders-manifest.json"),
+                      "qrels_files": [{"name": "qrels/test-00000-of-00001.parquet", "bytes": qrels.stat().st_size,
+                                       "sha256": sha256_file(qrels)}]}
     assert report.identity["conventions"]["identical_ids"] == "kept (--keep-identical-ids)"
     assert evaluate("mmrag", {"q": {"d": 1.0}}, data_dir=str(DATA / "mmrag"), metrics="ndcg@10",
                     cache_dir=nfcorpus_build.cache_dir).identity["run"] == {"file": None}
+
+
+def test_a_built_folder_whose_qrels_changed_after_the_build_has_another_identity(nfcorpus_build, nfcorpus_run,
+                                                                                  tmp_path):
+    """A copy of the folder with every test grade made 0 (same rows, same manifest): it scores 0 where the build
+    scores more, and its identity named the same manifest digest alone, so two different inputs shared one
+    identity. The qrels files' own digests now tell them apart."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    copy = tmp_path / "nf"
+    shutil.copytree(nfcorpus_build.out, copy)
+    qrels = copy / "qrels" / "test-00000-of-00001.parquet"
+    table = pq.read_table(qrels)
+    pq.write_table(table.set_column(2, "score", pa.array([0] * table.num_rows, table.schema.field("score").type)),
+                   qrels)
+    reports = [evaluate(str(folder), nfcorpus_run["run"], metrics="ndcg@10", cache_dir=str(tmp_path / "cache"))
+               for folder in (nfcorpus_build.out, copy)]
+    assert reports[0].metrics["NDCG@10"] > 0 == reports[1].metrics["NDCG@10"]
+    built, changed = (report.identity["source"] for report in reports)
+    assert built["manifest_sha256"] == changed["manifest_sha256"]
+    assert built["qrels_files"][0]["sha256"] != changed["qrels_files"][0]["sha256"] == sha256_file(qrels)
 
 
 def test_the_readmes_example_report_is_the_bundled_zips():

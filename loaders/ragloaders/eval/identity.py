@@ -3,7 +3,8 @@ the last lines of its text report.
 
 It holds ragloaders' version; the source's form and what pins it: for a benchmark path the files read (name, bytes,
 sha256: the archive, as the dataset card lists it), for a built folder the sha256 of its manifest (which lists every
-file's sha256), for a hub repository its id and the commit read; the split; the conventions that change a number
+file's sha256 as built) and of the qrels files scored against (as they are now), for a hub repository its id and
+the commit read; the split; the conventions that change a number
 (relevance level, identical ids dropped or kept and how many); and the run file's name, size and sha256.
 """
 
@@ -48,17 +49,22 @@ def files_of(paths: Iterable[str], *, data_dir: str | None, cache_dir: str | Non
 
 
 def source_identity(shown: str, read: Iterable[str], repository: Repository | None, *, data_dir: str | None,
-                    cache_dir: str | None) -> dict[str, Any]:
+                    cache_dir: str | None, labels: Iterable[str] = ()) -> dict[str, Any]:
     """The `source` of the identity block: `shown` as the user named it, and what pins its content (`read`: the
-    benchmark paths read, for a benchmark path; `repository`: the folder or hub repository opened)."""
+    benchmark paths read, for a benchmark path; `repository`: the folder or hub repository opened; `labels`: the
+    data files of the qrels split a folder's run was scored against, named by their own digest beside the
+    manifest's, since a file changed after the build leaves the manifest as it was)."""
     if repository is None:
         return {"form": CATALOGUE, "path": shown, "files": files_of(read, data_dir=data_dir, cache_dir=cache_dir)}
     if repository.repo_id is not None:
         return {"form": HUB, "repo_id": repository.repo_id, "commit": repository.commit,
                 "revision": repository.revision}
-    manifest = os.path.join(repository.folder or shown, MANIFEST)
+    folder = repository.folder or shown
+    manifest = os.path.join(folder, MANIFEST)
     return {"form": FOLDER, "folder": shown,
-            "manifest_sha256": file_digest(manifest, "sha256") if os.path.isfile(manifest) else None}
+            "manifest_sha256": file_digest(manifest, "sha256") if os.path.isfile(manifest) else None,
+            "qrels_files": [{"name": os.path.relpath(file, folder), "bytes": os.path.getsize(file),
+                             "sha256": file_digest(file, "sha256")} for file in labels]}
 
 
 def run_identity(run: Any) -> dict[str, Any]:
@@ -81,7 +87,8 @@ def identity_lines(identity: dict[str, Any]) -> list[str]:
     else:
         digest = source["manifest_sha256"]
         pinned = f"manifest sha256 {digest}" if digest else "no ragloaders manifest"
-        what = f"{source['folder']} ({FOLDER}; {pinned})"
+        labels = "".join(f"; {f['name']} {f['bytes']:,} bytes sha256 {f['sha256']}" for f in source["qrels_files"])
+        what = f"{source['folder']} ({FOLDER}; {pinned}{labels})"
     conventions = identity["conventions"]
     run = identity["run"]
     ran = (f"run {run['file']} {run['bytes']:,} bytes sha256 {run['sha256']}" if run["file"] else

@@ -19,6 +19,7 @@ from ..core.plural import counted
 from ..core.preview import preview
 from .data import (
     all_query_ids,
+    config_for,
     conventions_of,
     corpus_tables,
     display_name,
@@ -27,6 +28,7 @@ from .data import (
     missing_doc_ids_started,
     open_scored_source,
     require_labels,
+    split_files,
 )
 from .identity import identity, identity_lines, source_identity
 from .metrics import DEFAULT_METRICS, Metric, parse_metrics, require_extra, score
@@ -193,7 +195,9 @@ def evaluate(
     else:
         report = _evaluate_path(shown, path, run, conventions, split, chosen, level, per_query, where,
                                 keep_identical_ids)
-    source = source_identity(shown, conventions.mean_over or (path,), opened.repository, **where)
+    folder = opened.repository if opened.repository is not None and opened.repository.repo_id is None else None
+    labels = split_files(folder, config_for(path, "qrels"), split) if folder is not None else []
+    source = source_identity(shown, conventions.mean_over or (path,), opened.repository, labels=labels, **where)
     report.identity = identity(source, split, given, relevance_level=level,
                                ignore_identical_ids=conventions.ignore_identical_ids,
                                keep_identical_ids=keep_identical_ids, dropped=report.identical_ids_dropped)
