@@ -187,3 +187,16 @@ def test_ids_made_to_share_one_hash_are_each_read_once_not_once_per_lookup():
         found = index.rows_of(asked) if lookup == "rows_of" else [index.row_of(doc_id) for doc_id in asked]
         assert list(found) == [*range(len(ids) - 1, -1, -1), -1, -1], lookup
         assert counted.read <= len(ids), (lookup, counted.read)
+
+
+def test_an_id_that_is_not_a_string_is_shown_bounded(nfcorpus_build):
+    """`shown` made str() of anything not a string before cutting it: a list of 10 references to a list of 10 ...
+    (8 levels: 10**8 items of text) took minutes and gigabytes to say it is not an id."""
+    store = ragloaders.docs(str(nfcorpus_build.out), cache_dir=nfcorpus_build.cache_dir)
+    nested: list = ["x"]
+    for _ in range(8):
+        nested = [nested] * 10
+    for call in (lambda: store.get(nested), lambda: store.get_many(["MED-10", nested])):
+        with pytest.raises(TypeError) as caught:
+            call()
+        assert len(str(caught.value)) < 300, str(caught.value)[:300]

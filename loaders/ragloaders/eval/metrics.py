@@ -109,7 +109,9 @@ DEFAULT_METRICS = (
 )
 """What BEIR reports (its k values up to 100) plus MRR@10 and P@10."""
 
-_METRIC = re.compile(r"^\s*([A-Za-z_]+)\s*@\s*(\d+)\s*$")
+_METRIC = re.compile(r"^\s*([A-Za-z_]+)\s*@\s*(\d{1,20})\s*$")
+MAX_CUTOFF = (1 << 31) - 1
+"""The largest cutoff k: trec_eval reads one as a C long, pytrec_eval named a larger one a measure it then lacked."""
 
 
 def parse_metrics(names: str | Iterable[str] | None) -> list[Metric]:
@@ -123,7 +125,7 @@ def parse_metrics(names: str | Iterable[str] | None) -> list[Metric]:
     for name in names:
         match = _METRIC.match(name)
         family = FAMILIES.get(match.group(1).lower()) if match else None
-        if family is None or int(match.group(2)) < 1:
+        if family is None or not 1 <= int(match.group(2)) <= MAX_CUTOFF:
             raise UsageError(f"unknown metric {preview(name)}; {_known_metrics()}")
         metric = Metric(family, int(match.group(2)))
         if metric not in metrics:
@@ -135,7 +137,7 @@ def parse_metrics(names: str | Iterable[str] | None) -> list[Metric]:
 
 def _known_metrics() -> str:
     known = ", ".join(f"{family.name}@k" for family in FAMILIES.values())
-    return f"metrics are {known} with a cutoff k >= 1, e.g. NDCG@10"
+    return f"metrics are {known} with a cutoff k from 1 to {MAX_CUTOFF:,}, e.g. NDCG@10"
 
 
 @dataclass

@@ -128,10 +128,10 @@ class EvalReport:
                  f"relevance level {self.relevance_level}"]
         if self.authors_title:
             lines.append(self.authors_title + ":")
-            lines += [f"  {name:<12}{value:.5f}" for name, value in self.authors_metrics.items()]
+            lines += [f"  {name:<12} {value:.5f}" for name, value in self.authors_metrics.items()]
         if self.metrics:
             lines.append(BEIR_SET + ":")
-            lines += [f"  {name:<12}{value:.5f}" for name, value in self.metrics.items()]
+            lines += [f"  {name:<12} {value:.5f}" for name, value in self.metrics.items()]
         for member, means in self.members.items():
             lines.append(f"  {member}: " + ", ".join(f"{name} {value:.5f}" for name, value in means.items()))
         if self.unjudged_queries:

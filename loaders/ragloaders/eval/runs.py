@@ -72,11 +72,20 @@ def run_format(path: str) -> str:
     return TABLE_FORMATS.get(os.path.splitext(path)[1].lower(), "trec")
 
 
+def require_run_file(path: str) -> None:
+    """FileNotFoundError when there is nothing at `path`, UsageError when it is a folder or not a regular file (a
+    FIFO is never opened, so never waited on)."""
+    if not os.path.isfile(path):
+        if os.path.lexists(path):
+            kind = "a folder" if os.path.isdir(path) else "not a regular file"
+            raise UsageError(f"{path}: a run is a file, and this is {kind}")
+        raise FileNotFoundError(f"{path}: no such run file")
+
+
 def read_run(path: str) -> Run:
     """A run file (TREC, `.parquet` or `.jsonl`) as `{query id: {document id: score}}`."""
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: no such run file")
+    require_run_file(path)
     fmt = run_format(path)
     if fmt == "trec":
         return read_trec_run(path)
@@ -310,8 +319,7 @@ def iter_run(path: str) -> Iterator[tuple[str, dict[str, float]]]:
     last line of its earlier block (sort the run by query id first). Memory: one batch of lines (STREAM_BLOCK
     bytes, or 65,536 Parquet records), one query's documents, and the ids of the queries already given."""
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: no such run file")
+    require_run_file(path)
     fmt = run_format(path)
     if fmt == "trec":
         return _grouped(path, _trec_rows(path), "line")
@@ -409,8 +417,24 @@ def _parquet_rows(path: str, schema: pa.Schema, what: str) -> Iterator[Row]:
     except (pa.ArrowInvalid, OSError) as e:
         raise SourceError(path, f"not a readable Parquet file ({e})") from None
     _check_columns(path, parquet.schema_arrow, schema, what)
-    batches = (pa.Table.from_batches([b]) for b in parquet.iter_batches(batch_size=65_536, columns=schema.names))
-    return _table_rows(batches, schema)
+    return _table_rows(_parquet_tables(path, parquet, schema.names), schema)
+
+
+def _parquet_tables(path: str, parquet: pq.ParquetFile, columns: list[str]) -> Iterator[pa.Table]:
+    """The file's rows in tables of up to 65,536; a SourceError naming the file and the first row not read where
+    its data is damaged (pyarrow says only 'Unexpected end of stream')."""
+    rows = 0
+    batches = parquet.iter_batches(batch_size=65_536, columns=columns)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except (pa.ArrowException, OSError) as e:
+            raise SourceError(path, f"a damaged Parquet file: its rows from row {rows + 1} do not read "
+                                    f"({' '.join(str(e).split())[:200]})") from None
+        rows += batch.num_rows
+        yield pa.Table.from_batches([batch])
 
 
 def _jsonl_rows(path: str, schema: pa.Schema) -> Iterator[Row]:

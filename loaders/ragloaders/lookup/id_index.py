@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from ..core.errors import SourceError
 from ..core.plural import counted
+from ..core.preview import preview
 from .chunked_take import ChunkedRows
 from .id_hash import string_hash, string_hashes
 
@@ -39,11 +40,13 @@ PREVIEW_CHARS = 80
 
 
 def shown(value: object) -> str:
-    """An id as a message shows it: quoted, at most PREVIEW_CHARS characters (a longer one says its length)."""
-    text = value if isinstance(value, str) else str(value)
-    if len(text) <= PREVIEW_CHARS:
-        return repr(text)
-    return f"{text[:PREVIEW_CHARS]!r}… ({len(text):,} characters)"
+    """An id as a message shows it: quoted, at most PREVIEW_CHARS characters (a longer one says its length); what is
+    not a string, as `core.preview` shows it (never its whole str or repr)."""
+    if not isinstance(value, str):
+        return preview(value, PREVIEW_CHARS)
+    if len(value) <= PREVIEW_CHARS:
+        return repr(value)
+    return f"{value[:PREVIEW_CHARS]!r}… ({len(value):,} characters)"
 
 
 class DuplicateIdError(SourceError):

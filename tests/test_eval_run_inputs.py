@@ -1,0 +1,64 @@
+"""`eval`'s inputs as a careless user or an attacker gives them: a cutoff past what trec_eval holds, a metric name
+wider than the report's column, a damaged Parquet run, a folder or a FIFO given as the run."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from ragloaders import cli
+from ragloaders.core.errors import SourceError, UsageError
+from ragloaders.eval.metrics import MAX_CUTOFF, parse_metrics
+from ragloaders.eval.runs import iter_run, read_run
+
+
+@pytest.mark.parametrize("name", ["ndcg@9223372036854775808", "recall@2147483648", "map@" + "9" * 40])
+def test_a_cutoff_past_a_c_long_is_refused_in_words(name):
+    """pytrec_eval named `ndcg_cut_9223372036854775808` a measure and then had no such key: a KeyError."""
+    with pytest.raises(UsageError, match=f"cutoff k from 1 to {MAX_CUTOFF:,}"):
+        parse_metrics(name)
+    assert parse_metrics(f"ndcg@{MAX_CUTOFF}")[0].cutoff == MAX_CUTOFF
+
+
+def test_a_metric_name_wider_than_its_column_stays_apart_from_its_value(nfcorpus_build, tmp_path, capsys):
+    run = tmp_path / "run.trec"
+    run.write_text("PLAIN-2 Q0 MED-10 1 2.0 t\n")
+    assert cli.main(["eval", str(nfcorpus_build.out), "--run", str(run), "--metrics", "recall@100000,p@1",
+                     "--cache-dir", nfcorpus_build.cache_dir]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  Recall@100000")]
+    assert len(lines) == 1 and lines[0].split()[0] == "Recall@100000", lines
+    float(lines[0].split()[1])  # the value, apart
+
+
+def test_a_damaged_parquet_run_names_the_file_and_the_rows_it_could_not_read(tmp_path):
+    """4,000 bytes overwritten in the middle of a run of 300,000 rows: pyarrow says only 'Unexpected end of stream'
+    (or another bare reason), which the command line printed alone."""
+    path = tmp_path / "run.parquet"
+    rows = 300_000
+    pq.write_table(pa.table({"query-id": [f"q{i // 100}" for i in range(rows)],
+                             "corpus-id": [f"doc-{i * 7919 % rows}" for i in range(rows)],
+                             "score": [float(rows - i) for i in range(rows)]}), path, row_group_size=50_000,
+                   compression="zstd")
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle: middle + 4000] = os.urandom(4000)
+    path.write_bytes(bytes(data))
+    for read in (read_run, lambda p: list(iter_run(p))):
+        with pytest.raises(SourceError) as caught:
+            read(str(path))
+        message = str(caught.value)
+        assert message.startswith(f"{path}: ") and "a damaged Parquet file: its rows from row " in message, message
+        assert "\n" not in message and len(message) < 400, message
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_a_run_that_is_a_folder_or_a_fifo_is_named_so_not_missing(kind, tmp_path, capsys):
+    path = tmp_path / "run.trec"
+    path.mkdir() if kind == "folder" else os.mkfifo(path)  # a FIFO without a writer: opening it would wait
+    with pytest.raises(UsageError, match="a run is a file, and this is " + ("a folder" if kind == "folder" else
+                                                                             "not a regular file")):
+        read_run(str(path))
+    assert cli.main(["eval", "beir/nfcorpus", "--run", str(path), "--data-dir", "tests/data/beir"]) == 2
+    assert "no such run file" not in capsys.readouterr().err
