@@ -184,7 +184,7 @@ def test_verdicts_file_is_new_and_never_replaced(crafted, tmp_path, capsys):
     target.write_text("mine")
     capsys.readouterr()
     assert main(args) == 2
-    assert "already exists" in capsys.readouterr().err and target.read_text() == "mine"
+    assert "exists; ragloaders writes only a new file there" in capsys.readouterr().err and target.read_text() == "mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.jsonl", "verdicts.jsonl"]
 
 

@@ -62,3 +62,30 @@ def test_a_run_that_is_a_folder_or_a_fifo_is_named_so_not_missing(kind, tmp_path
         read_run(str(path))
     assert cli.main(["eval", "beir/nfcorpus", "--run", str(path), "--data-dir", "tests/data/beir"]) == 2
     assert "no such run file" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["bm25", "verdicts", "pairs"])
+def test_an_output_in_a_folder_that_does_not_exist_is_refused_before_any_work(command, nfcorpus_build, crag_build,
+                                                                               tmp_path, capsys):
+    """`bm25 --out nosuch/x.trec` failed when the file was written, naming its temporary name
+    ('x.trec.wqyild77.incomplete'), and `--verdicts nosuch/v.jsonl` only after every answer was judged."""
+    missing = tmp_path / "nosuch" / "deeper"
+    run = tmp_path / "run.trec"
+    run.write_text("PLAIN-2 Q0 MED-10 1 2.0 t\n")
+    args = {"bm25": ["bm25", str(nfcorpus_build.out), "--out", str(missing / "x.trec")],
+            "pairs": ["pairs", str(nfcorpus_build.out), "--run", str(run), "--out", str(missing / "p.parquet")],
+            "verdicts": ["eval", "crag/task_1_and_2", "--predictions", str(run), "--verdicts",
+                         str(missing / "v.jsonl"), "--data-dir", crag_build.data_dir]}[command]
+    assert cli.main([*args, "--cache-dir", nfcorpus_build.cache_dir]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"the folder {missing} does not exist; create it first" in err, err
+    assert ".incomplete" not in err and not (tmp_path / "nosuch").exists()
+
+
+def test_an_empty_verdicts_path_is_refused_not_ignored(crag_build, tmp_path, capsys):
+    """`--verdicts ""` wrote nothing and said nothing (the option was tested for truth, not for presence)."""
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text("")
+    assert cli.main(["eval", "crag/task_1_and_2", "--predictions", str(predictions), "--verdicts", "",
+                     "--data-dir", crag_build.data_dir, "--cache-dir", crag_build.cache_dir]) == 2
+    assert "--verdicts is empty" in capsys.readouterr().err

@@ -48,8 +48,9 @@ def check_output(out: str | os.PathLike, *, kind: Literal["folder", "file"], dat
     that contains or lies inside the data dir or the cache dir (datasets' default cache without one), nor a name
     ending in '.' or '..', nor one that contains or lies inside `source` when it is a local folder (the built
     folder being read: a file named like its data would become part of it). A folder (`kind="folder"`) may exist
-    only as a folder (OutputFolder then decides whose it is). A file (`kind="file"`) must not exist at all: a run
-    file has no manifest, so ragloaders cannot tell one it wrote from the user's, and writes only new files."""
+    only as a folder (OutputFolder then decides whose it is). A file (`kind="file"`) must not exist at all (a run
+    file has no manifest, so ragloaders cannot tell one it wrote from the user's, and writes only new files), and
+    its folder must (checked before any work, not when the file is written)."""
     if not out or not str(out).strip():
         raise OutputFolderError(f"{option} is empty")
     given = os.fspath(out)
@@ -71,8 +72,10 @@ def check_output(out: str | os.PathLike, *, kind: Literal["folder", "file"], dat
                                 "holds other things)")
     if kind == "file":
         if os.path.lexists(target) or os.path.lexists(given):
-            raise OutputFolderError(f"{where} exists; ragloaders writes a run only to a new file (it cannot tell a "
+            raise OutputFolderError(f"{where} exists; ragloaders writes only a new file there (it cannot tell a "
                                     "file it wrote from yours): choose a new name, or delete the file yourself")
+        if not os.path.isdir(os.path.dirname(target)):
+            raise OutputFolderError(f"{where}: the folder {os.path.dirname(target)} does not exist; create it first")
     elif os.path.lexists(target) and not os.path.isdir(target):
         raise OutputFolderError(f"{where} exists and is not a folder")
     return target

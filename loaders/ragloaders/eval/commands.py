@@ -8,7 +8,7 @@ import argparse
 import os
 
 from ..core.errors import UsageError
-from ..core.output_target import check_output, refuse_existing
+from ..core.output_target import check_output
 from ..core.user_cache import user_cache_dir
 from .crag_answers import AnswerReport, score_answers
 from .judge import RETRIES, TIMEOUT_SECONDS, Judge, check_limits, limit_error, read_prompt
@@ -73,14 +73,12 @@ def run_eval(args: argparse.Namespace) -> EvalReport | AnswerReport:
         if args.metrics or args.relevance_level is not None or args.per_query:
             raise UsageError("--metrics, --relevance-level and --per-query apply to runs; answers are written per "
                              "record with --verdicts")
-        if args.verdicts:
-            refuse_existing(args.verdicts, "--verdicts")
-            # the rules every writer follows: never into the data or cache dir
+        if args.verdicts is not None:  # the rules every writer follows: a new file, never in the data or cache dir
             check_output(args.verdicts, kind="file", data_dir=args.data_dir, cache_dir=args.cache_dir,
                          option="--verdicts", source=args.path)
         report = score_answers(args.path, args.predictions_file, split=args.split, tokenizer=args.tokenizer,
                                judge=judge_from(args), missing_as_idk=args.missing_as_idk, **where)
-        if args.verdicts:
+        if args.verdicts is not None:
             report.write_verdicts(args.verdicts)
         return report
     return evaluate(args.path, args.run_file, split=args.split or "test", metrics=args.metrics,

@@ -116,9 +116,6 @@ def pairs(
     target = check_output(out, kind="file", data_dir=data_dir, cache_dir=cache_dir, source=source)
     if os.path.splitext(target)[1].lower() != ".parquet":
         raise UsageError(f"--out {os.fspath(out)}: pairs are written as Parquet; name a file ending in .parquet")
-    if not os.path.isdir(os.path.dirname(target)):
-        raise UsageError(f"--out {os.fspath(out)}: the folder {os.path.dirname(target)} does not exist; create it "
-                         "first")
     options: dict[str, Any] = {"data_dir": data_dir, "cache_dir": cache_dir, "revision": revision}
     corpus = docs(source, "corpus", **options)
     queries = docs(source, config_for(source, "queries"), **options)
