@@ -174,11 +174,26 @@ def top_ranked_rankings(source: str, split: str, top: int, options: dict[str, An
         scores = batch.column("scores").to_pylist() if "scores" in batch.schema.names else [None] * len(ids)
         for query_id, doc_ids, doc_scores in zip(batch.column("query-id").to_pylist(), ids, scores):
             row += 1
-            kept = (doc_ids or [])[:top]
+            _check_top_ranked_row(f"{source} top_ranked {split}", row, query_id, doc_ids)
+            kept = doc_ids[:top]
             given = list(doc_scores or [])[:top]
             if len(given) != len(kept):  # no scores, or not one per document: none is taken for another's
                 given = [None] * len(kept)
             yield query_id, kept, given, f"{source} top_ranked, row {row}"
+
+
+def _check_top_ranked_row(where: str, row: int, query_id: str | None, doc_ids: list[str | None] | None) -> None:
+    """SourceError naming the row of a `top_ranked` split without a query id or a list of document ids, or whose
+    list holds a null or one document twice (as a run may not)."""
+    if query_id is None or doc_ids is None:
+        raise SourceError(where, f"{'query-id' if query_id is None else 'corpus-ids'} is null", record=row)
+    if None in doc_ids:
+        raise SourceError(where, f"query {shown(query_id)}: corpus-ids holds a null at position "
+                                 f"{doc_ids.index(None) + 1}", record=row)
+    if len(set(doc_ids)) != len(doc_ids):
+        seen: set[str] = set()
+        twice = next(doc_id for doc_id in doc_ids if doc_id in seen or seen.add(doc_id))
+        raise SourceError(where, f"query {shown(query_id)}: document {shown(twice)} is listed twice", record=row)
 
 
 class PairWriter:
