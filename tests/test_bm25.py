@@ -264,6 +264,13 @@ def test_cqadupstack_is_the_mean_of_its_forums_from_one_prefixed_run(tmp_path, c
     assert report.members["beir/cqadupstack/android"] == {"MRR@10": 0.5}
     assert report.unknown_queries == ["nope/9"] and report.unknown_documents == ["gaming/2"]
     assert len(report.unranked_queries) == 11
+    # a document without a forum prefix was kept whole, so it equalled the forum's own id of that name: `2` was
+    # scored as android/2 (MRR@10 1.0), and `1` beside android/1 overwrote its score
+    for bare in ("android/9 Q0 2 1 1.0 t\n", "android/9 Q0 android/1 1 2.0 t\nandroid/9 Q0 1 2 1.0 t\n"):
+        run.write_text(bare)
+        with pytest.raises(ValueError, match=r"query 'android/9' ranks the document '[12]', which names no forum"):
+            evaluate("beir/cqadupstack", str(run), metrics="MRR@10", data_dir=str(tmp_path / "data"),
+                     cache_dir=str(tmp_path / "cache"))
 
 
 def test_mmrag_graded_qrels_bm25_and_eval(tmp_path):

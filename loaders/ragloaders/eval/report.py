@@ -310,7 +310,8 @@ def _evaluate_group(
     prefixes = {member_prefix(path, member): member for member in conventions.mean_over}
     runs: dict[str, Run] = {member: {} for member in conventions.mean_over}
     foreign: dict[str, set[str]] = {member: set() for member in conventions.mean_over}
-    """Per member: documents of its queries that carry another prefix (kept whole, so scored not relevant)."""
+    """Per member: documents of its queries that carry another prefix (kept whole, so scored not relevant; the
+    members' own ids hold no `/`)."""
     unknown_queries = []
     for query_id, docs in run.items():
         prefix = query_id.split("/", 1)[0] + "/"
@@ -319,6 +320,11 @@ def _evaluate_group(
             continue
         member = prefixes[prefix]
         foreign[member].update(doc_id for doc_id in docs if not doc_id.startswith(prefix))
+        if bare := next((doc_id for doc_id in foreign[member] if "/" not in doc_id), None):
+            # kept whole, it would equal the member's own id of that name and be scored as that document
+            raise UsageError(f"run: query {preview(query_id)} ranks the document {preview(bare)}, which names no "
+                             f"forum; a {path} run names every document <forum>/<id>, as its queries (what "
+                             f"`ragloaders bm25 {path}` writes)")
         runs[member][query_id[len(prefix):]] = {
             doc_id[len(prefix):] if doc_id.startswith(prefix) else doc_id: s for doc_id, s in docs.items()
         }
