@@ -9,6 +9,7 @@ import csv
 import json
 import os
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -413,3 +414,30 @@ def test_judge_timeout_and_retries_are_options_of_eval(crafted, tmp_path, chat_s
     assert len(FakeChat.requests) == 2  # no bad value reached the judge
     assert main(base[:4] + base[8:] + ["--judge-timeout", "5"]) == 2  # without --judge-url
     assert "--judge-timeout need(s) --judge-url and --judge-model" in capsys.readouterr().err
+
+
+def test_an_answers_report_ends_with_what_was_scored(crafted, tmp_path, capsys):
+    """The README says every report ends with what was scored; an answers report had no identity block. It names
+    the example file by its sha256, the splits, the predictions file by its own, and the judge (none here); one
+    byte more in the predictions gives another identity."""
+    import hashlib
+
+    path = write_jsonl(tmp_path / "p.jsonl", crafted_rows(crafted))
+    args = ["eval", "crag/task_1_and_2", "--predictions", path, "--data-dir", crafted["data_dir"], "--cache-dir",
+            crafted["cache_dir"]]
+    assert main([*args, "--json"]) == 0
+    identity = json.loads(capsys.readouterr().out)["identity"]
+    source = Path(crafted["data_dir"]) / "dev_data.jsonl.bz2"
+    assert identity["source"]["files"] == [{"name": "dev_data.jsonl.bz2", "bytes": source.stat().st_size,
+                                            "sha256": hashlib.sha256(source.read_bytes()).hexdigest()}]
+    assert identity["splits"] == ["validation", "test"] and identity["judge"] is None and not identity["tokenizer"]
+    assert identity["predictions"] == {"file": "p.jsonl", "bytes": os.path.getsize(path),
+                                       "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest()}
+    assert main(args) == 0
+    last = capsys.readouterr().out.splitlines()[-2:]
+    assert last[0].startswith("scored: ragloaders ") and identity["source"]["files"][0]["sha256"] in last[0]
+    assert last[1].startswith("scored: splits validation+test; predictions p.jsonl") and "no judge" in last[1]
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("\n")
+    assert score_answers("crag/task_1_and_2", path, **where(crafted)).identity["predictions"] != identity[
+        "predictions"]

@@ -289,6 +289,8 @@ def test_routing_equals_ranx_in_every_run_format(where, tmp_path):
                     sum(v[metric] for v in theirs.values()) / len(theirs), abs=1e-9)
             assert report.unranked_queries == [records[0]["id"]]
             assert report.metrics == {}
+            assert report.identity["run"]["file"] == path.name and report.identity["split"] == "test"
+            assert report.text().splitlines()[-1].startswith("scored: split test;") and path.name in report.text()
 
 
 def test_routing_run_problems_are_named(where, tmp_path, capsys):

@@ -53,6 +53,7 @@ from ..core.preview import invalid_utf8, preview
 from ..core.readers.jsonl import Shard, iter_json_records
 from ..core.readers.lines import first_invalid_utf8
 from ..core.source_files import SourceFiles
+from .identity import answers_identity, answers_identity_lines, source_identity
 from .judge import Judge, JudgeError
 
 MAX_PREDICTION_TOKENS = 75
@@ -301,6 +302,8 @@ class AnswerReport:
     unparseable_judgements: int = 0
     judge_requests: int = 0
     judge_cached: int = 0
+    identity: dict[str, Any] | None = None
+    """What was scored (`identity.answers_identity`); None for predictions scored without `score_answers`."""
 
     def warnings(self) -> list[str]:
         lines = []
@@ -330,6 +333,7 @@ class AnswerReport:
             "judge": {"requests": self.judge_requests, "cached": self.judge_cached,
                       "unparseable": self.unparseable_judgements},
             "conventions": self.conventions,
+            **({"identity": self.identity} if self.identity is not None else {}),
         }
 
     def text(self) -> str:
@@ -352,6 +356,8 @@ class AnswerReport:
                          "records of other splits (not scored)")
         lines += [f"convention: {convention}" for convention in self.conventions]
         lines += [f"warning: {warning}" for warning in self.warnings()]
+        if self.identity is not None:
+            lines += answers_identity_lines(self.identity)
         return "\n".join(lines)
 
     def write_verdicts(self, target: str | os.PathLike) -> None:
@@ -408,6 +414,7 @@ def score_answers(
     path = normalized(path)
     if path != "crag/task_1_and_2" and path != "crag/task_3":
         raise UsageError(f"{path}: answer predictions are scored on crag/task_1_and_2 or crag/task_3")
+    given = predictions
     if not isinstance(predictions, dict):
         predictions = read_predictions(predictions)
     trim = Trimmer(tokenizer) if tokenizer else None
@@ -451,6 +458,8 @@ def score_answers(
         unparseable_judgements=sum(v.unparseable for v in verdicts),
         judge_requests=judge.requests if judge else 0,
         judge_cached=judge.cache_hits if judge else 0,
+        identity=answers_identity(source_identity(path, (path,), None, data_dir=data_dir, cache_dir=cache_dir),
+                                  splits, given, tokenizer=tokenizer, judge=judge.describe() if judge else None),
     )
 
 

@@ -75,28 +75,51 @@ def run_identity(run: Any) -> dict[str, Any]:
     return {"file": os.path.basename(path), "bytes": os.path.getsize(path), "sha256": file_digest(path, "sha256")}
 
 
-def identity_lines(identity: dict[str, Any]) -> list[str]:
-    """The identity block as the text report's last lines."""
-    source = identity["source"]
+def source_line(source: dict[str, Any]) -> str:
+    """The `source` of an identity block in words: what was read and what pins it."""
     if source["form"] == CATALOGUE:
         pinned = "; ".join(f"{f['name']} {f['bytes']:,} bytes sha256 {f['sha256']}" for f in source["files"])
-        what = f"{source['path']} ({CATALOGUE}; {pinned or 'no source file listed'})"
-    elif source["form"] == HUB:
+        return f"{source['path']} ({CATALOGUE}; {pinned or 'no source file listed'})"
+    if source["form"] == HUB:
         asked = f", revision {source['revision']}" if source["revision"] else ""
-        what = f"{source['repo_id']} ({HUB} at commit {source['commit']}{asked})"
-    else:
-        digest = source["manifest_sha256"]
-        pinned = f"manifest sha256 {digest}" if digest else "no ragloaders manifest"
-        labels = "".join(f"; {f['name']} {f['bytes']:,} bytes sha256 {f['sha256']}" for f in source["qrels_files"])
-        what = f"{source['folder']} ({FOLDER}; {pinned}{labels})"
+        return f"{source['repo_id']} ({HUB} at commit {source['commit']}{asked})"
+    digest = source["manifest_sha256"]
+    pinned = f"manifest sha256 {digest}" if digest else "no ragloaders manifest"
+    labels = "".join(f"; {f['name']} {f['bytes']:,} bytes sha256 {f['sha256']}" for f in source["qrels_files"])
+    return f"{source['folder']} ({FOLDER}; {pinned}{labels})"
+
+
+def file_line(what: str, file: dict[str, Any]) -> str:
+    """A `run_identity` in words (`what`: run, predictions)."""
+    return f"{what} {file['file']} {file['bytes']:,} bytes sha256 {file['sha256']}" if file["file"] else (
+        f"{what} given in memory")
+
+
+def identity_lines(identity: dict[str, Any]) -> list[str]:
+    """The identity block as the text report's last lines."""
     conventions = identity["conventions"]
-    run = identity["run"]
-    ran = (f"run {run['file']} {run['bytes']:,} bytes sha256 {run['sha256']}" if run["file"] else
-           "run given in memory")
-    return [f"scored: ragloaders {identity['ragloaders']}; {what}",
+    return [f"scored: ragloaders {identity['ragloaders']}; {source_line(identity['source'])}",
             f"scored: split {identity['split']}; relevance level {conventions['relevance_level']}; identical ids "
             f"{conventions['identical_ids']}" + (f" ({conventions['identical_ids_dropped']} dropped)"
-                                                 if conventions["identical_ids"] == "dropped" else "") + f"; {ran}"]
+                                                 if conventions["identical_ids"] == "dropped" else "")
+            + f"; {file_line('run', identity['run'])}"]
+
+
+def answers_identity(source: dict[str, Any], splits: list[str], predictions: Any, *, tokenizer: Any,
+                     judge: str | None) -> dict[str, Any]:
+    """What CRAG answers were scored against: ragloaders' version, the source, the splits, the predictions file,
+    the tokenizer file that cut them (each changes a figure) and the judge asked (its model at its endpoint)."""
+    return {"ragloaders": VERSION, "source": source, "splits": splits, "predictions": run_identity(predictions),
+            "tokenizer": run_identity(tokenizer) if tokenizer else None, "judge": judge}
+
+
+def answers_identity_lines(identity: dict[str, Any]) -> list[str]:
+    """An `answers_identity` as the text report's last lines."""
+    asked = f"judge {identity['judge']}" if identity["judge"] else "no judge (CRAG's rules only)"
+    trimmed = f"; {file_line('tokenizer', identity['tokenizer'])}" if identity["tokenizer"] else ""
+    return [f"scored: ragloaders {identity['ragloaders']}; {source_line(identity['source'])}",
+            f"scored: splits {'+'.join(identity['splits'])}; {file_line('predictions', identity['predictions'])}"
+            f"{trimmed}; {asked}"]
 
 
 def identity(source: dict[str, Any], split: str, run: Any, *, relevance_level: int, ignore_identical_ids: bool,

@@ -278,6 +278,7 @@ def evaluate_routing(
     authors = conventions_of(path).authors_routing
     if authors is None:
         raise UsageError(f"{path} has no routing task; routing runs are scored on mmrag")
+    given = run
     run = checked_run(run) if isinstance(run, dict) else read_routing_run(run)
     where = {"data_dir": data_dir, "cache_dir": cache_dir}
     labels = load_grades(path, "routing", "dataset", split, **where)
@@ -294,6 +295,8 @@ def evaluate_routing(
     )
     _add_authors_measures(report, authors, labels, run, per_query)
     report.unranked_queries = [query_id for query_id in labels if not run.get(query_id)]
+    report.identity = identity(source_identity(path, (path,), None, **where), split, given, relevance_level=1,
+                               ignore_identical_ids=False, keep_identical_ids=False, dropped=0)
     return report
 
 
