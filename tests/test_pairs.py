@@ -327,3 +327,34 @@ def test_a_folder_whose_qrels_have_another_split_says_which_split_labelled_the_p
     code, out, err = run_cli("pairs", "beir-format", "--data-dir", str(source), "--run", str(run), "--split", "test",
                              "--out", str(tmp_path / "refused.parquet"))
     assert code == 2 and "beir-format qrels has no split 'test'; its splits are train" in err, err
+
+
+def test_a_batch_holds_at_most_its_bytes_of_documents_whatever_their_mean(tmp_path, monkeypatch):
+    """20 documents of 100 KB among 2,000 of a few bytes, and 30 queries that each rank the 20 large ones: the rows
+    per batch came from the mean document (~1 KB here), so one batch held all 600 pairs, 60 MB of text, where the
+    limit says 1 MB (the helper's case: 700 MB of memory against 227 MB for the same run over small documents).
+    Each written table now holds at most the limit of text, or one document; the rows are those of one batch."""
+    import importlib
+
+    pairs = importlib.import_module("ragloaders.lookup.pairs")
+
+    source = tmp_path / "src"
+    (source / "qrels").mkdir(parents=True)
+    big = {f"big{i}": f"{i} " + "x" * 100_000 for i in range(20)}
+    with open(source / "corpus.jsonl", "w") as f:
+        for doc_id, text in [*big.items(), *((f"small{i}", "tiny") for i in range(2000))]:
+            f.write(json.dumps({"_id": doc_id, "title": "", "text": text}) + "\n")
+    (source / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": "x"}) + "\n" for i in range(30)))
+    (source / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq0\tbig0\t1\n")
+    run = tmp_path / "run.trec"
+    run.write_text("".join(f"q{q} Q0 {doc_id} {n} {20 - n} t\n" for q in range(30) for n, doc_id in enumerate(big, 1)))
+    where = {"data_dir": str(source), "cache_dir": str(tmp_path / "cache")}
+    ragloaders.pairs("beir-format", tmp_path / "whole.parquet", run=run, top=20, **where)
+    monkeypatch.setattr(pairs, "BATCH_BYTES", 1 << 20)
+    ragloaders.pairs("beir-format", tmp_path / "cut.parquet", run=run, top=20, **where)
+    cut = pq.ParquetFile(tmp_path / "cut.parquet")
+    texts = [sum(map(len, cut.read_row_group(group, columns=["text"]).column("text").to_pylist()))
+             for group in range(cut.num_row_groups)]
+    assert len(texts) >= 60 and max(texts) <= 1 << 20, texts
+    assert pq.read_table(tmp_path / "cut.parquet").equals(pq.read_table(tmp_path / "whole.parquet"))
+    assert pq.read_table(tmp_path / "cut.parquet").num_rows == 600

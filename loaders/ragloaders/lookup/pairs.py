@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     import datasets
 
 BATCH_BYTES = 64 << 20
-"""About this many bytes of document text per written batch (the rows per batch follow the corpus's mean size)."""
+"""Bytes of document text per written table, at most (or one document, when it alone is larger): the rankings are
+gathered by the corpus's mean document size, then their pairs cut by the size of each document taken."""
 BATCH_ROWS = (64, 10_000)
 """The fewest and most pairs per batch."""
 DEFAULT_TOP = 100
@@ -184,16 +185,12 @@ def top_ranked_rankings(source: str, split: str, top: int, options: dict[str, An
 
 def _check_top_ranked_row(where: str, row: int, query_id: str | None, doc_ids: list[str | None] | None) -> None:
     """SourceError naming the row of a `top_ranked` split without a query id or a list of document ids, or whose
-    list holds a null or one document twice (as a run may not)."""
+    list holds a null. (A document may come twice: CRAG's search results hold one page twice for some queries.)"""
     if query_id is None or doc_ids is None:
         raise SourceError(where, f"{'query-id' if query_id is None else 'corpus-ids'} is null", record=row)
     if None in doc_ids:
         raise SourceError(where, f"query {shown(query_id)}: corpus-ids holds a null at position "
                                  f"{doc_ids.index(None) + 1}", record=row)
-    if len(set(doc_ids)) != len(doc_ids):
-        seen: set[str] = set()
-        twice = next(doc_id for doc_id in doc_ids if doc_id in seen or seen.add(doc_id))
-        raise SourceError(where, f"query {shown(query_id)}: document {shown(twice)} is listed twice", record=row)
 
 
 class PairWriter:
@@ -216,6 +213,7 @@ class PairWriter:
             ("text", _type_of(corpus.table, "text")), ("label", pa.int32())])
         mean = self.documents.nbytes / max(1, corpus.table.num_rows)
         self.batch_rows = int(min(max(BATCH_BYTES / max(mean, 1.0), BATCH_ROWS[0]), BATCH_ROWS[1]))
+        self.document_bytes = text_bytes(self.documents)
 
     def write(self, path: str, rankings: Iterator[Ranking]) -> tuple[int, int]:
         """Write every ranking's pairs to the Parquet file `path`; returns (rows, queries)."""
@@ -228,17 +226,22 @@ class PairWriter:
                 pending.append(ranking)
                 size += len(ranking[1])
                 if size >= self.batch_rows:
-                    table = self.batch(pending)
-                    writer.write_table(table)
-                    rows, pending, size = rows + table.num_rows, [], 0
+                    for table in self.batches(pending):
+                        writer.write_table(table)
+                        rows += table.num_rows
+                    pending, size = [], 0
             if pending or not rows:
-                table = self.batch(pending)
-                writer.write_table(table)
-                rows += table.num_rows
+                for table in self.batches(pending):
+                    writer.write_table(table)
+                    rows += table.num_rows
         return rows, queries - self.skipped_queries
 
     def batch(self, rankings: list[Ranking]) -> pa.Table:
         """The pairs of `rankings` as one table."""
+        return pa.concat_tables(self.batches(rankings))
+
+    def batches(self, rankings: list[Ranking]) -> Iterator[pa.Table]:
+        """The pairs of `rankings` in tables of at most BATCH_BYTES of document text (one at least, maybe empty)."""
         query_ids = [query_id for query_id, doc_ids, _, _ in rankings for _ in doc_ids]
         doc_ids = [doc_id for _, ids, _, _ in rankings for doc_id in ids]
         query_rows = self.queries.rows_of([query_id for query_id, _, _, _ in rankings])
@@ -256,18 +259,21 @@ class PairWriter:
                 kept = np.flatnonzero(keep).tolist()
                 query_ids, doc_ids, scores = ([values[i] for i in kept] for values in (query_ids, doc_ids, scores))
                 doc_rows, pair_query_rows, ranks = doc_rows[keep], pair_query_rows[keep], ranks[keep]
-        taken = self.document_rows.take(doc_rows)
-        columns = {
-            "query-id": pa.array(query_ids, pa.string()),
-            "query": self.query_texts.take(pair_query_rows),
-            "corpus-id": pa.array(doc_ids, pa.string()),
-            "rank": pa.array(ranks),
-            "score": pa.array(scores, pa.float64()),
-            "title": taken.column("title") if "title" in taken.column_names else pa.nulls(len(doc_ids), pa.string()),
-            "text": taken.column("text"),
-            "label": pa.array([self.labels.get(pair) for pair in zip(query_ids, doc_ids)], pa.int32()),
-        }
-        return pa.table(columns, schema=self.schema)
+        labels = [self.labels.get(pair) for pair in zip(query_ids, doc_ids)]
+        for start, stop in cuts(self.document_bytes[doc_rows], BATCH_BYTES):
+            taken = self.document_rows.take(doc_rows[start:stop])
+            columns = {
+                "query-id": pa.array(query_ids[start:stop], pa.string()),
+                "query": self.query_texts.take(pair_query_rows[start:stop]),
+                "corpus-id": pa.array(doc_ids[start:stop], pa.string()),
+                "rank": pa.array(ranks[start:stop]),
+                "score": pa.array(scores[start:stop], pa.float64()),
+                "title": (taken.column("title") if "title" in taken.column_names else
+                          pa.nulls(stop - start, pa.string())),
+                "text": taken.column("text"),
+                "label": pa.array(labels[start:stop], pa.int32()),
+            }
+            yield pa.table(columns, schema=self.schema)
 
     def _count_unknown(self, rankings: list[Ranking], query_rows: np.ndarray, doc_ids: list[str],
                        doc_rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -303,6 +309,39 @@ class PairWriter:
                               message=f"document {shown(doc_ids[first])} (query {shown(query_id)}) is not in "
                                       f"{self.corpus.name} ({counted(len(missing), 'unknown document', grouped=True)} "
                                       "in this batch)")
+
+
+def text_bytes(table: pa.Table) -> np.ndarray:
+    """The bytes of each row's text values (every string or large_string column), read from the columns' offsets:
+    nothing is copied but one integer a row."""
+    total = np.zeros(table.num_rows, dtype=np.int64)
+    for column in table.columns:
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            continue
+        kind = np.int64 if pa.types.is_large_string(column.type) else np.int32
+        row = 0
+        for chunk in column.chunks:
+            offsets = chunk.buffers()[1]
+            if offsets is not None and len(chunk):
+                ends = np.frombuffer(offsets, dtype=kind)[chunk.offset: chunk.offset + len(chunk) + 1]
+                total[row: row + len(chunk)] += np.diff(ends)
+            row += len(chunk)
+    return total
+
+
+def cuts(sizes: np.ndarray, limit: int) -> Iterator[tuple[int, int]]:
+    """(start, stop) of consecutive runs of `sizes` whose sum is at most `limit` (a run of one larger item alone);
+    one empty run for no sizes."""
+    if not len(sizes):
+        yield 0, 0
+        return
+    ends = np.cumsum(sizes)
+    start = 0
+    while start < len(sizes):
+        before = int(ends[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, before + limit, side="right")))
+        yield start, stop
+        start = stop
 
 
 def _type_of(table: pa.Table, column: str) -> pa.DataType:
