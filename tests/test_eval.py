@@ -7,6 +7,7 @@ import io
 import json
 import logging
 import random
+import re
 import subprocess
 import sys
 import zipfile
@@ -476,6 +477,37 @@ def test_a_killed_writes_leftover_is_named_by_the_next_write_and_kept(tmp_path, 
     write_run(str(target), [("q", ["d"], [1.0])])
     assert not [r for r in caplog.records if r.name.startswith("ragloaders")]
 
+
+
+def test_a_write_in_progress_is_not_named_a_leftover_and_one_finished_first_is_not_overwritten(tmp_path, caplog):
+    """Two runs writing one output: the second named the first one's live partial file as an interrupted write to
+    delete, and the one finishing second failed with the raw `[Errno 17] File exists: NAME.XXXX.incomplete -> NAME`.
+    A partial file is locked while it is written; the warning names only unlocked ones, and the loser says the file
+    appeared while it was written, keeping the winner's."""
+    import os
+
+    from ragloaders.core.output_target import partial_file, write_new_file
+
+    target = tmp_path / "out.trec"
+    handle, live = partial_file(str(target))  # another run, writing
+    try:
+        def written_meanwhile(partial: str) -> int:
+            with open(partial, "w") as f:
+                f.write("q Q0 d 1 1.0 mine\n")
+            target.write_text("the winner's\n")  # the other run finishes first
+            return 0
+
+        with pytest.raises(FileExistsError, match=re.escape("appeared while it was written (another run writing it?)")):
+            write_new_file(str(target), written_meanwhile)
+        assert target.read_text() == "the winner's\n"
+        assert not [r for r in caplog.records if r.name.startswith("ragloaders")], "the live file named a leftover"
+    finally:
+        os.close(handle)  # the other run killed: its file is a leftover now
+    target.unlink()
+    write_run(str(target), [("q", ["d"], [1.0])])
+    [warning] = [r.getMessage() for r in caplog.records if r.name.startswith("ragloaders")]
+    assert live in warning and os.path.exists(live)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([target.name, os.path.basename(live)])
 
 RUN_COLUMNS = "query-id, corpus-id, score"
 

@@ -8,8 +8,10 @@ when complete.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from typing import Literal, TypeVar
@@ -88,21 +90,44 @@ _MKSTEMP_PART = r"\.[a-z0-9_]{8}"
 
 def partial_file(target: str) -> tuple[int, str]:
     """(descriptor, path) of a new file `NAME.XXXXXXXX.incomplete` beside `target`, to write it into before it
-    takes its name; its mode is what `open()` would give a new file (0666 less the umask: 0644 under 0022). Such
-    files of an earlier write of the same target that was killed are named on stderr in one line and left as they
-    are: a name alone does not prove a file is ragloaders' own."""
+    takes its name, locked (flock) for as long as the descriptor is open; its mode is what `open()` would give a
+    new file (0666 less the umask: 0644 under 0022). Such files of an earlier write of the same target that was
+    killed (no longer locked) are named on stderr in one line and left as they are: a name alone does not prove a
+    file is ragloaders' own. One another run is writing now is not named."""
     folder, name = os.path.split(os.path.abspath(target))
     own = re.compile(re.escape(name) + _MKSTEMP_PART + re.escape(PARTIAL_SUFFIX))
     try:
-        leftovers = sorted(entry for entry in os.listdir(folder) if own.fullmatch(entry))
+        leftovers = sorted(entry for entry in os.listdir(folder)
+                           if own.fullmatch(entry) and not _being_written(os.path.join(folder, entry)))
     except OSError:  # a folder that cannot be listed: mkstemp says why it cannot write there
         leftovers = []
     if leftovers:
         warn(f"{len(leftovers)} unfinished file(s) of an interrupted earlier write of {target}, left as they are "
              f"(delete them yourself): {', '.join(os.path.join(folder, e) for e in leftovers)}")
     handle, path = tempfile.mkstemp(prefix=name + ".", suffix=PARTIAL_SUFFIX, dir=folder)
+    fcntl.flock(handle, fcntl.LOCK_EX)
     os.fchmod(handle, 0o666 & ~current_umask())  # mkstemp makes 0600; a new file follows the umask, as open() does
     return handle, path
+
+
+def _being_written(path: str) -> bool:
+    """Whether another process holds the lock `partial_file` takes on `path` (a regular file; anything else is
+    never waited on)."""
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            return False
+        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(handle)
 
 
 def current_umask() -> int:
@@ -116,14 +141,16 @@ def put_in_place(partial: str, path: str) -> bool:
     """Give the finished file its name, never over a file that appeared meanwhile (FileExistsError): a hard link
     fails where a rename would replace; where the filesystem has no hard links, a rename after a last check.
     Returns whether the partial name is still there (after a link)."""
+    appeared = (f"{path} appeared while it was written (another run writing it?); it is left as it is, and this "
+                "run's output is not kept")
     try:
         os.link(partial, path)
         return True
     except FileExistsError:
-        raise
+        raise FileExistsError(appeared) from None
     except OSError:
         if os.path.lexists(path):
-            raise FileExistsError(f"{path} appeared while it was written; it is left as it is") from None
+            raise FileExistsError(appeared) from None
         os.rename(partial, path)
         return False
 
@@ -139,13 +166,15 @@ def write_new_file(target: str, write: Callable[[str], Written]) -> Written:
     never over a file that appeared meanwhile). The partial file is removed whatever happens; returns what `write`
     returned."""
     handle, partial = partial_file(target)
-    os.close(handle)
     try:
         written = write(partial)
         put_in_place(partial, target)
     finally:
-        if os.path.lexists(partial):
-            os.unlink(partial)
+        try:
+            if os.path.lexists(partial):
+                os.unlink(partial)
+        finally:
+            os.close(handle)  # the lock goes with it
     return written
 
 
