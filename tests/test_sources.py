@@ -119,7 +119,7 @@ def unreachable_hub(closed_endpoint, monkeypatch) -> str:
 
 
 def metric_lines(stdout: str) -> list[str]:
-    """The lines of an eval report that hold a score (`nDCG@10     0.32...`)."""
+    """The lines of an eval report that hold a score (`NDCG@10      0.32...`)."""
     return [line.strip() for line in stdout.splitlines() if "@" in line.strip().split(" ")[0]]
 
 
@@ -439,7 +439,7 @@ def test_a_group_path_is_its_members_in_every_command(tmp_path):
         f"{member.rsplit('/', 1)[1]}/q1" for member in members)
     code, out, _ = run("eval", "beir/cqadupstack", "--data-dir", str(data), "--run", str(run_file),
                        "--metrics", "ndcg@10", "--cache-dir", str(tmp_path / "c"))
-    assert code == 0 and metric_lines(out) == ["NDCG@10     1.00000"], out
+    assert code == 0 and metric_lines(out) == ["NDCG@10      1.00000"], out
 
 
 # --- a clone in the current directory ---------------------------------------------------------------------------
