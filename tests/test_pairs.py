@@ -358,3 +358,24 @@ def test_a_batch_holds_at_most_its_bytes_of_documents_whatever_their_mean(tmp_pa
     assert len(texts) >= 60 and max(texts) <= 1 << 20, texts
     assert pq.read_table(tmp_path / "cut.parquet").equals(pq.read_table(tmp_path / "whole.parquet"))
     assert pq.read_table(tmp_path / "cut.parquet").num_rows == 600
+
+
+@pytest.mark.parametrize("form", ["parquet", "trec with a BOM"])
+def test_an_unknown_query_is_located_in_any_run_form(form, nfcorpus_build, nf_run, tmp_path):
+    """The record of a Parquet run is found batch by batch (the whole run was read as numpy objects again, 554 MB
+    for 3M rows); a TREC run starting with a BOM lost its line number (the BOM stayed in the first query id)."""
+    path, lines = nf_run
+    rows = [("nope", "MED-10", 1.0), *lines]
+    if form == "parquet":
+        run = tmp_path / "run.parquet"
+        pq.write_table(pa.table({"query-id": [q for q, _, _ in rows], "corpus-id": [d for _, d, _ in rows],
+                                 "score": [s for _, _, s in rows]}), run, row_group_size=4)
+        where = f"{run}, record 1"
+    else:
+        run = tmp_path / "run.trec"
+        run.write_bytes(b"\xef\xbb\xbf" + "".join(f"{q} Q0 {d} {n} {s} t\n" for n, (q, d, s) in enumerate(rows, 1))
+                        .encode())
+        where = f"{run}, line 1"
+    code, _, err = run_cli("pairs", str(nfcorpus_build.out), "--run", str(run), "--out", str(tmp_path / "p.parquet"),
+                           "--cache-dir", nfcorpus_build.cache_dir)
+    assert code == 2 and f"{where}: query 'nope' is not in" in err, err

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..api import configs_of, is_benchmark_path, load
@@ -353,6 +354,24 @@ def _given(options: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in options.items() if name != "revision" or value is not None}
 
 
+def _parquet_record(path: str, column: str, value: str, query_id: str | None) -> dict[str, int]:
+    """{"record": n} of the first row of a Parquet run naming `value` in `column` (and `query_id`), read a batch
+    at a time up to it; {} when none does, or the file stops reading first (the error being reported stands)."""
+    seen = 0
+    try:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=65_536, columns=["query-id", "corpus-id"]):
+            match = pc.equal(batch.column(column), value)
+            if query_id is not None:
+                match = pc.and_(match, pc.equal(batch.column("query-id"), query_id))
+            hits = np.flatnonzero(match.fill_null(False).to_numpy(zero_copy_only=False))
+            if len(hits):
+                return {"record": seen + int(hits[0]) + 1}
+            seen += batch.num_rows
+    except (pa.ArrowException, OSError):
+        pass
+    return {}
+
+
 def located(where: str, column: str, value: str, query_id: str | None = None) -> dict[str, Any]:
     """`where` (a run file, or a top_ranked row) with the line or record that first names `value` in `column` (for
     a document, in a line of `query_id`), found by reading the run again: only an error takes this path. Returned
@@ -361,14 +380,12 @@ def located(where: str, column: str, value: str, query_id: str | None = None) ->
         return {"path": where}
     fmt = run_format(where)
     if fmt == "parquet":
-        table = pq.read_table(where, columns=["query-id", "corpus-id"])
-        hits = np.flatnonzero(np.asarray(table.column(column).to_numpy(zero_copy_only=False) == value)
-                              & (np.asarray(table.column("query-id").to_numpy(zero_copy_only=False) == query_id)
-                                 if query_id is not None else True))
-        return {"path": where, "record": int(hits[0]) + 1} if len(hits) else {"path": where}
+        return {"path": where, **_parquet_record(where, column, value, query_id)}
     field = {"query-id": 0, "corpus-id": 2}[column]
     with open(where, "rb") as stream:
         for number, line in enumerate(stream, start=1):
+            if number == 1:
+                line = line.removeprefix(b"\xef\xbb\xbf")  # a BOM, which the run's readers skip
             if fmt == "trec":
                 fields = line.split()
                 values = [f.decode("utf-8", "replace") for f in fields[:3]] if len(fields) >= 3 else None
