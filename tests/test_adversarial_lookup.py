@@ -229,3 +229,40 @@ def test_top_ranked_rows_with_a_null_are_refused_naming_the_row(
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and f"{folder} top_ranked test, {said}" in err, err
     assert not (tmp_path / "p.parquet").exists()
+
+
+@pytest.mark.parametrize("number", [-1, 3633, True, 1.0])
+def test_a_row_number_out_of_range_is_refused_not_counted_from_the_end(number, nfcorpus_build):
+    """`take` refuses a negative row; `row(-1)` gave the last row."""
+    store = ragloaders.docs(str(nfcorpus_build.out), cache_dir=nfcorpus_build.cache_dir)
+    with pytest.raises(IndexError, match="rows are 0 to 3,632"):
+        store.row(number)
+    assert store.row(3632)["_id"] == store.table.column("_id")[3632].as_py()
+
+
+def test_a_killed_saves_partial_index_is_removed_by_the_next_save_and_nothing_else(own_copy):
+    """A kill while the id index is saved left `NAME.XXXXXXXX.partial` in the cache for good. The next save
+    removes such files when unchanged for a minute and not locked by a save in progress; a younger or locked one,
+    and any other name, stay."""
+    import fcntl
+    import time
+
+    folder, cache = own_copy
+    kept = Path(ragloaders.docs(folder, cache_dir=cache).kept_at)
+    abandoned, locked, young = (kept.with_name(f"{kept.name}.{tag}.partial") for tag in
+                                ("aaaa1111", "bbbb2222", "cccc3333"))
+    others = [kept.with_name(f"{kept.name}.notmine.partial"), kept.with_name("notes.txt")]
+    for path in (abandoned, locked, young, *others):
+        path.write_bytes(b"half")
+    an_hour_ago = time.time() - 3600
+    for path in (abandoned, locked, *others):
+        os.utime(path, (an_hour_ago, an_hour_ago))
+    holder = os.open(locked, os.O_RDONLY)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # a save in progress elsewhere
+    try:
+        kept.unlink()  # the next open builds and saves the index again
+        ragloaders.docs(folder, cache_dir=cache)
+    finally:
+        os.close(holder)
+    assert kept.exists() and not abandoned.exists()
+    assert all(path.read_bytes() == b"half" for path in (locked, young, *others))

@@ -98,7 +98,7 @@ def partial_file(target: str) -> tuple[int, str]:
     own = re.compile(re.escape(name) + _MKSTEMP_PART + re.escape(PARTIAL_SUFFIX))
     try:
         leftovers = sorted(entry for entry in os.listdir(folder)
-                           if own.fullmatch(entry) and not _being_written(os.path.join(folder, entry)))
+                           if own.fullmatch(entry) and not being_written(os.path.join(folder, entry)))
     except OSError:  # a folder that cannot be listed: mkstemp says why it cannot write there
         leftovers = []
     if leftovers:
@@ -110,7 +110,7 @@ def partial_file(target: str) -> tuple[int, str]:
     return handle, path
 
 
-def _being_written(path: str) -> bool:
+def being_written(path: str) -> bool:
     """Whether another process holds the lock `partial_file` takes on `path` (a regular file; anything else is
     never waited on)."""
     try:
@@ -168,6 +168,7 @@ def write_new_file(target: str, write: Callable[[str], Written]) -> Written:
     handle, partial = partial_file(target)
     try:
         written = write(partial)
+        os.fsync(handle)  # the data on disk before the name points at it (a power cut leaves no whole-looking name)
         put_in_place(partial, target)
     finally:
         try:

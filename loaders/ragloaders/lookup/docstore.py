@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -18,6 +17,8 @@ import pyarrow as pa
 
 from ..api import load
 from ..core.errors import ContentError, SourceError, UsageError
+from ..core.log import warn
+from ..core.preview import preview
 from .chunked_take import ChunkedRows
 from .id_index import DuplicateIdError, IdIndex, shown
 
@@ -65,7 +66,10 @@ class DocStore:
         return default if row < 0 else self.row(row)
 
     def row(self, number: int) -> dict[str, Any]:
-        """Row `number` of the table as a dict of every column."""
+        """Row `number` (0 to rows - 1) of the table as a dict of every column; IndexError for any other, as `take`
+        refuses it (a negative number does not count from the end)."""
+        if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number < self.table.num_rows:
+            raise IndexError(f"{self.name}: no row {preview(number)} (rows are 0 to {self.table.num_rows - 1:,})")
         return {name: column[number].as_py() for name, column in zip(self.table.column_names, self.table.columns)}
 
     def get_many(self, doc_ids: Iterable[str]) -> list[dict[str, Any] | None]:
@@ -151,8 +155,7 @@ def docs(
         try:
             index.save(path, identity)
         except OSError as e:  # a read-only cache: the index serves this store only
-            print(f"ragloaders: warning: the id index of {name} could not be kept at {path} ({e}); it is rebuilt "
-                  "on each open", file=sys.stderr)
+            warn(f"the id index of {name} could not be kept at {path} ({e}); it is rebuilt on each open")
             return DocStore(name, table, index)
     return DocStore(name, table, index, path)
 

@@ -14,11 +14,14 @@ checked, and any mismatch means it is rebuilt, never trusted.
 
 from __future__ import annotations
 
+import fcntl
 import mmap
 import os
+import re
 import stat
 import struct
 import tempfile
+import time
 import zlib
 from collections import Counter
 from collections.abc import Sequence
@@ -28,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.errors import SourceError
+from ..core.output_target import being_written
 from ..core.plural import counted
 from ..core.preview import preview
 from .chunked_take import ChunkedRows
@@ -151,7 +155,9 @@ class IdIndex:
     def save(self, path: str, identity: bytes) -> None:
         """Keep the index at `path`: written whole under a temporary name, flushed, then renamed into place."""
         folder = os.path.dirname(path) or "."
+        _remove_abandoned(path)
         handle, partial = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".partial", dir=folder)
+        fcntl.flock(handle, fcntl.LOCK_EX)  # held until the file is closed: another save sees it being written
         try:
             with os.fdopen(handle, "wb") as f:
                 payload = memoryview(np.ascontiguousarray(self.entries)).cast("B")
@@ -199,6 +205,26 @@ class IdIndex:
         if count and int((entries & np.uint64((1 << row_bits) - 1)).max()) >= count:
             return None
         return cls(ids, entries, row_bits, keeper=kept)
+
+
+def _remove_abandoned(path: str) -> None:
+    """Delete the partial files of earlier saves of the index `path` (in ragloaders' own cache) that a killed process
+    left: `NAME.XXXXXXXX.partial`, regular files unchanged for a minute that no process holds locked (a save locks
+    its file a moment after making it, and writes it within seconds)."""
+    folder, name = os.path.split(path)
+    own = re.compile(re.escape(name) + r"\.[a-z0-9_]{8}\.partial")
+    try:
+        entries = list(os.scandir(folder or "."))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if (own.fullmatch(entry.name) and entry.is_file(follow_symlinks=False)
+                    and entry.stat(follow_symlinks=False).st_mtime < time.time() - 60
+                    and not being_written(entry.path)):
+                os.unlink(entry.path)
+        except OSError:
+            continue
 
 
 def _as_array(ids: Sequence[str]) -> tuple[pa.Array, np.ndarray]:
