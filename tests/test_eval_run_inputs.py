@@ -89,3 +89,25 @@ def test_an_empty_verdicts_path_is_refused_not_ignored(crag_build, tmp_path, cap
     assert cli.main(["eval", "crag/task_1_and_2", "--predictions", str(predictions), "--verdicts", "",
                      "--data-dir", crag_build.data_dir, "--cache-dir", crag_build.cache_dir]) == 2
     assert "--verdicts is empty" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["gzip", "bzip2", "xz", "zip"])
+def test_a_compressed_run_is_named_compressed(kind, tmp_path):
+    """A gzip'd TREC run was refused as 'line 1: field 1 (query-id) holds a vertical tab'."""
+    import bz2
+    import gzip
+    import lzma
+    import zipfile
+
+    text = b"q1 Q0 d1 1 2.0 t\n"
+    path = tmp_path / "run.trec"
+    if kind == "zip":
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("run.trec", text)
+    else:
+        path.write_bytes({"gzip": gzip.compress, "bzip2": bz2.compress, "xz": lzma.compress}[kind](text))
+    for read in (read_run, lambda p: list(iter_run(p))):
+        with pytest.raises(UsageError, match=f"a {kind}-compressed file; a run is read as plain text"):
+            read(str(path))
+    path.write_bytes(b"BZh9 Q0 d1 1 2.0 t\n")  # a query id that begins as bzip2 does is a query id
+    assert read_run(str(path)) == {"BZh9": {"d1": 2.0}}
