@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from .runs import Run, read_run_table, read_trec_run, run_format
+from .runs import Run, read_run_table, read_trec_run, require_run_file, run_format
 
 ROUTING_ITEM = "dataset"
 """The column a routing run table ranks: the source datasets."""
@@ -20,8 +20,7 @@ ROUTING_ITEM = "dataset"
 def read_routing_run(path: str | os.PathLike) -> Run:
     """A routing run file as {query id: {dataset: score}}."""
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: no such routing run file")
+    require_run_file(path, "routing run")
     if run_format(path) == "trec":
         return read_trec_run(path, item=ROUTING_ITEM)
     return read_run_table(path, item=ROUTING_ITEM, what="routing run")

@@ -76,15 +76,15 @@ COMPRESSED = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"\xfd7zXZ\x00":
 """Leading bytes of compressed files, which no text run begins with."""
 
 
-def require_run_file(path: str) -> None:
+def require_run_file(path: str, what: str = "run") -> None:
     """FileNotFoundError when there is nothing at `path`, UsageError when it is a folder or not a regular file (a
     FIFO is never opened, so never waited on), or a TREC or JSONL run that is a compressed file (its first line was
     refused for a control character, with no word of why)."""
     if not os.path.isfile(path):
         if os.path.lexists(path):
             kind = "a folder" if os.path.isdir(path) else "not a regular file"
-            raise UsageError(f"{path}: a run is a file, and this is {kind}")
-        raise FileNotFoundError(f"{path}: no such run file")
+            raise UsageError(f"{path}: a {what} is a file, and this is {kind}")
+        raise FileNotFoundError(f"{path}: no such {what} file")
     if run_format(path) != "parquet":
         with open(path, "rb") as f:
             start = f.read(10)
@@ -92,7 +92,7 @@ def require_run_file(path: str) -> None:
         if compressed is None and start[:3] == b"BZh" and start[4:10] == b"1AY&SY":
             compressed = "bzip2"
         if compressed:
-            raise UsageError(f"{path}: a {compressed}-compressed file; a run is read as plain text (or .parquet, "
+            raise UsageError(f"{path}: a {compressed}-compressed file; a {what} is read as plain text (or .parquet, "
                              ".jsonl): decompress it first")
 
 
