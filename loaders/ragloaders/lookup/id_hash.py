@@ -18,6 +18,9 @@ TAIL_STRINGS = 8
 """With this few strings left unfinished, each is finished on its own (`_continued`)."""
 TAIL_CHUNK = 1 << 16
 """Bytes of one string hashed at once in closed form."""
+LONG_BYTES = 4096
+"""A string longer than this is hashed alone in closed form from the start: the vectorised steps are one a byte
+position, so nine strings of 1 MB took a million steps over nine values each (200 times numpy's time per byte)."""
 SLICE_ROWS = 1 << 16
 """Ids hashed at once: small arrays are reused by the allocator (fresh large ones cost a page fault per page)."""
 
@@ -65,11 +68,14 @@ def _continued(running: int, data: np.ndarray) -> int:
 
 def _hash_strings(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The hashes of the strings data[starts[i]:starts[i] + lengths[i]]: one vectorised step per byte position,
-    over the strings at least that long (so the work follows the number of bytes, however the lengths vary); once
-    only a few strings are left, each is finished in closed form (`_continued`), so that one very long id costs
-    numpy's work per byte, not its fixed cost per step."""
+    over the strings at least that long (so the work follows the number of bytes, however the lengths vary); a
+    string over LONG_BYTES, and each of the last few left, is hashed alone in closed form (`_continued`), so that
+    long ids cost numpy's work per byte, not its fixed cost per step."""
     hashes = lengths.astype(np.uint64) * LENGTH_MIX
-    active = np.flatnonzero(lengths > 0)
+    for position in np.flatnonzero(lengths > LONG_BYTES).tolist():  # each long one alone, in closed form
+        start = int(starts[position])
+        hashes[position] = _continued(int(hashes[position]), data[start: start + int(lengths[position])])
+    active = np.flatnonzero((lengths > 0) & (lengths <= LONG_BYTES))
     running, cursor, remaining = hashes[active], starts[active], lengths[active]
     while len(active):
         if len(active) <= TAIL_STRINGS:
