@@ -70,7 +70,7 @@ def test_a_qrels_grade_too_large_for_a_1mb_document_is_one_short_line(tmp_path, 
     run = tmp_path / "run.trec"
     run.write_text("q1 Q0 d1 1 1.0 t\n")
     line = error_line(capsys, main(["eval", "beir-format", "--run", str(run), *where(folder, tmp_path)]), tmp_path)
-    assert "qrels: query 'q1', document 'x" in line and "grade 1000000000 is above" in line
+    assert "beir-format qrels test: query 'q1', document 'x" in line and "grade 1000000000 is above" in line
 
 
 def test_a_duplicate_1mb_id_in_a_beir_corpus_or_qrels_is_a_short_validate_finding(tmp_path, capsys):

@@ -173,20 +173,21 @@ MAX_GRADE = 1 << 16
 """The largest qrels grade scored: far above any benchmark's (0 to 4), far below what trec_eval's memory allows."""
 
 
-def refuse_what_trec_eval_cannot_hold(qrels: Mapping[str, Mapping[str, int]], run: Run) -> None:
+def refuse_what_trec_eval_cannot_hold(qrels: Mapping[str, Mapping[str, int]], run: Run,
+                                      qrels_name: str = "qrels") -> None:
     """ValueError for an id holding a NUL byte or a lone surrogate (qrels or run) or a grade above MAX_GRADE (module
-    docstring)."""
-    for source, pairs in (("qrels", qrels), ("run", run)):
+    docstring); `qrels_name` says which qrels (`beir/x qrels test`)."""
+    for source, pairs in ((qrels_name, qrels), ("run", run)):
         for query_id, docs in pairs.items():
             if source == "run" and _unholdable(query_id + "".join(docs)) is None:
                 continue  # (one check of all the query's ids joined; each id looked at only if that fails)
             for what, value in (("query id", query_id), *(("document id", doc_id) for doc_id in docs)):
                 if problem := _unholdable(value):
                     raise UsageError(f"{source}: {what} {preview(value)} {problem}")
-            if source == "qrels":
+            if pairs is qrels:
                 for doc_id, grade in docs.items():
                     if grade > MAX_GRADE:
-                        raise UsageError(f"qrels: query {preview(query_id)}, document {preview(doc_id)}: grade "
+                        raise UsageError(f"{qrels_name}: query {preview(query_id)}, document {preview(doc_id)}: grade "
                                          f"{grade} is above "
                                          f"{MAX_GRADE}, the largest trec_eval is given (its memory grows with it)")
 
@@ -248,8 +249,10 @@ def score(
     *,
     relevance_level: int = 1,
     ignore_identical_ids: bool = False,
+    qrels_name: str = "qrels",
 ) -> Scores:
-    """Score `run` against `qrels` with pytrec_eval: per query and the mean over every query of `qrels`."""
+    """Score `run` against `qrels` with pytrec_eval: per query and the mean over every query of `qrels`
+    (`qrels_name` names them in errors)."""
     require_extra("pytrec_eval")
     import pytrec_eval
 
@@ -263,7 +266,7 @@ def score(
     if ignore_identical_ids:
         run, dropped = without_identical_ids(run)
     judged_run = {query_id: run[query_id] for query_id in qrels if query_id in run}
-    refuse_what_trec_eval_cannot_hold(qrels, judged_run)
+    refuse_what_trec_eval_cannot_hold(qrels, judged_run, qrels_name)
     values: dict[str, dict[str, float]] = {query_id: {} for query_id in judged_run}
     native = [m for m in metrics if m.family.native_cutoff and m.family.in_trec_eval]
     if native:

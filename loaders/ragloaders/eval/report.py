@@ -214,7 +214,8 @@ def _evaluate_path(
     # a dropped document is not scored, so it is not reported as missing from the corpus either
     doc_ids = _scored_doc_ids(run, drop)
     unknown_documents = missing_doc_ids_started(doc_ids, corpus_tables(path, ["_id"], **where))
-    scores = score(qrels, run, chosen, relevance_level=level, ignore_identical_ids=drop)
+    scores = score(qrels, run, chosen, relevance_level=level, ignore_identical_ids=drop,
+                   qrels_name=f"{shown} qrels {split}")
     report = EvalReport(
         shown, split, level, scores.mean, len(qrels), scores.per_query if per_query else None,
         unranked_queries=scores.unranked_queries,
