@@ -107,13 +107,13 @@ def _check_splits(splits: Any, name: str, where: str) -> None:
         split_name = _text(split.get("name"), name, f"{where}: split entry {number}: name")
         _unique(split_name, seen, name, where, "split")
         for count in ("num_examples", "num_bytes"):
-            value = split.get(count, 0 if count == "num_bytes" else None)  # datasets takes 0 for both when missing
+            # datasets takes 0 for either when it is missing: harmless for num_bytes (it is not verified), while a
+            # row count of 0 makes it refuse intact data files as not the card's
+            value = split.get(count, 0 if count == "num_bytes" else None)
             if type(value) is not int or value < 0:
-                raise SourceError(name, f"{where} split {preview(split_name)}: {count} "
-                                        f"{preview(value) if count in split else 'missing'}, where datasets reads a "
-                                        "count (an integer, 0 or more)" + (
-                                            "; it would take 0 and refuse every file as not the card's"
-                                            if count not in split else ""))
+                shown = preview(value) if count in split else "missing (datasets would take 0 and blame the data files)"
+                raise SourceError(name, f"{where} split {preview(split_name)}: {count} {shown}, where datasets reads "
+                                        "a count (an integer, 0 or more)")
 
 
 def _parsed_by_datasets(metadata: dict, name: str) -> None:
