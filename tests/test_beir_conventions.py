@@ -178,25 +178,39 @@ def test_the_report_names_the_catalogue_files_the_split_the_conventions_and_the_
     assert last[1].startswith("scored: split test;") and sha256_file(run) in last[1]
 
 
-def test_a_built_folder_is_named_by_its_manifest_digest_and_its_qrels_files(nfcorpus_build, nfcorpus_run):
+def qrels_digest(path) -> dict:
+    """The qrels of a Parquet file as the identity names them, computed the plain way."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    grades: dict[str, dict[str, int]] = {}
+    for row in pq.read_table(path).to_pylist():
+        grades.setdefault(row["query-id"], {})[row["corpus-id"]] = row["score"]
+    lines = "".join(f"{q}\t{d}\t{g}\n" for q, docs in grades.items() for d, g in docs.items())
+    return {"pairs": sum(map(len, grades.values())), "sha256": hashlib.sha256(lines.encode()).hexdigest()}
+
+
+def test_a_built_folder_is_named_by_its_manifest_digest_and_the_qrels_scored(nfcorpus_build, nfcorpus_run):
     report = evaluate(str(nfcorpus_build.out), nfcorpus_run["run"], metrics="ndcg@10",
                       cache_dir=nfcorpus_build.cache_dir, keep_identical_ids=True)
     source = report.identity["source"]
-    qrels = nfcorpus_build.out / "qrels" / "test-00000-of-00001.parquet"
     assert source == {"form": "built folder", "folder": str(nfcorpus_build.out),
                       "manifest_sha256": sha256_file(nfcorpus_build.out / ".ragloaders-manifest.json"),
-                      "qrels_files": [{"name": "qrels/test-00000-of-00001.parquet", "bytes": qrels.stat().st_size,
-                                       "sha256": sha256_file(qrels)}]}
+                      "qrels": qrels_digest(nfcorpus_build.out / "qrels" / "test-00000-of-00001.parquet")}
+    assert source["qrels"]["pairs"] == 12334
     assert report.identity["conventions"]["identical_ids"] == "kept (--keep-identical-ids)"
     assert evaluate("mmrag", {"q": {"d": 1.0}}, data_dir=str(DATA / "mmrag"), metrics="ndcg@10",
                     cache_dir=nfcorpus_build.cache_dir).identity["run"] == {"file": None}
 
 
-def test_a_built_folder_whose_qrels_changed_after_the_build_has_another_identity(nfcorpus_build, nfcorpus_run,
+def test_a_built_folder_whose_qrels_changed_is_named_by_the_qrels_actually_scored(nfcorpus_build, nfcorpus_run,
                                                                                   tmp_path):
-    """A copy of the folder with every test grade made 0 (same rows, same manifest): it scores 0 where the build
-    scores more, and its identity named the same manifest digest alone, so two different inputs shared one
-    identity. The qrels files' own digests now tell them apart."""
+    """A copy of the folder, scored, then its qrels file rewritten with every grade 0 (same rows, same manifest).
+    Its identity named the manifest alone, the same for both. With the file's time set back (as `cp -p`, `rsync -t`
+    or `tar x` do), datasets' cache, keyed on the time, still gives the old rows: the identity then named the new
+    file's sha256 while the old qrels were scored. It names the qrels scored, by their content, whatever the cache
+    does, and a fresh cache scores and names the new ones."""
     import shutil
 
     import pyarrow as pa
@@ -204,16 +218,22 @@ def test_a_built_folder_whose_qrels_changed_after_the_build_has_another_identity
 
     copy = tmp_path / "nf"
     shutil.copytree(nfcorpus_build.out, copy)
+    cache = str(tmp_path / "cache")
+    first = evaluate(str(copy), nfcorpus_run["run"], metrics="ndcg@10", cache_dir=cache)
     qrels = copy / "qrels" / "test-00000-of-00001.parquet"
+    before = qrels_digest(qrels)
+    stat = qrels.stat()
     table = pq.read_table(qrels)
     pq.write_table(table.set_column(2, "score", pa.array([0] * table.num_rows, table.schema.field("score").type)),
                    qrels)
-    reports = [evaluate(str(folder), nfcorpus_run["run"], metrics="ndcg@10", cache_dir=str(tmp_path / "cache"))
-               for folder in (nfcorpus_build.out, copy)]
-    assert reports[0].metrics["NDCG@10"] > 0 == reports[1].metrics["NDCG@10"]
-    built, changed = (report.identity["source"] for report in reports)
-    assert built["manifest_sha256"] == changed["manifest_sha256"]
-    assert built["qrels_files"][0]["sha256"] != changed["qrels_files"][0]["sha256"] == sha256_file(qrels)
+    os.utime(qrels, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    kept_time = evaluate(str(copy), nfcorpus_run["run"], metrics="ndcg@10", cache_dir=cache)
+    fresh = evaluate(str(copy), nfcorpus_run["run"], metrics="ndcg@10", cache_dir=str(tmp_path / "fresh"))
+    assert first.identity["source"]["qrels"] == before and first.metrics["NDCG@10"] > 0
+    assert kept_time.identity["source"]["qrels"] == (before if kept_time.metrics == first.metrics else
+                                                     qrels_digest(qrels))
+    assert fresh.metrics["NDCG@10"] == 0 and fresh.identity["source"]["qrels"] == qrels_digest(qrels) != before
+    assert fresh.identity["source"]["manifest_sha256"] == first.identity["source"]["manifest_sha256"]
 
 
 def test_the_readmes_example_report_is_the_bundled_zips():

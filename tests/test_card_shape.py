@@ -238,3 +238,72 @@ def test_load_yaml_gives_what_safe_load_gives_or_a_source_error(text):
     got = load_yaml(text, "README.md")
     assert repr(got) == repr(expected)
 
+
+
+FENCES = ["---\na: 1\n---\nbody", "---\na: 1\n--- \nbody", "---\na: 1\n---\t\t\nbody", "---\r\na: 1\r\n---\r\n",
+          "\n\n---\na: 1\n---", "---\ra: 1\r---\r", "---\na: 1\n----\nb: 2\n---\n", "---\n---\n", "no card",
+          "---\na: 1", " ---\na: 1\n---\n", "---x\na: 1\n---\n", "---\na: 1\n---x\n---\n", "---\n\na: 1\n\n---  \r\n"]
+
+
+@pytest.mark.parametrize("card", FENCES)
+def test_the_front_matter_is_the_block_huggingface_hub_reads(card):
+    """A space after the closing `---` made front_matter() find no YAML, so no check ran, while huggingface_hub
+    (and datasets through it) read the block: an alias bomb passed. The block is now found as the hub finds it."""
+    from huggingface_hub.repocard import REGEX_YAML_BLOCK
+
+    match = REGEX_YAML_BLOCK.search(card)
+    assert front_matter(card) == (match.group(2) if match else "")
+
+
+def test_a_bomb_behind_a_closing_fence_with_a_trailing_space_is_refused():
+    bomb = "l0: &l0 [a, a, a, a, a, a, a, a, a, a]\n" + "".join(
+        f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 7))
+    with pytest.raises(SourceError, match="more than 200,000 nodes"):
+        check_card("---\n" + bomb + "--- \n# body\n", "README.md")
+
+
+def test_nesting_made_by_chained_aliases_counts_toward_the_depth_bound():
+    """Thirty anchors, each 45 lists deep around an alias of the one before: each under the bound, 1,300 deep once
+    expanded, which datasets' deepcopy and features parsing met as a RecursionError."""
+    lines = ["f0: &f0 [x]"] + [f"f{i}: &f{i} {'[' * 45}*f{i - 1}{']' * 45}" for i in range(1, 30)]
+    with pytest.raises(SourceError, match="more than 100 deep .aliases expanded."):
+        check_card("---\n" + "\n".join(lines) + "\n---\n", "README.md")
+    fits = "a: &a " + "[" * 49 + "]" * 49 + "\nb: " + "[" * 50 + "*a" + "]" * 50  # the card, 50 lists, 49: 100
+    check_card("---\n" + fits + "\n---\n", "README.md")
+    deeper = "a: &a " + "[" * 49 + "]" * 49 + "\nb: " + "[" * 51 + "*a" + "]" * 51
+    with pytest.raises(SourceError, match="more than 100 deep"):
+        check_card("---\n" + deeper + "\n---\n", "README.md")
+
+
+@pytest.mark.parametrize("key", ["2024-01-01", "true", "1", "null", "[a, b]"])
+def test_a_front_matter_field_not_named_by_a_string_is_refused(key):
+    """huggingface_hub passes the fields as keywords: `TypeError: keywords must be strings` from inside datasets."""
+    card = f"---\npretty_name: x\n{key if not key.startswith('[') else '? ' + key + chr(10)}: launched\n---\n"
+    with pytest.raises(SourceError, match="where a card's fields are named by strings|invalid YAML"):
+        check_card(card, "README.md")
+
+
+def test_a_long_base_60_number_is_refused_before_it_is_built():
+    """PyYAML builds `1:59:59:...` with big integers, in time quadratic in its length: 29 s for a 1 MB card."""
+    with pytest.raises(SourceError, match="a number of 300,003 characters"):
+        check_card("---\nx: 1:" + "59:" * 100_000 + "1\n---\n", "README.md")
+    check_card("---\nx: '" + "1:" * 3000 + "'\ny: 1:59\n---\n", "README.md")  # quoted, or short: read
+
+
+@pytest.mark.parametrize("standalone, said", [
+    ("dataset_info: none\n", "/.huggingface.yaml: dataset_info: str 'none'"),
+    ("l0: &l0 [a, a, a, a, a, a, a, a, a, a]\n" + "".join(
+        f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 7)), ".huggingface.yaml: YAML front "
+     "matter expands to more than 200,000 nodes"),
+    ("- a list\n", ".huggingface.yaml: a list, where datasets reads a mapping"),
+])
+def test_a_huggingface_yaml_beside_the_card_is_checked_as_datasets_merges_it(standalone, said, cut_folder, tmp_path):
+    """datasets merges a folder's `.huggingface.yaml` over the card (read whole with yaml.safe_load): `dataset_info:
+    none` there turned the split counts' verification off (the cut corpus loaded as 10 rows), and an alias bomb
+    there went unchecked."""
+    folder = tmp_path / "nf"
+    shutil.copytree(cut_folder, folder)
+    (folder / ".huggingface.yaml").write_text(standalone)
+    with pytest.raises(SourceError) as caught:
+        ragloaders.load(str(folder), "corpus", cache_dir=str(tmp_path / "cache"))
+    assert said in str(caught.value), str(caught.value)

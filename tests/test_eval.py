@@ -509,6 +509,24 @@ def test_a_write_in_progress_is_not_named_a_leftover_and_one_finished_first_is_n
     assert live in warning and os.path.exists(live)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([target.name, os.path.basename(live)])
 
+
+def test_a_filesystem_without_locks_still_writes_and_leaks_nothing(tmp_path, monkeypatch):
+    """Where flock fails (ENOLCK: NFS without lockd, some FUSE mounts) every write failed, leaving its partial file
+    and its descriptor behind: locking is now best effort."""
+    import errno
+    import fcntl
+    import os
+
+    def no_locks(handle, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    descriptors = len(os.listdir("/proc/self/fd"))
+    for n in range(3):
+        write_run(str(tmp_path / f"run{n}.trec"), [("q", ["d"], [1.0])])
+    assert len(os.listdir("/proc/self/fd")) == descriptors
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run0.trec", "run1.trec", "run2.trec"]
+
 RUN_COLUMNS = "query-id, corpus-id, score"
 
 

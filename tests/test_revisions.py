@@ -103,8 +103,10 @@ def test_validate_bm25_and_eval_read_the_revision_and_name_its_commit(two_pushes
     assert f"read org/nf at commit {first}" in out and "for 323 test queries" in out  # the first push's 323
     code, report = two_pushes["eval"]
     assert code == 0 and report["judged_queries"] == 323
-    assert report["identity"]["source"] == {"form": "hub repository", "repo_id": "org/nf", "commit": first,
-                                            "revision": "first-push"}
+    source = report["identity"]["source"]
+    assert source == {"form": "hub repository", "repo_id": "org/nf", "commit": first, "revision": "first-push",
+                      "qrels": {"pairs": source["qrels"]["pairs"], "sha256": source["qrels"]["sha256"]}}
+    assert source["qrels"]["pairs"] > 0 and len(source["qrels"]["sha256"]) == 64
     assert "no revision 'no-such-tag'" in two_pushes["bad"] and two_pushes["bad"].count("\n") == 1
 
 

@@ -24,6 +24,10 @@ def check_card_shape(metadata: Any, name: str) -> None:
         return
     if not isinstance(metadata, dict):
         raise SourceError(name, f"front matter is {_kind(metadata)}, where a card holds a mapping of fields")
+    for key in metadata:
+        if not isinstance(key, str):
+            raise SourceError(name, f"front matter field {preview(key)} is named by a {type(key).__name__}, where a "
+                                    "card's fields are named by strings (huggingface_hub passes them as keywords)")
     _check_configs(metadata.get("configs"), name)
     _check_dataset_info(metadata.get("dataset_info"), name)
     _parsed_by_datasets(metadata, name)
@@ -125,7 +129,7 @@ def _parsed_by_datasets(metadata: dict, name: str) -> None:
                          ("dataset_info", DatasetInfosDict.from_dataset_card_data)):
         try:
             parse(metadata)
-        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError) as e:
             cause = " ".join(str(e).split())
             raise SourceError(name, f"{field}: datasets cannot read it ({type(e).__name__}: "
                                     f"{cause[:200] + '…' if len(cause) > 200 else cause})") from None

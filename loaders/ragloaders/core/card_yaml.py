@@ -26,14 +26,15 @@ from .preview import cut
 MAX_YAML_BYTES = 1 << 20
 MAX_YAML_NODES = 200_000
 MAX_YAML_DEPTH = 100
-_FRONT_MATTER = re.compile(r"\A\s*---[\r\n]+(.*?)[\r\n]+---(?:\r?\n|\Z)", re.DOTALL)
-"""As lenient as the hub's readers: leading blank lines, CRLF or LF fences."""
+_FRONT_MATTER = re.compile(r"^(\s*---(?:\r\n|\r|\n))([\S\s]*?)((?:\r\n|\r|\n)---[ \t]*(\r\n|\n|$))")
+"""huggingface_hub's own (`repocard.REGEX_YAML_BLOCK`, which datasets' card reading uses; importing it costs a
+quarter second): leading blank lines, CR, LF or CRLF fences, spaces or tabs after the closing one."""
 
 
 def front_matter(text: str) -> str:
     """The YAML between a card's leading `---` line and the next one ("" when the card has none)."""
-    match = _FRONT_MATTER.match(text)
-    return match.group(1) if match else ""
+    match = _FRONT_MATTER.search(text)
+    return match.group(2) if match else ""
 
 
 def check_yaml_budget(text: str, name: str) -> None:
@@ -50,36 +51,63 @@ def _budgeted_events(text: str, name: str) -> list[yaml.Event]:
         raise SourceError(name, f"YAML front matter of {size:,} bytes, over the {MAX_YAML_BYTES:,} bytes a card may "
                                 "hold (MAX_YAML_BYTES)")
     events: list[yaml.Event] = []
-    expanded: dict[str, int] = {}
-    open_anchors: list[tuple[str | None, int]] = []
+    expanded: dict[str, tuple[int, int]] = {}
+    """anchor -> (the nodes it stands for, the depth of its collections), aliases expanded"""
+    open_collections: list[list] = []
+    """[anchor, nodes before it, the deepest of its members so far] of each collection being read"""
     nodes = 0
+
+    def member(count: int, depth: int) -> None:
+        nonlocal nodes
+        nodes += count
+        if open_collections:
+            parent = open_collections[-1]
+            parent[2] = max(parent[2], depth)
+        if len(open_collections) + depth > MAX_YAML_DEPTH:  # an alias nests what it names where it stands
+            raise SourceError(name, f"YAML front matter nests collections more than {MAX_YAML_DEPTH} deep (aliases "
+                                    "expanded); refused before building it (MAX_YAML_DEPTH)")
+        if nodes > MAX_YAML_NODES:
+            raise SourceError(name, f"YAML front matter expands to more than {MAX_YAML_NODES:,} nodes (aliases "
+                                    "expanded: an alias bomb?); refused before building it (MAX_YAML_NODES)")
+
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             events.append(event)
             if isinstance(event, yaml.AliasEvent):
-                if any(anchor == event.anchor for anchor, _ in open_anchors):
+                if any(collection[0] == event.anchor for collection in open_collections):
                     raise SourceError(name, f"YAML front matter holds the alias {cut(event.anchor)} inside the "
                                             "collection it names (a structure that contains itself); refused")
-                nodes += expanded.get(event.anchor, 1)
-            elif isinstance(event, (yaml.ScalarEvent, yaml.CollectionStartEvent)):
-                nodes += 1
-                if isinstance(event, yaml.CollectionStartEvent):
-                    open_anchors.append((event.anchor, nodes - 1))
-                    if len(open_anchors) > MAX_YAML_DEPTH:
-                        raise SourceError(name, f"YAML front matter nests collections more than {MAX_YAML_DEPTH} "
-                                                "deep; refused before building it (MAX_YAML_DEPTH)")
-                elif event.anchor is not None:
-                    expanded[event.anchor] = 1
+                member(*expanded.get(event.anchor, (1, 0)))
+            elif isinstance(event, yaml.ScalarEvent):
+                _refuse_costly_number(event, name)
+                if event.anchor is not None:
+                    expanded[event.anchor] = (1, 0)
+                member(1, 0)
+            elif isinstance(event, yaml.CollectionStartEvent):
+                member(1, 1)
+                open_collections.append([event.anchor, nodes - 1, 0])
             elif isinstance(event, yaml.CollectionEndEvent):
-                anchor, before = open_anchors.pop()
+                anchor, before, deepest = open_collections.pop()
+                if open_collections:
+                    open_collections[-1][2] = max(open_collections[-1][2], deepest + 1)
                 if anchor is not None:
-                    expanded[anchor] = nodes - before
-            if nodes > MAX_YAML_NODES:
-                raise SourceError(name, f"YAML front matter expands to more than {MAX_YAML_NODES:,} nodes (aliases "
-                                        "expanded: an alias bomb?); refused before building it (MAX_YAML_NODES)")
+                    expanded[anchor] = (nodes - before, deepest + 1)
     except yaml.YAMLError as e:
         raise SourceError(name, f"invalid YAML front matter ({_problem(e)})") from None
     return events
+
+
+LONGEST_NUMBER = 4300
+"""Characters of a plain scalar that YAML reads as a number, at most (Python's own bound on decimal integers): PyYAML
+builds `1:59:59:...` (base 60) with big-integer arithmetic, in time quadratic in its length."""
+
+
+def _refuse_costly_number(event: yaml.ScalarEvent, name: str) -> None:
+    if len(event.value) > LONGEST_NUMBER and event.implicit[0]:
+        tag = yaml.resolver.Resolver().resolve(yaml.ScalarNode, event.value, event.implicit)
+        if tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
+            raise SourceError(name, f"YAML front matter holds a number of {len(event.value):,} characters, over the "
+                                    f"{LONGEST_NUMBER:,} a card may hold")
 
 
 class _ComposedFromEvents(yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
@@ -123,6 +151,15 @@ def _problem(error: Exception) -> str:
     return cut(" ".join(str(error).split()) or type(error).__name__)
 
 
-def check_card(text: str, name: str) -> None:
-    """`check_yaml_budget` on a card's front matter, then `card_shape.check_card_shape` of what it holds."""
-    check_card_shape(load_yaml(front_matter(text), name), name)
+def check_card(text: str, name: str, *, standalone: tuple[str, str] | None = None) -> None:
+    """`check_yaml_budget` on a card's front matter, then `card_shape.check_card_shape` of what it holds; with
+    `standalone` (the text and name of a `.huggingface.yaml`), of the card's fields updated with that file's, as
+    datasets merges them."""
+    metadata = load_yaml(front_matter(text), name)
+    if standalone is None or not isinstance(metadata, (dict, type(None))):
+        check_card_shape(metadata, name)  # (a front matter that is not a mapping is refused here)
+    if standalone is not None:
+        extra = load_yaml(*standalone)
+        if extra is not None and not isinstance(extra, dict):
+            raise SourceError(standalone[1], f"a {type(extra).__name__}, where datasets reads a mapping of fields")
+        check_card_shape({**(metadata or {}), **(extra or {})}, f"{name} with {standalone[1]}")

@@ -30,6 +30,8 @@ BUILT_FROM = "<!-- built by ragloaders from {path} -->"
 whose conventions (declared defects, keys, how runs are scored) apply to the folder or repository."""
 BUILT_FROM_PATTERN = re.compile(r"^<!-- built by ragloaders from (\S+) -->$", re.MULTILINE)
 CARD = "README.md"
+STANDALONE_YAML = ".huggingface.yaml"
+"""YAML that datasets merges over the card's front matter (`configs`, `dataset_info`, ...)."""
 PROBE_TIMEOUT_SECONDS = 3.0
 """How long the one request that checks the hub may take (connect and read)."""
 REMEDIES = ("set HF_ENDPOINT to a hub or mirror you can reach, set HF_HUB_OFFLINE=1 to use the copy in the hub cache, "
@@ -167,12 +169,11 @@ class Repository:
         return list(datasets.get_dataset_config_names(self.location, revision=self.hub_revision))
 
     def check_card(self) -> None:
-        """The card's YAML within core/card_yaml's budget before `datasets` parses it (an alias bomb in its
-        `configs:` would expand in memory): a local folder's README.md, or a hub repository's, downloaded alone
-        first; a SourceError naming the card if not."""
-        card = self.card_text()
-        if card is not None:
-            check_card(card, os.path.join(self.location, CARD))
+        """The card's YAML (and `.huggingface.yaml`'s) within core/card_yaml's budget and of the shape datasets
+        reads, before `datasets` parses it (an alias bomb in its `configs:` would expand in memory): a local
+        folder's files, or a hub repository's, downloaded alone first; a SourceError naming the file if not
+        (`check_repository_yaml`)."""
+        check_repository_yaml(self.location, revision=self.hub_revision)
 
     def load(self, config: str | None, *, split: str | None = None, streaming: bool = False,
              cache_dir: str | None = None, **kwargs: Any) -> Any:
@@ -295,19 +296,38 @@ def data_file_bounds(location: str) -> list[str]:
 def card_text(location: str, *, revision: str | None = None) -> str | None:
     """The README.md of a folder, or of the hub dataset repository `location` (downloaded alone, at `revision`: a
     commit, branch or tag, default the main branch); None when it has none."""
-    readme = os.path.join(location, CARD)
+    return repository_file_text(location, CARD, revision=revision)
+
+
+def repository_file_text(location: str, name: str, *, revision: str | None = None) -> str | None:
+    """The text of the file `name` at the top of a folder, or of the hub dataset repository `location` (downloaded
+    alone, at `revision`); None when it has none."""
+    path = os.path.join(location, name)
     if not os.path.isdir(location):
         from huggingface_hub import hf_hub_download
         from huggingface_hub.errors import EntryNotFoundError
 
         try:
-            readme = hf_hub_download(location, CARD, repo_type="dataset", revision=revision)
+            path = hf_hub_download(location, name, repo_type="dataset", revision=revision)
         except EntryNotFoundError:
             return None
-    if not os.path.isfile(readme):
+    if not os.path.isfile(path):
         return None
-    with open(readme, encoding="utf-8", errors="replace") as f:
+    with open(path, encoding="utf-8", errors="replace") as f:
         return f.read()
+
+
+def check_repository_yaml(location: str, *, revision: str | None = None) -> None:
+    """`check_card` of what `datasets` reads of a repository's YAML: its README.md's front matter, updated with its
+    `.huggingface.yaml` when it has one (datasets merges that file over the card, and reads it whole with
+    `yaml.safe_load`); a SourceError naming the file at fault, or the card, if not."""
+    card = card_text(location, revision=revision)
+    standalone = repository_file_text(location, STANDALONE_YAML, revision=revision)
+    if card is None and standalone is None:
+        return
+    where = os.path.join(location, CARD) if os.path.isdir(location) else f"{location}/{CARD}"
+    also = (os.path.join(location, STANDALONE_YAML) if os.path.isdir(location) else f"{location}/{STANDALONE_YAML}")
+    check_card(card or "", where, standalone=None if standalone is None else (standalone, also))
 
 
 def cached_snapshot(repo_id: str, *, offline: bool, revision: str | None = None) -> str:

@@ -105,9 +105,18 @@ def partial_file(target: str) -> tuple[int, str]:
         warn(f"{len(leftovers)} unfinished file(s) of an interrupted earlier write of {target}, left as they are "
              f"(delete them yourself): {', '.join(os.path.join(folder, e) for e in leftovers)}")
     handle, path = tempfile.mkstemp(prefix=name + ".", suffix=PARTIAL_SUFFIX, dir=folder)
-    fcntl.flock(handle, fcntl.LOCK_EX)
+    lock_if_possible(handle)
     os.fchmod(handle, 0o666 & ~current_umask())  # mkstemp makes 0600; a new file follows the umask, as open() does
     return handle, path
+
+
+def lock_if_possible(handle: int) -> None:
+    """An exclusive flock on the open file `handle`, held until it is closed; nothing where the filesystem has no
+    locks (NFS without lockd, some FUSE mounts): its partial files then look abandoned to a run beside it."""
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        pass
 
 
 def being_written(path: str) -> bool:

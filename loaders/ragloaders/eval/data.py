@@ -140,13 +140,6 @@ def _split(path: str, config: str, split: str, **where: str | None) -> pa.Table:
     return splits[split_read(path, config, split, list(splits))]
 
 
-def split_files(repository: Repository, config: str, split: str) -> list[str]:
-    """The data files of a folder's config that `_split` reads for `split` (its only split's, by mteb's rule)."""
-    files = repository.builder(config).config.data_files or {}
-    chosen = files.get(split) or (next(iter(files.values())) if len(files) == 1 else [])
-    return [str(file) for file in chosen]
-
-
 def split_read(path: str, config: str, split: str, splits: Sequence[str]) -> str:
     """Which of a config's `splits` is read for `split`: itself if there; in a folder or repository the config's
     only split otherwise (mteb's rule), with a warning naming both (read for `test`, a `train` split is other

@@ -3,15 +3,16 @@ the last lines of its text report.
 
 It holds ragloaders' version; the source's form and what pins it: for a benchmark path the files read (name, bytes,
 sha256: the archive, as the dataset card lists it), for a built folder the sha256 of its manifest (which lists every
-file's sha256 as built) and of the qrels files scored against (as they are now), for a hub repository its id and
-the commit read; the split; the conventions that change a number
+file's sha256 as built), for a hub repository its id and the commit read, and for both the qrels scored against
+named by their content; the split; the conventions that change a number
 (relevance level, identical ids dropped or kept and how many); and the run file's name, size and sha256.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..api import builder, configs_of
@@ -49,22 +50,32 @@ def files_of(paths: Iterable[str], *, data_dir: str | None, cache_dir: str | Non
 
 
 def source_identity(shown: str, read: Iterable[str], repository: Repository | None, *, data_dir: str | None,
-                    cache_dir: str | None, labels: Iterable[str] = ()) -> dict[str, Any]:
+                    cache_dir: str | None, qrels: dict[str, Any] | None = None) -> dict[str, Any]:
     """The `source` of the identity block: `shown` as the user named it, and what pins its content (`read`: the
-    benchmark paths read, for a benchmark path; `repository`: the folder or hub repository opened; `labels`: the
-    data files of the qrels split a folder's run was scored against, named by their own digest beside the
-    manifest's, since a file changed after the build leaves the manifest as it was)."""
+    benchmark paths read, for a benchmark path; `repository`: the folder or hub repository opened). A folder's or
+    repository's also holds `qrels` (`qrels_identity` of the qrels scored against): its files may have changed
+    since the build or the download, and datasets' cache of a local file is keyed on its time."""
     if repository is None:
         return {"form": CATALOGUE, "path": shown, "files": files_of(read, data_dir=data_dir, cache_dir=cache_dir)}
     if repository.repo_id is not None:
         return {"form": HUB, "repo_id": repository.repo_id, "commit": repository.commit,
-                "revision": repository.revision}
-    folder = repository.folder or shown
-    manifest = os.path.join(folder, MANIFEST)
+                "revision": repository.revision, "qrels": qrels}
+    manifest = os.path.join(repository.folder or shown, MANIFEST)
     return {"form": FOLDER, "folder": shown,
-            "manifest_sha256": file_digest(manifest, "sha256") if os.path.isfile(manifest) else None,
-            "qrels_files": [{"name": os.path.relpath(file, folder), "bytes": os.path.getsize(file),
-                             "sha256": file_digest(file, "sha256")} for file in labels]}
+            "manifest_sha256": file_digest(manifest, "sha256") if os.path.isfile(manifest) else None, "qrels": qrels}
+
+
+def qrels_identity(qrels: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
+    """The qrels a run was scored against, named by their content: the (query, document) pairs and the sha256 of
+    their lines `query-id TAB corpus-id TAB grade LF` (UTF-8), in the order read (a pair given twice is one, with
+    its last grade, as it was scored)."""
+    digest = hashlib.sha256()
+    pairs = 0
+    for query_id, grades in qrels.items():
+        pairs += len(grades)
+        digest.update("".join(f"{query_id}\t{doc_id}\t{grade}\n" for doc_id, grade in grades.items())
+                      .encode("utf-8", "surrogatepass"))
+    return {"pairs": pairs, "sha256": digest.hexdigest()}
 
 
 def run_identity(run: Any) -> dict[str, Any]:
@@ -82,11 +93,14 @@ def source_line(source: dict[str, Any]) -> str:
         return f"{source['path']} ({CATALOGUE}; {pinned or 'no source file listed'})"
     if source["form"] == HUB:
         asked = f", revision {source['revision']}" if source["revision"] else ""
-        return f"{source['repo_id']} ({HUB} at commit {source['commit']}{asked})"
+        return f"{source['repo_id']} ({HUB} at commit {source['commit']}{asked}{_qrels_words(source['qrels'])})"
     digest = source["manifest_sha256"]
     pinned = f"manifest sha256 {digest}" if digest else "no ragloaders manifest"
-    labels = "".join(f"; {f['name']} {f['bytes']:,} bytes sha256 {f['sha256']}" for f in source["qrels_files"])
-    return f"{source['folder']} ({FOLDER}; {pinned}{labels})"
+    return f"{source['folder']} ({FOLDER}; {pinned}{_qrels_words(source['qrels'])})"
+
+
+def _qrels_words(qrels: dict[str, Any] | None) -> str:
+    return f"; qrels scored {qrels['pairs']:,} pairs sha256 {qrels['sha256']}" if qrels else ""
 
 
 def file_line(what: str, file: dict[str, Any]) -> str:

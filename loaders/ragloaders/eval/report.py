@@ -19,7 +19,6 @@ from ..core.plural import counted
 from ..core.preview import preview
 from .data import (
     all_query_ids,
-    config_for,
     conventions_of,
     corpus_tables,
     display_name,
@@ -28,9 +27,8 @@ from .data import (
     missing_doc_ids_started,
     open_scored_source,
     require_labels,
-    split_files,
 )
-from .identity import identity, identity_lines, source_identity
+from .identity import identity, identity_lines, qrels_identity, source_identity
 from .metrics import DEFAULT_METRICS, Metric, parse_metrics, require_extra, score
 from .ranx_metrics import RANX_TIES, TREC_EVAL_TIES, parse_ranx_metrics, ranx_score
 from .routing import read_routing_run
@@ -76,7 +74,9 @@ class EvalReport:
     """`retrieval` (a run of documents) or `routing` (a run of mmRAG's source datasets)."""
     identity: dict[str, Any] | None = None
     """What was scored (eval.identity): ragloaders' version, the source and what pins it, the split, the conventions,
-    the run file's sha256. Set for a retrieval run."""
+    the run file's sha256."""
+    scored_qrels: dict[str, Any] | None = field(default=None, repr=False)
+    """`identity.qrels_identity` of the qrels scored against (a single path's)."""
 
     def as_json(self) -> dict[str, Any]:
         """The report as JSON-ready data; metric names are the keys. `authors_metrics` (when the authors' measures
@@ -195,9 +195,8 @@ def evaluate(
     else:
         report = _evaluate_path(shown, path, run, conventions, split, chosen, level, per_query, where,
                                 keep_identical_ids)
-    folder = opened.repository if opened.repository is not None and opened.repository.repo_id is None else None
-    labels = split_files(folder, config_for(path, "qrels"), split) if folder is not None else []
-    source = source_identity(shown, conventions.mean_over or (path,), opened.repository, labels=labels, **where)
+    source = source_identity(shown, conventions.mean_over or (path,), opened.repository, qrels=report.scored_qrels,
+                             **where)
     report.identity = identity(source, split, given, relevance_level=level,
                                ignore_identical_ids=conventions.ignore_identical_ids,
                                keep_identical_ids=keep_identical_ids, dropped=report.identical_ids_dropped)
@@ -216,6 +215,7 @@ def _evaluate_path(
     unknown_documents = missing_doc_ids_started(doc_ids, corpus_tables(path, ["_id"], **where))
     scores = score(qrels, run, chosen, relevance_level=level, ignore_identical_ids=drop,
                    qrels_name=f"{shown} qrels {split}")
+    scored_qrels = qrels_identity(qrels)
     report = EvalReport(
         shown, split, level, scores.mean, len(qrels), scores.per_query if per_query else None,
         unranked_queries=scores.unranked_queries,
@@ -226,6 +226,7 @@ def _evaluate_path(
         notes=list(conventions.notes),
         conventions=[f"{BEIR_SHORT}: {TREC_EVAL_TIES}", *identical_ids_convention(conventions, keep_identical_ids,
                                                                                  scores.identical_ids_dropped)],
+        scored_qrels=scored_qrels,
     )
     if conventions.authors_retrieval:
         _add_authors_measures(report, conventions.authors_retrieval, qrels, run, per_query)
@@ -323,8 +324,9 @@ def _evaluate_group(
             unknown_queries.append(query_id)
             continue
         member = prefixes[prefix]
-        foreign[member].update(doc_id for doc_id in docs if not doc_id.startswith(prefix))
-        if bare := next((doc_id for doc_id in foreign[member] if "/" not in doc_id), None):
+        others = [doc_id for doc_id in docs if not doc_id.startswith(prefix)]
+        foreign[member].update(others)
+        if bare := next((doc_id for doc_id in others if "/" not in doc_id), None):
             # kept whole, it would equal the member's own id of that name and be scored as that document
             raise UsageError(f"run: query {preview(query_id)} ranks the document {preview(bare)}, which names no "
                              f"forum; a {path} run names every document <forum>/<id>, as its queries (what "

@@ -14,7 +14,6 @@ checked, and any mismatch means it is rebuilt, never trusted.
 
 from __future__ import annotations
 
-import fcntl
 import mmap
 import os
 import re
@@ -31,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.errors import SourceError
-from ..core.output_target import being_written
+from ..core.output_target import being_written, lock_if_possible
 from ..core.plural import counted
 from ..core.preview import preview
 from .chunked_take import ChunkedRows
@@ -157,7 +156,7 @@ class IdIndex:
         folder = os.path.dirname(path) or "."
         _remove_abandoned(path)
         handle, partial = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".partial", dir=folder)
-        fcntl.flock(handle, fcntl.LOCK_EX)  # held until the file is closed: another save sees it being written
+        lock_if_possible(handle)  # held until the file is closed: another save sees it being written
         try:
             with os.fdopen(handle, "wb") as f:
                 payload = memoryview(np.ascontiguousarray(self.entries)).cast("B")

@@ -169,14 +169,15 @@ def top_ranked_rankings(source: str, split: str, top: int, options: dict[str, An
     if "top_ranked" not in configs_in(source):
         raise UsageError(f"{source} has no top_ranked config (a folder built with `ragloaders build --with "
                          "top_ranked` has one); pass a run with --run instead")
-    table = split_of(source, "top_ranked", split, options)[1].data.table
+    read, dataset = split_of(source, "top_ranked", split, options)
+    table = dataset.data.table
     row = 0
     for batch in table.to_batches(max_chunksize=1024):
         ids = batch.column("corpus-ids").to_pylist()
         scores = batch.column("scores").to_pylist() if "scores" in batch.schema.names else [None] * len(ids)
         for query_id, doc_ids, doc_scores in zip(batch.column("query-id").to_pylist(), ids, scores):
             row += 1
-            _check_top_ranked_row(f"{source} top_ranked {split}", row, query_id, doc_ids)
+            _check_top_ranked_row(f"{source} top_ranked {read}", row, query_id, doc_ids)
             kept = doc_ids[:top]
             given = list(doc_scores or [])[:top]
             if len(given) != len(kept):  # no scores, or not one per document: none is taken for another's

@@ -36,17 +36,16 @@ from datasets.exceptions import DatasetGenerationError
 
 from ..api import builder, configs_of, registry
 from ..benchmarks import benchmark_of
-from ..core.card_yaml import check_card
 from ..core.errors import SourceError, UsageError
 from ..core.facts import Benchmark, KnownDefect, PublishedCounts
-from ..core.hub_repository import require_own_data_files
+from ..core.hub_repository import check_repository_yaml, require_own_data_files
 from ..core.output_target import MANIFEST
 from ..core.plural import counted
 from ..core.preview import preview
 from .cached_split import CachedSplit
 from .provenance import files_read, published_of, source_report
 from .recorded_files import RecordedFiles, check_recorded_files
-from .repository_card import README, built_from_card, card_text, declared_files
+from .repository_card import built_from_card, card_text, declared_files
 from .validate_report import Finding, Report, SplitFacts, finding
 
 RELATION_CONFIGS = ("qrels", "search_results")
@@ -342,8 +341,7 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
     finding naming the file (and the column, for a local folder). Raises ValueError when the repository has no
     config at all, SourceError when its card's YAML is over budget (`core/card_yaml`)."""
     card = card_text(repository)
-    if card is not None:  # before `datasets` parses it: an alias bomb would exhaust memory there
-        check_card(card, os.path.join(repository, README))
+    check_repository_yaml(repository)  # before `datasets` parses it: an alias bomb would exhaust memory there
     if as_path is not None and as_path not in registry():
         raise UsageError(f"--as {preview(as_path)}: not a benchmark path (a group names each member; `ragloaders list` "
                          "shows them)")
