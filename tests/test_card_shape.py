@@ -9,7 +9,6 @@ the card returns a partial corpus."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -97,14 +96,15 @@ def test_the_unedited_cut_folder_is_refused_by_its_row_count(cut_folder, tmp_pat
         ragloaders.load(str(cut_folder), "corpus", cache_dir=str(tmp_path / "cache"))
 
 
-def test_the_cli_prints_the_refusal_in_one_line(cut_folder, tmp_path):
+def test_the_cli_prints_the_refusal_in_one_line(cut_folder, tmp_path, capsys):
+    from ragloaders import cli
+
     folder = edited(cut_folder, tmp_path, EDITS["dataset_info a string"][0])
     for command in (["validate", str(folder)], ["docs", str(folder), "MED-10"]):
-        result = subprocess.run([sys.executable, "-m", "ragloaders", *command], capture_output=True, text=True,
-                                env={**os.environ, "HF_DATASETS_CACHE": str(tmp_path / "cache")})
-        assert result.returncode != 0 and result.stdout == "", (command, result)
-        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, (command, result.stderr)
-        assert f"{folder / 'README.md'}: dataset_info: str 'x'" in result.stderr, (command, result.stderr)
+        assert cli.main([*command, "--cache-dir", str(tmp_path / "cache")]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1, (command, captured)
+        assert f"{folder / 'README.md'}: dataset_info: str 'x'" in captured.err, (command, captured.err)
 
 
 @pytest.mark.parametrize("depth, refused", [(MAX_YAML_DEPTH, False), (MAX_YAML_DEPTH + 1, True), (5000, True)])
