@@ -151,15 +151,18 @@ def _problem(error: Exception) -> str:
     return cut(" ".join(str(error).split()) or type(error).__name__)
 
 
-def check_card(text: str, name: str, *, standalone: tuple[str, str] | None = None) -> None:
-    """`check_yaml_budget` on a card's front matter, then `card_shape.check_card_shape` of what it holds; with
-    `standalone` (the text and name of a `.huggingface.yaml`), of the card's fields updated with that file's, as
-    datasets merges them."""
+def check_card(text: str, name: str, *, standalone: tuple[str, str] | None = None) -> dict[str, Any]:
+    """The fields of a card's front matter ({} for none), within `check_yaml_budget` and checked by
+    `card_shape.check_card_shape`; with `standalone` (the text and name of a `.huggingface.yaml`), the card's fields
+    updated with that file's, as datasets merges them, checked the same way."""
     metadata = load_yaml(front_matter(text), name)
     if standalone is None or not isinstance(metadata, (dict, type(None))):
         check_card_shape(metadata, name)  # (a front matter that is not a mapping is refused here)
-    if standalone is not None:
-        extra = load_yaml(*standalone)
-        if extra is not None and not isinstance(extra, dict):
-            raise SourceError(standalone[1], f"a {type(extra).__name__}, where datasets reads a mapping of fields")
-        check_card_shape({**(metadata or {}), **(extra or {})}, f"{name} with {standalone[1]}")
+    if standalone is None:
+        return metadata or {}
+    extra = load_yaml(*standalone)
+    if extra is not None and not isinstance(extra, dict):
+        raise SourceError(standalone[1], f"a {type(extra).__name__}, where datasets reads a mapping of fields")
+    merged = {**(metadata or {}), **(extra or {})}
+    check_card_shape(merged, f"{name} with {standalone[1]}")
+    return merged

@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .card_shape import check_card_shape, split_row_counts
-from .card_yaml import check_card, front_matter, load_yaml
+from .card_shape import split_row_counts
+from .card_yaml import check_card
 from .errors import MissingSourceError, SourceError, UsageError
 from .preview import preview
 
@@ -317,17 +317,17 @@ def repository_file_text(location: str, name: str, *, revision: str | None = Non
         return f.read()
 
 
-def check_repository_yaml(location: str, *, revision: str | None = None) -> None:
-    """`check_card` of what `datasets` reads of a repository's YAML: its README.md's front matter, updated with its
-    `.huggingface.yaml` when it has one (datasets merges that file over the card, and reads it whole with
-    `yaml.safe_load`); a SourceError naming the file at fault, or the card, if not."""
+def check_repository_yaml(location: str, *, revision: str | None = None) -> dict[str, Any]:
+    """What `datasets` reads of a repository's YAML, checked by `check_card`: its README.md's front matter, updated
+    with its `.huggingface.yaml` when it has one (datasets merges that file over the card, and reads it whole with
+    `yaml.safe_load`); {} for neither. A SourceError naming the file at fault, or the card, if not."""
     card = card_text(location, revision=revision)
     standalone = repository_file_text(location, STANDALONE_YAML, revision=revision)
     if card is None and standalone is None:
-        return
+        return {}
     where = os.path.join(location, CARD) if os.path.isdir(location) else f"{location}/{CARD}"
     also = (os.path.join(location, STANDALONE_YAML) if os.path.isdir(location) else f"{location}/{STANDALONE_YAML}")
-    check_card(card or "", where, standalone=None if standalone is None else (standalone, also))
+    return check_card(card or "", where, standalone=None if standalone is None else (standalone, also))
 
 
 def cached_snapshot(repo_id: str, *, offline: bool, revision: str | None = None) -> str:
@@ -380,14 +380,12 @@ def rows_unlike_card(builder: Any, repository: Repository, config: str) -> Sourc
     """A SourceError naming the card of a local `repository` (a built folder, or the hub cache's copy) when a split
     of `config` (`builder`'s), all of whose data files are Parquet, holds in their row groups another number of rows
     than the card declares (a file deleted, cut, added or swapped since it was written); None when every such split
-    holds what the card says: datasets' own error stands. The card is read again, within the YAML budget and
-    checked as `check_card` checks it (it may have changed since)."""
+    holds what the card says: datasets' own error stands. The card (with `.huggingface.yaml`) is read and checked
+    again (`check_repository_yaml`: it may have changed since)."""
     import pyarrow.parquet as pq
 
     card = os.path.join(repository.location, CARD)
-    metadata = load_yaml(front_matter(repository.card_text() or ""), card)
-    check_card_shape(metadata, card)
-    declared = split_row_counts(metadata or {}, config)
+    declared = split_row_counts(check_repository_yaml(repository.location), config)
     again = ("download it again (its copy in the hub cache was changed)" if repository.repo_id else
              f"`ragloaders validate {preview(repository.name)}` names the files that changed; build the folder again")
     for split, files in (builder.config.data_files or {}).items():
