@@ -111,3 +111,17 @@ def test_a_compressed_run_is_named_compressed(kind, tmp_path):
             read(str(path))
     path.write_bytes(b"BZh9 Q0 d1 1 2.0 t\n")  # a query id that begins as bzip2 does is a query id
     assert read_run(str(path)) == {"BZh9": {"d1": 2.0}}
+
+
+def test_an_integer_score_is_refused_only_where_a_double_cannot_hold_it(tmp_path):
+    """A JSONL run's integer score above 2**53 was refused as 'cannot be held exactly in double' even where it is
+    (2**63, 10**20); only one a double rounds (2**53 + 1) is refused, naming the line."""
+    path = tmp_path / "run.jsonl"
+    cases = ((2**63, True), (10**20, True), (-(2**1023), True), (2**53 + 1, False), (3 * 2**1000 + 1, False))
+    for score, held in cases:
+        path.write_text(f'{{"query-id": "q", "corpus-id": "d", "score": {score}}}\n')
+        if held:
+            assert read_run(str(path)) == {"q": {"d": float(score)}}
+        else:
+            with pytest.raises(SourceError, match="line 1.*cannot be held exactly in double"):
+                read_run(str(path))

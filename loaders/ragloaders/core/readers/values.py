@@ -46,8 +46,8 @@ def _conform_value(value: Any, field: pa.Field, where: str) -> Any:
             raise ContentError(f"`{where}` = {value} does not fit in {kind}")
         expected = "an integer"
     elif pa.types.is_floating(kind):
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**53:
-            raise ContentError(f"`{where}` = {value} cannot be held exactly in {kind}")
+        if isinstance(value, int) and not isinstance(value, bool) and not _exact_in(value, kind.bit_width):
+            raise ContentError(f"`{where}` = {preview(value)} cannot be held exactly in {kind}")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return value
         expected = "a number"
@@ -106,3 +106,17 @@ def literal_string_list(text: str) -> list[str] | None:
 
 def fits_int32(value: int) -> bool:
     return -(2**31) <= value < 2**31
+
+
+FLOAT_BITS = {16: (11, 16), 32: (24, 128), 64: (53, 1024)}
+"""Bit width of a float -> (its significand's bits, the bits of the largest integer below its range)."""
+
+
+def _exact_in(value: int, width: int) -> bool:
+    """Whether the integer `value` is one a float of `width` bits holds exactly (2**63 is; 2**53 + 1 is not)."""
+    significand, largest = FLOAT_BITS[width]
+    magnitude = abs(value)
+    if magnitude == 0:
+        return True
+    odd = magnitude >> ((magnitude & -magnitude).bit_length() - 1)
+    return odd.bit_length() <= significand and magnitude.bit_length() <= largest
