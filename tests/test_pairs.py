@@ -105,6 +105,11 @@ def test_crag_top_ranked_from_a_built_folder(crag_build, tmp_path):
         == expected
     assert table.column("label").null_count == table.column("score").null_count == table.num_rows == written.rows
     assert written.labels_from is None
+    run = tmp_path / "run.trec"
+    run.write_text(f"{expected[0][0]} Q0 {expected[0][2]} 1 1.0 t\n")
+    with pytest.raises(ValueError, match="--split 'validation': .* has no qrels"):  # it chose nothing, silently
+        ragloaders.pairs(folder, tmp_path / "r.parquet", run=run, split="validation", cache_dir=crag_build.cache_dir)
+    assert ragloaders.pairs(folder, tmp_path / "r.parquet", run=run, cache_dir=crag_build.cache_dir).rows == 1
 
 
 def test_mmrag_labels_come_from_the_split_asked(mmrag_build, tmp_path):

@@ -86,7 +86,7 @@ def add_lookup_commands(commands: argparse._SubParsersAction) -> None:
     reranking.add_argument("--top", type=int, default=DEFAULT_TOP,
                            help=f"documents per query (default {DEFAULT_TOP})")
     reranking.add_argument("--out", required=True, help="a new .parquet file")
-    reranking.add_argument("--split", default="test",
+    reranking.add_argument("--split", default=None,
                            help="the qrels split of the labels, and of top_ranked (default test, as eval)")
     reranking.add_argument("--missing", choices=MISSING, default="error",
                            help="a query or document of the run the source lacks: an error naming it and its line, "

@@ -75,7 +75,7 @@ def pairs(
     run: str | os.PathLike | None = None,
     from_top_ranked: bool = False,
     top: int = DEFAULT_TOP,
-    split: str = "test",
+    split: str | None = None,
     data_dir: str | None = None,
     cache_dir: str | None = None,
     revision: str | None = None,
@@ -95,7 +95,8 @@ def pairs(
         run: a run file as `ragloaders eval` reads it (TREC, `.parquet`, `.jsonl`); or else `from_top_ranked`: the
             source's `top_ranked` config (split `split`, or its only split in a folder or repository).
         top: documents per query.
-        split: the qrels split the labels come from (default `test`, as `eval`).
+        split: the qrels split the labels come from, and top_ranked's (None: `test`, as `eval`). Given for a run
+            of a source without qrels, it would choose nothing: a ValueError.
         missing: `error` (the default): a query or document of the run the source lacks is a ValueError naming it
             and its line; `skip`: an unknown query's pairs and a pair whose document is unknown are left out, the
             others keeping their `rank` in the run's top `top` (the skipped ones leave gaps), and counted in the
@@ -122,6 +123,10 @@ def pairs(
     corpus = docs(source, "corpus", **options)
     queries = docs(source, config_for(source, "queries"), **options)
     qrels_config = next((name for name in ROLE_CONFIGS["qrels"] if name in configs_in(source)), None)
+    if split is not None and qrels_config is None and not from_top_ranked:
+        raise UsageError(f"--split {preview(split)}: {source} has no qrels, so a run's pairs have no labels and no "
+                         "split to choose (--split chooses the labels and, with --from-top-ranked, top_ranked's split)")
+    split = "test" if split is None else split
     labels_split, labels = grades(source, qrels_config, split, options) if qrels_config else (None, {})
     if from_top_ranked:
         rankings = top_ranked_rankings(source, split, top, options)
