@@ -103,3 +103,23 @@ def test_a_hub_cache_copy_with_fewer_rows_is_told_to_be_downloaded_again(nfcorpu
     message = str(caught.value)
     assert "split 'test'" in message and "hold 10 rows" in message and "download it again" in message, message
     assert "build the folder again" not in message
+
+
+def test_a_damaged_data_file_is_one_line_on_the_command_line(nfcorpus_build, tmp_path):
+    """datasets logs its own 'Failed to read file ... with error ...' line before the error ragloaders names the
+    file with: two lines where the README promises one (a newcomer's finding)."""
+    import os
+    import subprocess
+    import sys
+
+    folder = tmp_path / "nf"
+    shutil.copytree(nfcorpus_build.out, folder, ignore=shutil.ignore_patterns(".ragloaders*"))
+    qrels = folder / "qrels" / "test-00000-of-00001.parquet"
+    qrels.write_bytes(qrels.read_bytes()[:10_000])
+    run = tmp_path / "run.trec"
+    run.write_text("PLAIN-2 Q0 MED-10 1 1.0 t\n")
+    done = subprocess.run([sys.executable, "-m", "ragloaders", "eval", str(folder), "--run", str(run), "--metrics",
+                           "ndcg@10", "--cache-dir", str(tmp_path / "cache")], capture_output=True, text=True,
+                          env={**os.environ, "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}, timeout=300)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"ragloaders: error: {qrels}: not a readable Parquet file"), done.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -419,7 +420,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     show_warnings_on_stderr()
     out_existed = args.command == "build" and os.path.lexists(args.out)
     try:
-        with progress_bars(shown=not args.quiet and sys.stderr.isatty()):
+        with progress_bars(shown=not args.quiet and sys.stderr.isatty()), datasets_read_errors_hidden(not args.debug):
             return args.run(args)
     except Exception as e:  # one line a user can act on; the traceback only with --debug
         if args.debug:
@@ -433,6 +434,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"ragloaders: interrupted{interrupted_note(args, out_existed)}", file=sys.stderr)
         return 130
+
+
+DATASETS_PARQUET_LOGGER = "datasets.packaged_modules.parquet.parquet"
+
+
+@contextlib.contextmanager
+def datasets_read_errors_hidden(hidden: bool) -> Iterator[None]:
+    """While a command runs (`hidden`: not with --debug), without the line datasets logs for a data file it fails
+    to read ("Failed to read file ... with error ..."): the error it raises is the command's one line, which names
+    the file (`hub_repository.unreadable_parquet`)."""
+    if not hidden:
+        yield
+        return
+    logger = logging.getLogger(DATASETS_PARQUET_LOGGER)
+
+    def keep(record: logging.LogRecord) -> bool:
+        return not (record.levelno >= logging.ERROR and record.getMessage().startswith("Failed to read file"))
+
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)
 
 
 @contextlib.contextmanager
