@@ -244,7 +244,7 @@ def load(
     if not is_benchmark_path(path):
         if data_dir:
             raise UsageError(f"{path}: data_dir is for a benchmark path, not for a built folder or repository")
-        refuse_unknown_keywords("load", config_kwargs, [])
+        refuse_unknown_keywords("load", config_kwargs, [*(k for k in LOAD_KEYWORDS if k != "data_dir"), "revision"])
         given = {"num_proc": num_proc, "download_mode": download_mode, "verification_mode": verification_mode,
                  "keep_in_memory": keep_in_memory, "storage_options": storage_options}
         return open_repository(path, revision).load(config, split=split, streaming=streaming, cache_dir=cache_dir,

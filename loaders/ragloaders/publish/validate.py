@@ -301,6 +301,14 @@ def integrity(path: str, *, data_dir: str | None = None, cache_dir: str | None =
         finding = {"check": one of CHECKS, "config", "split" (None: all splits), "count",
                    "ids": first 20 offending ids (pairs as "query -> doc"), "message", ["note"]}
     (typed as validate_report.Report, SplitFacts, Finding)
+
+    Raises ValueError (UsageError) for a path that is not a benchmark path, and what `load` raises for its source
+    files (SourceError naming the file and line, MissingSourceError, DownloadError).
+
+    Example:
+        >>> report = integrity("beir/nfcorpus", data_dir="tests/data/beir")  # doctest: +SKIP
+        >>> report["ok"], [s["rows"] for s in report["splits"] if s["config"] == "corpus"]  # doctest: +SKIP
+        (True, [3633])
     """
     if path not in registry():
         builder(path, "")  # raises the unknown-path error (with its suggestion)
@@ -339,7 +347,12 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
     names that path for any repository, whatever its card says. A checked column of the wrong type, or a config
     whose files cannot be cast to the types its card declares (then not checked further), is a `column_type`
     finding naming the file (and the column, for a local folder). Raises ValueError when the repository has no
-    config at all, SourceError when its card's YAML is over budget (`core/card_yaml`)."""
+    config at all, SourceError when its card's YAML is over budget or of a shape datasets misreads (`core/card_yaml`).
+
+    Example:
+        >>> report = integrity_of_repository("build/beir-nfcorpus")  # the set-up command's folder  # doctest: +SKIP
+        >>> report["ok"], report["recorded_files"]["verified"]  # doctest: +SKIP
+        (True, 6)"""
     card = card_text(repository)
     check_repository_yaml(repository)  # before `datasets` parses it: an alias bomb would exhaust memory there
     if as_path is not None and as_path not in registry():
