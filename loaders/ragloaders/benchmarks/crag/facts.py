@@ -112,8 +112,9 @@ def card_facts(path: str) -> CardFacts:
 
 
 EVAL_CONVENTIONS = EvalConventions(
-    unlabelled="CRAG has no relevance labels (its search_results are the pages a search returned, not judgements); "
-               "`ragloaders bm25` still ranks its pages",
+    unlabelled="CRAG has no relevance labels for a run (its search_results are the pages a search returned, not "
+               "judgements); its answers are scored with `eval --predictions FILE`, and `ragloaders bm25` still ranks "
+               "its pages",
 )
 
 
