@@ -165,6 +165,9 @@ def test_hash_collisions_never_give_a_wrong_row(monkeypatch):
     with pytest.raises(DuplicateIdError) as caught:
         IdIndex.build(pa.chunked_array([pa.array(["a", "b"]), pa.array(["c", "b"])]), "test")
     assert_source_error(caught.value, "test", "'b'", "(1, 3)")
+    with pytest.raises(DuplicateIdError) as caught:  # ids of two splits: each row named in its split
+        IdIndex.build(pa.chunked_array([pa.array(["a", "b"]), pa.array(["c", "b"])]), "test", [("dev", 2), ("test", 2)])
+    assert_source_error(caught.value, "test", "'b'", "(dev row 1, test row 1)")
 
 
 def test_the_hash_is_the_same_for_any_slicing_or_offset_type():

@@ -145,13 +145,14 @@ def docs(
     table = pa.concat_tables([dataset.data.table for dataset in splits.values()])
     ids = table.column(ID_COLUMN)
     files = [entry["filename"] for dataset in splits.values() for entry in dataset.cache_files]
+    sizes = [(split, dataset.num_rows) for split, dataset in splits.items()]
     if not files:  # data held in memory: nothing to keep the index beside
-        return DocStore(name, table, IdIndex.build(ids, name))
+        return DocStore(name, table, IdIndex.build(ids, name, sizes))
     identity = data_identity(files, list(splits), table.num_rows)
     path = kept_index_path(files)
     index = IdIndex.open_kept(path, identity, ids)
     if index is None:
-        index = IdIndex.build(ids, name)
+        index = IdIndex.build(ids, name, sizes)
         try:
             index.save(path, identity)
         except OSError as e:  # a read-only cache: the index serves this store only

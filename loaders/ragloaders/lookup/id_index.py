@@ -70,22 +70,24 @@ class IdIndex:
         self._groups: dict[int, dict[str, int]] = {}
 
     @classmethod
-    def build(cls, ids: pa.ChunkedArray, name: str) -> IdIndex:
+    def build(cls, ids: pa.ChunkedArray, name: str, splits: Sequence[tuple[str, int]] = ()) -> IdIndex:
         """The index of `ids`; `name` says in errors which table they are (DuplicateIdError names a repeated id,
-        ValueError a row without an id)."""
+        ValueError a row without an id), and `splits`, (split, rows) of each split the ids are of in turn, where
+        its rows are."""
         if ids.null_count:
             first = int(np.flatnonzero(np.asarray(ids.is_null()))[0])
-            raise SourceError(name, f"row {first} has no _id (null); every row needs one to be looked up by id")
+            raise SourceError(name, f"{placed(first, splits)} has no _id (null); every row needs one to be looked up "
+                                    "by id")
         row_bits = max(1, (len(ids) - 1).bit_length())
         entries = string_hashes(ids)
         entries &= ~np.uint64((1 << row_bits) - 1)
         entries |= np.arange(len(ids), dtype=np.uint64)
         entries.sort()
         index = cls(ids, entries, row_bits)
-        index.refuse_duplicates(name)
+        index.refuse_duplicates(name, splits)
         return index
 
-    def refuse_duplicates(self, name: str) -> None:
+    def refuse_duplicates(self, name: str, splits: Sequence[tuple[str, int]] = ()) -> None:
         """DuplicateIdError naming an id held by two rows. Only rows whose hash another row shares are compared."""
         high = self.entries & ~self.row_mask
         shared = np.flatnonzero(high[1:] == high[:-1])
@@ -98,7 +100,8 @@ class IdIndex:
             where = sorted(int(r) for r in rows if self.ids[int(r)].as_py() == repeated[0])
             repeat = f"{counted(len(repeated), 'id', grouped=True)} {'repeats' if len(repeated) == 1 else 'repeat'}"
             raise DuplicateIdError(name, f"the _id {shown(repeated[0])} is held by {len(where)} rows "
-                                         f"({', '.join(map(str, where[:5]))}); {repeat} in all. "
+                                         f"({', '.join(placed(row, splits, bare=True) for row in where[:5])}); "
+                                         f"{repeat} in all. "
                                          "Ids must be unique to be looked up (`ragloaders validate` lists the "
                                          "duplicates)")
 
@@ -204,6 +207,17 @@ class IdIndex:
         if count and int((entries & np.uint64((1 << row_bits) - 1)).max()) >= count:
             return None
         return cls(ids, entries, row_bits, keeper=kept)
+
+
+def placed(row: int, splits: Sequence[tuple[str, int]], *, bare: bool = False) -> str:
+    """Row `row` of ids joined from `splits` ((split, rows) in turn) as a message names it: `test row 4` where
+    there are several splits, else `row 4` (`4` when `bare`)."""
+    if len(splits) > 1:
+        for split, rows in splits:
+            if row < rows:
+                return f"{split} row {row}"
+            row -= rows
+    return str(row) if bare else f"row {row}"
 
 
 def _remove_abandoned(path: str) -> None:
