@@ -93,7 +93,7 @@ def partial_file(target: str) -> tuple[int, str]:
     takes its name, locked (flock) for as long as the descriptor is open; its mode is what `open()` would give a
     new file (0666 less the umask: 0644 under 0022). Such files of an earlier write of the same target that was
     killed (no longer locked) are named on stderr in one line and left as they are: a name alone does not prove a
-    file is ragloaders' own. One another run is writing now is not named."""
+    file is ragloaders' own. A partial file another run is writing now is not named."""
     folder, name = os.path.split(os.path.abspath(target))
     own = re.compile(re.escape(name) + _MKSTEMP_PART + re.escape(PARTIAL_SUFFIX))
     try:
