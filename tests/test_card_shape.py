@@ -31,9 +31,12 @@ EDITS = {  # id: (edit of the card's text, what the message says)
                               "dataset_info: str 'x', where datasets reads a mapping or a list"),
     "config_name an integer": (lambda card: card.replace("- config_name: corpus\n  features", "- config_name: 5\n  "
                                                          "features"), "dataset_info entry 1: config_name 5"),
-    "splits a mapping": (lambda card: re.sub(r"  - name: corpus\n    num_bytes: (\d+)\n    num_examples: 3633\n",
-                                             r"    corpus: {num_bytes: \1, num_examples: 3633}\n", card),
-                         "splits dict {'corpus'"),
+    "splits a mapping without names": (
+        lambda card: re.sub(r"  - name: corpus\n    num_bytes: (\d+)\n    num_examples: 3633\n",
+                            r"    corpus: {num_bytes: \1, num_examples: 3633}\n", card), "split entry 1: name missing"),
+    "splits empty": (lambda card: re.sub(r"  splits:\n  - name: corpus\n    num_bytes: \d+\n    num_examples: 3633\n",
+                                         "  splits: []\n", card, count=1),
+                     "its data files hold a split 'corpus' that the card's dataset_info does not declare"),
     "num_examples a string": (lambda card: card.replace("num_examples: 3633", "num_examples: '3633'"),
                               "split 'corpus': num_examples '3633', where datasets reads a count"),
     "num_examples true": (lambda card: card.replace("num_examples: 3633", "num_examples: true"),
@@ -189,7 +192,7 @@ FUZZ = textwrap.dedent("""
         for config, info in infos.items():
             read = {name: split.num_examples for name, split in (info.splits or {}).items()}
             assert all(type(count) is int and count >= 0 for count in read.values()), read
-            assert read == split_row_counts(mutated, config), (config, read)
+            assert read == (split_row_counts(mutated, config) or {}), (config, read)
     print(refused, passed)
 """)
 
@@ -213,7 +216,13 @@ def test_split_row_counts_is_what_the_card_declares():
     check_card_shape(metadata, "README.md")
     assert split_row_counts(metadata, "a") == {"s": 4}
     assert split_row_counts(metadata, "default") == {"t": 0}
-    assert split_row_counts(metadata, "b") == {}
+    assert split_row_counts(metadata, "b") is None
+    no_splits = {"dataset_info": {"config_name": "a", "features": [{"name": "x", "dtype": "string"}]}}
+    check_card_shape(no_splits, "README.md")
+    assert split_row_counts(no_splits, "a") is None
+    as_mapping = {"dataset_info": {"splits": {"t": {"name": "t", "num_bytes": 1, "num_examples": 3}}}}
+    check_card_shape(as_mapping, "README.md")  # datasets reads a mapping of splits too (its values)
+    assert split_row_counts(as_mapping, "default") == {"t": 3}
 
 
 YAML_DOCUMENTS = [
@@ -308,3 +317,62 @@ def test_a_huggingface_yaml_beside_the_card_is_checked_as_datasets_merges_it(sta
     with pytest.raises(SourceError) as caught:
         ragloaders.load(str(folder), "corpus", cache_dir=str(tmp_path / "cache"))
     assert said in str(caught.value), str(caught.value)
+
+
+def with_field(field: str):
+    return lambda card: card.replace("pretty_name: BEIR nfcorpus\n", f"pretty_name: BEIR nfcorpus\n{field}\n", 1)
+
+
+SECOND_PASS = {  # id: (edit of the card's text, or of its bytes, what the message says)
+    "a BOM before a card datasets misreads": (lambda card: "\ufeff" + card.replace("configs:\n", "configs: 5\nx:\n", 1),
+                                              "configs: int 5, where datasets reads a list"),
+    "a lone CR after the closing fence": (lambda card: card.replace("\n---\n", "\n---\rconfigs: 5\n---\n", 1),
+                                          "invalid YAML front matter (but found another document"),
+    "a byte that is not UTF-8": (lambda card: card.replace("BEIR nfcorpus", "BEIR \udcffnfcorpus", 1),
+                                 "not UTF-8 text at byte"),
+    "a field named get": (with_field("get: 1"), "configs: datasets cannot read it (TypeError"),
+    "a field named self": (with_field("self: 1"), "front matter: datasets cannot read it (TypeError"),
+    "a field named ignore_metadata_errors": (with_field("ignore_metadata_errors: true"), "front matter: datasets"),
+    "a long number tagged !!int": (with_field('x: !!int "' + "1:" * 3000 + '1"'), "a number of 6,001 characters"),
+    "a data file named 1,000 times": (lambda card: card.replace(
+        "    path: corpus/corpus-*.parquet\n", "    path:\n    - &p corpus/corpus-*.parquet\n" + "    - *p\n" * 1000,
+        1), "more than once (datasets would read"),
+    "columns: 5 in a config": (lambda card: card.replace("- config_name: corpus\n  data_files:",
+                                                         "- config_name: corpus\n  columns: 5\n  data_files:", 1),
+                               "datasets could not prepare it from the card and its files (TypeError"),
+    "filters: 5 in a config": (lambda card: card.replace("- config_name: corpus\n  data_files:",
+                                                         "- config_name: corpus\n  filters: 5\n  data_files:", 1),
+                               "datasets could not prepare it from the card and its files"),
+    "a missing file named by 40 KB of path": (lambda card: card.replace("path: corpus/corpus-*.parquet",
+                                                                        "path: corpus/" + "a/" * 20_000 + "x.parquet"),
+                                              "no file '"),
+}
+
+
+@pytest.mark.parametrize("edit, said", SECOND_PASS.values(), ids=SECOND_PASS.keys())
+def test_cards_a_second_adversarial_pass_made_are_refused_in_one_bounded_line(edit, said, cut_folder, tmp_path):
+    """Each passed the checks (a BOM or a lone CR made them read another block than huggingface_hub; a bad byte
+    was replaced where the hub refuses it) or passed them and then failed inside datasets or huggingface_hub, or
+    read one file a thousand times (47 s and 3.6M rows for a 20 KB card), or echoed a 40 KB path whole."""
+    folder = tmp_path / "nf"
+    shutil.copytree(cut_folder, folder)
+    card = (folder / "README.md").read_text()
+    changed = edit(card)
+    assert changed != card
+    (folder / "README.md").write_bytes(changed.encode("utf-8", "surrogateescape"))
+    with pytest.raises(SourceError) as caught:
+        ragloaders.load(str(folder), "corpus", cache_dir=str(tmp_path / "cache"))
+    message = str(caught.value)
+    assert said in message and "\n" not in message and len(message) < 600, message[:600]
+    assert message.startswith(str(folder)), message[:300]
+
+
+def test_a_card_with_a_bom_or_crlf_line_ends_still_loads(cut_folder, tmp_path):
+    """huggingface_hub drops a BOM and keeps CRLF: such a card is read, and its row counts still checked."""
+    for name, encode in (("bom", lambda text: b"\xef\xbb\xbf" + text.encode()),
+                         ("crlf", lambda text: text.replace("\n", "\r\n").encode())):
+        folder = tmp_path / name
+        shutil.copytree(cut_folder, folder)
+        (folder / "README.md").write_bytes(encode((folder / "README.md").read_text()))
+        with pytest.raises(SourceError, match="hold 10 rows where the card declares 3,633"):
+            ragloaders.load(str(folder), "corpus", cache_dir=str(tmp_path / "cache"))

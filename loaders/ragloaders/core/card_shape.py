@@ -33,14 +33,19 @@ def check_card_shape(metadata: Any, name: str) -> None:
     _parsed_by_datasets(metadata, name)
 
 
-def split_row_counts(metadata: dict, config: str) -> dict[str, int]:
+def split_row_counts(metadata: dict, config: str) -> dict[str, int] | None:
     """{split: num_examples} that a card's `dataset_info` declares for `config` (datasets' "default" for an entry
-    without a config_name); the metadata must have passed `check_card_shape`."""
+    without a config_name); None where it declares no splits for it (datasets then verifies none). The metadata must
+    have passed `check_card_shape`."""
     infos = metadata.get("dataset_info") or []
     for info in infos if isinstance(infos, list) else [infos]:
         if info.get("config_name", "default") == config:
-            return {split["name"]: split["num_examples"] for split in info.get("splits") or []}
-    return {}
+            splits = info.get("splits")
+            if splits is None:
+                return None
+            return {split["name"]: split["num_examples"]
+                    for split in (splits.values() if isinstance(splits, dict) else splits)}
+    return None
 
 
 def _check_configs(configs: Any, name: str) -> None:
@@ -100,11 +105,11 @@ def _check_dataset_info(infos: Any, name: str) -> None:
 def _check_splits(splits: Any, name: str, where: str) -> None:
     if splits is None:
         return
-    if not isinstance(splits, list):
-        raise SourceError(name, f"{where}: splits {_kind(splits)}, where datasets reads a list of mappings (name, "
-                                "num_examples, num_bytes); it would verify nothing")
+    if not isinstance(splits, (list, dict)):
+        raise SourceError(name, f"{where}: splits {_kind(splits)}, where datasets reads a list (or a mapping) of "
+                                "mappings (name, num_examples, num_bytes); it would verify nothing")
     seen: set[str] = set()
-    for number, split in enumerate(splits, 1):
+    for number, split in enumerate(splits.values() if isinstance(splits, dict) else splits, 1):
         if not isinstance(split, dict):
             raise SourceError(name, f"{where}: split entry {number} {_kind(split)}, where datasets reads a mapping "
                                     "(name, num_examples, num_bytes)")
@@ -121,18 +126,25 @@ def _check_splits(splits: Any, name: str, where: str) -> None:
 
 
 def _parsed_by_datasets(metadata: dict, name: str) -> None:
-    """datasets' own reading of both fields (the features' types above all), its errors named by the card."""
+    """datasets' own reading of the card: the fields made into huggingface_hub's `DatasetCardData` (a field such as
+    `get`, `self` or `to_dict` breaks it), then both fields read from it (the features' types above all), its
+    errors named by the card."""
     from datasets.info import DatasetInfosDict
     from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCardData
 
-    for field, parse in (("configs", MetadataConfigs.from_dataset_card_data),
-                         ("dataset_info", DatasetInfosDict.from_dataset_card_data)):
-        try:
-            parse(metadata)
-        except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError) as e:
-            cause = " ".join(str(e).split())
-            raise SourceError(name, f"{field}: datasets cannot read it ({type(e).__name__}: "
-                                    f"{cause[:200] + '…' if len(cause) > 200 else cause})") from None
+    reading = "front matter"
+    try:
+        data = DatasetCardData(ignore_metadata_errors=False, **metadata)  # as huggingface_hub makes it
+        data.to_dict()
+        reading = "configs"
+        MetadataConfigs.from_dataset_card_data(data)
+        reading = "dataset_info"
+        DatasetInfosDict.from_dataset_card_data(data)
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError) as e:
+        cause = " ".join(str(e).split())
+        raise SourceError(name, f"{reading}: datasets cannot read it ({type(e).__name__}: "
+                                f"{cause[:200] + '…' if len(cause) > 200 else cause})") from None
 
 
 def _text(value: Any, name: str, where: str) -> str:

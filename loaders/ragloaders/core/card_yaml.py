@@ -103,8 +103,10 @@ builds `1:59:59:...` (base 60) with big-integer arithmetic, in time quadratic in
 
 
 def _refuse_costly_number(event: yaml.ScalarEvent, name: str) -> None:
-    if len(event.value) > LONGEST_NUMBER and event.implicit[0]:
-        tag = yaml.resolver.Resolver().resolve(yaml.ScalarNode, event.value, event.implicit)
+    if len(event.value) > LONGEST_NUMBER:
+        tag = event.tag  # as PyYAML's composer tags it: `!!int "..."` is built as a number too
+        if tag is None or tag == "!":
+            tag = yaml.resolver.Resolver().resolve(yaml.ScalarNode, event.value, event.implicit)
         if tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
             raise SourceError(name, f"YAML front matter holds a number of {len(event.value):,} characters, over the "
                                     f"{LONGEST_NUMBER:,} a card may hold")

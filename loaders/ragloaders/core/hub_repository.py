@@ -23,7 +23,7 @@ from typing import Any
 from .card_shape import split_row_counts
 from .card_yaml import check_card
 from .errors import MissingSourceError, SourceError, UsageError
-from .preview import preview
+from .preview import cut, preview
 
 BUILT_FROM = "<!-- built by ragloaders from {path} -->"
 """The last line of every card ragloaders writes (invisible when rendered): the benchmark path it was built from,
@@ -166,7 +166,11 @@ class Repository:
         import datasets
 
         self.check_card()
-        return list(datasets.get_dataset_config_names(self.location, revision=self.hub_revision))
+        try:
+            return list(datasets.get_dataset_config_names(self.location, revision=self.hub_revision))
+        except FileNotFoundError as e:  # it resolves every config's data files
+            card = os.path.join(self.location, CARD) if self.folder else f"{self.location}/{CARD}"
+            raise missing_file_error(e, card) from None
 
     def check_card(self) -> None:
         """The card's YAML (and `.huggingface.yaml`'s) within core/card_yaml's budget and of the shape datasets
@@ -188,14 +192,26 @@ class Repository:
         try:
             return datasets.load_dataset(self.location, config, split=split, streaming=streaming,
                                          cache_dir=cache_dir, revision=self.hub_revision, **kwargs)
-        except (DatasetGenerationError, SplitsVerificationError):
+        except (DatasetGenerationError, SplitsVerificationError) as e:
             if not os.path.isdir(self.location):
                 raise
             builder = datasets.load_dataset_builder(self.location, config)
-            damaged = unreadable_parquet(builder) or rows_unlike_card(builder, self, config)
+            damaged = (unreadable_parquet(builder) if isinstance(e, DatasetGenerationError) else
+                       rows_unlike_card(builder, self, config))
             if damaged is None:
-                raise
+                raise self.not_prepared(config, e.__cause__ or e) from e
             raise damaged from None
+        except (TypeError, ValueError, KeyError, AttributeError) as e:  # from a card entry datasets' builder takes
+            if not os.path.isdir(self.location) or isinstance(e, (SourceError, UsageError)):
+                raise
+            raise self.not_prepared(config, e) from e
+
+    def not_prepared(self, config: str, cause: BaseException) -> SourceError:
+        """The SourceError naming the card of a local folder whose `config` datasets failed to prepare from its card
+        and files for `cause` (a `configs` entry its builder cannot use, such as `columns: 5` or `filters: 5`)."""
+        reason = f"{type(cause).__name__}: {cut(' '.join(str(cause).split()), 200)}"
+        return SourceError(os.path.join(self.location, CARD), f"config {preview(config)}: datasets could not prepare "
+                                                              f"it from the card and its files ({reason})")
 
     def builder(self, config: str | None, *, cache_dir: str | None = None) -> Any:
         """`datasets.load_dataset_builder` of one config (None: the default, as `load` chooses it), checked as
@@ -247,11 +263,10 @@ def require_own_data_files(location: str, config: str, *, revision: str | None =
     try:
         data_files = datasets.load_dataset_builder(location, config, revision=revision).config.data_files or {}
     except FileNotFoundError as e:  # a file the card names exactly; its message also lists every extension known
-        missing = re.match(r"Unable to find ('[^']*')", str(e))
-        if missing is None:
-            raise
-        raise SourceError(card, f"config {preview(config)}: no file {missing.group(1)}, which the card declares"
-                                f"{offline}") from None
+        raise missing_file_error(e, card, f"config {preview(config)}: ", offline) from None
+    except (TypeError, ValueError, KeyError, AttributeError) as e:  # a configs entry datasets' builder refuses
+        raise SourceError(card, f"config {preview(config)}: datasets cannot make its builder from the card "
+                                f"({type(e).__name__}: {cut(' '.join(str(e).split()), 200)})") from None
     roots = {os.path.join(os.path.normpath(root), "") for root in (os.path.abspath(location),
                                                                    os.path.realpath(location))}
     bounds = data_file_bounds(location) if local else []
@@ -260,6 +275,12 @@ def require_own_data_files(location: str, config: str, *, revision: str | None =
             raise SourceError(card, f"config {preview(config)} split {preview(split)}: no file matches the data "
                                     f"files the card "
                                     f"declares{offline}")
+        if len(set(files)) != len(files):  # datasets reads a file as often as the patterns name it
+            seen: set[str] = set()
+            twice = next(file for file in files if file in seen or seen.add(file))
+            raise SourceError(card, f"config {preview(config)} split {preview(split)}: its data files name "
+                                    f"{preview(str(twice))} more than once (datasets would read its rows as often; "
+                                    "refused)")
         for file in files:
             inside = (any(os.path.normpath(file).startswith(root) for root in roots) if local else
                       file.startswith(f"hf://datasets/{location}@") and "/../" not in file)
@@ -269,6 +290,16 @@ def require_own_data_files(location: str, config: str, *, revision: str | None =
                                         "a card's data files must be inside its folder or repository (refused)")
             if local:
                 require_own_file(file, location, f"config {preview(config)} split {preview(split)}: ", bounds)
+
+
+def missing_file_error(error: FileNotFoundError, card: str, where: str = "", offline: str = "") -> Exception:
+    """The SourceError naming the card for datasets' "Unable to find '<pattern>'" (a data file the card names
+    exactly that is not there), its pattern shown bounded (datasets' message holds it whole, and every extension it
+    knows); `error` itself for any other."""
+    missing = re.match(r"Unable to find '(.*?)'(?: with any supported extension|$)", str(error), re.DOTALL)
+    if missing is None:
+        return error
+    return SourceError(card, f"{where}no file {preview(missing.group(1))}, which the card declares{offline}")
 
 
 def require_own_file(file: str, location: str, where: str = "", bounds: list[str] | None = None) -> None:
@@ -295,13 +326,17 @@ def data_file_bounds(location: str) -> list[str]:
 
 def card_text(location: str, *, revision: str | None = None) -> str | None:
     """The README.md of a folder, or of the hub dataset repository `location` (downloaded alone, at `revision`: a
-    commit, branch or tag, default the main branch); None when it has none."""
-    return repository_file_text(location, CARD, revision=revision)
+    commit, branch or tag, default the main branch), read as huggingface_hub reads a card (UTF-8, a leading BOM
+    dropped, line ends as they are); None when it has none. SourceError for bytes that are not UTF-8."""
+    return repository_file_text(location, CARD, revision=revision, encoding="utf-8-sig", newline="")
 
 
-def repository_file_text(location: str, name: str, *, revision: str | None = None) -> str | None:
+def repository_file_text(location: str, name: str, *, revision: str | None = None, encoding: str = "utf-8",
+                         newline: str | None = None) -> str | None:
     """The text of the file `name` at the top of a folder, or of the hub dataset repository `location` (downloaded
-    alone, at `revision`); None when it has none."""
+    alone, at `revision`), decoded strictly with `encoding` and `newline` as `open` takes them (as the reader
+    whose view is checked reads it); None when it has none. SourceError naming the file for bytes that do not
+    decode."""
     path = os.path.join(location, name)
     if not os.path.isdir(location):
         from huggingface_hub import hf_hub_download
@@ -313,8 +348,12 @@ def repository_file_text(location: str, name: str, *, revision: str | None = Non
             return None
     if not os.path.isfile(path):
         return None
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return f.read()
+    try:
+        with open(path, encoding=encoding, newline=newline) as f:
+            return f.read()
+    except UnicodeDecodeError as e:
+        raise SourceError(path, f"not UTF-8 text at byte {e.start:,} ({e.reason}), where huggingface_hub and "
+                                "datasets read it as UTF-8") from None
 
 
 def check_repository_yaml(location: str, *, revision: str | None = None) -> dict[str, Any]:
@@ -386,10 +425,16 @@ def rows_unlike_card(builder: Any, repository: Repository, config: str) -> Sourc
 
     card = os.path.join(repository.location, CARD)
     declared = split_row_counts(check_repository_yaml(repository.location), config)
+    if declared is None:
+        return None
     again = ("download it again (its copy in the hub cache was changed)" if repository.repo_id else
              f"`ragloaders validate {preview(repository.name)}` names the files that changed; build the folder again")
     for split, files in (builder.config.data_files or {}).items():
-        if split not in declared or not all(str(path).endswith(".parquet") for path in files):
+        if split not in declared:
+            return SourceError(card, f"config {preview(config)}: its data files hold a split {preview(split)} that "
+                                     f"the card's dataset_info does not declare (it declares "
+                                     f"{', '.join(map(preview, declared)) or 'none'}); write the card again")
+        if not all(str(path).endswith(".parquet") for path in files):
             continue
         expected = declared[split]
         found = 0
