@@ -376,3 +376,16 @@ def test_a_card_with_a_bom_or_crlf_line_ends_still_loads(cut_folder, tmp_path):
         (folder / "README.md").write_bytes(encode((folder / "README.md").read_text()))
         with pytest.raises(SourceError, match="hold 10 rows where the card declares 3,633"):
             ragloaders.load(str(folder), "corpus", cache_dir=str(tmp_path / "cache"))
+
+
+@pytest.mark.parametrize("legacy", ['{"x": 5}', '{"x": {"splits": 5}}', "[1]", '{"x": ' * 5000 + "1" + "}" * 5000])
+def test_a_legacy_dataset_infos_json_datasets_cannot_read_is_refused_naming_it(legacy, cut_folder, tmp_path):
+    """datasets still reads an old `dataset_infos.json` beside the card: these raised AttributeError or TypeError
+    from inside it (the last, RecursionError)."""
+    folder = tmp_path / "nf"
+    shutil.copytree(cut_folder, folder)
+    (folder / "dataset_infos.json").write_text(legacy)
+    with pytest.raises(SourceError) as caught:
+        ragloaders.load(str(folder), "corpus", cache_dir=str(tmp_path / "cache"))
+    message = str(caught.value)
+    assert message.startswith(f"{folder / 'dataset_infos.json'}: datasets cannot read it") and len(message) < 500

@@ -360,6 +360,7 @@ def check_repository_yaml(location: str, *, revision: str | None = None) -> dict
     """What `datasets` reads of a repository's YAML, checked by `check_card`: its README.md's front matter, updated
     with its `.huggingface.yaml` when it has one (datasets merges that file over the card, and reads it whole with
     `yaml.safe_load`); {} for neither. A SourceError naming the file at fault, or the card, if not."""
+    check_legacy_infos(location, revision=revision)
     card = card_text(location, revision=revision)
     standalone = repository_file_text(location, STANDALONE_YAML, revision=revision)
     if card is None and standalone is None:
@@ -367,6 +368,34 @@ def check_repository_yaml(location: str, *, revision: str | None = None) -> dict
     where = os.path.join(location, CARD) if os.path.isdir(location) else f"{location}/{CARD}"
     also = (os.path.join(location, STANDALONE_YAML) if os.path.isdir(location) else f"{location}/{STANDALONE_YAML}")
     return check_card(card or "", where, standalone=None if standalone is None else (standalone, also))
+
+
+LEGACY_INFOS = "dataset_infos.json"
+"""The config infos old versions of push_to_hub wrote; datasets still reads them, under the card's."""
+MAX_LEGACY_INFOS_BYTES = 16 << 20
+
+
+def check_legacy_infos(location: str, *, revision: str | None = None) -> None:
+    """A SourceError naming a repository's `dataset_infos.json` when datasets could not read it as it does (a JSON
+    object of config -> info, each made a DatasetInfo), or it is over MAX_LEGACY_INFOS_BYTES (a few KB a config)."""
+    import json
+
+    path = os.path.join(location, LEGACY_INFOS) if os.path.isdir(location) else f"{location}/{LEGACY_INFOS}"
+    text = repository_file_text(location, LEGACY_INFOS, revision=revision)
+    if text is None:
+        return
+    if len(text) > MAX_LEGACY_INFOS_BYTES:
+        raise SourceError(path, f"{len(text):,} characters, over the {MAX_LEGACY_INFOS_BYTES:,} bytes such a file may "
+                                "hold (MAX_LEGACY_INFOS_BYTES)")
+    from datasets.info import DatasetInfo
+
+    try:
+        infos = json.loads(text)
+        for info in infos.values():
+            DatasetInfo.from_dict(info)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
+        raise SourceError(path, f"datasets cannot read it ({type(e).__name__}: "
+                                f"{cut(' '.join(str(e).split()), 200)})") from None
 
 
 def cached_snapshot(repo_id: str, *, offline: bool, revision: str | None = None) -> str:
