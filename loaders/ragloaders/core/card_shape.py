@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import SourceError
-from .preview import preview
+from .preview import one_line, preview
 
 
 def check_card_shape(metadata: Any, name: str) -> None:
@@ -142,9 +142,8 @@ def _parsed_by_datasets(metadata: dict, name: str) -> None:
         reading = "dataset_info"
         DatasetInfosDict.from_dataset_card_data(data)
     except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError) as e:
-        cause = " ".join(str(e).split())
-        raise SourceError(name, f"{reading}: datasets cannot read it ({type(e).__name__}: "
-                                f"{cause[:200] + '…' if len(cause) > 200 else cause})") from None
+        raise SourceError(name, f"{reading}: datasets cannot read it ({type(e).__name__}: {one_line(e, 200)})"
+                          ) from None
 
 
 def _text(value: Any, name: str, where: str) -> str:

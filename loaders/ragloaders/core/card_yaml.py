@@ -21,7 +21,7 @@ import yaml
 
 from .card_shape import check_card_shape
 from .errors import SourceError
-from .preview import cut
+from .preview import cut, one_line
 
 MAX_YAML_BYTES = 1 << 20
 MAX_YAML_NODES = 200_000
@@ -150,7 +150,7 @@ def _problem(error: Exception) -> str:
     if isinstance(error, yaml.MarkedYAMLError) and error.problem:
         mark = error.problem_mark or error.context_mark
         return cut(error.problem) + (f" at line {mark.line + 1} of the front matter" if mark else "")
-    return cut(" ".join(str(error).split()) or type(error).__name__)
+    return one_line(error) or type(error).__name__
 
 
 def check_card(text: str, name: str, *, standalone: tuple[str, str] | None = None) -> dict[str, Any]:

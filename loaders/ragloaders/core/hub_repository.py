@@ -23,7 +23,7 @@ from typing import Any
 from .card_shape import split_row_counts
 from .card_yaml import check_card
 from .errors import MissingSourceError, SourceError, UsageError
-from .preview import cut, preview
+from .preview import one_line, preview
 
 BUILT_FROM = "<!-- built by ragloaders from {path} -->"
 """The last line of every card ragloaders writes (invisible when rendered): the benchmark path it was built from,
@@ -169,8 +169,7 @@ class Repository:
         try:
             return list(datasets.get_dataset_config_names(self.location, revision=self.hub_revision))
         except FileNotFoundError as e:  # it resolves every config's data files
-            card = os.path.join(self.location, CARD) if self.folder else f"{self.location}/{CARD}"
-            raise missing_file_error(e, card) from None
+            raise missing_file_error(e, repository_file_name(self.location, CARD)) from None
 
     def check_card(self) -> None:
         """The card's YAML (and `.huggingface.yaml`'s) within core/card_yaml's budget and of the shape datasets
@@ -199,19 +198,12 @@ class Repository:
             damaged = (unreadable_parquet(builder) if isinstance(e, DatasetGenerationError) else
                        rows_unlike_card(builder, self, config))
             if damaged is None:
-                raise self.not_prepared(config, e.__cause__ or e) from e
+                raise not_prepared(repository_file_name(self.location, CARD), config, e.__cause__ or e) from e
             raise damaged from None
         except (TypeError, ValueError, KeyError, AttributeError) as e:  # from a card entry datasets' builder takes
             if not os.path.isdir(self.location) or isinstance(e, (SourceError, UsageError)):
                 raise
-            raise self.not_prepared(config, e) from e
-
-    def not_prepared(self, config: str, cause: BaseException) -> SourceError:
-        """The SourceError naming the card of a local folder whose `config` datasets failed to prepare from its card
-        and files for `cause` (a `configs` entry its builder cannot use, such as `columns: 5` or `filters: 5`)."""
-        reason = f"{type(cause).__name__}: {cut(' '.join(str(cause).split()), 200)}"
-        return SourceError(os.path.join(self.location, CARD), f"config {preview(config)}: datasets could not prepare "
-                                                              f"it from the card and its files ({reason})")
+            raise not_prepared(repository_file_name(self.location, CARD), config, e) from e
 
     def builder(self, config: str | None, *, cache_dir: str | None = None) -> Any:
         """`datasets.load_dataset_builder` of one config (None: the default, as `load` chooses it), checked as
@@ -258,15 +250,14 @@ def require_own_data_files(location: str, config: str, *, revision: str | None =
     import datasets
 
     local = os.path.isdir(location)
-    card = os.path.join(location, CARD) if local else f"{location}/{CARD}"
+    card = repository_file_name(location, CARD)
     offline = " (HF_HUB_OFFLINE is set: the hub cache holds part of this repository)" if hub_offline() else ""
     try:
         data_files = datasets.load_dataset_builder(location, config, revision=revision).config.data_files or {}
     except FileNotFoundError as e:  # a file the card names exactly; its message also lists every extension known
         raise missing_file_error(e, card, f"config {preview(config)}: ", offline) from None
     except (TypeError, ValueError, KeyError, AttributeError) as e:  # a configs entry datasets' builder refuses
-        raise SourceError(card, f"config {preview(config)}: datasets cannot make its builder from the card "
-                                f"({type(e).__name__}: {cut(' '.join(str(e).split()), 200)})") from None
+        raise not_prepared(card, config, e) from None
     roots = {os.path.join(os.path.normpath(root), "") for root in (os.path.abspath(location),
                                                                    os.path.realpath(location))}
     bounds = data_file_bounds(location) if local else []
@@ -290,6 +281,13 @@ def require_own_data_files(location: str, config: str, *, revision: str | None =
                                         "a card's data files must be inside its folder or repository (refused)")
             if local:
                 require_own_file(file, location, f"config {preview(config)} split {preview(split)}: ", bounds)
+
+
+def not_prepared(card: str, config: str, cause: BaseException) -> SourceError:
+    """The SourceError naming the `card` of a repository whose `config` datasets could not make a builder of or
+    prepare, for `cause` (a `configs` entry its builder cannot use, such as `columns: 5` or `filters: 5`)."""
+    return SourceError(card, f"config {preview(config)}: datasets could not prepare it from the card and its files "
+                             f"({type(cause).__name__}: {one_line(cause, 200)})")
 
 
 def missing_file_error(error: FileNotFoundError, card: str, where: str = "", offline: str = "") -> Exception:
@@ -331,12 +329,17 @@ def card_text(location: str, *, revision: str | None = None) -> str | None:
     return repository_file_text(location, CARD, revision=revision, encoding="utf-8-sig", newline="")
 
 
+def repository_file_name(location: str, name: str) -> str:
+    """How a message names the file `name` at the top of a folder or of the hub repository `location`."""
+    return os.path.join(location, name) if os.path.isdir(location) else f"{location}/{name}"
+
+
 def repository_file_text(location: str, name: str, *, revision: str | None = None, encoding: str = "utf-8",
-                         newline: str | None = None) -> str | None:
+                         newline: str | None = None, max_bytes: int | None = None) -> str | None:
     """The text of the file `name` at the top of a folder, or of the hub dataset repository `location` (downloaded
     alone, at `revision`), decoded strictly with `encoding` and `newline` as `open` takes them (as the reader
     whose view is checked reads it); None when it has none. SourceError naming the file for bytes that do not
-    decode."""
+    decode, or, before it is read, for a file over `max_bytes`."""
     path = os.path.join(location, name)
     if not os.path.isdir(location):
         from huggingface_hub import hf_hub_download
@@ -348,6 +351,8 @@ def repository_file_text(location: str, name: str, *, revision: str | None = Non
             return None
     if not os.path.isfile(path):
         return None
+    if max_bytes is not None and (size := os.path.getsize(path)) > max_bytes:
+        raise SourceError(path, f"{size:,} bytes, over the {max_bytes:,} such a file may hold")
     try:
         with open(path, encoding=encoding, newline=newline) as f:
             return f.read()
@@ -365,9 +370,9 @@ def check_repository_yaml(location: str, *, revision: str | None = None) -> dict
     standalone = repository_file_text(location, STANDALONE_YAML, revision=revision)
     if card is None and standalone is None:
         return {}
-    where = os.path.join(location, CARD) if os.path.isdir(location) else f"{location}/{CARD}"
-    also = (os.path.join(location, STANDALONE_YAML) if os.path.isdir(location) else f"{location}/{STANDALONE_YAML}")
-    return check_card(card or "", where, standalone=None if standalone is None else (standalone, also))
+    return check_card(card or "", repository_file_name(location, CARD),
+                      standalone=None if standalone is None else (standalone,
+                                                                  repository_file_name(location, STANDALONE_YAML)))
 
 
 LEGACY_INFOS = "dataset_infos.json"
@@ -380,13 +385,9 @@ def check_legacy_infos(location: str, *, revision: str | None = None) -> None:
     object of config -> info, each made a DatasetInfo), or it is over MAX_LEGACY_INFOS_BYTES (a few KB a config)."""
     import json
 
-    path = os.path.join(location, LEGACY_INFOS) if os.path.isdir(location) else f"{location}/{LEGACY_INFOS}"
-    text = repository_file_text(location, LEGACY_INFOS, revision=revision)
+    text = repository_file_text(location, LEGACY_INFOS, revision=revision, max_bytes=MAX_LEGACY_INFOS_BYTES)
     if text is None:
         return
-    if len(text) > MAX_LEGACY_INFOS_BYTES:
-        raise SourceError(path, f"{len(text):,} characters, over the {MAX_LEGACY_INFOS_BYTES:,} bytes such a file may "
-                                "hold (MAX_LEGACY_INFOS_BYTES)")
     from datasets.info import DatasetInfo
 
     try:
@@ -394,8 +395,9 @@ def check_legacy_infos(location: str, *, revision: str | None = None) -> None:
         for info in infos.values():
             DatasetInfo.from_dict(info)
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
-        raise SourceError(path, f"datasets cannot read it ({type(e).__name__}: "
-                                f"{cut(' '.join(str(e).split()), 200)})") from None
+        raise SourceError(repository_file_name(location, LEGACY_INFOS), f"datasets cannot read it "
+                                                                         f"({type(e).__name__}: {one_line(e, 200)})"
+                          ) from None
 
 
 def cached_snapshot(repo_id: str, *, offline: bool, revision: str | None = None) -> str:
@@ -439,7 +441,7 @@ def unreadable_parquet(builder: Any) -> SourceError | None:
                         for _ in parquet.iter_batches(batch_size=65_536, use_threads=False):
                             pass
                 except (pa.ArrowException, OSError) as e:
-                    return SourceError(path, f"not a readable Parquet file ({' '.join(str(e).split())[:300]}); "
+                    return SourceError(path, f"not a readable Parquet file ({one_line(e, 300)}); "
                                              "build the folder again")
     return None
 

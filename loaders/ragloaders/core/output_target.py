@@ -13,6 +13,7 @@ import os
 import re
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from typing import Literal, TypeVar
 
@@ -137,6 +138,24 @@ def being_written(path: str) -> bool:
         return False
     finally:
         os.close(handle)
+
+
+def remove_abandoned(folder: str, ours: Callable[[str], bool], older_than: float) -> None:
+    """Delete the temporary files a killed process of ragloaders left in `folder` (one of its own caches): regular
+    files whose name `ours` accepts, unchanged for `older_than` seconds, that no process holds locked
+    (`being_written`); anything else is left as it is."""
+    try:
+        entries = list(os.scandir(folder or "."))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if (ours(entry.name) and entry.is_file(follow_symlinks=False)
+                    and entry.stat(follow_symlinks=False).st_mtime < time.time() - older_than
+                    and not being_written(entry.path)):
+                os.unlink(entry.path)
+        except OSError:
+            continue
 
 
 def current_umask() -> int:

@@ -45,6 +45,12 @@ def preview(value: Any, chars: int = CHARS, nodes: int = NODES) -> str:
     return text if size <= chars else text[:chars] + "…"
 
 
+def one_line(text: object, chars: int = CHARS) -> str:
+    """`str(text)` (an exception's words, say) on one line, its runs of whitespace made one space, cut to `chars`
+    characters with `…`."""
+    return cut(" ".join(str(text).split()), chars)
+
+
 def cut(text: str, chars: int = CHARS) -> str:
     """`text` (made by the reader, such as a global's name from the file) cut to `chars` characters with `…`."""
     return text if len(text) <= chars else text[:chars] + "…"

@@ -21,13 +21,13 @@ import hashlib
 import json
 import os
 import tempfile
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
 
 from ..core.code_version import code_version
+from ..core.output_target import remove_abandoned
 from ..core.source_files import file_identity
 from ..core.user_cache import read_small_json, user_cache_dir
 
@@ -126,7 +126,7 @@ def _write(path: str, config: str, content: dict, sources: Iterable[str], *, dat
     target = _record_path(path, config, data_dir, cache_dir)
     try:
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        _remove_abandoned(os.path.dirname(target))
+        remove_abandoned(os.path.dirname(target), lambda name: name.startswith(TEMPORARY_PREFIX), ABANDONED_AFTER)
         fd, temporary = tempfile.mkstemp(prefix=TEMPORARY_PREFIX, dir=os.path.dirname(target))
         try:
             with os.fdopen(fd, "w") as f:
@@ -142,22 +142,6 @@ def _write(path: str, config: str, content: dict, sources: Iterable[str], *, dat
 TEMPORARY_PREFIX = ".record-"
 ABANDONED_AFTER = 3600.0
 """Seconds after which a temporary record file is one a killed eval left (a write takes milliseconds)."""
-
-
-def _remove_abandoned(folder: str) -> None:
-    """Delete the temporary record files in `folder` (ragloaders' own eval cache) that a killed eval left: those
-    of TEMPORARY_PREFIX unchanged for ABANDONED_AFTER seconds; anything else is left as it is."""
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return
-    for entry in entries:
-        try:
-            if (entry.name.startswith(TEMPORARY_PREFIX) and entry.is_file(follow_symlinks=False)
-                    and entry.stat(follow_symlinks=False).st_mtime < time.time() - ABANDONED_AFTER):
-                os.unlink(entry.path)
-        except OSError:
-            continue
 
 
 def _read(path: str, config: str, *, data_dir: str | None, cache_dir: str | None) -> dict | None:

@@ -42,7 +42,7 @@ import stringzilla as sz
 
 from ..core.errors import ContentError, SourceError, UsageError
 from ..core.output_target import write_new_file
-from ..core.preview import invalid_utf8, preview
+from ..core.preview import invalid_utf8, one_line, preview
 from ..core.readers.jsonl import Shard, iter_json_records
 from ..core.readers.lines import UTF8_BOM, iter_lines
 from ..core.readers.values import conform
@@ -446,7 +446,7 @@ def _parquet_tables(path: str, parquet: pq.ParquetFile, columns: list[str]) -> I
             return
         except (pa.ArrowException, OSError) as e:
             raise SourceError(path, f"a damaged Parquet file: its rows from row {rows + 1} do not read "
-                                    f"({' '.join(str(e).split())[:200]})") from None
+                                    f"({one_line(e, 200)})") from None
         rows += batch.num_rows
         yield pa.Table.from_batches([batch])
 

@@ -20,7 +20,6 @@ import re
 import stat
 import struct
 import tempfile
-import time
 import zlib
 from collections import Counter
 from collections.abc import Sequence
@@ -30,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.errors import SourceError
-from ..core.output_target import being_written, lock_if_possible
+from ..core.output_target import lock_if_possible, remove_abandoned
 from ..core.plural import counted
 from ..core.preview import preview
 from .chunked_take import ChunkedRows
@@ -222,22 +221,11 @@ def placed(row: int, splits: Sequence[tuple[str, int]], *, bare: bool = False) -
 
 def _remove_abandoned(path: str) -> None:
     """Delete the partial files of earlier saves of the index `path` (in ragloaders' own cache) that a killed process
-    left: `NAME.XXXXXXXX.partial`, regular files unchanged for a minute that no process holds locked (a save locks
-    its file a moment after making it, and writes it within seconds)."""
+    left: `NAME.XXXXXXXX.partial`, unchanged for a minute and not locked (a save locks its file a moment after
+    making it, and writes it within seconds)."""
     folder, name = os.path.split(path)
     own = re.compile(re.escape(name) + r"\.[a-z0-9_]{8}\.partial")
-    try:
-        entries = list(os.scandir(folder or "."))
-    except OSError:
-        return
-    for entry in entries:
-        try:
-            if (own.fullmatch(entry.name) and entry.is_file(follow_symlinks=False)
-                    and entry.stat(follow_symlinks=False).st_mtime < time.time() - 60
-                    and not being_written(entry.path)):
-                os.unlink(entry.path)
-        except OSError:
-            continue
+    remove_abandoned(folder, own.fullmatch, 60.0)
 
 
 def _as_array(ids: Sequence[str]) -> tuple[pa.Array, np.ndarray]:

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from ..core.errors import SourceError
 from ..core.hub_repository import looks_like_repo_id, require_own_file
-from ..core.preview import preview
+from ..core.preview import one_line, preview
 from ..core.user_cache import user_cache_dir
 from ..publish.repository_card import built_from
 from .cache_files import CHECK_SUFFIX, building, file_problem, record_file, replace_durably, warn_rebuilt
@@ -80,7 +80,7 @@ def download_repository(repo_id: str, cache_dir: str | None, revision: str | Non
         folder = snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns, revision=revision,
                                    cache_dir=os.path.join(cache_dir, "hub") if cache_dir else None)
     except Exception as e:  # hub, network and auth errors alike: the user passed a folder that is not there, or this
-        reason = " ".join(str(e).split())[:300]
+        reason = one_line(e, 300)
         at = f" at revision {preview(revision)}" if revision else ""
         raise SourceError(repo_id, f"no such folder, and the hub dataset repository {repo_id}{at} could not be "
                           f"downloaded ({type(e).__name__}: {reason})") from e
@@ -184,7 +184,7 @@ def _convert(paths: list[str], target: str, config: str) -> pa.Table:
     except pa.ArrowInvalid as e:
         os.unlink(target)  # ours, and of no use
         raise SourceError(os.path.dirname(paths[0]), f"config {config}: its rows are not valid Arrow data once "
-                          f"converted ({' '.join(str(e).split())[:300]})") from None
+                          f"converted ({one_line(e, 300)})") from None
     record_file(target)
     return _mapped(target)
 

@@ -5,10 +5,9 @@ and the data files the card declares per config and split."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from ..api import registry
-from ..core.card_yaml import front_matter, load_yaml
-from ..core.hub_repository import CARD as README
 from ..core.hub_repository import card_text
 from .cards import BUILT_FROM_PATTERN
 
@@ -25,21 +24,15 @@ def built_from(repository: str) -> str | None:
     return built_from_card(card_text(repository))
 
 
-def declared_files(repository: str, card: str | None) -> dict[tuple[str, str], str]:
+def declared_files(repository: str, metadata: dict[str, Any]) -> dict[tuple[str, str], str]:
     """(config, split) -> the data files the card's `configs:` declares for it (joined by ", "), as a finding names
-    them; {} without a card or a declaration. The card must have passed `check_card`."""
-    try:
-        configs = (load_yaml(front_matter(card or ""), README) or {}).get("configs") or []
-    except AttributeError:  # front matter that is not a mapping: datasets says so when it reads the card
-        return {}
+    them; {} without a declaration. `metadata`: the card's fields as `check_repository_yaml` gives them (checked to
+    be the shape datasets reads: `configs` a list of mappings, each split entry a `split` and a path or paths)."""
     files = {}
-    for config in configs if isinstance(configs, list) else []:
-        declared = config.get("data_files") if isinstance(config, dict) else None
-        entries = declared if isinstance(declared, list) else [{"split": "train", "path": declared}]
-        for entry in entries:
-            if isinstance(entry, dict) and isinstance(entry.get("split"), str):
-                paths = entry.get("path")
-                paths = [paths] if isinstance(paths, str) else [p for p in paths or [] if isinstance(p, str)]
-                files[(str(config.get("config_name")), entry["split"])] = ", ".join(
-                    os.path.join(repository, p) for p in paths)
+    for config in metadata.get("configs") or []:
+        declared = config.get("data_files")
+        for entry in declared if isinstance(declared, list) else [{"split": "train", "path": declared}]:
+            if isinstance(entry, dict):  # (a bare path of a list names no split of its own)
+                paths = [entry["path"]] if isinstance(entry["path"], str) else entry["path"] or []
+                files[(config["config_name"], entry["split"])] = ", ".join(os.path.join(repository, p) for p in paths)
     return files

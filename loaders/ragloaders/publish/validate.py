@@ -41,7 +41,7 @@ from ..core.facts import Benchmark, KnownDefect, PublishedCounts
 from ..core.hub_repository import check_repository_yaml, require_own_data_files
 from ..core.output_target import MANIFEST
 from ..core.plural import counted
-from ..core.preview import preview
+from ..core.preview import one_line, preview
 from .cached_split import CachedSplit
 from .provenance import files_read, published_of, source_report
 from .recorded_files import RecordedFiles, check_recorded_files
@@ -354,14 +354,14 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
         >>> report["ok"], report["recorded_files"]["verified"]  # doctest: +SKIP
         (True, 6)"""
     card = card_text(repository)
-    check_repository_yaml(repository)  # before `datasets` parses it: an alias bomb would exhaust memory there
+    metadata = check_repository_yaml(repository)  # before `datasets` parses it: an alias bomb would exhaust memory
     if as_path is not None and as_path not in registry():
         raise UsageError(f"--as {preview(as_path)}: not a benchmark path (a group names each member; `ragloaders list` "
                          "shows them)")
     recorded = check_recorded_files(repository) if os.path.isdir(repository) else None
     changed = recorded.altered + recorded.missing if recorded is not None else []
     try:
-        loaded, unloadable, files = _load_repository(repository, card, cache_dir)
+        loaded, unloadable, files = _load_repository(repository, metadata, cache_dir)
     except Exception as e:  # a file the record lists is gone or no longer a file: say so before what it broke
         if not changed:
             raise
@@ -383,16 +383,17 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
     return report
 
 
-def _load_repository(repository: str, card: str | None, cache_dir: str | None
+def _load_repository(repository: str, metadata: dict[str, Any], cache_dir: str | None
                      ) -> tuple[dict[str, Any], list[Finding], dict[tuple[str, str], str]]:
     """(every config that loads, a `column_type` finding for each that does not load as its card declares, the
-    card's data files) of a repository, its data files checked to be its own first."""
+    card's data files) of a repository (`metadata`: its card's fields, checked), its data files checked to be its
+    own first."""
     configs = datasets.get_dataset_config_names(repository)
     if not configs:
         raise UsageError(f"{repository}: no configs (not a dataset folder or repository)")
     for config in configs:
         require_own_data_files(repository, config)
-    files = declared_files(repository, card)
+    files = declared_files(repository, metadata)
     loaded, unloadable = {}, []
     for config in configs:
         try:
@@ -443,7 +444,7 @@ def _undeclared_types(repository: str, config: str) -> str:
         try:
             schema = pq.read_schema(path)
         except (pa.ArrowException, OSError) as e:
-            problems.append(f"{path}: not a readable Parquet file ({' '.join(str(e).split())[:300]})")
+            problems.append(f"{path}: not a readable Parquet file ({one_line(e, 300)})")
             continue
         for column in schema if declared is not None else []:
             if column.name in declared.names and declared.field(column.name).type != column.type:
