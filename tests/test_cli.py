@@ -129,8 +129,10 @@ def test_debug_shows_the_traceback_of_every_command(argv, tmp_path, monkeypatch,
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("ragloaders: error: ") and err.count("\n") == 1 and "--debug" not in err  # the user's
-    with pytest.raises(OSError):
-        cli.main([*argv, "--debug"])
+    assert cli.main([*argv, "--debug"]) == 2  # the same exit status with the traceback as without it
+    traced = capsys.readouterr().err
+    assert traced.startswith("Traceback (most recent call last):") and "Error: " in traced
+    assert traced.endswith(err)
 
 
 def test_a_bug_is_told_apart_from_the_users_error(monkeypatch, capsys):
@@ -158,10 +160,33 @@ def test_a_plain_value_error_is_a_bug_whose_traceback_debug_shows(monkeypatch, c
     assert cli.main(["list"]) == 2
     err = capsys.readouterr().err
     assert err == "ragloaders: error: ValueError: an internal invariant broke (--debug shows where)\n"
-    with pytest.raises(ValueError, match="an internal invariant") as raised:
-        cli.main(["list", "--debug"])
-    assert any(entry.name == "broken_invariant" for entry in raised.traceback)
-    assert "--debug shows where" not in capsys.readouterr().err
+    assert cli.main(["list", "--debug"]) == 2
+    traced = capsys.readouterr().err
+    assert "in broken_invariant" in traced and "ValueError: an internal invariant\nbroke\n" in traced
+    assert traced.endswith("ragloaders: error: ValueError: an internal invariant broke\n")  # no hint: it is shown
+
+
+def test_an_unexpected_errors_message_is_bounded_on_its_one_line(monkeypatch, capsys):
+    def huge(args):
+        raise RuntimeError("x" * 10_000_000)
+
+    monkeypatch.setattr(cli, "cmd_list", huge)
+    assert cli.main(["list"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 2 * cli.BUG_MESSAGE_CHARS and err.endswith("… (--debug shows where)\n")
+
+
+def test_ctrl_c_with_debug_is_its_traceback_then_the_interrupted_line(monkeypatch, capsys):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_list", interrupted)
+    assert cli.main(["list"]) == 130
+    plain = capsys.readouterr().err
+    assert plain.startswith("ragloaders: interrupted") and "Traceback" not in plain
+    assert cli.main(["list", "--debug"]) == 130
+    traced = capsys.readouterr().err
+    assert "in interrupted" in traced and "KeyboardInterrupt" in traced and traced.endswith(plain)
 
 
 INTERNAL_VALUE_ERRORS = {

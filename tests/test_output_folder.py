@@ -411,10 +411,10 @@ def test_errors_are_one_line_and_debug_shows_the_traceback(tmp_path, capsys, cac
     out = user_folder(tmp_path / "mine")
     status, err = cli(capsys, *build_args(out, cache_dir=cache_dir))
     assert status == 2 and err.count("\n") == 1
-    with pytest.raises(OutputFolderError):
-        main(["--debug", *build_args(out, cache_dir=cache_dir)])
-    with pytest.raises(OutputFolderError):
-        main([*build_args(out, cache_dir=cache_dir), "--debug"])
+    args = build_args(out, cache_dir=cache_dir)
+    for argv in (["--debug", *args], [*args, "--debug"]):
+        status, traced = cli(capsys, *argv)
+        assert status == 2 and "Traceback" in traced and "OutputFolderError: " in traced and traced.endswith(err)
     # an OSError (here: the parent of --out cannot be made) is one line too
     (tmp_path / "plain").write_text("a file\n")
     status, err = cli(capsys, *build_args(tmp_path / "plain" / "out", cache_dir=cache_dir))

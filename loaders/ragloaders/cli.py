@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 
 from . import __version__
@@ -17,6 +18,7 @@ from .core import progress
 from .core.errors import MissingSourceError, SourceError, UsageError
 from .core.log import show_warnings_on_stderr, warn
 from .core.plural import counted
+from .core.preview import one_line
 from .lookup import command as lookup_command
 from .mock_api import command as mock_api_command
 
@@ -24,6 +26,8 @@ USERS_ERRORS = (UsageError, SourceError, MissingSourceError, OSError, ImportErro
 """Errors about the user's input, files or machine (ImportError: an extra not installed), printed as one line; any
 other exception (a plain ValueError included) is a bug of ragloaders, printed with the hint that --debug shows its
 traceback."""
+BUG_MESSAGE_CHARS = 1_000
+"""Characters of an unexpected exception's message the one line shows at most (--debug shows all of it)."""
 SOURCE_HELP = ("a benchmark path (beir/scifact; with --data-dir or a download), a folder `ragloaders build` wrote "
                "(./scifact), or a hub dataset repository id in ragloaders' or mteb's layout (org/name; with "
                "HF_HUB_OFFLINE=1 its copy in the hub cache)")
@@ -410,8 +414,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `ragloaders` command line (`argv`: the arguments, default `sys.argv[1:]`); returns the exit status:
-    0 success, 1 `validate` found structural errors, 2 an error (printed as one line on stderr), 130 interrupted
-    (Ctrl-C: one line too). `--help` and `--version` exit through SystemExit, as argparse does.
+    0 success, 1 `validate` found structural errors, 2 an error (printed as one line on stderr; with `--debug` its
+    traceback first), 130 interrupted (Ctrl-C: one line too). `--help` and `--version` exit through SystemExit, as
+    argparse does.
 
     Example: `main(["validate", "beir/nfcorpus", "--data-dir", "tests/data/beir"])` returns 0."""
     args = parser().parse_args(argv)
@@ -424,14 +429,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return args.run(args)
     except Exception as e:  # one line a user can act on; the traceback only with --debug
         if args.debug:
-            raise
-        known = isinstance(e, USERS_ERRORS)
-        message = str(e) if known else f"{type(e).__name__}: {e} (--debug shows where)"
+            traceback.print_exc()
+        if isinstance(e, USERS_ERRORS):
+            message = str(e)
+        else:  # a third party's words may hold a value of any size
+            message = f"{type(e).__name__}: {one_line(e, BUG_MESSAGE_CHARS)}" + ("" if args.debug else
+                                                                                " (--debug shows where)")
         print(f"ragloaders: error: {' '.join(message.splitlines())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         if args.debug:
-            raise
+            traceback.print_exc()
         print(f"ragloaders: interrupted{interrupted_note(args, out_existed)}", file=sys.stderr)
         return 130
 
