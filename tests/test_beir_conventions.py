@@ -200,8 +200,8 @@ def test_a_built_folder_is_named_by_its_manifest_digest_and_the_qrels_scored(nfc
                       "qrels": qrels_digest(nfcorpus_build.out / "qrels" / "test-00000-of-00001.parquet")}
     assert source["qrels"]["pairs"] == 12334
     assert report.identity["conventions"]["identical_ids"] == "kept (--keep-identical-ids)"
-    assert evaluate("mmrag", {"q": {"d": 1.0}}, data_dir=str(DATA / "mmrag"), metrics="ndcg@10",
-                    cache_dir=nfcorpus_build.cache_dir).identity["run"] == {"file": None}
+    assert evaluate("mmrag", {"ott_552": {"d": 1.0}}, data_dir=str(DATA / "mmrag"), metrics="ndcg@10",
+                    cache_dir=nfcorpus_build.cache_dir).identity["run"] == {"file": None}  # (a test query)
 
 
 def test_a_built_folder_whose_qrels_changed_is_named_by_the_qrels_actually_scored(nfcorpus_build, nfcorpus_run,

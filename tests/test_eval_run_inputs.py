@@ -125,3 +125,55 @@ def test_an_integer_score_is_refused_only_where_a_double_cannot_hold_it(tmp_path
         else:
             with pytest.raises(SourceError, match="line 1.*cannot be held exactly in double"):
                 read_run(str(path))
+
+
+def _parquet_run(path):
+    pq.write_table(pa.table({"query-id": pa.array([], pa.string()), "corpus-id": pa.array([], pa.string()),
+                             "score": pa.array([], pa.float64())}), path)
+
+
+@pytest.mark.parametrize("name, write", [("run.trec", lambda p: p.write_bytes(b"")),
+                                         ("run.jsonl", lambda p: p.write_bytes(b"")),
+                                         ("run.parquet", _parquet_run)])
+def test_an_empty_run_file_is_refused_not_scored_zero(name, write, nfcorpus_build, tmp_path, capsys):
+    """A retrieval job that failed and wrote nothing: the report was every measure 0.00000 and exit 0 (BEIR's
+    EvaluateRetrieval divides by zero on it)."""
+    run = tmp_path / name
+    write(run)
+    assert cli.main(["eval", str(nfcorpus_build.out), "--run", str(run), "--cache-dir", nfcorpus_build.cache_dir]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"ragloaders: error: {run}: the run holds no result: nothing to score\n"
+
+
+def test_a_run_that_ranks_nothing_or_no_judged_query_is_refused_naming_why(nfcorpus_build):
+    from ragloaders.eval.report import evaluate
+
+    where = {"metrics": "ndcg@10", "cache_dir": nfcorpus_build.cache_dir}
+    with pytest.raises(UsageError, match=r"^the run holds no result"):
+        evaluate(str(nfcorpus_build.out), {}, **where)
+    with pytest.raises(UsageError, match=r"^the run ranks no document for any of its 2 queries"):
+        evaluate(str(nfcorpus_build.out), {"PLAIN-2": {}, "PLAIN-12": {}}, **where)
+    # PLAIN-1 is judged in dev only; 'nope' is no query of nfcorpus
+    with pytest.raises(UsageError) as caught:
+        evaluate(str(nfcorpus_build.out), {"PLAIN-1": {"MED-10": 1.0}, "nope": {"MED-10": 1.0}}, **where)
+    assert str(caught.value) == (
+        f"no query of the run (2 queries, e.g. 'PLAIN-1'; 1 is not in {nfcorpus_build.out}, 1 is judged in another "
+        "split only) is judged in " f"{nfcorpus_build.out}'s test split: a run of another benchmark or split? "
+        "(--split chooses the split)")
+    scored = evaluate(str(nfcorpus_build.out), {"PLAIN-1": {"MED-10": 1.0}}, split="dev", **where)
+    assert scored.judged_queries > 1 and len(scored.unranked_queries) == scored.judged_queries - 1
+    # one judged query ranked is enough: the others are each scored 0, with the warning
+    partial = evaluate(str(nfcorpus_build.out), {"PLAIN-2": {"MED-10": 1.0}, "nope": {"MED-10": 1.0}}, **where)
+    assert partial.unknown_queries == ["nope"] and len(partial.unranked_queries) == partial.judged_queries - 1
+
+
+def test_an_empty_routing_run_is_refused_too(tmp_path):
+    from conftest import DATA
+    from ragloaders.eval.report import evaluate_routing
+
+    with pytest.raises(UsageError, match=r"^the routing run holds no result: nothing to score"):
+        evaluate_routing("mmrag", {}, data_dir=str(DATA / "mmrag"), cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(UsageError, match=r"^no query of the routing run \(1 query, e.g. 'nope'; 1 is not in mmrag\)"):
+        evaluate_routing("mmrag", {"nope": {"tat": 1.0}}, data_dir=str(DATA / "mmrag"),
+                         cache_dir=str(tmp_path / "cache"))

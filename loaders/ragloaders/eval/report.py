@@ -195,6 +195,7 @@ def evaluate(
     else:
         report = _evaluate_path(shown, path, run, conventions, split, chosen, level, per_query, where,
                                 keep_identical_ids)
+    require_a_scored_query(report, given, run)
     source = source_identity(shown, conventions.mean_over or (path,), opened.repository, qrels=report.scored_qrels,
                              **where)
     report.identity = identity(source, split, given, relevance_level=level,
@@ -297,9 +298,33 @@ def evaluate_routing(
     )
     _add_authors_measures(report, authors, labels, run, per_query)
     report.unranked_queries = [query_id for query_id in labels if not run.get(query_id)]
+    require_a_scored_query(report, given, run)
     report.identity = identity(source_identity(path, (path,), None, **where), split, given, relevance_level=1,
                                ignore_identical_ids=False, keep_identical_ids=False, dropped=0)
     return report
+
+
+def require_a_scored_query(report: EvalReport, given: Run | str | os.PathLike, run: Run) -> None:
+    """Refuse a run that ranks nothing for any query the split judges: every measure would be 0, a report that looks
+    like a result of a run that is empty or of another split (BEIR's EvaluateRetrieval divides by zero on it)."""
+    if not report.judged_queries or len(report.unranked_queries) < report.judged_queries:
+        return
+    name = "" if isinstance(given, dict) else f"{os.fspath(given)}: "
+    kind = "routing run" if report.task == "routing" else "run"
+    item = "dataset" if report.task == "routing" else "document"
+    if not run:
+        raise UsageError(f"{name}the {kind} holds no result: nothing to score")
+    if not any(run.values()):
+        raise UsageError(f"{name}the {kind} ranks no {item} for any of its {counted(len(run), 'query', 'queries')}: "
+                         "nothing to score")
+    others = [f"{counted(len(report.unknown_queries), 'is', 'are')} not in {report.path}"] if report.unknown_queries \
+        else []
+    if report.unjudged_queries:
+        others.append(f"{counted(report.unjudged_queries, 'is', 'are')} judged in another split only")
+    example = next(iter(run))
+    raise UsageError(f"{name}no query of the {kind} ({counted(len(run), 'query', 'queries')}, e.g. "
+                     f"{preview(example)}{'; ' + ', '.join(others) if others else ''}) is judged in {report.path}'s "
+                     f"{report.split} split: a run of another benchmark or split? (--split chooses the split)")
 
 
 def member_prefix(group: str, member: str) -> str:
