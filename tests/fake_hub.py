@@ -34,8 +34,9 @@ ENDPOINT = "http://hub.test"
 EXIT_ON_COMMIT_ENV = "FAKE_HUB_EXIT_ON_COMMIT"
 """Set to N: the process dies (os._exit) when the N-th commit request of the whole state arrives."""
 OWNER_EDITS_ENV = "FAKE_HUB_OWNER_EDITS"
-"""A JSON file {"N": {"repo": REPO, "files": {path: text}}}: just before the N-th commit request of the whole state is
-handled, the repository's owner commits those files (a commit of their own: the branch's head moves)."""
+"""A JSON file {"N": {"repo": REPO, "files": {path: text or null}}}: just before the N-th commit request of the whole
+state is handled, the repository's owner commits those files, null deleting one (a commit of their own: the
+branch's head moves)."""
 STALE_PARENT = "A commit has happened since. Please refresh and try again."
 """What the hub answers (HTTP 412) to a commit whose parentCommit is not the branch's head."""
 LFS_SUFFIXES = (".parquet",)
@@ -105,14 +106,18 @@ class FakeHub:
         state["repos"][repo_id]["branches"][revision]["files"][path] = self._entry(path, data)
         self.save(state)
 
-    def owner_commit(self, repo_id: str, files: dict[str, bytes], revision: str = "main") -> str:
-        """A commit by the repository's owner writing `files`: the branch's head moves, as on the hub."""
+    def owner_commit(self, repo_id: str, files: dict[str, bytes | None], revision: str = "main") -> str:
+        """A commit by the repository's owner writing `files` (None: deleting that file): the branch's head moves,
+        as on the hub."""
         state = self.load()
         branch = state["repos"][repo_id]["branches"][revision]
         for path, data in files.items():
-            branch["files"][path] = self._entry(path, data)
+            if data is None:
+                del branch["files"][path]
+            else:
+                branch["files"][path] = self._entry(path, data)
         oid = hashlib.sha1(json.dumps([len(branch["commits"]), sorted(files)]).encode()
-                           + b"".join(files.values())).hexdigest()
+                           + b"".join(data or b"" for data in files.values())).hexdigest()
         branch["commits"].append({"oid": oid, "summary": "edited by the owner", "paths": sorted(files)})
         self.save(state)
         return oid
@@ -337,7 +342,8 @@ class FakeHub:
             with open(os.environ[OWNER_EDITS_ENV], encoding="utf-8") as f:
                 edit = json.load(f).get(str(state["commit_requests"]))
             if edit:
-                self.owner_commit(edit["repo"], {p: text.encode() for p, text in edit["files"].items()})
+                self.owner_commit(edit["repo"], {p: None if text is None else text.encode()
+                                                 for p, text in edit["files"].items()})
                 state = self.load()
         if self._repo(state, repo) is None:
             return self._not_found(repo)

@@ -399,14 +399,14 @@ def test_a_push_that_would_overwrite_a_file_it_did_not_publish_stops_unless_aske
     assert refused.returncode == 2
     errors = [line for line in refused.stderr.splitlines() if line.startswith("ragloaders: error:")]
     assert len(errors) == 1 and "Traceback" not in refused.stderr
-    assert "1 file(s)" in errors[0] and "(README.md)" in errors[0] and "--overwrite-foreign" in errors[0]
+    assert "1 file(s)" in errors[0] and "('README.md')" in errors[0] and "--overwrite-foreign" in errors[0]
     assert hub.load()["repos"][REPO]["branches"]["main"]["commits"] == []  # nothing was sent
     assert {path: hub.read(REPO, path) for path in theirs} == theirs
 
     # a file at the manifest's path that is not a ragloaders manifest is the repository's too
     hub.seed_file(REPO, HUB_MANIFEST, b'{"format": "something else"}')
     refused = run_push(tmp_path, cache_dir)
-    assert refused.returncode == 2 and f"(README.md, {HUB_MANIFEST})" in refused.stderr
+    assert refused.returncode == 2 and f"('README.md', '{HUB_MANIFEST}')" in refused.stderr
 
     asked = run_push(tmp_path, cache_dir, "--overwrite-foreign")
     assert asked.returncode == 0, asked.stderr[-3000:]
@@ -423,7 +423,7 @@ def test_a_card_edited_on_the_hub_since_the_push_is_not_overwritten_without_aski
     hub.seed_file(REPO, "README.md", b"# edited by the owner on the hub\n")
     (tmp_path / "staged" / "README.md").unlink()  # the next push rebuilds the staged folder: the same card
     refused = run_push(tmp_path, cache_dir)
-    assert refused.returncode == 2 and "(README.md)" in refused.stderr, refused.stderr[-3000:]
+    assert refused.returncode == 2 and "('README.md')" in refused.stderr, refused.stderr[-3000:]
     assert hub.read(REPO, "README.md") == b"# edited by the owner on the hub\n"
 
 
@@ -455,7 +455,7 @@ def test_an_owner_edit_between_two_commits_of_a_push_survives_it(tmp_path, cache
     assert hub.read(REPO, "corpus/corpus-00000-of-00001.parquet").decode() == OWNER_CORPUS
     assert "commit 2/4: ragloaders-test/nfcorpus changed since it was read" in done.stdout
     lines = left_lines(done.stdout)
-    assert len(lines) == 1 and "(README.md, corpus/corpus-00000-of-00001.parquet)" in lines[0], done.stdout
+    assert len(lines) == 1 and "('README.md', 'corpus/corpus-00000-of-00001.parquet')" in lines[0], done.stdout
     staged = staged_files(tmp_path / "staged")
     mine = {name: data for name, data in staged.items()
             if name not in ("README.md", "corpus/corpus-00000-of-00001.parquet")}
@@ -480,8 +480,22 @@ def test_an_owner_replacing_a_published_file_during_a_push_keeps_it(tmp_path, ca
     assert {path: hub.read(REPO, path).decode() for path in owners} == owners
     assert "0 stale files deleted" in again.stdout
     lines = left_lines(again.stdout)
-    assert len(lines) == 1 and "(corpus/corpus-00000-of-00001.parquet)" in lines[0], again.stdout
+    assert len(lines) == 1 and "('corpus/corpus-00000-of-00001.parquet')" in lines[0], again.stdout
     assert set(recorded(hub)) == set(staged_files(tmp_path / "staged")) - {"corpus/corpus-00000-of-00001.parquet"}
+
+
+@pytest.mark.slow  # a push in a subprocess: seconds
+def test_a_file_the_owner_deletes_during_a_push_is_not_put_back(tmp_path, cache_dir):
+    assert run_push(tmp_path, cache_dir).returncode == 0  # 4 commit requests
+    hub = FakeHub(str(tmp_path / "hub"))
+    seed_recorded(hub, "README.md", b"the card of an older build\n")
+    # the next push sends the new card in its one commit; just before it lands, the owner deletes the card
+    again = run_push(tmp_path, cache_dir, env=owner_edits(tmp_path, {5: {"README.md": None}}))
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "README.md" not in hub.files(REPO)
+    lines = left_lines(again.stdout)
+    assert len(lines) == 1 and "('README.md')" in lines[0], again.stdout
+    assert "README.md" not in recorded(hub)
 
 
 @pytest.mark.slow  # a push in a subprocess: seconds
@@ -512,3 +526,116 @@ def test_a_race_is_told_by_the_hubs_412_or_409_and_nothing_else():
     assert parent_moved(error(412)) and parent_moved(error(409))
     assert parent_moved(error(500, error(412)))  # raised while handling the hub's answer, as datasets reads it
     assert not any(parent_moved(error(s)) for s in (None, 400, 401, 403, 404, 413, 422, 500, 503))
+
+
+@pytest.mark.parametrize("swap", ["card symlinked to a user's file", "large data file rewritten"])
+def test_a_file_swapped_after_the_folder_was_verified_is_never_committed(swap, tmp_path, cache_dir, monkeypatch):
+    """At the hub's first commit request, the staged folder changes under the push: the card becomes a symlink to a
+    private file of the user's, or a data file of a later commit gets other bytes (every file sent from its path, as
+    a file over push.INLINE_BYTES is). The upload read files by path when it sent them, long after `verify`: the
+    private file was published as the card."""
+    from ragloaders.publish import push
+
+    secret = tmp_path / "id_rsa"
+    secret.write_bytes(b"-----BEGIN OPENSSH PRIVATE KEY----- not to be published\n")
+    staged = tmp_path / "staged"
+    if swap == "large data file rewritten":
+        monkeypatch.setattr(push, "INLINE_BYTES", 0)
+    commit = FakeHub.commit
+    later = {}
+
+    def commit_then_swap(self, request, repo, rev):
+        if not later:
+            names = sorted(staged_files(staged))
+            if swap == "card symlinked to a user's file":
+                later["file"] = staged / "README.md"
+                later["file"].unlink()
+                later["file"].symlink_to(secret)
+            else:
+                later["file"] = staged / names[-2]  # (the last data file, in the commit before the card's)
+                later["file"].write_bytes(b"PAR1 rewritten while the push ran")
+        return commit(self, request, repo, rev)
+
+    monkeypatch.setattr(FakeHub, "commit", commit_then_swap)
+    done = run_push(tmp_path, cache_dir)
+    assert done.returncode == 2, done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("ragloaders: error:")]
+    assert len(errors) == 1 and f"{later['file']} changed after the folder was verified" in errors[0], done.stderr
+    hub = FakeHub(str(tmp_path / "hub"))
+    held = [hub.read(REPO, name) for name in hub.files(REPO)]
+    assert held and not any(b"PRIVATE KEY" in data or b"rewritten" in data for data in held)
+    assert "README.md" not in hub.files(REPO)  # the card, last, never came
+
+
+def _error_line(done: subprocess.CompletedProcess) -> str:
+    errors = [line for line in done.stderr.splitlines() if line.startswith("ragloaders: error:")]
+    assert done.returncode == 2 and len(errors) == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    return errors[0]
+
+
+@pytest.mark.parametrize("status, words", [(400, "the hub refused the upload (HTTP 400)"),
+                                           (401, "the hub refused the token (HTTP 401): set HF_TOKEN"),
+                                           (403, "the token may not write to this repository (HTTP 403)")])
+def test_the_hubs_refusal_of_a_commit_is_one_bounded_line_naming_it(status, words, tmp_path, cache_dir,
+                                                                       monkeypatch):
+    """A commit answered with an error of 200 KB: the one line held all of it, and said the hub 'stopped answering'
+    with a proxy remedy whatever the status."""
+    monkeypatch.setattr(FakeHub, "commit", lambda self, request, repo, rev: (status, {"error": "E" * 200_000}))
+    line = _error_line(run_push(tmp_path, cache_dir))
+    assert words in line and "stopped answering" not in line and len(line) < 1_000, line
+
+
+def test_a_hub_that_gives_no_head_commit_gets_no_commit(tmp_path, cache_dir, monkeypatch):
+    """Unpinned (parent_commit None), a commit overwrote whatever the owner committed meanwhile."""
+    revision_info = FakeHub.revision_info
+
+    def headless(self, request, repo, rev):
+        status, body, *rest = revision_info(self, request, repo, rev)
+        return (status, {**body, "sha": None}, *rest) if status == 200 else (status, body, *rest)
+
+    monkeypatch.setattr(FakeHub, "revision_info", headless)
+    line = _error_line(run_push(tmp_path, cache_dir))
+    assert "the hub gave no head commit of main (got None)" in line and "nothing was sent" in line
+    assert FakeHub(str(tmp_path / "hub")).load()["commit_requests"] == 0
+
+
+def test_the_repositorys_listing_is_bounded_in_messages_and_in_length(tmp_path, cache_dir, monkeypatch):
+    from ragloaders.publish import push
+
+    tree = FakeHub.tree
+    odd = "data/" + "x" * 100_000 + "\nragloaders: FAKE LINE.parquet"
+
+    def with_an_odd_file(self, request, repo, rev, sub=None):
+        status, body, *rest = tree(self, request, repo, rev, sub)
+        extra = {"type": "file", "path": odd, "size": 4, "oid": "0" * 40}
+        return (status, [*body, extra], *rest) if status == 200 else (status, body, *rest)
+
+    monkeypatch.setattr(FakeHub, "tree", with_an_odd_file)
+    done = run_push(tmp_path, cache_dir)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "FAKE LINE" not in "".join(line for line in done.stdout.splitlines() if line.startswith("ragloaders"))
+    leaving = [line for line in done.stdout.splitlines() if line.startswith("leaving 1 Parquet files")]
+    assert len(leaving) == 1 and len(leaving[0]) < 400 and "…" in leaving[0], done.stdout[:2000]
+    monkeypatch.setattr(push, "MAX_REPOSITORY_FILES", 3)  # a listing that goes on paging
+    line = _error_line(run_push(tmp_path, cache_dir))
+    assert "the hub lists more than 3 files in the repository" in line
+
+
+def test_a_record_larger_than_its_bound_is_not_read_whole_whatever_the_listing_says(tmp_path, cache_dir,
+                                                                                     monkeypatch):
+    from ragloaders.publish.hub_manifest import MAX_HUB_MANIFEST_BYTES
+
+    assert run_push(tmp_path, cache_dir).returncode == 0
+    resolve = FakeHub.resolve
+    served = []
+
+    def huge_record(self, request, repo, rev, file):
+        if file != HUB_MANIFEST:
+            return resolve(self, request, repo, rev, file)
+        served.append(file)
+        status, record = resolve(self, request, repo, rev, file)  # the real record, padded past the bound
+        return status, record.rstrip() + b" " * MAX_HUB_MANIFEST_BYTES + b"\n"
+
+    monkeypatch.setattr(FakeHub, "resolve", huge_record)
+    line = _error_line(run_push(tmp_path, cache_dir))
+    assert served and "the push would overwrite that ragloaders did not publish" in line and HUB_MANIFEST in line

@@ -27,17 +27,27 @@ The token comes from HF_TOKEN or the stored login and is never printed.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-from collections.abc import Callable, Iterator
+import stat
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..api import configs_of
 from ..core.errors import UsageError
-from ..core.hub_repository import REPO_ID_PART, check_revision, repo_id_problem
+from ..core.hub_repository import (
+    COMMIT_ID,
+    PUSH_REMEDIES,
+    REPO_ID_PART,
+    HubError,
+    check_revision,
+    repo_id_problem,
+)
 from ..core.output_target import OutputFolderError
 from ..core.plural import counted
-from ..core.preview import preview
+from ..core.preview import one_line, preview
 from ..core.source_files import file_digest
 from ..core.user_cache import user_cache_dir
 from .build import build_identity
@@ -50,6 +60,7 @@ from .hub_manifest import (
     parse_hub_manifest,
 )
 from .manifest import MANIFEST, Manifest, Verdict, verify
+from .target_lock import TargetLock
 
 MAX_COMMIT_FILES = 50
 MAX_COMMIT_BYTES = 2 << 30
@@ -67,13 +78,16 @@ class StagedFile:
     size: int
     verified_sha256: str | None = None
     """The sha256 the folder's manifest lists, checked against the file in this run (then not read again)."""
+    blob_id: str | None = field(default=None, repr=False)
 
     def sha256(self) -> str:
         return self.verified_sha256 or file_digest(self.local_path, "sha256")
 
     def git_sha1(self) -> str:
         """The file's git blob id (sha1 of `blob <size>\\0` + content), as the hub reports for non-LFS files."""
-        return file_digest(self.local_path, "sha1", prefix=f"blob {self.size}\0".encode())
+        if self.blob_id is None:
+            self.blob_id = file_digest(self.local_path, "sha1", prefix=f"blob {self.size}\0".encode())
+        return self.blob_id
 
 
 @dataclass
@@ -235,9 +249,14 @@ def read_hub_manifest(repo_id: str, revision: str | None, remote: dict) -> dict[
     if entry.size > MAX_HUB_MANIFEST_BYTES:
         return None
     url = hf_hub_url(repo_id, HUB_MANIFEST, repo_type="dataset", revision=revision)
-    response = get_session().get(url, headers=build_hf_headers(), follow_redirects=True)
-    hf_raise_for_status(response)
-    return parse_hub_manifest(response.content)
+    with get_session().stream("GET", url, headers=build_hf_headers(), follow_redirects=True) as response:
+        hf_raise_for_status(response)
+        data = bytearray()
+        for chunk in response.iter_bytes():  # (the listing's size is the hub's word; what it sends is counted)
+            data += chunk
+            if len(data) > MAX_HUB_MANIFEST_BYTES:
+                return None
+    return parse_hub_manifest(bytes(data))
 
 
 @dataclass
@@ -290,9 +309,22 @@ def _snapshot(api, repo_id: str, revision: str | None) -> _Snapshot:
     """The branch's head commit, then what the branch holds. Read in this order, the view is never older than the
     head the next commit is pinned to: a commit landing between the two reads makes that commit fail (HTTP 412)."""
     head = api.repo_info(repo_id, repo_type="dataset", revision=revision).sha
-    remote = {entry.path: entry for entry in api.list_repo_tree(repo_id, repo_type="dataset", revision=revision,
-                                                                 recursive=True) if hasattr(entry, "blob_id")}
+    if not isinstance(head, str) or not COMMIT_ID.fullmatch(head):
+        raise HubError(f"{repo_id}: the hub gave no head commit of {revision or 'main'} (got {preview(head)}), so a "
+                       "commit could not be pinned to what the push read; nothing was sent")
+    remote = {}
+    for entry in api.list_repo_tree(repo_id, repo_type="dataset", revision=revision, recursive=True):
+        if len(remote) >= MAX_REPOSITORY_FILES:
+            raise HubError(f"{repo_id}: the hub lists more than {MAX_REPOSITORY_FILES:,} files in the repository; "
+                           "ragloaders pushes only into a repository of fewer")
+        if hasattr(entry, "blob_id"):
+            remote[entry.path] = entry
     return _Snapshot(head, view_repository(repo_id, revision, remote))
+
+
+MAX_REPOSITORY_FILES = 1_000_000
+"""Files of a repository a push reads the listing of at most (the hub advises under 100,000 a repository; a listing
+that goes on paging is stopped here, not when memory runs out)."""
 
 
 def _identity(remote) -> tuple:
@@ -315,6 +347,43 @@ def parent_moved(error: BaseException) -> bool:
 def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision: str | None = None,
            commit_message: str | None = None, overwrite_foreign: bool = False,
            log: Callable[[str], None] = print) -> PushResult:
+    """`_upload` (what a push may do in the repository, and how it is pinned), with the hub's refusals and a dropped
+    connection as one bounded line (HubError) naming what to do."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
+        return _upload(push_plan, repo_id, private=private, revision=revision, commit_message=commit_message,
+                       overwrite_foreign=overwrite_foreign, log=log)
+    except HubError:
+        raise
+    except HfHubHTTPError as error:
+        raise hub_refused(repo_id, error) from None
+    except OSError as error:
+        if error.filename is not None:  # a local file, not the hub
+            raise
+        raise HubError(f"{repo_id}: the hub stopped answering during the upload ({one_line(error, HUB_WORDS)}); "
+                       f"{PUSH_REMEDIES}") from None
+
+
+HUB_WORDS = 300
+"""Characters of the hub's own words (an error's body, as huggingface_hub words it) a message shows at most."""
+
+
+def hub_refused(repo_id: str, error: Exception) -> HubError:
+    """One line for an HTTP error the hub answered a push with, by its status."""
+    status = getattr(getattr(error, "response", None), "status_code", None)
+    said = one_line(error, HUB_WORDS)
+    if status == 401:
+        return HubError(f"{repo_id}: the hub refused the token (HTTP 401): set HF_TOKEN to a token with write access, "
+                        f"or run `hf auth login` ({said})")
+    if status == 403:
+        return HubError(f"{repo_id}: the token may not write to this repository (HTTP 403): use a token with write "
+                        f"access to it ({said})")
+    return HubError(f"{repo_id}: the hub refused the upload (HTTP {status}): {said}")
+
+
+def _upload(push_plan: PushPlan, repo_id: str, *, private: bool, revision: str | None, commit_message: str | None,
+            overwrite_foreign: bool, log: Callable[[str], None]) -> PushResult:
     """Create the repo (and branch) if needed, then commit the plan's batches, skipping what the repo already has.
 
     Every commit also writes the repository manifest (HUB_MANIFEST): the files ragloaders published there. Only
@@ -325,9 +394,10 @@ def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision
 
     Each commit is pinned to the head commit the push last read (`parent_commit`). When someone else committed
     since (the hub answers HTTP 412, or 409 while another commit is in progress: `parent_moved`), the repository is
-    read again and the push carries on without touching any file that is no longer ragloaders' (edited, replaced or
-    added at a path it writes since the push began; not even with `overwrite_foreign`, which covers only what the
-    push saw at its start); such files are named in one line at the end and listed in `PushResult.left`. A
+    read again and the push carries on without touching any file that is no longer ragloaders' (edited, replaced,
+    deleted or added at a path it writes since the push began: a deleted file is not put back; not even with
+    `overwrite_foreign`, which covers only what the push saw at its start); such files are named in one line at the
+    end and listed in `PushResult.left`. A
     HUB_MANIFEST replaced by something else, or more than MAX_RACES such commits, stop the push in one line."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, get_token
     from huggingface_hub.errors import HfHubHTTPError
@@ -342,10 +412,9 @@ def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision
     view = snapshot.view
     foreign = view.overlaps(push_plan.files)
     if foreign and not overwrite_foreign:
-        shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
         raise UsageError(f"{repo_id} already holds {len(foreign)} file(s) the push would overwrite that ragloaders "
-                         f"did not publish there or that were changed since ({shown}); nothing was sent: move them in "
-                         "the repository, or pass --overwrite-foreign to replace them")
+                         f"did not publish there or that were changed since ({shown_paths(foreign, 5)}); nothing was "
+                         "sent: move them in the repository, or pass --overwrite-foreign to replace them")
     allowed = {path: _identity(view.remote[path]) for path in foreign}
     """What the user allowed to be replaced: those files as the push found them."""
     result = PushResult(push_plan)
@@ -357,13 +426,15 @@ def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision
             "verified against a manifest in this run")
     left = sorted(p for p in view.remote if p.endswith(".parquet") and p not in local and not view.own(p))
     if left:
-        log(f"leaving {len(left)} Parquet files of {repo_id} that no ragloaders push recorded ({', '.join(left[:3])}"
-            f"{' ...' if len(left) > 3 else ''}): ragloaders deletes only files it published")
+        log(f"leaving {len(left)} Parquet files of {repo_id} that no ragloaders push recorded ({shown_paths(left, 3)}"
+            "): ragloaders deletes only files it published")
     recorded = dict(view.recorded)
     manifest_now = view.remote.get(HUB_MANIFEST)
     head = snapshot.head
     theirs: set[str] = set()
     """Paths of the plan that became someone else's during the push: never written again."""
+    seen = set(view.remote)
+    """Paths the repository held at any read of the push (one gone since was deleted by someone else)."""
     done: list[StagedFile] = []
     races = 0
     message = commit_message or f"Upload {repo_id} built by ragloaders"
@@ -373,18 +444,20 @@ def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision
         last = number + 1 == len(push_plan.commits)
         kept = [f for f in commit if f.path_in_repo not in theirs]
         changed = [f for f in kept if not _same_content(f, view.remote.get(f.path_in_repo))]
+        additions = [verified_addition(f) for f in changed]
         record = {**recorded, **{f.path_in_repo: published_of(f) for f in kept}}
         deleted = sorted(p for p in view.recorded if p not in local) if last and may_delete else []
         for path in deleted:
             record.pop(path, None)
         record_bytes = hub_manifest_bytes(record)
-        operations = [CommitOperationAdd(f.path_in_repo, f.local_path) for f in changed]
-        operations += [CommitOperationDelete(p) for p in deleted]
+        operations: list = [*additions, *(CommitOperationDelete(p) for p in deleted)]
         if (operations or last) and (manifest_now is None or manifest_now.blob_id != _git_sha1(record_bytes)):
             operations.append(CommitOperationAdd(HUB_MANIFEST, record_bytes))  # in the commit of the files it records
         progress = f"commit {number + 1}/{len(push_plan.commits)}"
         if operations:
             try:
+                api.preupload_lfs_files(repo_id, additions, repo_type="dataset", revision=revision)
+                require_stored_as_verified(zip(changed, additions))
                 info = api.create_commit(repo_id, operations, commit_message=f"{message} ({number + 1}/"
                                          f"{len(push_plan.commits)})", repo_type="dataset", revision=revision,
                                          parent_commit=head)
@@ -404,6 +477,8 @@ def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision
                 remaining = {f.path_in_repo for c in push_plan.commits[number:] for f in c}
                 theirs |= {p for p in view.overlaps(push_plan.files) if p in remaining
                            and allowed.get(p) != _identity(view.remote[p])}
+                theirs |= {p for p in remaining if p in seen and p not in view.remote}  # deleted meanwhile
+                seen |= set(view.remote)
                 theirs |= {f.path_in_repo for f in done
                            if f.path_in_repo in view.remote and not _same_content(f, view.remote[f.path_in_repo])}
                 recorded = {**{p: v for p, v in view.recorded.items() if p not in theirs},
@@ -425,10 +500,61 @@ def upload(push_plan: PushPlan, repo_id: str, *, private: bool = False, revision
         number += 1
     result.left = sorted(theirs)
     if theirs:
-        shown = ", ".join(result.left[:5]) + (" ..." if len(theirs) > 5 else "")
-        log(f"left {len(theirs)} file(s) of {repo_id} as someone else changed them during the push ({shown}): they "
-            "are no longer ragloaders'; push again with --overwrite-foreign to replace them")
+        log(f"left {len(theirs)} file(s) of {repo_id} as someone else changed them during the push "
+            f"({shown_paths(result.left, 5)}): they are no longer ragloaders'; push again with --overwrite-foreign to "
+            "replace them")
     return result
+
+
+INLINE_BYTES = 10 << 20
+"""Files up to this size (the hub keeps a larger one in LFS or Xet storage, never inline in a commit) are read once,
+checked against the sha256 the folder was verified with, and sent as those bytes."""
+
+
+def verified_addition(staged: StagedFile):
+    """The upload of `staged` as it was verified in this run: a file of up to INLINE_BYTES as its bytes, checked
+    (a file changed or swapped since, or a symlink in its place, is refused); a larger one from its path, which
+    huggingface_hub reads into LFS or Xet storage, where `require_stored_as_verified` checks what it stored before a
+    commit names it."""
+    from huggingface_hub import CommitOperationAdd
+
+    if staged.size > INLINE_BYTES:
+        return CommitOperationAdd(staged.path_in_repo, staged.local_path)
+    try:  # (O_NONBLOCK: a FIFO put in its place is not waited on)
+        handle = os.open(staged.local_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise changed_since_verified(staged, f"it cannot be opened as a regular file: {error.strerror}") from None
+    with os.fdopen(handle, "rb") as file:
+        regular = stat.S_ISREG(os.fstat(file.fileno()).st_mode)
+        data = file.read(INLINE_BYTES + 1) if regular else b""
+    if not regular or len(data) != staged.size or (
+            staged.verified_sha256 and hashlib.sha256(data).hexdigest() != staged.verified_sha256):
+        raise changed_since_verified(staged, "its bytes are no longer those verified")
+    staged.blob_id = _git_sha1(data)
+    return CommitOperationAdd(staged.path_in_repo, data)
+
+
+def require_stored_as_verified(uploads: Iterable[tuple[StagedFile, Any]]) -> None:
+    """After huggingface_hub stored the large files of a commit (LFS or Xet), before the commit names them: what it
+    stored has the sha256 each was verified with. A file changed or swapped during the upload stops the push here;
+    its bytes may have reached the hub's storage, but no commit refers to them."""
+    for staged, addition in uploads:
+        if staged.verified_sha256 and staged.size > INLINE_BYTES and (
+                addition.upload_info.size != staged.size
+                or addition.upload_info.sha256.hex() != staged.verified_sha256):
+            raise changed_since_verified(staged, "the bytes sent are not those verified")
+
+
+def changed_since_verified(staged: StagedFile, how: str) -> OutputFolderError:
+    return OutputFolderError(f"{staged.local_path} changed after the folder was verified against its manifest "
+                             f"({how}); stopped before the commit that would hold it: push again once nothing writes "
+                             "there")
+
+
+def shown_paths(paths: list[str], count: int) -> str:
+    """The first `count` of `paths` (the repository's, so as long and odd as its owner made them), each a bounded
+    preview, then `...` if there are more."""
+    return ", ".join(preview(path) for path in paths[:count]) + (" ..." if len(paths) > count else "")
 
 
 @dataclass(frozen=True)
@@ -438,6 +564,27 @@ class _Written:
 
 def _git_sha1(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+@contextlib.contextmanager
+def folder_held(folder: str) -> Iterator[None]:
+    """The build lock on `folder` (target_lock.py) while it is pushed: a build into it waits for the push, and the
+    push for a build already writing it. Where the lock file beside the folder cannot be made (a read-only place,
+    where no build writes either) the push goes on without it; every file is checked as it is sent all the same
+    (`verified_addition`)."""
+    target = os.path.realpath(folder)
+    lock = TargetLock(target)
+    try:
+        if os.path.dirname(target) == target:
+            raise PermissionError(target)
+        lock.acquire()
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def push(path: str, repo_id: str, *, data_dir: str | None = None, cache_dir: str | None = None,
@@ -463,5 +610,6 @@ def push(path: str, repo_id: str, *, data_dir: str | None = None, cache_dir: str
         for line in describe(push_plan):
             log(line)
         return PushResult(push_plan)
-    return upload(push_plan, repo_id, private=private, revision=revision, commit_message=commit_message,
-                  overwrite_foreign=overwrite_foreign, log=log)
+    with folder_held(staged_dir):
+        return upload(push_plan, repo_id, private=private, revision=revision, commit_message=commit_message,
+                      overwrite_foreign=overwrite_foreign, log=log)

@@ -3,6 +3,7 @@ ragloaders built, or a hub dataset repository in ragloaders' or mteb's layout (`
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable
@@ -10,7 +11,6 @@ from collections.abc import Callable
 from ..api import group_members, is_benchmark_path
 from ..core.errors import MissingSourceError, SourceError, UsageError
 from ..core.hub_repository import (
-    PUSH_REMEDIES,
     HubError,
     check_revision,
     hub_offline,
@@ -19,7 +19,7 @@ from ..core.hub_repository import (
     refuse_revision,
 )
 from .manifest import verify
-from .push import PushResult, check_repo_id, describe, plan, upload
+from .push import PushResult, check_repo_id, describe, folder_held, plan, upload
 from .validate import integrity, integrity_of_repository
 from .validate_report import render_text
 
@@ -73,6 +73,13 @@ def push_folder(folder: str, repo_id: str, *, private: bool = False, revision: s
     if not os.path.isdir(folder):
         raise MissingSourceError(f"{folder}: no folder {folder} in {os.getcwd()}: push takes a benchmark path "
                                  "(`ragloaders list`) or a folder `ragloaders build` wrote, not a hub repository")
+    with contextlib.nullcontext() if dry_run else folder_held(folder):
+        return _push_verified(folder, repo_id, private=private, revision=revision, commit_message=commit_message,
+                              dry_run=dry_run, overwrite_foreign=overwrite_foreign, log=log)
+
+
+def _push_verified(folder: str, repo_id: str, *, private: bool, revision: str | None, commit_message: str | None,
+                   dry_run: bool, overwrite_foreign: bool, log: Callable[[str], None]) -> PushResult:
     verdict = verify(folder)
     manifest = verdict.manifest
     if manifest is None:
@@ -91,13 +98,8 @@ def push_folder(folder: str, repo_id: str, *, private: bool = False, revision: s
         for line in describe(push_plan):
             log(line)
         return PushResult(push_plan)
-    try:
-        return upload(push_plan, repo_id, private=private, revision=revision, commit_message=commit_message,
-                      overwrite_foreign=overwrite_foreign, log=log)
-    except HubError:
-        raise
-    except OSError as e:  # the connection dropped during the upload
-        raise HubError(f"{repo_id}: the hub stopped answering during the upload ({e}); {PUSH_REMEDIES}") from None
+    return upload(push_plan, repo_id, private=private, revision=revision, commit_message=commit_message,
+                  overwrite_foreign=overwrite_foreign, log=log)
 
 
 def is_folder_source(source: str) -> bool:
