@@ -63,3 +63,15 @@ def test_the_documented_datasets_keywords_work(tmp_path):
                            storage_options={})
     assert rows.num_rows > 0 and rows.cache_files == []  # kept in memory
     assert files_under(tmp_path) and all(not name.startswith("..") for name in files_under(tmp_path))
+
+
+def test_an_unknown_split_of_a_built_folder_is_the_users_error_with_the_splits_there_are(nfcorpus_build):
+    """datasets' ValueError ('Unknown split "tset"') was reported as a card datasets could not prepare: a SourceError
+    blaming README.md for the user's typo."""
+    folder, cache = str(nfcorpus_build.out), nfcorpus_build.cache_dir
+    for streaming in (False, True):
+        with pytest.raises(ragloaders.UsageError) as caught:
+            ragloaders.load(folder, "qrels", split="tset", cache_dir=cache, streaming=streaming)
+        assert str(caught.value) == (f"{folder} qrels has no split 'tset' (did you mean 'test'?); its splits are "
+                                     "'train', 'dev', 'test'")
+    assert len(ragloaders.load(folder, "qrels", split="test[:10]", cache_dir=cache)) == 10  # datasets' slicing

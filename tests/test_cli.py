@@ -189,6 +189,22 @@ def test_ctrl_c_with_debug_is_its_traceback_then_the_interrupted_line(monkeypatc
     assert "in interrupted" in traced and "KeyboardInterrupt" in traced and traced.endswith(plain)
 
 
+@pytest.mark.parametrize("argv, words", [
+    (["bogus"], "argument command: invalid choice: 'bogus'"),
+    ([], "the following arguments are required: command"),
+    (["build", "beir/nfcorpus"], "the following arguments are required: --out"),
+    (["pairs", "x", "--run", "r.trec", "--top", "abc", "--out", "p.parquet"], "argument --top: invalid int value"),
+    (["eval", "beir/nfcorpus", "--run", "r", "--nope"], "unrecognized arguments: --nope"),
+])
+def test_an_argument_error_is_one_line_too(argv, words, capsys):
+    """argparse printed its usage block, then `ragloaders pairs: error: ...`: several lines, another prefix."""
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and err.startswith("ragloaders: error: "), err
+    assert words in err and err.endswith("--help` shows the usage)\n")
+
+
 INTERNAL_VALUE_ERRORS = {
     ("core/compressed.py", "_JoinedFiles.seek"): "io's contract: a negative seek position is a ValueError",
     ("core/compressed.py", "order_parts"): "no parts: its one caller passes the files it found, never none",

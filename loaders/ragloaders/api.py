@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 from typing import TYPE_CHECKING, Any
 
 from .benchmarks import BENCHMARKS, benchmark_of
 from .core.errors import MissingSourceError, UsageError
 from .core.hub_repository import open_repository, refuse_revision
-from .core.preview import preview
+from .core.preview import did_you_mean, preview
 
 if TYPE_CHECKING:  # both import `datasets`, which only `load` and `builder` need
     import datasets
@@ -59,12 +58,6 @@ def chosen_config(path: str, config: str | None) -> str:
     if (default := default_config(path)) is None:
         raise UsageError(f"{normalized(path)} has no default config: name one of {', '.join(configs_of(path))}")
     return default
-
-
-def did_you_mean(name: str, known: list[str]) -> str:
-    """` (did you mean 'beir/scifact'?)` for the known names closest to a misspelt one; "" when none is close."""
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.75)
-    return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
 
 
 def group_members(path: str) -> tuple[str, ...]:

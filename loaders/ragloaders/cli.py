@@ -10,6 +10,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from typing import NoReturn
 
 from . import __version__
 from .api import catalogue_path, configs_of, normalized
@@ -333,8 +334,17 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:
         command.add_argument("--revision", help=REVISION_HELP)
 
 
+class OneLineErrors(argparse.ArgumentParser):
+    """argparse, its errors as the command line's others: one line, `ragloaders: error: ...`, exit 2 (its usage
+    block is what `--help` shows)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"ragloaders: error: {one_line(message, BUG_MESSAGE_CHARS)} (`{self.prog} --help` shows the "
+                     "usage)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(prog="ragloaders", description=__doc__)
+    root = OneLineErrors(prog="ragloaders", description=__doc__)
     root.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     root.add_argument("--debug", action="store_true", help="show the traceback of an error")
     root.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway when stderr is "

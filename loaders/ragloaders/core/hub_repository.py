@@ -23,7 +23,7 @@ from typing import Any
 from .card_shape import split_row_counts
 from .card_yaml import check_card
 from .errors import MissingSourceError, SourceError, UsageError
-from .preview import one_line, preview
+from .preview import did_you_mean, one_line, preview
 
 BUILT_FROM = "<!-- built by ragloaders from {path} -->"
 """The last line of every card ragloaders writes (invisible when rendered): the benchmark path it was built from,
@@ -39,6 +39,8 @@ REMEDIES = ("set HF_ENDPOINT to a hub or mirror you can reach, set HF_HUB_OFFLIN
 REPO_ID_PART = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?")
 """An owner or a name of a hub repo id (the hub's rules)."""
 COMMIT_ID = re.compile(r"[0-9a-f]{40}")
+SPLIT_NAME = re.compile(r"\w+(?:[-.]\w+)*")
+"""A split's name as datasets accepts one (no slicing `[`, no `+`)."""
 logger = logging.getLogger(__name__)
 PUSH_REMEDIES = ("set HF_ENDPOINT to a hub or mirror you can reach (or HTTPS_PROXY to a proxy that reaches it) and "
                  "push again; meanwhile `ragloaders build PATH --out FOLDER` (or push --dry-run) works offline, and "
@@ -201,9 +203,26 @@ class Repository:
                 raise not_prepared(repository_file_name(self.location, CARD), config, e.__cause__ or e) from e
             raise damaged from None
         except (TypeError, ValueError, KeyError, AttributeError) as e:  # from a card entry datasets' builder takes
-            if not os.path.isdir(self.location) or isinstance(e, (SourceError, UsageError)):
+            if isinstance(e, (SourceError, UsageError)):
+                raise
+            if split is not None:  # (datasets' ValueError: 'Unknown split "tset". Should be one of [...]')
+                self.require_split(config, split)
+            if not os.path.isdir(self.location):
                 raise
             raise not_prepared(repository_file_name(self.location, CARD), config, e) from e
+
+    def require_split(self, config: str, split: str) -> None:
+        """A UsageError naming the splits of `config` when `split`, a plain split name (not `test[:10]` or
+        `train+test`), is not one of them."""
+        import datasets
+
+        if not SPLIT_NAME.fullmatch(split):
+            return
+        names = list(datasets.load_dataset_builder(self.location, config, revision=self.hub_revision
+                                                   ).config.data_files or {})
+        if split not in names:
+            raise UsageError(f"{self.describe()} {config} has no split {preview(split)}{did_you_mean(split, names)}; "
+                             f"its splits are {', '.join(map(preview, names))}")
 
     def builder(self, config: str | None, *, cache_dir: str | None = None) -> Any:
         """`datasets.load_dataset_builder` of one config (None: the default, as `load` chooses it), checked as

@@ -9,6 +9,7 @@ a number of values visited (a shared reference counts at each visit), whatever t
 from __future__ import annotations
 
 import datetime
+import difflib
 from collections.abc import Iterator
 from typing import Any
 
@@ -49,6 +50,12 @@ def one_line(text: object, chars: int = CHARS) -> str:
     """`str(text)` (an exception's words, say) on one line, its runs of whitespace made one space, cut to `chars`
     characters with `…`."""
     return cut(" ".join(str(text).split()), chars)
+
+
+def did_you_mean(name: str, known: list[str]) -> str:
+    """` (did you mean 'beir/scifact'?)` for the known names closest to a misspelt one; "" when none is close."""
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.75)
+    return f" (did you mean {' or '.join(map(preview, close))}?)" if close else ""
 
 
 def cut(text: str, chars: int = CHARS) -> str:

@@ -13,13 +13,13 @@ import pyarrow as pa
 from datasets.table import InMemoryTable
 from huggingface_hub.utils import tqdm
 
-from ..api import builder, configs_of, did_you_mean
+from ..api import builder, configs_of
 from ..benchmarks import benchmark_of
 from ..core.batch_spool import SpooledSplit
 from ..core.errors import UsageError
 from ..core.facts import Benchmark
 from ..core.memory import release_freed_memory
-from ..core.preview import preview
+from ..core.preview import did_you_mean, preview
 from .build_cache import BuildCache, build_cache, inputs_of, release_prepared
 from .cached_split import CachedSplit
 from .cards import CardOptions, check_options, render_card
