@@ -8,8 +8,11 @@ is not built to resist that) are read once per table into a dict, so a lookup st
 
 The kept file (`save`, `open_kept`) is a 64-byte header (magic, row count, row bits, CRC-32 of the entries, the
 identity of the data indexed) and the entries. It is written under a temporary name, flushed to disk and renamed
-into place, so a reader sees a whole file or none; before use its size, checksum, identity and row numbers are
-checked, and any mismatch means it is rebuilt, never trusted.
+into place, so a reader sees a whole file or none; before use its size, checksum, identity and row numbers (each
+within the table) are checked, and any mismatch means it is rebuilt. The entries' hash bits are not hashed again (that
+is the cost of building it): like datasets' Arrow cache beside it, a file made consistent with a recomputed checksum
+by someone who can write the cache is trusted, and could make a present id look absent; a lookup still never returns
+a row whose id is not the id asked for.
 """
 
 from __future__ import annotations
