@@ -9,6 +9,9 @@ the card returns a partial corpus."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import re
 import shutil
 import subprocess
@@ -389,3 +392,48 @@ def test_a_legacy_dataset_infos_json_datasets_cannot_read_is_refused_naming_it(l
         ragloaders.load(str(folder), "corpus", cache_dir=str(tmp_path / "cache"))
     message = str(caught.value)
     assert message.startswith(f"{folder / 'dataset_infos.json'}: datasets cannot read it") and len(message) < 500
+
+
+def validate_folder(folder: Path, cache: Path) -> tuple[int, str]:
+    """`ragloaders validate FOLDER` in this process: (exit status, stdout and stderr)."""
+    from ragloaders import cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = cli.main(["validate", str(folder), "--cache-dir", str(cache)])
+    return code, out.getvalue()
+
+
+def _without_dataset_info(card: str) -> str:
+    """The card with no `dataset_info` in its front matter (as an older push_to_hub left it, the counts in
+    dataset_infos.json instead)."""
+    end = card.index("\n---", 4)
+    front = re.sub(r"\ndataset_info:\n(?:[- ].*\n?)*", "\n", card[:end] + "\n").rstrip("\n")
+    assert "dataset_info" not in front
+    return front + card[end:]
+
+
+@pytest.mark.parametrize("count, said", [
+    (5, "its 1 Parquet file(s) hold 3,237 rows where dataset_infos.json declares 5"),
+    (-1, "config 'queries' split 'queries': num_examples -1, where datasets reads a count"),
+    ("5", "config 'queries' split 'queries': num_examples '5', where datasets reads a count"),
+])
+def test_the_row_counts_a_legacy_dataset_infos_json_declares_are_checked_as_a_cards(count, said, nfcorpus_build,
+                                                                                     tmp_path):
+    """datasets verifies the counts of dataset_infos.json where the card declares none: a wrong one was its
+    NonMatchingSplitsSizesError, printed whole as a bug of ragloaders ('--debug shows where'), by load and by
+    validate alike."""
+    folder = tmp_path / "nf"
+    shutil.copytree(nfcorpus_build.out, folder, ignore=shutil.ignore_patterns(".ragloaders*"))
+    (folder / "README.md").write_text(_without_dataset_info((folder / "README.md").read_text()))
+    (folder / "dataset_infos.json").write_text(json.dumps(  # (datasets takes a lone entry for `default`)
+        {"queries": {"splits": {"queries": {"name": "queries", "num_examples": count}}}, "corpus": {}}))
+    with pytest.raises(SourceError) as caught:
+        ragloaders.load(str(folder), "queries", cache_dir=str(tmp_path / "cache"))
+    message = str(caught.value)
+    assert message.startswith(f"{folder / 'dataset_infos.json'}: ") and said in message and len(message) < 500
+    code, out = validate_folder(folder, tmp_path / "cache")
+    if count == 5:  # a count of the right shape: the split's finding, the other configs checked
+        assert code == 1 and f"ERROR count in queries: {folder / 'dataset_infos.json'}: " in out and said in out
+    else:
+        assert code == 2 and said in out

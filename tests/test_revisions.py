@@ -52,6 +52,10 @@ code_bm25, bm25_out, bm25_err = run("bm25", "org/nf", "--revision", first, "--ou
 code_eval, eval_out, _ = run("eval", "org/nf", "--revision", "first-push", "--run", sys.argv[4] + "/run.trec",
                              "--json", "--metrics", "ndcg@10")
 code_bad, _, bad = run("validate", "org/nf", "--revision", "no-such-tag")
+from huggingface_hub import constants
+constants.HF_HUB_OFFLINE = True  # the copies the runs above left in the hub cache, read again without the hub
+code_offline, out_offline, err_offline = run("validate", "org/nf")
+offline_rows = ragloaders.load("org/nf", "qrels", split="test").num_rows
 print(json.dumps({"first": first, "second": second, "rows": rows,
                   "builder": builder.as_dataset(split="test").num_rows,
                   "validate": [code, validated.get("commit"), [s["rows"] for s in validated["splits"]
@@ -59,7 +63,8 @@ print(json.dumps({"first": first, "second": second, "rows": rows,
                   "validate_text": [code_text, text.splitlines()[0]],
                   "bm25": [code_bm25, bm25_out, bm25_err],
                   "eval": [code_eval, json.loads(eval_out) if eval_out else None],
-                  "bad": bad}))
+                  "bad": bad,
+                  "offline": [code_offline, out_offline.splitlines()[:1], err_offline[-500:], offline_rows]}))
 """
 
 
@@ -108,6 +113,17 @@ def test_validate_bm25_and_eval_read_the_revision_and_name_its_commit(two_pushes
                       "qrels": {"pairs": source["qrels"]["pairs"], "sha256": source["qrels"]["sha256"]}}
     assert source["qrels"]["pairs"] > 0 and len(source["qrels"]["sha256"]) == 64
     assert "no revision 'no-such-tag'" in two_pushes["bad"] and two_pushes["bad"].count("\n") == 1
+
+
+@pytest.mark.slow
+def test_what_an_online_read_left_in_the_hub_cache_is_read_offline(two_pushes):
+    """ragloaders reads a repository at the commit it resolved the branch to; huggingface_hub notes a branch's
+    commit in the cache (`refs/main`) only when it downloads by the branch's name, so HF_HUB_OFFLINE=1 afterwards
+    said the cache held no copy (the README's remedy for a hub out of reach)."""
+    second = two_pushes["second"]
+    code, first_line, err, rows = two_pushes["offline"]
+    assert code == 0 and first_line == [f"org/nf at commit {second}"], err
+    assert rows == SECOND_TEST_QRELS
 
 
 def test_a_revision_for_a_folder_or_a_benchmark_path_is_an_error_in_one_line(nfcorpus_build, capsys):

@@ -492,3 +492,24 @@ def test_a_hub_repositorys_card_is_checked_before_datasets_reads_it(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "org/bomb/README.md: YAML front matter expands to more than 200,000 nodes" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("ref", ["absolute", "relative"])
+def test_a_hub_cache_ref_leading_outside_its_snapshots_is_refused_offline(ref, built, tmp_path, monkeypatch):
+    """huggingface_hub joins `refs/main`'s text to `snapshots/` and returns that folder if it exists: a damaged or
+    hostile ref (`/elsewhere`, `../../../../elsewhere`) made `validate` and `load` read any folder of the machine as
+    the repository, reporting the folder's name as its commit."""
+    from huggingface_hub import constants
+
+    cache = tmp_path / "hub-cache"
+    repo = cache / "datasets--org--nf"
+    (repo / "snapshots").mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(str(built) if ref == "absolute" else os.path.relpath(built, repo / "snapshots"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    code, out, err = run("validate", "org/nf")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert "the hub cache's reference to 'main' leads to" in err and "not to a snapshot of this repository" in err
+    with pytest.raises(ConnectionError, match="leads to"):  # (HubError)
+        ragloaders.load("org/nf", "qrels", split="test", cache_dir=str(tmp_path / "c"))

@@ -99,10 +99,12 @@ def _check_dataset_info(infos: Any, name: str) -> None:
                                     "splits, ...)")
         config_name = _text(info.get("config_name", "default"), name, f"{where}: config_name")
         _unique(config_name, seen, name, "dataset_info", "config_name")
-        _check_splits(info.get("splits"), name, f"dataset_info of config {preview(config_name)}")
+        check_splits(info.get("splits"), name, f"dataset_info of config {preview(config_name)}")
 
 
-def _check_splits(splits: Any, name: str, where: str) -> None:
+def check_splits(splits: Any, name: str, where: str) -> None:
+    """SourceError naming `name` (a card, or the legacy dataset_infos.json) when a config's `splits` (at `where`)
+    is not a list or mapping of split infos, each with a name and counts datasets can verify."""
     if splits is None:
         return
     if not isinstance(splits, (list, dict)):

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .card_shape import split_row_counts
+from .card_shape import check_splits, split_row_counts
 from .card_yaml import check_card
 from .errors import MissingSourceError, SourceError, UsageError
 from .preview import did_you_mean, one_line, preview
@@ -148,6 +148,8 @@ class Repository:
         if self.folder is not None:
             return self
         folder = cached_snapshot(self.repo_id or self.name, offline=False, revision=self.commit)
+        if self.commit is not None:
+            remember_revision(self.repo_id or self.name, self.revision, self.commit)
         return Repository(self.name, folder, self.repo_id, self.commit, self.revision)
 
     @property
@@ -191,8 +193,11 @@ class Repository:
 
         config = self.checked_config(config)
         try:
-            return datasets.load_dataset(self.location, config, split=split, streaming=streaming,
-                                         cache_dir=cache_dir, revision=self.hub_revision, **kwargs)
+            loaded = datasets.load_dataset(self.location, config, split=split, streaming=streaming,
+                                           cache_dir=cache_dir, revision=self.hub_revision, **kwargs)
+            if self.folder is None and self.repo_id is not None and self.commit is not None:
+                remember_revision(self.repo_id, self.revision, self.commit)
+            return loaded
         except (DatasetGenerationError, SplitsVerificationError) as e:
             if not os.path.isdir(self.location):
                 raise
@@ -399,24 +404,29 @@ LEGACY_INFOS = "dataset_infos.json"
 MAX_LEGACY_INFOS_BYTES = 16 << 20
 
 
-def check_legacy_infos(location: str, *, revision: str | None = None) -> None:
-    """A SourceError naming a repository's `dataset_infos.json` when datasets could not read it as it does (a JSON
-    object of config -> info, each made a DatasetInfo), or it is over MAX_LEGACY_INFOS_BYTES (a few KB a config)."""
+def check_legacy_infos(location: str, *, revision: str | None = None) -> dict[str, Any] | None:
+    """A repository's `dataset_infos.json` (None when it has none), or a SourceError naming it when datasets could
+    not read it as it does (a JSON object of config -> info, each made a DatasetInfo), a config's splits do not
+    declare counts datasets can verify (`card_shape.check_splits`), or it is over MAX_LEGACY_INFOS_BYTES (a few KB a
+    config)."""
     import json
 
     text = repository_file_text(location, LEGACY_INFOS, revision=revision, max_bytes=MAX_LEGACY_INFOS_BYTES)
     if text is None:
-        return
+        return None
     from datasets.info import DatasetInfo
 
+    name = repository_file_name(location, LEGACY_INFOS)
     try:
         infos = json.loads(text)
-        for info in infos.values():
+        for config, info in infos.items():
             DatasetInfo.from_dict(info)
+            check_splits(info.get("splits"), name, f"config {preview(config)}")
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
-        raise SourceError(repository_file_name(location, LEGACY_INFOS), f"datasets cannot read it "
-                                                                         f"({type(e).__name__}: {one_line(e, 200)})"
-                          ) from None
+        if isinstance(e, SourceError):
+            raise
+        raise SourceError(name, f"datasets cannot read it ({type(e).__name__}: {one_line(e, 200)})") from None
+    return infos
 
 
 def cached_snapshot(repo_id: str, *, offline: bool, revision: str | None = None) -> str:
@@ -428,7 +438,8 @@ def cached_snapshot(repo_id: str, *, offline: bool, revision: str | None = None)
 
     if offline:
         try:
-            return snapshot_download(repo_id, repo_type="dataset", local_files_only=True, revision=revision)
+            return snapshot_folder(repo_id, snapshot_download(repo_id, repo_type="dataset", local_files_only=True,
+                                                              revision=revision), revision)
         # (IsADirectoryError: a revision naming a folder of refs/, such as `refs/pr`, which huggingface_hub opens)
         except (LocalEntryNotFoundError, IsADirectoryError, NotADirectoryError):
             at = f" at revision {preview(revision)}" if revision else ""
@@ -439,11 +450,54 @@ def cached_snapshot(repo_id: str, *, offline: bool, revision: str | None = None)
 
     probe_hub(repo_id)
     try:
-        return snapshot_download(repo_id, repo_type="dataset", revision=revision)
+        return snapshot_folder(repo_id, snapshot_download(repo_id, repo_type="dataset", revision=revision), revision)
     except (HfHubHTTPError, LocalEntryNotFoundError) as e:  # the hub answered the probe, then failed a download
         cause = innermost_cause(e)
         raise HubError(f"{repo_id}: the hub at {hub_endpoint()} failed while this dataset repository was downloaded "
                        f"({cause}); {REMEDIES}", unreachable=cause) from None
+
+
+def snapshot_folder(repo_id: str, folder: str, revision: str | None) -> str:
+    """`folder`, which huggingface_hub gave as the snapshot of `repo_id`, once it is one: `snapshots/<commit id>` of
+    that repository's folder in the hub cache. (Offline, huggingface_hub follows the cache's `refs/<revision>` file
+    wherever its text leads: a damaged or hostile one named any folder of the machine.)"""
+    from huggingface_hub import constants
+
+    snapshots = os.path.join(constants.HF_HUB_CACHE, "datasets--" + repo_id.replace("/", "--"), "snapshots")
+    name = os.path.basename(os.path.normpath(folder))
+    if not COMMIT_ID.fullmatch(name) or os.path.realpath(os.path.dirname(os.path.normpath(folder))) != \
+            os.path.realpath(snapshots):
+        raise HubError(f"{repo_id}: the hub cache's reference to {preview(revision or 'main')} leads to "
+                       f"{preview(folder)}, not to a snapshot of this repository ({snapshots}/<commit id>): the cache "
+                       "is damaged; delete that repository's folder in it to download it again")
+    return folder
+
+
+def remember_revision(repo_id: str, revision: str | None, commit: str) -> None:
+    """Note in the hub cache that `revision` (a branch or tag; default the main branch) is at `commit`, as
+    huggingface_hub does when it downloads by that name: ragloaders downloads by the commit it resolved, and an
+    offline read of the name found no copy. Best effort: a cache that cannot be written keeps its old note."""
+    import tempfile
+
+    from huggingface_hub import constants
+
+    name = revision or "main"
+    if COMMIT_ID.fullmatch(name):
+        return
+    ref = os.path.join(constants.HF_HUB_CACHE, "datasets--" + repo_id.replace("/", "--"), "refs", *name.split("/"))
+    try:
+        os.makedirs(os.path.dirname(ref), exist_ok=True)
+        handle, partial = tempfile.mkstemp(dir=os.path.dirname(ref), prefix=f".{os.path.basename(ref)}.",
+                                           suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w", encoding="ascii") as file:
+                file.write(commit)
+            os.replace(partial, ref)
+        except BaseException:
+            os.unlink(partial)
+            raise
+    except OSError:
+        pass
 
 
 def unreadable_parquet(builder: Any) -> SourceError | None:
@@ -473,8 +527,16 @@ def rows_unlike_card(builder: Any, repository: Repository, config: str) -> Sourc
     again (`check_repository_yaml`: it may have changed since)."""
     import pyarrow.parquet as pq
 
-    card = os.path.join(repository.location, CARD)
+    card, declarer, entry = os.path.join(repository.location, CARD), "the card", "the card's dataset_info"
     declared = split_row_counts(check_repository_yaml(repository.location), config)
+    if declared is None:  # datasets then verifies the splits a legacy dataset_infos.json declares for the config
+        legacy = check_legacy_infos(repository.location) or {}
+        if len(legacy) == 1:  # (datasets takes a lone entry for the config `default`: an old name such as org--name)
+            legacy = {"default": next(iter(legacy.values()))}
+        info = legacy.get(config)
+        declared = split_row_counts({"dataset_info": [{**info, "config_name": config}]}, config) if info else None
+        card, declarer = repository_file_name(repository.location, LEGACY_INFOS), LEGACY_INFOS
+        entry = declarer
     if declared is None:
         return None
     again = ("download it again (its copy in the hub cache was changed)" if repository.repo_id else
@@ -482,8 +544,8 @@ def rows_unlike_card(builder: Any, repository: Repository, config: str) -> Sourc
     for split, files in (builder.config.data_files or {}).items():
         if split not in declared:
             return SourceError(card, f"config {preview(config)}: its data files hold a split {preview(split)} that "
-                                     f"the card's dataset_info does not declare (it declares "
-                                     f"{', '.join(map(preview, declared)) or 'none'}); write the card again")
+                                     f"{entry} does not declare (it declares "
+                                     f"{', '.join(map(preview, declared)) or 'none'}); write {declarer} again")
         if not all(str(path).endswith(".parquet") for path in files):
             continue
         expected = declared[split]
@@ -494,7 +556,7 @@ def rows_unlike_card(builder: Any, repository: Repository, config: str) -> Sourc
         if found != expected:
             change = "deleted, cut or replaced" if found < expected else "added or replaced"
             return SourceError(card, f"config {preview(config)} split {preview(split)}: its {len(files)} Parquet "
-                                     f"file(s) hold {found:,} rows where the card declares {expected:,}: a data file "
+                                     f"file(s) hold {found:,} rows where {declarer} declares {expected:,}: a data file "
                                      f"was {change} since it was written; {again}")
     return None
 

@@ -32,13 +32,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from datasets.exceptions import DatasetGenerationError
+from datasets.exceptions import DatasetGenerationError, SplitsVerificationError
 
 from ..api import builder, configs_of, registry
 from ..benchmarks import benchmark_of
 from ..core.errors import SourceError, UsageError
 from ..core.facts import Benchmark, KnownDefect, PublishedCounts
-from ..core.hub_repository import check_repository_yaml, require_own_data_files
+from ..core.hub_repository import Repository, check_repository_yaml, require_own_data_files, rows_unlike_card
 from ..core.output_target import MANIFEST
 from ..core.plural import counted
 from ..core.preview import one_line, preview
@@ -411,6 +411,11 @@ def _load_repository(repository: str, metadata: dict[str, Any], cache_dir: str |
             where = ", ".join(f for (c, _), f in files.items() if c == config) or f"{repository} ({config})"
             unloadable.append(finding("column_type", config, None, [], 1, f"{where}: does not load as the card "
                                       f"declares its columns ({_cause(e)}){_undeclared_types(repository, config)}"))
+        except SplitsVerificationError as e:  # rows unlike what the card (or a legacy dataset_infos.json) declares
+            unlike = rows_unlike_card(datasets.load_dataset_builder(repository, config),
+                                      Repository(repository, folder=repository), config)
+            unloadable.append(finding("count", config, None, [], 1, str(unlike) if unlike else
+                                      f"{repository} ({config}): its splits are not the sizes declared ({_cause(e)})"))
     return loaded, unloadable, files
 
 
@@ -466,7 +471,7 @@ def _cause(error: BaseException) -> str:
     """The first line of the innermost cause of `error` (pyarrow's, naming the column and value), with its type."""
     while error.__cause__ is not None or error.__context__ is not None:
         error = error.__cause__ or error.__context__
-    return f"{type(error).__name__}: " + (str(error).splitlines() or [""])[0]
+    return f"{type(error).__name__}: " + one_line((str(error).splitlines() or [""])[0], 300)
 
 
 @dataclass
