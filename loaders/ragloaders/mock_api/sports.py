@@ -107,7 +107,7 @@ class SportsDomain:
 
     def soccer_get_games_on_date(self, date: str, team_name: str | None = None) -> Any:
         parts = len(date.split("-"))
-        if parts not in DATE_FORMS:
+        if parts not in DATE_FORMS or not _has_utf8(date, team_name):
             return None
         mask = (self.soccer_dates[parts] == date).to_numpy(dtype=bool, na_value=False)
         if team_name is not None:
@@ -116,7 +116,7 @@ class SportsDomain:
         return json.loads(found.to_json(date_format="iso")) if len(found) else None
 
     def nba_get_games_on_date(self, date: str, team_name: str | None = None) -> Any:
-        if "'" in date or (team_name is not None and "'" in team_name):
+        if "'" in date or (team_name is not None and "'" in team_name) or not _has_utf8(date, team_name):
             return None
         parts = len(date.split("-"))
         mask = pc.equal(self.game_dates[parts], date) if parts in DATE_FORMS else \
@@ -132,3 +132,15 @@ class SportsDomain:
         found = [self.play_games.rows(game_id) for game_id in game_ids]
         rows = np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)  # table order, once each
         return _as_read_sql(take_rows(self.plays, rows), self.play_json)
+
+
+def _has_utf8(*texts: str | None) -> bool:
+    """Whether each text (None aside) has a UTF-8 form. One with a lone surrogate (JSON's "\\ud800") equals no row:
+    the official server answers null, where Arrow, which holds UTF-8 only, cannot compare it at all."""
+    try:
+        for text in texts:
+            if text is not None:
+                text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
