@@ -373,3 +373,69 @@ def test_a_missing_folder_that_looks_like_a_repo_id_says_both(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SourceError, match="build/kg"):
         CragMockAPI("build/kg", cache_dir=str(tmp_path / "cache"))
+
+
+def test_a_body_over_the_limit_is_413_before_it_is_parsed(built, tmp_path):
+    """A body of tens of MB was parsed, validated and echoed whole in a 422 while every other client waited."""
+    from fastapi.testclient import TestClient
+    from ragloaders.mock_api.http import BodyLimit, create_app
+
+    api = CragMockAPI(str(built), cache_dir=str(tmp_path / "c"))
+    client = TestClient(BodyLimit(create_app(api.kg), limit=1000))
+    query = {"query": "Florida City, Florida"}
+    assert client.post("/open/get_entity", json=query).json()["result"]  # under the limit: as before
+    big = json.dumps({"query": ["x"] * 1000}).encode()
+    for content in (big, iter([big[:600], big[600:]])):  # a Content-Length, then chunks without one
+        answer = client.post("/open/get_entity", content=content, headers={"content-type": "application/json"})
+        assert answer.status_code == 413 and answer.json() == {"detail": "request body over 1,000 bytes"}
+        assert len(answer.content) < 100
+    assert client.post("/open/get_entity", content=b"{}", headers={"content-length": "x"}).status_code == 413
+    assert client.post("/open/get_entity", json=query).json()["result"]  # and the next call is answered
+
+
+@pytest.mark.slow
+def test_serve_outlasts_a_client_holding_idle_connections_and_stops_despite_a_slow_one(built, tmp_path):
+    """1,100 idle connections used up the server's file descriptors (at a limit of 1,024): no one was answered and
+    its log grew by 80,000 tracebacks; a client that stopped half way through its body kept SIGTERM waiting for
+    it. `--port 0` was printed as port 0."""
+    import re
+    import resource
+
+    import requests
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 1_100  # past the 1,024 files the server may open
+    if min(hard, 4096) < wanted + 100:
+        pytest.skip(f"this test opens {wanted} connections; the limit of open files is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ragloaders", "serve", "crag/mock_kg", "--from", str(built), "--port", "0",
+         "--cache-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard)))
+    idle: list[socket.socket] = []
+    try:
+        line = process.stderr.readline()
+        port = int(re.search(r"listening on http://127\.0\.0\.1:(\d+) ", line).group(1))
+        assert port != 0, line
+        wait_for_port(port, process)
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(wanted):
+            idle.append(socket.create_connection(("127.0.0.1", port)))
+        assert requests.get(base + "/", timeout=10).status_code in (200, 503)  # answered, not left waiting
+        for connection in idle:
+            connection.close()
+        idle.clear()
+        assert requests.get(base + "/", timeout=10).status_code == 200
+        slow = socket.create_connection(("127.0.0.1", port))
+        idle.append(slow)
+        slow.sendall(b"POST /open/get_entity HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                     b"content-length: 100\r\n\r\n{\"query\":")  # and nothing more
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=20)
+    finally:
+        for connection in idle:
+            connection.close()
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0 and "ragloaders serve: stopped" in err, err[-2000:]
+    assert "Traceback" not in err and len(err) < 5000, err[-2000:]

@@ -8,6 +8,7 @@ import sys
 from ..api import normalized
 from ..core.errors import UsageError
 from ..core.preview import preview
+from ..publish.swap import sigterm_as_interrupt
 
 PATH = "crag/mock_kg"
 EXAMPLES = ["ragloaders serve crag/mock_kg --from ./crag_mock_kg --port 8000",
@@ -19,21 +20,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
     raised (SourceError, ValueError, OSError for a port in use) and `main` prints them in one line."""
     if normalized(args.path) != PATH:
         raise UsageError(f"ragloaders serve answers CRAG's mock API, path {PATH}; got {preview(args.path)}")
-    from .http import check_port, missing_stack, serve
+    from .http import bound_socket, missing_stack, serve
 
     hint = missing_stack()
     if hint:
         raise UsageError(hint)
-    check_port(args.host, args.port)  # before the tables are opened: a port in use fails at once
-    from .client import CragMockAPI
+    with bound_socket(args.host, args.port) as listening:  # before the tables are opened: a port in use fails at once
+        from .client import CragMockAPI
 
-    api = CragMockAPI(args.source, data_dir=args.data_dir, cache_dir=args.cache_dir, revision=args.revision)
-    if api.commit:
-        print(f"ragloaders serve: {args.source} at commit {api.commit}", file=sys.stderr, flush=True)
-    try:
-        serve(api.kg, args.host, args.port)
-    except KeyboardInterrupt:  # uvicorn shuts down on Ctrl-C, then raises it again
-        pass
+        api = CragMockAPI(args.source, data_dir=args.data_dir, cache_dir=args.cache_dir, revision=args.revision)
+        if api.commit:
+            print(f"ragloaders serve: {args.source} at commit {api.commit}", file=sys.stderr, flush=True)
+        try:
+            with sigterm_as_interrupt():  # (uvicorn shuts down on either, then raises the signal again)
+                serve(api.kg, listening)
+        except KeyboardInterrupt:
+            pass
     print("ragloaders serve: stopped", file=sys.stderr)
     return 0
 

@@ -6,11 +6,21 @@ validation's, the very models the in-process client validates with), status code
 FastAPI's body for a malformed body) and JSON as the official server; `GET /` answers its "running" message.
 Handlers are coroutines answering in the event loop, as the official server's are (no thread hop per call; a long
 call delays the next, as there).
+
+Bounds the official server does not set (each a declared difference): a request body over MAX_BODY_BYTES is answered
+413 before it is parsed (one body of tens of MB, validated and then echoed whole in a 422, held every other client
+for a minute); at most MAX_CONNECTIONS connections and calls at once, any more answered 503 (a client holding a
+thousand idle connections used up the process's file descriptors, no one was answered and the log grew by megabytes
+a second; now a connection past that many is closed at once, and one that sends nothing is closed after
+uvicorn's keep-alive timeout, `bounded_protocol`); a shutdown waits SHUTDOWN_SECONDS for the calls under way, not
+for a client that stopped sending.
 """
 
 from __future__ import annotations
 
+import asyncio
 import errno
+import json
 import socket
 import sys
 from typing import Any
@@ -59,24 +69,117 @@ def create_app(kg: MockKg) -> Any:
     return app
 
 
-def check_port(host: str, port: int) -> None:
-    """OSError with one clear line when `host:port` cannot be bound (in use, or not an address of this machine)."""
+MAX_BODY_BYTES = 1 << 20
+"""A request body's size at most (the largest call, a list of game ids, is a few KB)."""
+MAX_CONNECTIONS = 256
+"""Connections and calls at once at most (uvicorn's limit_concurrency); more are answered 503."""
+ACCEPTED_AT_ONCE = 64
+"""The listening socket's backlog, which is also how many connections asyncio accepts at one wake: the ones past
+MAX_CONNECTIONS are closed before the next wake, so a burst of connections never holds more than a few hundred
+file descriptors (with uvicorn's 2,048, one burst took all 1,024 and asyncio logged a traceback per refused accept)."""
+SHUTDOWN_SECONDS = 3
+"""How long Ctrl-C or SIGTERM waits for the calls under way before it closes their connections."""
+
+
+class BodyLimit:
+    """ASGI middleware: the body of an HTTP request is read (up to `limit` bytes) before the application sees it, and
+    a request whose Content-Length or body is over `limit` is answered 413 without being parsed."""
+
+    def __init__(self, app: Any, limit: int = MAX_BODY_BYTES):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"0")
+        if not declared.isdigit() or int(declared) > self.limit:
+            await self._too_large(send)
+            return
+        body = bytearray()
+        while True:
+            try:
+                message = await receive()
+            except asyncio.CancelledError:  # shut down while the client was still sending: no call was made
+                await self._answer(send, 503, "the server is stopping")
+                return
+            if message["type"] != "http.request":  # the client went away
+                return
+            body += message.get("body", b"")
+            if len(body) > self.limit:  # (a chunked body declares no length)
+                await self._too_large(send)
+                return
+            if not message.get("more_body"):
+                break
+        given = False
+
+        async def replayed() -> dict:
+            nonlocal given
+            if given:
+                return await receive()
+            given = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        await self.app(scope, replayed, send)
+
+    async def _too_large(self, send: Any) -> None:
+        await self._answer(send, 413, f"request body over {self.limit:,} bytes")
+
+    @staticmethod
+    async def _answer(send: Any, status: int, words: str) -> None:
+        detail = json.dumps({"detail": words}).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(detail)),
+                                (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": detail})
+
+
+def bounded_protocol(base: type) -> type:
+    """uvicorn's HTTP protocol class `base` with two bounds it lacks: a connection past MAX_CONNECTIONS is closed as
+    soon as it is accepted (uvicorn's limit counts requests, so idle connections held file descriptors until none
+    was left), and a new connection that sends nothing is closed after uvicorn's keep-alive timeout (which it applies
+    only between two requests)."""
+
+    class Bounded(base):
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            if len(self.connections) > MAX_CONNECTIONS:
+                transport.close()
+            elif self.timeout_keep_alive_task is None:
+                self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive,
+                                                                    self.timeout_keep_alive_handler)
+
+    return Bounded
+
+
+def bound_socket(host: str, port: int) -> socket.socket:
+    """A listening socket on `host:port` (port 0: one the system picks), or OSError with one clear line when it
+    cannot be bound (in use, or not an address of this machine). Bound before the tables are opened, and handed to
+    the server: no other process can take the port in between."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as e:
-            reason = "is already in use" if e.errno == errno.EADDRINUSE else f"cannot be bound ({e.strerror})"
-            raise OSError(e.errno, f"{host}:{port} {reason}; pick another with --port") from None
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind((host, port))
+        listening.listen(ACCEPTED_AT_ONCE)
+    except OSError as e:
+        listening.close()
+        reason = "is already in use" if e.errno == errno.EADDRINUSE else f"cannot be bound ({e.strerror})"
+        raise OSError(e.errno, f"{host}:{port} {reason}; pick another with --port") from None
+    return listening
 
 
-def serve(kg: MockKg, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Answer on http://host:port until interrupted (Ctrl-C stops it cleanly)."""
+def serve(kg: MockKg, listening: socket.socket) -> None:
+    """Answer on `listening` (`bound_socket`) until interrupted (Ctrl-C or SIGTERM stops it cleanly)."""
     import uvicorn
 
-    check_port(host, port)
-    config = uvicorn.Config(create_app(kg), host=host, port=port, log_level="warning", access_log=False)
+    host, port = listening.getsockname()[:2]
+    # (log level "error": uvicorn warns once per connection refused over the limit, a log as long as the attack)
+    config = uvicorn.Config(BodyLimit(create_app(kg)), log_level="error", access_log=False,
+                            limit_concurrency=MAX_CONNECTIONS, timeout_graceful_shutdown=SHUTDOWN_SECONDS,
+                            backlog=ACCEPTED_AT_ONCE)
+    config.load()
+    config.http_protocol_class = bounded_protocol(config.http_protocol_class)
     server = uvicorn.Server(config)
     print(f"CRAG mock API listening on http://{host}:{port} (Ctrl-C stops it)", file=sys.stderr, flush=True)
-    server.run()
+    server.run(sockets=[listening])
