@@ -200,3 +200,35 @@ def test_a_build_whose_strings_are_not_utf8_is_refused_on_conversion_naming_the_
         api.finance_get_ticker_by_name(APPLE)
     assert_source_error(caught.value, "kg/finance_company", "config finance_company", "Arrow", "UTF8")
     assert not list((tmp_path / "cache").glob("mock_api/*/finance_company.arrow*[!k]"))  # nor kept (but its lock)
+
+
+def _swap(first: Path, second: Path) -> None:
+    between = first.with_name(first.name + ".between")
+    first.rename(between)
+    second.rename(first)
+    between.rename(second)
+
+
+def test_two_cached_tables_or_indexes_swapped_with_their_checks_are_built_again(built, tmp_path, caplog):
+    """Each file's check recorded its size and checksum only: two tables swapped together with their checks were
+    mapped under each other's names (one config answered from another's rows, or a KeyError), two index entries
+    alike (an IndexError, or [] for every search)."""
+    def calls() -> dict:
+        api = CragMockAPI(str(built), cache_dir=str(tmp_path))
+        return {**answers_again(built, tmp_path), "prices": api.finance_get_price_history("AAPL")}
+
+    expected = calls()
+    assert expected["prices"]["result"]
+    tables = sorted(tmp_path.glob("mock_api/*/*.arrow"))
+    entries = sorted(p for p in tmp_path.glob("mock_api/*/indexes/*") if p.is_dir() and (p / FOLDER_CHECK).exists())
+    assert len(tables) >= 2 and len(entries) >= 2, (tables, entries)
+    _swap(tables[0], tables[1])
+    _swap(Path(f"{tables[0]}{CHECK_SUFFIX}"), Path(f"{tables[1]}{CHECK_SUFFIX}"))
+    _swap(entries[0], entries[1])
+    assert "written for another file" in file_problem(str(tables[0]))
+    assert "written for another folder" in folder_files(str(entries[0]))[1]
+    caplog.set_level(logging.WARNING)
+    assert calls() == expected
+    said = {line for path in (*tables[:2], *entries[:2]) for line in rebuilt_warnings(caplog, path)}
+    assert len(said) == 4 and all("another" in line for line in said), caplog.text
+    assert file_problem(str(tables[0])) is None and folder_files(str(entries[0]))[0] is not None

@@ -1,10 +1,13 @@
 """Files of the mock API's cache, written durably and checked before they are memory-mapped.
 
 A file is written under a partial name, fsynced, renamed into place and its folder fsynced; then its check
-(`<file>.sum`: the file's size and xxh3-128 checksum) is written the same way, last. A file is used only when its
-check is there and the file has exactly that size and checksum (`file_problem`): a crash or a full disk between the
-rename and the check, a truncated file, edited bytes all fail it, and the caller rebuilds the file, saying so in one
-line (a warning of the `ragloaders` logger naming the file, `warn_rebuilt`). `building` serialises the check and
+(`<file>.sum`: the file's name, size and xxh3-128 checksum) is written the same way, last. A file is used only when
+its check is there and the file has exactly that name, size and checksum (`file_problem`): a crash or a full disk
+between the rename and the check, a truncated file, edited bytes, two files swapped with their checks all fail it,
+and the caller rebuilds the file, saying so in one line (a warning of the `ragloaders` logger naming the file,
+`warn_rebuilt`). The check is not a signature: whoever can write the cache can also write a check that matches a
+forged file, which is then mapped as datasets maps its own cache (only a conversion validates a file in full, once:
+doing so at every start would cost it the start-up it exists for). `building` serialises the check and
 the rebuild of one file across processes (two servers starting on one cache), with an flock on `<file>.lock`.
 xxh3 (the `xxhash` package, which `datasets` depends on) reads several GB/s, so checking costs a read of the file
 through the page cache: no page is mapped, and resident memory still follows what calls touch.
@@ -69,8 +72,9 @@ def replace_durably(partial: str, target: str) -> None:
 
 
 def record_file(path: str) -> None:
-    """Write the check of the file at `path` (put in place first): its size and checksum, durably."""
-    entry = {"format": CHECK_FORMAT, "size": os.path.getsize(path), ALGORITHM: checksum(path)}
+    """Write the check of the file at `path` (put in place first): its name, size and checksum, durably."""
+    entry = {"format": CHECK_FORMAT, "name": os.path.basename(path), "size": os.path.getsize(path),
+             ALGORITHM: checksum(path)}
     partial = f"{path}{CHECK_SUFFIX}.{os.getpid()}.partial"
     try:
         with open(partial, "w", encoding="utf-8") as f:
@@ -92,6 +96,9 @@ def file_problem(path: str) -> str | None:
     if (not isinstance(entry, dict) or entry.get("format") != CHECK_FORMAT or type(entry.get("size")) is not int
             or not isinstance(entry.get(ALGORITHM), str)):
         return f"its check {path}{CHECK_SUFFIX} is not one ragloaders wrote"
+    if entry.get("name") != os.path.basename(path):
+        return ("its check was written for another file (the two were swapped or renamed)" if "name" in entry else
+                "its check, by an older ragloaders, does not name the file")
     size = os.path.getsize(path)
     if size != entry["size"]:
         return f"{size:,} bytes where {entry['size']:,} were written"
@@ -104,18 +111,19 @@ FOLDER_CHECK = ".sum"
 """A folder's check, inside it: every file's size and checksum."""
 
 
-def record_folder(folder: str) -> None:
-    """fsync every file of `folder` (one level, its entries' names only), then write its check inside it (last)
-    and fsync the folder; rename the folder into place afterwards."""
+def record_folder(folder: str, name: str) -> None:
+    """fsync every file of `folder` (one level, its entries' names only), then write its check inside it (last:
+    `name`, the folder's name once it is in place, and each file's size and checksum) and fsync the folder; rename
+    the folder into place afterwards."""
     files = {}
-    for name in sorted(os.listdir(folder)):
-        path = os.path.join(folder, name)
+    for entry in sorted(os.listdir(folder)):
+        path = os.path.join(folder, entry)
         with open(path, "rb+") as f:
             os.fsync(f.fileno())
-        files[name] = {"size": os.path.getsize(path), ALGORITHM: checksum(path)}
+        files[entry] = {"size": os.path.getsize(path), ALGORITHM: checksum(path)}
     check = os.path.join(folder, FOLDER_CHECK)
     with open(check, "w", encoding="utf-8") as f:
-        json.dump({"format": CHECK_FORMAT, "files": files}, f)
+        json.dump({"format": CHECK_FORMAT, "name": name, "files": files}, f)
         f.flush()
         os.fsync(f.fileno())
     sync_folder(folder)
@@ -136,6 +144,9 @@ def folder_files(folder: str) -> tuple[list[str] | None, str]:
             and isinstance(item, dict) and type(item.get("size")) is int and isinstance(item.get(ALGORITHM), str)
             for name, item in files.items()):
         return None, "its check is not one ragloaders wrote"
+    if entry.get("name") != os.path.basename(os.path.normpath(folder)):
+        return None, ("its check was written for another folder (the two were swapped or renamed)" if "name" in entry
+                      else "its check, by an older ragloaders, does not name the folder")
     for name, item in files.items():
         path = os.path.join(folder, name)
         if not os.path.isfile(path):

@@ -47,7 +47,7 @@ class Store:
         os.makedirs(partial)
         for key, value in values.items():
             _save(os.path.join(partial, key), value)
-        record_folder(partial)
+        record_folder(partial, os.path.basename(target))
         if os.path.lexists(target):  # one that failed its check: our own cache, replaced
             stale = f"{target}.{os.getpid()}.stale"
             os.rename(target, stale)
