@@ -261,6 +261,28 @@ def test_truncated_tar_raises(keep):
     assert lines <= 300
 
 
+@pytest.mark.parametrize("after", ["a second tar", "junk", "zeros"])
+def test_what_follows_a_tars_end_marker_is_zeros_or_refused(after):
+    """Two tars joined (`cat a.tar b.tar`), or bytes after the end marker: the second tar's members (half of a CRAG
+    task 3 file) were dropped without a word. A tar's own zero padding is fine, however long."""
+    first = make_tar([(f"s{i}.jsonl", shard(i, 100)) for i in range(2)])
+    tail = {"a second tar": make_tar([("t.jsonl", shard(9, 100))]), "junk": b"\0" * 700 + b"x" + b"\0" * 300,
+            "zeros": b"\0" * 100_000}[after]
+    names = []
+
+    def read() -> None:
+        for member_name, content in iter_tar_members(io.BytesIO(first + tail), name="joined.tar"):
+            names.append(member_name)
+            content.read()
+
+    if after == "zeros":
+        read()
+    else:
+        with pytest.raises(SourceError, match=r"^joined\.tar: data after the tar's end-of-archive marker \(byte "):
+            read()
+    assert names == ["s0.jsonl", "s1.jsonl"]
+
+
 @pytest.fixture(scope="module")
 def two_streams(expected) -> tuple[bytes, bytes]:
     """The sample as two bzip2 streams (records 1-4, records 5-10)."""

@@ -420,18 +420,28 @@ class _ReadAhead(io.RawIOBase):
 
 
 class _CountingReader(io.RawIOBase):
-    """Counts the bytes read from a stream (to tell a tar's end marker from a cut)."""
+    """Counts the bytes read from a stream, and where the last byte that is not zero ended (to tell a tar's end
+    marker from a cut, and from data after it)."""
 
     def __init__(self, stream: BinaryIO):
-        self.stream, self.count = stream, 0
+        self.stream, self.count, self.data_end = stream, 0, 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer) -> int:  # type: ignore[override]
-        count = self.stream.readinto(buffer)  # type: ignore[attr-defined]
-        self.count += count or 0
-        return count or 0
+        count = self.stream.readinto(buffer) or 0  # type: ignore[attr-defined]
+        view = memoryview(buffer).cast("B")
+        end = count
+        while end > 0:  # (from the chunk's end back: a chunk of data ends with data, so this reads a few bytes)
+            start = max(0, end - 65_536)
+            kept = len(bytes(view[start:end]).rstrip(b"\0"))
+            if kept:
+                self.data_end = self.count + start + kept
+                break
+            end = start
+        self.count += count
+        return count
 
 
 class _MemberReader(io.RawIOBase):
@@ -489,6 +499,12 @@ def iter_tar_members(
                 yield member.name, io.BufferedReader(reader, buffer_size=CHUNK_BYTES)  # type: ignore[misc]
             if counted.count < archive.offset + tarfile.BLOCKSIZE:
                 raise SourceError(name, f"truncated tar: no end-of-archive marker after member {preview(current)}")
+            while counted.read(CHUNK_BYTES):  # what follows the marker: a tar's zero padding, and nothing else
+                pass
+            if counted.data_end > archive.offset:
+                raise SourceError(name, f"data after the tar's end-of-archive marker (byte {archive.offset:,} of the "
+                                        f"uncompressed stream, after member {preview(current)}): another archive "
+                                        "joined to it, or a damaged end; none of it would be read")
     except tarfile.TarError as error:
         where = f" after member {preview(current)}" if current else ""
         raise SourceError(name, f"bad or truncated tar{where}: {error}") from error
