@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -303,6 +304,24 @@ def test_a_zip_with_two_datasets_names_both_top_folders(tmp_path):
     with pytest.raises(MissingSourceError) as caught:
         ragloaders.load("beir-format", "corpus", data_dir=str(archive))
     assert_names(caught.value, "two.zip", "corpus.jsonl", "a, b")
+
+
+@pytest.mark.parametrize("twice", ["corpus.jsonl", "qrels/test.tsv"])
+def test_a_zip_holding_two_members_of_one_name_is_refused_naming_it(twice, tmp_path, capsys):
+    """zipfile reads the last of two members of one name: the first corpus's rows were dropped (exit 0); two qrels
+    members made the split twice, `ValueError: Split test already present` printed as a bug of ragloaders."""
+    archive = tmp_path / "dup.zip"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (zipfile warns of a duplicate name as it writes it)
+        with zipfile.ZipFile(archive, "w") as zf:
+            for name, data in (("corpus.jsonl", CORPUS), ("queries.jsonl", QUERIES), ("qrels/test.tsv", QRELS)):
+                zf.writestr(name, data)
+            zf.writestr(twice, CORPUS if twice == "corpus.jsonl" else QRELS)
+    assert cli.main(["build", "beir-format", "--data-dir", str(archive), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"ragloaders: error: {archive}: the zip holds two or more members named '{twice}': which one is "
+                   "the data cannot be told; remove the others, or pass an extracted folder\n")
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("make", ["directory", "device"])

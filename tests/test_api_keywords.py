@@ -75,3 +75,20 @@ def test_an_unknown_split_of_a_built_folder_is_the_users_error_with_the_splits_t
         assert str(caught.value) == (f"{folder} qrels has no split 'tset' (did you mean 'test'?); its splits are "
                                      "'train', 'dev', 'test'")
     assert len(ragloaders.load(folder, "qrels", split="test[:10]", cache_dir=cache)) == 10  # datasets' slicing
+
+
+@pytest.mark.parametrize("num_proc", [0, -1, True, 1.5])
+def test_num_proc_that_is_no_number_of_processes_is_the_users_error(num_proc, tmp_path, capsys):
+    """0 or a negative count reached datasets' Pool once a split was being generated: `ValueError: Number of
+    processes must be at least 1`, printed as a bug of ragloaders."""
+    with pytest.raises(ragloaders.UsageError, match=r"^num_proc \(--num-proc\) .*: give a number of processes, 1 or"):
+        ragloaders.load("beir/nfcorpus", "qrels", data_dir=str(DATA / "beir"), num_proc=num_proc,
+                        cache_dir=str(tmp_path / "c"))
+    if type(num_proc) is int:
+        from ragloaders import cli
+
+        assert cli.main(["build", "beir/nfcorpus", "--data-dir", str(DATA / "beir"), "--out", str(tmp_path / "o"),
+                         "--num-proc", str(num_proc)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"ragloaders: error: num_proc (--num-proc) {num_proc}: give a number of processes, 1 or more\n"
+        assert not (tmp_path / "o").exists() and not (tmp_path / "c").exists()

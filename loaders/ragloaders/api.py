@@ -60,6 +60,13 @@ def chosen_config(path: str, config: str | None) -> str:
     return default
 
 
+def check_num_proc(num_proc: object) -> None:
+    """UsageError unless `num_proc` is None or a number of processes, 1 or more (datasets' Pool raised a ValueError
+    for 0 once a split was being generated)."""
+    if num_proc is not None and (type(num_proc) is not int or num_proc < 1):
+        raise UsageError(f"num_proc (--num-proc) {preview(num_proc)}: give a number of processes, 1 or more")
+
+
 def group_members(path: str) -> tuple[str, ...]:
     """The member paths of a group path (`beir/cqadupstack` -> its 12 forums); () for any other name.
 
@@ -234,6 +241,7 @@ def load(
         >>> qrels[0]  # doctest: +SKIP
         {'query-id': '1', 'corpus-id': '31715818', 'score': 1}
     """
+    check_num_proc(num_proc)
     if not is_benchmark_path(path):
         if data_dir:
             raise UsageError(f"{path}: data_dir is for a benchmark path, not for a built folder or repository")

@@ -14,6 +14,7 @@ from typing import BinaryIO
 
 from . import progress
 from .errors import DownloadError, MissingSourceError, SourceError
+from .preview import one_line, preview
 
 _CHUNK = 1 << 20
 REFETCH = ("the file was removed: run again to download it anew, or download it yourself and pass its folder with "
@@ -140,14 +141,24 @@ def file_identity(path: str) -> list:
 
 
 def open_zip(path: str) -> zipfile.ZipFile:
-    """A zip archive opened for reading; a damaged or truncated one raises SourceError naming it."""
+    """A zip archive opened for reading; a damaged or truncated one, or one holding two members of one name (which
+    of them is the data cannot be told: zipfile reads the last, other tools the first), raises SourceError naming
+    it."""
     try:
-        return zipfile.ZipFile(path)
+        archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError) as e:
         raise SourceError(
-            path, f"not a readable zip file: truncated or damaged (its central directory cannot be read: {e}); "
-            "download it again, or pass the extracted folder as data_dir"
+            path, f"not a readable zip file: truncated or damaged (its central directory cannot be read: "
+            f"{one_line(e, 300)}); download it again, or pass the extracted folder as data_dir"
         ) from None
+    seen: set[str] = set()
+    for info in archive.infolist():
+        if info.filename in seen:
+            archive.close()
+            raise SourceError(path, f"the zip holds two or more members named {preview(info.filename)}: which one is "
+                                    "the data cannot be told; remove the others, or pass an extracted folder")
+        seen.add(info.filename)
+    return archive
 
 
 class _ZipMember(io.RawIOBase):

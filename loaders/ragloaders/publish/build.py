@@ -13,7 +13,7 @@ import pyarrow as pa
 from datasets.table import InMemoryTable
 from huggingface_hub.utils import tqdm
 
-from ..api import builder, configs_of
+from ..api import builder, check_num_proc, configs_of
 from ..benchmarks import benchmark_of
 from ..core.batch_spool import SpooledSplit
 from ..core.errors import UsageError
@@ -81,6 +81,7 @@ def build_folder(path: str, out: str, *, data_dir: str | None = None, cache_dir:
     (`load` with that cache_dir reads them again).
     """
     card = card or CardOptions()
+    check_num_proc(options.get("num_proc"))
     chosen_configs(path, options.get("configs"))  # an unknown path or config is refused before the folder is touched
     benchmark = benchmark_of(path)
     check_options(benchmark, path, card)
