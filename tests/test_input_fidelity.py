@@ -324,6 +324,28 @@ def test_crag_records_follow_the_same_json_rules(tmp_path):
         assert_source_error(caught.value, "dev_data.jsonl.bz2", message, record=2)
 
 
+@pytest.mark.slow
+def test_a_bom_starts_a_crag_file_as_it_may_any_benchmarks_and_only_there(tmp_path):
+    """The README's rule for every benchmark's JSON: a UTF-8 BOM is skipped at the start of a file only. CRAG's
+    records refused it (`invalid JSON`), where BEIR's lines and mmRAG's arrays skip it."""
+    lines = crag_lines()
+    plain = ragloaders.load("crag/task_1_and_2", "queries", split="test", data_dir=str(CRAG_EXAMPLE.parent),
+                            cache_dir=str(tmp_path / "c"))
+    for name, data in (("start", b"\xef\xbb\xbf" + b"\n".join(lines) + b"\n"),
+                       ("mid-file", b"\n".join([lines[0], b"\xef\xbb\xbf" + lines[1], *lines[2:]]) + b"\n")):
+        path = tmp_path / name / "dev_data.jsonl.bz2"
+        path.parent.mkdir()
+        path.write_bytes(bz2.compress(data))
+        load = functools.partial(ragloaders.load, "crag/task_1_and_2", "queries", split="test",
+                                 data_dir=str(path.parent), cache_dir=str(tmp_path / "c"))
+        if name == "start":
+            assert load().to_list() == plain.to_list()
+        else:
+            with pytest.raises(SourceError) as caught:
+                load()
+            assert_source_error(caught.value, "dev_data.jsonl.bz2", "invalid JSON", record=2)
+
+
 def test_invalid_json_in_a_megabyte_crag_record_shows_the_text_at_the_error_bounded(tmp_path):
     lines = crag_lines()
     bad = lines[1].replace(b'"query": "', b'"query": @"', 1)  # a real record of a megabyte, broken at its query

@@ -235,7 +235,7 @@ class CragSource:
     def lines(self) -> Iterator[tuple[str, int, bytes]]:
         """(name for errors, line number, line) for every non-blank line, in file order."""
         for name, stream in self.streams():
-            for number, line in iter_lines(stream, name):
+            for number, line in iter_lines(stream, name, skip_bom=True):
                 if line and not line.isspace():
                     yield name, number, line
 

@@ -25,8 +25,10 @@ MAX_LINE_BYTES = 512 << 20
 """Longest line read: far above any benchmark's (CRAG's reach several MB), far below what exhausts memory."""
 
 
-def iter_lines(stream: BinaryIO, name: str = "<stream>", first: int = 1) -> Iterator[tuple[int, bytes]]:
+def iter_lines(stream: BinaryIO, name: str = "<stream>", first: int = 1, *,
+               skip_bom: bool = False) -> Iterator[tuple[int, bytes]]:
     """(line number, line without its line end) for every line, numbered from `first`; CRLF tolerated.
+    `skip_bom` drops a UTF-8 BOM at the very start (of a file).
 
     A line longer than MAX_LINE_BYTES raises SourceError instead of filling memory (a decompression bomb
     of one endless line)."""
@@ -35,6 +37,8 @@ def iter_lines(stream: BinaryIO, name: str = "<stream>", first: int = 1) -> Iter
         number += 1
         if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
             raise SourceError(name, f"line longer than {MAX_LINE_BYTES:,} bytes (MAX_LINE_BYTES)", line=number)
+        if skip_bom and number == first:
+            line = line.removeprefix(UTF8_BOM)
         yield number, line.rstrip(b"\r\n")
 
 
