@@ -101,6 +101,9 @@ _UNEXPECTED_SYMBOL = re.compile(r"Unexpected symbol (.*) at (\d+)", re.DOTALL)
 """ijson's Python parser's error: the token (which can be as long as the file) and its character offset."""
 
 
+INTEGER_PAST_64_BITS = "an integer past 64 bits, which this array reader (yajl's) cannot hold exactly"
+
+
 def json_error_detail(error: ijson.JSONError) -> str:
     """What an ijson error says, bounded: its first line; the offset and the token of the Python parser's; the text
     near the error for yajl's, which shows the 30 bytes either side of where it stopped (the line's 41st byte,
@@ -115,6 +118,8 @@ def json_error_detail(error: ijson.JSONError) -> str:
     if symbol:
         return f"unexpected symbol {cut(symbol[1])} at character {int(symbol[2]):,}"
     detail = cut(first)
+    if "integer overflow" in first:  # yajl's word for a valid number it cannot hold
+        detail = INTEGER_PAST_64_BITS
     if len(lines) >= 3 and lines[2].strip().startswith(b"(right here)") and b"^" in lines[2]:
         column = lines[2].index(b"^")
         near = lines[1][:column].lstrip(b" ") + lines[1][column:]
@@ -292,6 +297,8 @@ def _array_error(detail: str, index: int) -> str:
         return f"truncated JSON array: the file ends inside record {index} or before the closing ']' ({detail})"
     if "trailing garbage" in detail or "Additional data" in detail:
         return f"data after the end of the JSON array, which holds {index} records ({detail})"
+    if detail.startswith(INTEGER_PAST_64_BITS):  # (valid JSON: the error names the record already)
+        return detail
     return f"invalid JSON in record {index} ({detail})"
 
 
