@@ -439,3 +439,28 @@ def test_serve_outlasts_a_client_holding_idle_connections_and_stops_despite_a_sl
             process.kill()
     assert process.returncode == 0 and "ragloaders serve: stopped" in err, err[-2000:]
     assert "Traceback" not in err and len(err) < 5000, err[-2000:]
+
+
+@pytest.mark.parametrize("config, column, kind", [("movie_movies", "id", "integers"),
+                                                  ("music_artists", "members", "lists"),
+                                                  ("finance_price", "prices", "lists"),
+                                                  ("finance_price", "ticker", "text")])
+def test_a_column_of_another_kind_than_the_build_writes_is_refused_naming_it(config, column, kind, built, tmp_path):
+    """Right names, other types (a build edited, or written by another tool): ids as text answered None, members as
+    JSON text came back a character at a time, prices as text raised AttributeError, tickers as integers found
+    nothing."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    folder = copy_of(built, tmp_path)
+    path = sorted((folder / config).glob("*.parquet"))[0]
+    table = pq.read_table(path)
+    values = table.column(column)
+    if kind == "text":
+        changed = pc.cast(pa.array(range(len(values))), pa.int64())
+    else:
+        changed = pa.array([json.dumps(value) for value in values.to_pylist()], pa.string())
+    pq.write_table(table.set_column(table.schema.get_field_index(column), column, changed), path)
+    with pytest.raises(SourceError) as caught:
+        CragMockAPI(str(folder), cache_dir=str(tmp_path / "c"))
+    assert_names(caught.value, str(path), f"config {config}: column {column} holds", f"the mock API reads {kind}")

@@ -57,6 +57,31 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "sports_nba_play_by_play": ("game_id",),
 }
 """The configs the mock API answers from, with the columns it reads by name."""
+TEXT, LISTS, INTEGERS = "text", "lists", "integers"
+COLUMN_KINDS: dict[str, dict[str, str]] = {
+    "finance_company": {"Name": TEXT, "Symbol": TEXT},
+    "finance_info": {"ticker": TEXT},
+    "finance_price": {"ticker": TEXT, "prices": LISTS},
+    "finance_detailed_price": {"ticker": TEXT, "prices": LISTS},
+    "finance_dividend": {"ticker": TEXT, "dividends": LISTS, "record_json": TEXT},
+    "finance_marketcap": {"ticker": TEXT, "record_json": TEXT},
+    "movie_movies": {"key": TEXT, "id": INTEGERS, "record_json": TEXT},
+    "movie_persons": {"key": TEXT, "id": INTEGERS, "record_json": TEXT},
+    "movie_years": {"year": TEXT, "record_json": TEXT},
+    "music_artists": {"artist": TEXT, "members": LISTS},
+    "music_songs": {"song": TEXT},
+    "music_artist_works": {"artist": TEXT, "works": LISTS},
+    "music_billboard_ranks": {"rank": TEXT, "entries": LISTS},
+    "music_billboard_songs": {"song": TEXT, "charts": LISTS},
+    "open_entities": {"entity": TEXT},
+    "sports_nba_play_by_play": {"game_id": TEXT},
+}
+"""The kind of value the mock API's code takes a column for, where the build declares its type (lookup keys, lists,
+ids): a column of another kind answered wrong without a word (a ticker of integers found nothing, members as JSON
+text came back one character at a time). Columns typed from the source's own data are not listed."""
+_KIND_TEST = {TEXT: lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
+              LISTS: lambda t: pa.types.is_list(t) or pa.types.is_large_list(t),
+              INTEGERS: pa.types.is_integer}
 CONVERTED_FORMAT = 3
 """Bumped when the cached IPC files change form."""
 
@@ -150,6 +175,12 @@ def check_columns(folder: str, config: str, paths: list[str]) -> None:
         raise SourceError(os.path.join(folder, config), f"config {config} has no column {preview(absent[0])} "
                           f"(its columns: {preview(schema.names)}); expected {', '.join(columns)} "
                           "(a build by an older ragloaders? build it again)")
+    for column, kind in COLUMN_KINDS.get(config, {}).items():
+        found = schema.field(column).type
+        if not _KIND_TEST[kind](found):
+            raise SourceError(paths[0], f"config {config}: column {column} holds {preview(str(found))}, where the "
+                                        f"mock API reads {kind} (not a crag/mock_kg build as ragloaders writes it; "
+                                        "build it again)")
 
 
 def _convert(paths: list[str], target: str, config: str) -> pa.Table:
