@@ -82,6 +82,8 @@ text came back one character at a time). Columns typed from the source's own dat
 _KIND_TEST = {TEXT: lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
               LISTS: lambda t: pa.types.is_list(t) or pa.types.is_large_list(t),
               INTEGERS: pa.types.is_integer}
+CONVERTED_BATCH_ROWS = 1 << 18
+"""Rows of a Parquet row group converted at a time (memory: a batch, not a row group)."""
 CONVERTED_FORMAT = 3
 """Bumped when the cached IPC files change form."""
 
@@ -159,7 +161,7 @@ def _schema(path: str) -> pa.Schema:
     try:
         return pq.ParquetFile(path).schema_arrow.remove_metadata()
     except (pa.ArrowInvalid, OSError) as e:
-        raise SourceError(path, f"not a readable Parquet file ({e})") from None
+        raise SourceError(path, f"not a readable Parquet file ({one_line(e, 300)})") from None
 
 
 def check_columns(folder: str, config: str, paths: list[str]) -> None:
@@ -194,11 +196,13 @@ def _convert(paths: list[str], target: str, config: str) -> pa.Table:
         for path in paths:
             parquet = pq.ParquetFile(path)
             for group in range(parquet.num_row_groups):
-                try:
-                    table = parquet.read_row_group(group)
+                try:  # (in batches: a small file can hold one row group of millions of rows)
+                    for batch in parquet.iter_batches(batch_size=CONVERTED_BATCH_ROWS, row_groups=[group],
+                                                      use_threads=False):
+                        writer.write_batch(batch)
                 except (pa.ArrowException, OSError) as e:
-                    raise SourceError(path, f"config {config}: row group {group} is not readable ({e})") from None
-                writer.write_table(table.replace_schema_metadata(None))
+                    raise SourceError(path, f"config {config}: row group {group} is not readable "
+                                            f"({one_line(e, 300)})") from None
         writer.close()
         writer = None
         replace_durably(partial, target)
