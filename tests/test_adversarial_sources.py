@@ -410,3 +410,17 @@ def test_load_of_a_folder_passes_on_every_keyword_it_accepts(tmp_path, monkeypat
     with pytest.raises(ValueError):  # datasets' own check: the keyword reached it
         ragloaders.load("nf", "qrels", verification_mode="no-such-mode")
     assert isinstance(first, datasets.Dataset)
+
+
+@pytest.mark.parametrize("outside", ["../corpus.jsonl", "/corpus.jsonl", "a/../../corpus.jsonl"])
+def test_a_zip_member_named_outside_the_archive_is_refused_naming_it(outside, tmp_path):
+    """`../corpus.jsonl` was taken for a dataset under the folder `..`, and the error said queries.jsonl was
+    missing."""
+    archive = tmp_path / "out.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(outside, CORPUS)
+        zf.writestr("queries.jsonl", QUERIES)
+        zf.writestr("qrels/test.tsv", QRELS)
+    with pytest.raises(SourceError) as caught:
+        ragloaders.load("beir-format", "corpus", data_dir=str(archive), cache_dir=str(tmp_path / "c"))
+    assert_source_error(caught.value, "out.zip", repr(outside), "outside the archive")

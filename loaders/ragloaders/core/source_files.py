@@ -141,9 +141,9 @@ def file_identity(path: str) -> list:
 
 
 def open_zip(path: str) -> zipfile.ZipFile:
-    """A zip archive opened for reading; a damaged or truncated one, or one holding two members of one name (which
-    of them is the data cannot be told: zipfile reads the last, other tools the first), raises SourceError naming
-    it."""
+    """A zip archive opened for reading; a damaged or truncated one, one holding two members of one name (which
+    of them is the data cannot be told: zipfile reads the last, other tools the first), or a member named outside
+    the archive (`..`, an absolute path), raises SourceError naming it."""
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError) as e:
@@ -157,6 +157,10 @@ def open_zip(path: str) -> zipfile.ZipFile:
             archive.close()
             raise SourceError(path, f"the zip holds two or more members named {preview(info.filename)}: which one is "
                                     "the data cannot be told; remove the others, or pass an extracted folder")
+        if info.filename.startswith("/") or ".." in info.filename.replace("\\", "/").split("/"):
+            archive.close()
+            raise SourceError(path, f"zip member {preview(info.filename)} names a path outside the archive (an "
+                                    "absolute path or `..`): refused, whatever it holds")
         seen.add(info.filename)
     return archive
 

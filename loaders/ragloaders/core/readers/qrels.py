@@ -91,7 +91,8 @@ def _qrels_chunks(shard: Shard) -> Iterator[tuple[int, bytes]]:
     with shard.open() as stream:
         header = stream.readline(len(QRELS_HEADER) + 2)
         if header.removesuffix(b"\n").removesuffix(b"\r") != QRELS_HEADER:
-            raise SourceError(shard.name, f"expected the header {QRELS_HEADER.decode()!r}, got {header[:80]!r}", line=1)
+            raise SourceError(shard.name, f"expected the header {QRELS_HEADER.decode()!r}, got {preview(header)}",
+                              line=1)
         yield from iter_line_chunks(stream, shard.name, 2)
 
 
