@@ -293,3 +293,13 @@ def test_ctrl_c_after_a_first_build_was_swapped_in_says_it_is_there(tmp_path, mo
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"ragloaders: interrupted; {out} holds the new build, complete: it was swapped in before the interrupt")
     assert (out / "README.md").is_file()
+
+
+def test_a_config_parameter_the_path_does_not_take_names_the_option(tmp_path, capsys):
+    """`--release v4` on beir-format said `builder() got an unknown keyword argument 'release'`: Python's words."""
+    assert cli.main(["build", "beir-format", "--data-dir", str(tmp_path), "--out", str(tmp_path / "o"),
+                     "--release", "v4"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("ragloaders: error: --release is a parameter of crag/task_1_and_2, crag/task_3; beir-format takes "
+                   "none of that name\n")
+    assert not (tmp_path / "o").exists()

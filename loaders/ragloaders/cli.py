@@ -240,8 +240,17 @@ def builder_parameters() -> dict[str, list[str]]:
 
 
 def config_kwargs(args: argparse.Namespace) -> dict:
-    """The config parameters given on the command line (`--release v4`), for the builders."""
-    return {name: getattr(args, name) for name in builder_parameters() if getattr(args, name, None) is not None}
+    """The config parameters given on the command line (`--release v4`), for the builders; one the path's builder
+    does not take is a UsageError naming the option and the paths that do."""
+    given = {}
+    for name, paths in builder_parameters().items():
+        if getattr(args, name, None) is not None:
+            if normalized(args.path) not in paths:
+                option = "--" + name.replace("_", "-")
+                raise UsageError(f"{option} is a parameter of {', '.join(sorted(set(paths)))}; {args.path} takes "
+                                 "none of that name")
+            given[name] = getattr(args, name)
+    return given
 
 
 def derived_names(args: argparse.Namespace) -> list[str]:
