@@ -232,3 +232,28 @@ def test_two_cached_tables_or_indexes_swapped_with_their_checks_are_built_again(
     said = {line for path in (*tables[:2], *entries[:2]) for line in rebuilt_warnings(caplog, path)}
     assert len(said) == 4 and all("another" in line for line in said), caplog.text
     assert file_problem(str(tables[0])) is None and folder_files(str(entries[0]))[0] is not None
+
+
+def test_what_a_killed_conversion_left_is_removed_and_a_symlinked_lock_is_no_error(built, tmp_path, tmp_path_factory):
+    """A conversion killed half way left `<file>.<pid>.<thread>.partial` (and an index `<entry>.<pid>.partial`
+    folder) for good; a symlink put at a lock's name made every call an OSError (ELOOP)."""
+    expected = first_start(built, tmp_path)
+    table = cached(tmp_path, "finance_company.arrow")
+    left = [Path(f"{table}.4242.99.partial"), Path(f"{table}.sum.4242.partial")]
+    for path in left:
+        path.write_bytes(b"half")
+    entry = next(p for p in tmp_path.glob("mock_api/*/indexes/*") if p.is_dir())
+    folder_left = Path(f"{entry}.4242.partial")
+    folder_left.mkdir()
+    (folder_left / "order.npy").write_bytes(b"half")
+    other = Path(f"{table}.x.4242.partial")  # not a name this file's conversion writes: left alone
+    other.write_bytes(b"someone else's")
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "a-file"
+    elsewhere.write_bytes(b"kept")
+    lock = Path(f"{table}.lock")
+    lock.unlink()
+    lock.symlink_to(elsewhere)
+    table.unlink()  # converted again, under its lock
+    assert answers_again(built, tmp_path) == expected
+    assert not any(path.exists() for path in (*left, folder_left)) and other.exists()
+    assert elsewhere.read_bytes() == b"kept" and lock.is_file() and not lock.is_symlink()

@@ -16,9 +16,12 @@ through the page cache: no page is mapped, and resident memory still follows wha
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
+import re
+import shutil
 from collections.abc import Iterator
 
 import xxhash
@@ -165,13 +168,36 @@ def warn_rebuilt(path: str, why: str) -> None:
 
 @contextlib.contextmanager
 def building(path: str) -> Iterator[None]:
-    """Hold the lock of the cache file `path` (flock on `<path>.lock`): one process checks or builds it at a time."""
+    """Hold the lock of the cache file `path` (flock on `<path>.lock`): one process checks or builds it at a time.
+    Holding it, the partial and stale files or folders a killed process left for `path` (`<path>.<pid>.partial`,
+    `<path>.<pid>.<thread>.partial`, `<path>.sum.<pid>.partial`, `<path>.<pid>.stale`) are removed: no live process
+    is writing them. A symlink at the lock's name (this cache's own name; never followed) is removed, not its
+    target."""
     if fcntl is None:  # pragma: no cover
         yield
         return
-    handle = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    lock = path + ".lock"
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        handle = os.open(lock, flags, 0o644)
+    except OSError as e:
+        if e.errno != errno.ELOOP:
+            raise
+        os.unlink(lock)
+        handle = os.open(lock, flags, 0o644)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX)
+        folder, name = os.path.split(path)
+        leftover = re.compile(re.escape(name) + r"(?:\.sum)?\.\d+(?:\.\d+)?\.(?:partial|stale)")
+        for entry in os.listdir(folder or "."):
+            if not leftover.fullmatch(entry):
+                continue
+            left = os.path.join(folder, entry)
+            if os.path.isdir(left) and not os.path.islink(left):
+                shutil.rmtree(left, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(left)
         yield
     finally:
         os.close(handle)
