@@ -528,6 +528,7 @@ def test_a_race_is_told_by_the_hubs_412_or_409_and_nothing_else():
     assert not any(parent_moved(error(s)) for s in (None, 400, 401, 403, 404, 413, 422, 500, 503))
 
 
+@pytest.mark.slow  # a push of a fresh build: seconds
 @pytest.mark.parametrize("swap", ["card symlinked to a user's file", "large data file rewritten"])
 def test_a_file_swapped_after_the_folder_was_verified_is_never_committed(swap, tmp_path, cache_dir, monkeypatch):
     """At the hub's first commit request, the staged folder changes under the push: the card becomes a symlink to a
@@ -573,6 +574,7 @@ def _error_line(done: subprocess.CompletedProcess) -> str:
     return errors[0]
 
 
+@pytest.mark.slow  # a push of a fresh build: seconds
 @pytest.mark.parametrize("status, words", [(400, "the hub refused the upload (HTTP 400)"),
                                            (401, "the hub refused the token (HTTP 401): set HF_TOKEN"),
                                            (403, "the token may not write to this repository (HTTP 403)")])
@@ -585,6 +587,7 @@ def test_the_hubs_refusal_of_a_commit_is_one_bounded_line_naming_it(status, word
     assert words in line and "stopped answering" not in line and len(line) < 1_000, line
 
 
+@pytest.mark.slow  # a push of a fresh build: seconds
 def test_a_hub_that_gives_no_head_commit_gets_no_commit(tmp_path, cache_dir, monkeypatch):
     """Unpinned (parent_commit None), a commit overwrote whatever the owner committed meanwhile."""
     revision_info = FakeHub.revision_info
@@ -599,6 +602,7 @@ def test_a_hub_that_gives_no_head_commit_gets_no_commit(tmp_path, cache_dir, mon
     assert FakeHub(str(tmp_path / "hub")).load()["commit_requests"] == 0
 
 
+@pytest.mark.slow  # a push of a fresh build: seconds
 def test_the_repositorys_listing_is_bounded_in_messages_and_in_length(tmp_path, cache_dir, monkeypatch):
     from ragloaders.publish import push
 
@@ -621,6 +625,7 @@ def test_the_repositorys_listing_is_bounded_in_messages_and_in_length(tmp_path, 
     assert "the hub lists more than 3 files in the repository" in line
 
 
+@pytest.mark.slow  # a push of a fresh build: seconds
 def test_a_record_larger_than_its_bound_is_not_read_whole_whatever_the_listing_says(tmp_path, cache_dir,
                                                                                      monkeypatch):
     from ragloaders.publish.hub_manifest import MAX_HUB_MANIFEST_BYTES
