@@ -437,3 +437,21 @@ def test_the_row_counts_a_legacy_dataset_infos_json_declares_are_checked_as_a_ca
         assert code == 1 and f"ERROR count in queries: {folder / 'dataset_infos.json'}: " in out and said in out
     else:
         assert code == 2 and said in out
+
+
+def test_a_dataset_info_named_unlike_its_config_is_warned_of(cut_folder, tmp_path, caplog):
+    """datasets matches a dataset_info entry to its config by exact name: `Corpus` describes no config `corpus`, so
+    the corpus cut to 10 rows loaded as if whole, without a word."""
+    import logging
+
+    def renamed(card: str) -> str:
+        info = card.index("\ndataset_info:\n")
+        return card[:info] + card[info:].replace("- config_name: corpus\n", "- config_name: Corpus\n", 1)
+
+    folder = edited(cut_folder, tmp_path, renamed)
+    caplog.set_level(logging.WARNING)
+    loaded = ragloaders.load(str(folder), "corpus", split="corpus", cache_dir=str(tmp_path / "cache"))
+    assert loaded.num_rows == 10  # datasets verified nothing: what the warning says
+    said = [r.getMessage() for r in caplog.records if "dataset_info describes no config" in r.getMessage()]
+    assert said and said[0] == (f"{folder / 'README.md'}: dataset_info describes no config 'corpus' (did you mean "
+                                "'Corpus'?): datasets verifies none of its rows against the card")

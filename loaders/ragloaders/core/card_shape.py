@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import SourceError
-from .preview import one_line, preview
+from .log import warn
+from .preview import did_you_mean, one_line, preview
 
 
 def check_card_shape(metadata: Any, name: str) -> None:
@@ -28,9 +29,15 @@ def check_card_shape(metadata: Any, name: str) -> None:
         if not isinstance(key, str):
             raise SourceError(name, f"front matter field {preview(key)} is named by a {type(key).__name__}, where a "
                                     "card's fields are named by strings (huggingface_hub passes them as keywords)")
-    _check_configs(metadata.get("configs"), name)
-    _check_dataset_info(metadata.get("dataset_info"), name)
+    configs = _check_configs(metadata.get("configs"), name)
+    infos = _check_dataset_info(metadata.get("dataset_info"), name)
     _parsed_by_datasets(metadata, name)
+    unmatched = sorted(infos - configs) if configs else []
+    for config in sorted(configs - infos):
+        close = did_you_mean(config, unmatched)
+        if close:  # (datasets matches names exactly: `Corpus` describes no config `corpus`)
+            warn(f"{name}: dataset_info describes no config {preview(config)}{close}: datasets verifies none of "
+                 "its rows against the card")
 
 
 def split_row_counts(metadata: dict, config: str) -> dict[str, int] | None:
@@ -48,9 +55,9 @@ def split_row_counts(metadata: dict, config: str) -> dict[str, int] | None:
     return None
 
 
-def _check_configs(configs: Any, name: str) -> None:
+def _check_configs(configs: Any, name: str) -> set[str]:
     if configs is None:
-        return
+        return set()
     if not isinstance(configs, list):
         raise SourceError(name, f"configs: {_kind(configs)}, where datasets reads a list of configs")
     seen: set[str] = set()
@@ -62,6 +69,7 @@ def _check_configs(configs: Any, name: str) -> None:
         config_name = _text(config.get("config_name"), name, f"{where}: config_name")
         _unique(config_name, seen, name, "configs", "config_name")
         _check_data_files(config.get("data_files"), name, f"configs entry {preview(config_name)}: data_files")
+    return seen
 
 
 def _check_data_files(data_files: Any, name: str, where: str) -> None:
@@ -85,9 +93,9 @@ def _check_data_files(data_files: Any, name: str, where: str) -> None:
                                     "path or a list of paths")
 
 
-def _check_dataset_info(infos: Any, name: str) -> None:
+def _check_dataset_info(infos: Any, name: str) -> set[str]:
     if infos is None:
-        return
+        return set()
     if not isinstance(infos, (dict, list)):
         raise SourceError(name, f"dataset_info: {_kind(infos)}, where datasets reads a mapping or a list of "
                                 "mappings (one a config); it would verify nothing")
@@ -100,6 +108,7 @@ def _check_dataset_info(infos: Any, name: str) -> None:
         config_name = _text(info.get("config_name", "default"), name, f"{where}: config_name")
         _unique(config_name, seen, name, "dataset_info", "config_name")
         check_splits(info.get("splits"), name, f"dataset_info of config {preview(config_name)}")
+    return seen
 
 
 def check_splits(splits: Any, name: str, where: str) -> None:
