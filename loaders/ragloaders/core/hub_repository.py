@@ -23,6 +23,7 @@ from typing import Any
 from .card_shape import check_splits, split_row_counts
 from .card_yaml import check_card
 from .errors import MissingSourceError, SourceError, UsageError
+from .output_target import replace_with_text
 from .preview import did_you_mean, one_line, preview
 
 BUILT_FROM = "<!-- built by ragloaders from {path} -->"
@@ -477,8 +478,6 @@ def remember_revision(repo_id: str, revision: str | None, commit: str) -> None:
     """Note in the hub cache that `revision` (a branch or tag; default the main branch) is at `commit`, as
     huggingface_hub does when it downloads by that name: ragloaders downloads by the commit it resolved, and an
     offline read of the name found no copy. Best effort: a cache that cannot be written keeps its old note."""
-    import tempfile
-
     from huggingface_hub import constants
 
     name = revision or "main"
@@ -487,15 +486,7 @@ def remember_revision(repo_id: str, revision: str | None, commit: str) -> None:
     ref = os.path.join(constants.HF_HUB_CACHE, "datasets--" + repo_id.replace("/", "--"), "refs", *name.split("/"))
     try:
         os.makedirs(os.path.dirname(ref), exist_ok=True)
-        handle, partial = tempfile.mkstemp(dir=os.path.dirname(ref), prefix=f".{os.path.basename(ref)}.",
-                                           suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w", encoding="ascii") as file:
-                file.write(commit)
-            os.replace(partial, ref)
-        except BaseException:
-            os.unlink(partial)
-            raise
+        replace_with_text(ref, commit, prefix=f".{os.path.basename(ref)}.")
     except OSError:
         pass
 

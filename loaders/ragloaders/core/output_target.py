@@ -111,6 +111,20 @@ def partial_file(target: str) -> tuple[int, str]:
     return handle, path
 
 
+def replace_with_text(target: str, text: str, *, prefix: str) -> None:
+    """Write `text` (UTF-8) to `target` in one step: into a new file of its folder named from `prefix`, renamed over
+    it, so a reader sees the old file or the new one, never part of one. Raises OSError; the new file is removed
+    if it could not be renamed."""
+    handle, temporary = tempfile.mkstemp(prefix=prefix, dir=os.path.dirname(target))
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, target)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
 def lock_if_possible(handle: int) -> None:
     """An exclusive flock on the open file `handle`, held until it is closed; nothing where the filesystem has no
     locks (NFS without lockd, some FUSE mounts): its partial files then look abandoned to a run beside it."""

@@ -20,14 +20,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
 
 from ..core.code_version import code_version
-from ..core.output_target import remove_abandoned
+from ..core.output_target import remove_abandoned, replace_with_text
 from ..core.source_files import file_identity
 from ..core.user_cache import read_small_json, user_cache_dir
 
@@ -127,14 +126,7 @@ def _write(path: str, config: str, content: dict, sources: Iterable[str], *, dat
     try:
         os.makedirs(os.path.dirname(target), exist_ok=True)
         remove_abandoned(os.path.dirname(target), lambda name: name.startswith(TEMPORARY_PREFIX), ABANDONED_AFTER)
-        fd, temporary = tempfile.mkstemp(prefix=TEMPORARY_PREFIX, dir=os.path.dirname(target))
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-            os.replace(temporary, target)
-        except BaseException:
-            os.unlink(temporary)
-            raise
+        replace_with_text(target, text, prefix=TEMPORARY_PREFIX)
     except OSError:
         return
 
