@@ -644,3 +644,17 @@ def test_a_record_larger_than_its_bound_is_not_read_whole_whatever_the_listing_s
     monkeypatch.setattr(FakeHub, "resolve", huge_record)
     line = _error_line(run_push(tmp_path, cache_dir))
     assert served and "the push would overwrite that ragloaders did not publish" in line and HUB_MANIFEST in line
+
+
+def test_the_identity_of_a_build_leaves_nothing_in_datasets_default_cache(tmp_path, monkeypatch):
+    """`push PATH --dry-run` (no --cache-dir) left a lock file per config in ~/.cache/huggingface/datasets: the
+    builders it hashes took their locks in datasets' default cache."""
+    import datasets.config
+    from ragloaders.publish.build import build_identity
+
+    default = tmp_path / "default-cache"
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", default)
+    identity = build_identity(PATH, str(DATA / "beir"), None, REPO)
+    assert set(identity["builders"]) == set(CONFIGS)
+    assert not default.exists() or not any(default.rglob("*"))
+    assert identity == build_identity(PATH, str(DATA / "beir"), str(tmp_path / "other"), REPO)  # the same build

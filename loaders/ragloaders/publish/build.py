@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import tempfile
 import threading
 from functools import partial
 from typing import Any
@@ -53,8 +55,11 @@ def build_identity(path: str, data_dir: str | None, cache_dir: str | None, repo_
     config parameters (`config_kwargs`, e.g. CRAG's release) and the source files; what the builder stated on the
     card (`card`), if anything; the configs made from the data beside them (`derived`: `--with`), if any. `configs`:
     only those are built (`--configs`; default all)."""
-    hashes = {config: builder(path, config, data_dir=data_dir, cache_dir=cache_dir, **(config_kwargs or {})).hash
-              for config in chosen_configs(path, configs)}
+    with contextlib.ExitStack() as scratch:  # (a builder takes a lock file in its cache: never datasets' default)
+        where = cache_dir if cache_dir is not None else scratch.enter_context(
+            tempfile.TemporaryDirectory(prefix="ragloaders-identity-"))
+        hashes = {config: builder(path, config, data_dir=data_dir, cache_dir=where, **(config_kwargs or {})).hash
+                  for config in chosen_configs(path, configs)}
     stated_on_card = (card or CardOptions()).given()
     return {"path": path, "repo_id": repo_id, "builders": hashes,
             **({"card": stated_on_card} if stated_on_card else {}),
