@@ -261,13 +261,16 @@ def test_truncated_tar_raises(keep):
     assert lines <= 300
 
 
-@pytest.mark.parametrize("after", ["a second tar", "junk", "zeros"])
+@pytest.mark.parametrize("after", ["a second tar", "junk", "zeros", "zeros past any record"])
 def test_what_follows_a_tars_end_marker_is_zeros_or_refused(after):
     """Two tars joined (`cat a.tar b.tar`), or bytes after the end marker: the second tar's members (half of a CRAG
-    task 3 file) were dropped without a word. A tar's own zero padding is fine, however long."""
+    task 3 file) were dropped without a word. A tar's own zero padding is fine; more zeros than its largest record
+    holds are refused unread (a few bytes of bzip2 are gigabytes of them)."""
+    from ragloaders.core.compressed import MAX_TAR_PADDING
+
     first = make_tar([(f"s{i}.jsonl", shard(i, 100)) for i in range(2)])
     tail = {"a second tar": make_tar([("t.jsonl", shard(9, 100))]), "junk": b"\0" * 700 + b"x" + b"\0" * 300,
-            "zeros": b"\0" * 100_000}[after]
+            "zeros": b"\0" * 100_000, "zeros past any record": b"\0" * (MAX_TAR_PADDING + 1)}[after]
     names = []
 
     def read() -> None:

@@ -419,6 +419,12 @@ class _ReadAhead(io.RawIOBase):
         super().close()
 
 
+MAX_TAR_PADDING = 1 << 20
+"""Bytes a tar may hold from its end-of-archive marker on: the marker and the zeros that fill its last record (10 KiB
+by default, 1 MiB with tar's largest blocking factor, 2,048). Any more is refused unread (zeros or not: a few bytes
+of bzip2 decompress to gigabytes of them)."""
+
+
 class _CountingReader(io.RawIOBase):
     """Counts the bytes read from a stream, and where the last byte that is not zero ended (to tell a tar's end
     marker from a cut, and from data after it)."""
@@ -499,9 +505,10 @@ def iter_tar_members(
                 yield member.name, io.BufferedReader(reader, buffer_size=CHUNK_BYTES)  # type: ignore[misc]
             if counted.count < archive.offset + tarfile.BLOCKSIZE:
                 raise SourceError(name, f"truncated tar: no end-of-archive marker after member {preview(current)}")
-            while counted.read(CHUNK_BYTES):  # what follows the marker: a tar's zero padding, and nothing else
+            end = archive.offset + MAX_TAR_PADDING  # what may follow the marker: a tar's zero padding, no more
+            while counted.count < end and counted.read(min(CHUNK_BYTES, end - counted.count)):
                 pass
-            if counted.data_end > archive.offset:
+            if counted.data_end > archive.offset or counted.count > end or counted.read(1):
                 raise SourceError(name, f"data after the tar's end-of-archive marker (byte {archive.offset:,} of the "
                                         f"uncompressed stream, after member {preview(current)}): another archive "
                                         "joined to it, or a damaged end; none of it would be read")
