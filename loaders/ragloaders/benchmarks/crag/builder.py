@@ -235,9 +235,8 @@ class CragSource:
     def lines(self) -> Iterator[tuple[str, int, bytes]]:
         """(name for errors, line number, line) for every non-blank line, in file order."""
         for name, stream in self.streams():
-            for number, line in iter_lines(stream, name, skip_bom=True):
-                if line and not line.isspace():
-                    yield name, number, line
+            yield from ((name, number, line) for number, line in iter_lines(stream, name, skip_bom=True,
+                                                                            skip_blank=True))
 
     def records(self) -> Iterator[tuple[dict, int]]:
         """(`records` row, size of its JSON line) for every record, in file order."""
