@@ -412,6 +412,18 @@ def test_load_of_a_folder_passes_on_every_keyword_it_accepts(tmp_path, monkeypat
     assert isinstance(first, datasets.Dataset)
 
 
+def test_a_folder_listed_twice_in_a_zip_is_no_duplicate(tmp_path):
+    archive = tmp_path / "dirs.zip"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with zipfile.ZipFile(archive, "w") as zf:
+            for name, data in (("qrels/", b""), ("corpus.jsonl", CORPUS), ("queries.jsonl", QUERIES),
+                               ("qrels/test.tsv", QRELS), ("qrels/", b"")):
+                zf.writestr(name, data)
+    assert ragloaders.load("beir-format", "qrels", split="test", data_dir=str(archive),
+                           cache_dir=str(tmp_path / "c")).num_rows == 1
+
+
 @pytest.mark.parametrize("outside", ["../corpus.jsonl", "/corpus.jsonl", "a/../../corpus.jsonl"])
 def test_a_zip_member_named_outside_the_archive_is_refused_naming_it(outside, tmp_path):
     """`../corpus.jsonl` was taken for a dataset under the folder `..`, and the error said queries.jsonl was

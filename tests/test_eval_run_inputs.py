@@ -166,6 +166,11 @@ def test_a_run_that_ranks_nothing_or_no_judged_query_is_refused_naming_why(nfcor
     # one judged query ranked is enough: the others are each scored 0, with the warning
     partial = evaluate(str(nfcorpus_build.out), {"PLAIN-2": {"MED-10": 1.0}, "nope": {"MED-10": 1.0}}, **where)
     assert partial.unknown_queries == ["nope"] and len(partial.unranked_queries) == partial.judged_queries - 1
+    # a judged query whose only document is itself: dropped as BEIR drops it, which the refusal says
+    with pytest.raises(UsageError, match=r"^every document the run ranks for its judged queries is the query itself"):
+        evaluate(str(nfcorpus_build.out), {"PLAIN-2": {"PLAIN-2": 5.0}}, **where)
+    kept = evaluate(str(nfcorpus_build.out), {"PLAIN-2": {"PLAIN-2": 5.0}}, keep_identical_ids=True, **where)
+    assert len(kept.unranked_queries) == kept.judged_queries - 1
 
 
 def test_an_empty_routing_run_is_refused_too(tmp_path):

@@ -625,14 +625,17 @@ def test_runs_of_blank_lines_are_skipped_and_counted(blank, tmp_path):
     assert_source_error(caught.value, "corpus.jsonl", line=100_002)
 
 
-@pytest.mark.parametrize("number", [b"100000000000000000000000000000", b"-9223372036854775809"])
-def test_an_integer_past_64_bits_in_a_json_array_is_named_so_not_invalid_json(number):
-    """yajl says 'integer overflow' of a valid number: the message read 'invalid JSON in record 0'."""
+@pytest.mark.parametrize("number, said", [(b"100000000000000000000000000000", "an integer past 64 bits"),
+                                          (b"-9223372036854775809", "an integer past 64 bits"),
+                                          (b"1e400", "a number out of a double's range")])
+def test_an_integer_past_64_bits_in_a_json_array_is_named_so_not_invalid_json(number, said):
+    """yajl says 'integer overflow' (or 'floating point overflow') of a valid number: the message read 'invalid JSON
+    in record 1'."""
     data = b'[{"a": 1}, {"relevant_chunks": {"c1": ' + number + b'}}]'
     with pytest.raises(SourceError) as caught:
         list(iter_json_array(io.BytesIO(data), "mmrag_test.json"))
     message = str(caught.value)
-    assert message.startswith("mmrag_test.json, record 1: an integer past 64 bits") and "invalid JSON" not in message
+    assert message.startswith(f"mmrag_test.json, record 1: {said}") and "invalid JSON" not in message
     assert list(iter_json_array(io.BytesIO(data.replace(number, b"9223372036854775807")), "ok.json"))[1] == (
         1, {"relevant_chunks": {"c1": 2**63 - 1}})
 

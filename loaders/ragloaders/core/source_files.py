@@ -153,7 +153,7 @@ def open_zip(path: str) -> zipfile.ZipFile:
         ) from None
     seen: set[str] = set()
     for info in archive.infolist():
-        if info.filename in seen:
+        if info.filename in seen and not info.is_dir():  # (a folder listed twice holds no data)
             archive.close()
             raise SourceError(path, f"the zip holds two or more members named {preview(info.filename)}: which one is "
                                     "the data cannot be told; remove the others, or pass an extracted folder")

@@ -317,6 +317,11 @@ def require_a_scored_query(report: EvalReport, given: Run | str | os.PathLike, r
     if not any(run.values()):
         raise UsageError(f"{name}the {kind} ranks no {item} for any of its {counted(len(run), 'query', 'queries')}: "
                          "nothing to score")
+    unranked = set(report.unranked_queries)
+    if report.identical_ids_dropped and any(query_id in unranked for query_id in run):
+        raise UsageError(f"{name}every document the {kind} ranks for its judged queries is the query itself, dropped "
+                         f"as BEIR does ({counted(report.identical_ids_dropped, 'document')}): nothing to score; "
+                         "--keep-identical-ids scores them")
     others = [f"{counted(len(report.unknown_queries), 'is', 'are')} not in {report.path}"] if report.unknown_queries \
         else []
     if report.unjudged_queries:

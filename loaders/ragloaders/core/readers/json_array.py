@@ -102,6 +102,7 @@ _UNEXPECTED_SYMBOL = re.compile(r"Unexpected symbol (.*) at (\d+)", re.DOTALL)
 
 
 INTEGER_PAST_64_BITS = "an integer past 64 bits, which this array reader (yajl's) cannot hold exactly"
+NUMBER_PAST_A_DOUBLE = "a number out of a double's range (as 1e400), refused as for every benchmark's JSON"
 
 
 def json_error_detail(error: ijson.JSONError) -> str:
@@ -118,8 +119,10 @@ def json_error_detail(error: ijson.JSONError) -> str:
     if symbol:
         return f"unexpected symbol {cut(symbol[1])} at character {int(symbol[2]):,}"
     detail = cut(first)
-    if "integer overflow" in first:  # yajl's word for a valid number it cannot hold
+    if "integer overflow" in first:  # yajl's words for valid numbers it cannot hold
         detail = INTEGER_PAST_64_BITS
+    elif "floating point) overflow" in first:
+        detail = NUMBER_PAST_A_DOUBLE
     if len(lines) >= 3 and lines[2].strip().startswith(b"(right here)") and b"^" in lines[2]:
         column = lines[2].index(b"^")
         near = lines[1][:column].lstrip(b" ") + lines[1][column:]
@@ -297,7 +300,7 @@ def _array_error(detail: str, index: int) -> str:
         return f"truncated JSON array: the file ends inside record {index} or before the closing ']' ({detail})"
     if "trailing garbage" in detail or "Additional data" in detail:
         return f"data after the end of the JSON array, which holds {index} records ({detail})"
-    if detail.startswith(INTEGER_PAST_64_BITS):  # (valid JSON: the error names the record already)
+    if detail.startswith((INTEGER_PAST_64_BITS, NUMBER_PAST_A_DOUBLE)):  # (valid JSON; the error names the record)
         return detail
     return f"invalid JSON in record {index} ({detail})"
 
