@@ -474,3 +474,31 @@ def test_a_column_of_another_kind_than_the_build_writes_is_refused_naming_it(con
     with pytest.raises(SourceError) as caught:
         CragMockAPI(str(folder), cache_dir=str(tmp_path / "c"))
     assert_names(caught.value, str(path), f"config {config}: column {column} holds", f"the mock API reads {kind}")
+
+
+def test_a_parquet_file_whose_values_expand_without_bound_is_refused_on_conversion(built, tmp_path):
+    """A few KB of Parquet (one long value, dictionary-encoded in a row group of 262,144 rows) was converted whole:
+    gigabytes of memory and of cache disk."""
+    import pyarrow as pa
+
+    from ragloaders.mock_api.tables import EXPANSION_SLACK, MAX_EXPANSION
+
+    folder = copy_of(built, tmp_path)
+    rows = 1 << 18
+    indices = pa.array([0] * rows, pa.int32())
+
+    def repeated(value: str) -> pa.DictionaryArray:
+        return pa.DictionaryArray.from_arrays(indices, pa.array([value], pa.string()))
+
+    target = sorted((folder / "open_entities").glob("*.parquet"))[0]
+    schema = pq.read_schema(target)
+    columns = {name: repeated("e" if name == "entity" else "{}" if name == "other" else "x" * 2000)
+               for name in schema.names}
+    pq.write_table(pa.table(columns).cast(schema), target, row_group_size=rows)
+    assert target.stat().st_size < 1_000_000  # (the decoded rows: 1.5 GB)
+    api = CragMockAPI(str(folder), cache_dir=str(tmp_path / "c"))
+    with pytest.raises(SourceError) as caught:
+        api.open_search_entity_by_name("e")
+    assert_names(caught.value, "config open_entities: its rows hold more than",
+                 f"{MAX_EXPANSION:,} times its Parquet files' size")
+    assert not any(p.stat().st_size > EXPANSION_SLACK + (1 << 20) for p in (tmp_path / "c").rglob("*") if p.is_file())

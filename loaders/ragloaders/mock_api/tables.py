@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import threading
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -82,8 +83,15 @@ text came back one character at a time). Columns typed from the source's own dat
 _KIND_TEST = {TEXT: lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
               LISTS: lambda t: pa.types.is_list(t) or pa.types.is_large_list(t),
               INTEGERS: pa.types.is_integer}
-CONVERTED_BATCH_ROWS = 1 << 18
-"""Rows of a Parquet row group converted at a time (memory: a batch, not a row group)."""
+CONVERTED_BATCH_ROWS = 8192
+"""Rows of a Parquet row group read at a time (memory: a few of them, not a row group)."""
+CONVERTED_BATCH_BYTES = 64 << 20
+"""Bytes of such batches written to the converted file as one record batch."""
+MAX_EXPANSION = 1_000
+EXPANSION_SLACK = 256 << 20
+"""A config's rows may hold MAX_EXPANSION times the bytes of its Parquet files, and EXPANSION_SLACK more: far past
+what compressed text expands to, while a Parquet file of a few KB (one long value, dictionary-encoded in a row
+group of 262,144 rows) held gigabytes (memory and cache disk bounded by the input's size)."""
 CONVERTED_FORMAT = 3
 """Bumped when the cached IPC files change form."""
 
@@ -193,16 +201,30 @@ def _convert(paths: list[str], target: str, config: str) -> pa.Table:
     writer = None
     try:
         writer = pa.ipc.new_file(partial, _schema(paths[0]))
+        allowed = MAX_EXPANSION * sum(os.path.getsize(path) for path in paths) + EXPANSION_SLACK
+        written = held = 0
+        pending: list[pa.RecordBatch] = []
         for path in paths:
             parquet = pq.ParquetFile(path)
             for group in range(parquet.num_row_groups):
-                try:  # (in batches: a small file can hold one row group of millions of rows)
+                try:  # (read in small batches: a small file can hold one row group of millions of rows)
                     for batch in parquet.iter_batches(batch_size=CONVERTED_BATCH_ROWS, row_groups=[group],
                                                       use_threads=False):
-                        writer.write_batch(batch)
+                        written += batch.nbytes
+                        if written > allowed:
+                            raise SourceError(os.path.dirname(path), f"config {config}: its rows hold more than "
+                                              f"{allowed:,} bytes, {MAX_EXPANSION:,} times its Parquet files' size "
+                                              "and more: refused (dictionary or run-length encoded values that "
+                                              "expand without bound)")
+                        pending.append(batch)
+                        held += batch.nbytes
+                        if held >= CONVERTED_BATCH_BYTES:
+                            _write_combined(writer, pending)
+                            held = 0
                 except (pa.ArrowException, OSError) as e:
                     raise SourceError(path, f"config {config}: row group {group} is not readable "
                                             f"({one_line(e, 300)})") from None
+        _write_combined(writer, pending)
         writer.close()
         writer = None
         replace_durably(partial, target)
@@ -222,6 +244,15 @@ def _convert(paths: list[str], target: str, config: str) -> pa.Table:
                           f"converted ({one_line(e, 300)})") from None
     record_file(target)
     return _mapped(target)
+
+
+def _write_combined(writer: Any, batches: list[pa.RecordBatch]) -> None:
+    """`batches` written as one record batch (the mapped table keeps few chunks, as the row groups gave), then
+    emptied."""
+    if batches:
+        for combined in pa.Table.from_batches(batches).combine_chunks().to_batches(max_chunksize=None):
+            writer.write_batch(combined)
+        batches.clear()
 
 
 def _mapped(path: str) -> pa.Table:
