@@ -480,7 +480,6 @@ def test_a_parquet_file_whose_values_expand_without_bound_is_refused_on_conversi
     """A few KB of Parquet (one long value, dictionary-encoded in a row group of 262,144 rows) was converted whole:
     gigabytes of memory and of cache disk."""
     import pyarrow as pa
-
     from ragloaders.mock_api.tables import EXPANSION_SLACK, MAX_EXPANSION
 
     folder = copy_of(built, tmp_path)
