@@ -403,6 +403,7 @@ def test_serve_outlasts_a_client_holding_idle_connections_and_stops_despite_a_sl
     import resource
 
     import requests
+    from ragloaders.mock_api.http import REQUEST_SECONDS
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     wanted = 1_100  # past the 1,024 files the server may open
@@ -436,6 +437,21 @@ def test_serve_outlasts_a_client_holding_idle_connections_and_stops_despite_a_sl
             except requests.ConnectionError:
                 assert attempt < 49
                 time.sleep(0.1)
+        # a byte a connection, and stop: 256 of them kept everyone else out for good
+        stalled = socket.create_connection(("127.0.0.1", port))
+        idle.append(stalled)
+        stalled.sendall(b"POST /open/get_entity HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                        b"content-length: 100\r\n\r\n{")  # and the rest of its body never
+        for _ in range(300):
+            idle.append(socket.create_connection(("127.0.0.1", port)))
+            idle[-1].sendall(b"G")
+        time.sleep(REQUEST_SECONDS + 2)
+        assert requests.get(base + "/", timeout=10).status_code == 200
+        stalled.settimeout(5)
+        assert stalled.recv(200).startswith(b"HTTP/1.1 408 ")
+        for connection in idle:
+            connection.close()
+        idle.clear()
         slow = socket.create_connection(("127.0.0.1", port))
         idle.append(slow)
         slow.sendall(b"POST /open/get_entity HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"

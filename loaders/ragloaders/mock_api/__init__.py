@@ -39,11 +39,11 @@ Where the official server fails (HTTP 500, or it does not start), ours answers:
 - a `'` in an NBA date, team or game id breaks the server's SQL (null), and a crafted one runs other SQL there; here
   any `'` answers null and nothing is run.
 
-Over HTTP (`serve`, module http), bounds the official server does not set: a body over 1 MiB is answered 413, at
-most 256 connections are held, one that sends nothing is closed after 5 s, and a shutdown waits 3 s for the calls
-under way. Its 422 bodies are FastAPI's and pydantic's of the versions installed: the official requirements' pins
-(fastapi 0.103, pydantic 2.5) add a `url` to each error and refuse an integer written `" 1 "`, which newer pydantic
-takes; the parity tests run the official server under the installed versions.
+Over HTTP (`serve`, module http), bounds the official server does not set: a body over 1 MiB is answered 413, at most
+256 connections are held, one whose request (or body) has not come within 10 s is closed (408), and a shutdown waits 3 s
+for the calls under way. Its 422 bodies are FastAPI's and pydantic's of the versions installed: the official
+requirements' pins (fastapi 0.103, pydantic 2.5) add a `url` to each error and refuse an integer written `" 1 "`, which
+newer pydantic takes; the parity tests run the official server under the installed versions.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ Bounds the official server does not set (each a declared difference): a request 
 413 before it is parsed (one body of tens of MB, validated and then echoed whole in a 422, held every other client
 for a minute); at most MAX_CONNECTIONS connections and calls at once, any more answered 503 (a client holding a
 thousand idle connections used up the process's file descriptors, no one was answered and the log grew by megabytes
-a second; now a connection past that many is closed at once, and one that sends nothing is closed after
-uvicorn's keep-alive timeout, `bounded_protocol`); a shutdown waits SHUTDOWN_SECONDS for the calls under way, not
-for a client that stopped sending.
+a second; now a connection past that many is closed at once, and one whose request or body has not arrived within
+REQUEST_SECONDS is closed or answered 408, `bounded_protocol`); a shutdown waits SHUTDOWN_SECONDS for the calls under
+way, not for a client that stopped sending.
 """
 
 from __future__ import annotations
@@ -77,6 +77,9 @@ ACCEPTED_AT_ONCE = 64
 """The listening socket's backlog, which is also how many connections asyncio accepts at one wake: the ones past
 MAX_CONNECTIONS are closed before the next wake, so a burst of connections never holds more than a few hundred
 file descriptors (with uvicorn's 2,048, one burst took all 1,024 and asyncio logged a traceback per refused accept)."""
+REQUEST_SECONDS = 10
+"""How long a connection may take to send a request's line and headers (`bounded_protocol`), or its body
+(`BodyLimit`)."""
 SHUTDOWN_SECONDS = 3
 """How long Ctrl-C or SIGTERM waits for the calls under way before it closes their connections."""
 
@@ -99,7 +102,10 @@ class BodyLimit:
         body = bytearray()
         while True:
             try:
-                message = await receive()
+                message = await asyncio.wait_for(receive(), REQUEST_SECONDS)
+            except asyncio.TimeoutError:  # a body that stopped coming
+                await self._answer(send, 408, f"no more of the request body came for {REQUEST_SECONDS} s")
+                return
             except asyncio.CancelledError:  # shut down while the client was still sending: no call was made
                 await self._answer(send, 503, "the server is stopping")
                 return
@@ -137,17 +143,28 @@ class BodyLimit:
 def bounded_protocol(base: type) -> type:
     """uvicorn's HTTP protocol class `base` with two bounds it lacks: a connection past MAX_CONNECTIONS is closed as
     soon as it is accepted (uvicorn's limit counts requests, so idle connections held file descriptors until none
-    was left), and a new connection that sends nothing is closed after uvicorn's keep-alive timeout (which it applies
-    only between two requests)."""
+    was left), and one whose next request has not begun (its line and headers all there) REQUEST_SECONDS after it
+    was accepted or answered is closed (uvicorn times only a silent connection between two requests: one byte a
+    connection, 256 of them, kept everyone else out for good)."""
 
     class Bounded(base):
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             if len(self.connections) > MAX_CONNECTIONS:
                 transport.close()
-            elif self.timeout_keep_alive_task is None:
-                self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive,
-                                                                    self.timeout_keep_alive_handler)
+            else:
+                self._expect_request()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._expect_request()
+
+        def _expect_request(self) -> None:
+            self.loop.call_later(REQUEST_SECONDS, self._close_if_no_request, self.cycle)
+
+        def _close_if_no_request(self, waited_since: Any) -> None:
+            if self.cycle is waited_since and not self.transport.is_closing():  # no request began meanwhile
+                self.transport.close()
 
     return Bounded
 
