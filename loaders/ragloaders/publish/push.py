@@ -514,8 +514,7 @@ checked against the sha256 the folder was verified with, and sent as those bytes
 def verified_addition(staged: StagedFile):
     """The upload of `staged` as it was verified in this run: a file of up to INLINE_BYTES as its bytes, checked
     (a file changed or swapped since, or a symlink in its place, is refused); a larger one from its path, which
-    huggingface_hub reads into LFS or Xet storage, where `require_stored_as_verified` checks what it stored before a
-    commit names it."""
+    huggingface_hub reads into LFS or Xet storage (`require_stored_as_verified` says what is checked there)."""
     from huggingface_hub import CommitOperationAdd
 
     if staged.size > INLINE_BYTES:
@@ -535,9 +534,12 @@ def verified_addition(staged: StagedFile):
 
 
 def require_stored_as_verified(uploads: Iterable[tuple[StagedFile, Any]]) -> None:
-    """After huggingface_hub stored the large files of a commit (LFS or Xet), before the commit names them: what it
-    stored has the sha256 each was verified with. A file changed or swapped during the upload stops the push here;
-    its bytes may have reached the hub's storage, but no commit refers to them."""
+    """After huggingface_hub uploaded the large files of a commit, before the commit names them: the sha256 it
+    computed of each is the one each was verified with. With Xet (hf_xet installed, the default) that sha256 is
+    computed in the same read as the upload, so a file changed or swapped before or during it stops the push here;
+    its bytes may have reached the hub's storage, but no commit refers to them. Over plain LFS, huggingface_hub
+    hashes a file and reads it again to upload it: a file rewritten in place between the two reads is caught only
+    by the hub's own check of the upload (a swap is caught here; a build into the folder waits for the push)."""
     for staged, addition in uploads:
         if staged.verified_sha256 and staged.size > INLINE_BYTES and (
                 addition.upload_info.size != staged.size
