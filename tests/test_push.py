@@ -622,7 +622,7 @@ def test_the_repositorys_listing_is_bounded_in_messages_and_in_length(tmp_path, 
     assert len(leaving) == 1 and len(leaving[0]) < 400 and "…" in leaving[0], done.stdout[:2000]
     monkeypatch.setattr(push, "MAX_REPOSITORY_FILES", 3)  # a listing that goes on paging
     line = _error_line(run_push(tmp_path, cache_dir))
-    assert "the hub lists more than 3 files in the repository" in line
+    assert "the hub lists more than 3 files and folders in the repository" in line
 
 
 @pytest.mark.slow  # a push of a fresh build: seconds

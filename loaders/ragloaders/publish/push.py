@@ -313,10 +313,11 @@ def _snapshot(api, repo_id: str, revision: str | None) -> _Snapshot:
         raise HubError(f"{repo_id}: the hub gave no head commit of {revision or 'main'} (got {preview(head)}), so a "
                        "commit could not be pinned to what the push read; nothing was sent")
     remote = {}
-    for entry in api.list_repo_tree(repo_id, repo_type="dataset", revision=revision, recursive=True):
-        if len(remote) >= MAX_REPOSITORY_FILES:
-            raise HubError(f"{repo_id}: the hub lists more than {MAX_REPOSITORY_FILES:,} files in the repository; "
-                           "ragloaders pushes only into a repository of fewer")
+    for listed, entry in enumerate(api.list_repo_tree(repo_id, repo_type="dataset", revision=revision,
+                                                      recursive=True)):
+        if listed >= MAX_REPOSITORY_FILES:  # (folders counted too: a listing of folders alone can page for ever)
+            raise HubError(f"{repo_id}: the hub lists more than {MAX_REPOSITORY_FILES:,} files and folders in the "
+                           "repository; ragloaders pushes only into a repository of fewer")
         if hasattr(entry, "blob_id"):
             remote[entry.path] = entry
     return _Snapshot(head, view_repository(repo_id, revision, remote))
