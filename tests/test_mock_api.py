@@ -492,6 +492,7 @@ def test_a_column_of_another_kind_than_the_build_writes_is_refused_naming_it(con
     assert_names(caught.value, str(path), f"config {config}: column {column} holds", f"the mock API reads {kind}")
 
 
+@pytest.mark.slow  # (it decodes the 256 MB the bound allows first: seconds)
 def test_a_parquet_file_whose_values_expand_without_bound_is_refused_on_conversion(built, tmp_path):
     """A few KB of Parquet (one long value, dictionary-encoded in a row group of 262,144 rows) was converted whole:
     gigabytes of memory and of cache disk."""
