@@ -47,12 +47,17 @@ def split_row_counts(metadata: dict, config: str) -> dict[str, int] | None:
     infos = metadata.get("dataset_info") or []
     for info in infos if isinstance(infos, list) else [infos]:
         if info.get("config_name", "default") == config:
-            splits = info.get("splits")
-            if splits is None:
-                return None
-            return {split["name"]: split["num_examples"]
-                    for split in (splits.values() if isinstance(splits, dict) else splits)}
+            return info_row_counts(info)
     return None
+
+
+def info_row_counts(info: dict) -> dict[str, int] | None:
+    """{split: num_examples} of one config's info (a card's `dataset_info` entry, or a legacy dataset_infos.json's,
+    checked by `check_splits`); None where it declares no splits."""
+    splits = info.get("splits")
+    if splits is None:
+        return None
+    return {split["name"]: split["num_examples"] for split in (splits.values() if isinstance(splits, dict) else splits)}
 
 
 def _check_configs(configs: Any, name: str) -> set[str]:

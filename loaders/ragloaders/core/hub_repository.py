@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .card_shape import check_splits, split_row_counts
+from .card_shape import check_splits, info_row_counts, split_row_counts
 from .card_yaml import check_card
 from .errors import MissingSourceError, SourceError, UsageError
 from .output_target import replace_with_text
@@ -458,13 +458,18 @@ def cached_snapshot(repo_id: str, *, offline: bool, revision: str | None = None)
                        f"({cause}); {REMEDIES}", unreachable=cause) from None
 
 
+def hub_cache_folder(repo_id: str) -> str:
+    """The folder of the dataset repository `repo_id` in the hub cache (huggingface_hub's `datasets--org--name`)."""
+    from huggingface_hub import constants
+
+    return os.path.join(constants.HF_HUB_CACHE, "datasets--" + repo_id.replace("/", "--"))
+
+
 def snapshot_folder(repo_id: str, folder: str, revision: str | None) -> str:
     """`folder`, which huggingface_hub gave as the snapshot of `repo_id`, once it is one: `snapshots/<commit id>` of
     that repository's folder in the hub cache. (Offline, huggingface_hub follows the cache's `refs/<revision>` file
     wherever its text leads: a damaged or hostile one named any folder of the machine.)"""
-    from huggingface_hub import constants
-
-    snapshots = os.path.join(constants.HF_HUB_CACHE, "datasets--" + repo_id.replace("/", "--"), "snapshots")
+    snapshots = os.path.join(hub_cache_folder(repo_id), "snapshots")
     name = os.path.basename(os.path.normpath(folder))
     if not COMMIT_ID.fullmatch(name) or os.path.realpath(os.path.dirname(os.path.normpath(folder))) != \
             os.path.realpath(snapshots):
@@ -478,12 +483,10 @@ def remember_revision(repo_id: str, revision: str | None, commit: str) -> None:
     """Note in the hub cache that `revision` (a branch or tag; default the main branch) is at `commit`, as
     huggingface_hub does when it downloads by that name: ragloaders downloads by the commit it resolved, and an
     offline read of the name found no copy. Best effort: a cache that cannot be written keeps its old note."""
-    from huggingface_hub import constants
-
     name = revision or "main"
     if COMMIT_ID.fullmatch(name):
         return
-    ref = os.path.join(constants.HF_HUB_CACHE, "datasets--" + repo_id.replace("/", "--"), "refs", *name.split("/"))
+    ref = os.path.join(hub_cache_folder(repo_id), "refs", *name.split("/"))
     try:
         os.makedirs(os.path.dirname(ref), exist_ok=True)
         replace_with_text(ref, commit, prefix=f".{os.path.basename(ref)}.")
@@ -524,8 +527,7 @@ def rows_unlike_card(builder: Any, repository: Repository, config: str) -> Sourc
         legacy = check_legacy_infos(repository.location) or {}
         if len(legacy) == 1:  # (datasets takes a lone entry for the config `default`: an old name such as org--name)
             legacy = {"default": next(iter(legacy.values()))}
-        info = legacy.get(config)
-        declared = split_row_counts({"dataset_info": [{**info, "config_name": config}]}, config) if info else None
+        declared = info_row_counts(legacy[config]) if config in legacy else None
         card, declarer = repository_file_name(repository.location, LEGACY_INFOS), LEGACY_INFOS
         entry = declarer
     if declared is None:

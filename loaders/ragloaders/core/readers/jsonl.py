@@ -81,14 +81,15 @@ def _shard_chunks(shard: Shard) -> Iterator[tuple[int, bytes]]:
 
 
 _NOT_JSON_WHITESPACE = re.compile(b"[^" + re.escape(JSON_WHITESPACE) + b"]")
+_BLANK_STARTS = tuple(b"\n" + bytes([space]) for space in JSON_WHITESPACE)
+"""A line end followed by JSON whitespace: where a blank line (or one that starts with whitespace) begins."""
 
 
 def _may_hold_blank_lines(chunk: bytes) -> bool:
     """Whether a line of `chunk` (its final line end aside) is empty or starts with JSON whitespace, which every
     blank line does (a few searches of two bytes, in C)."""
     end = len(chunk) - chunk.endswith(b"\n")
-    return not end or chunk[:1] in b" \t\r\n" or any(chunk.find(pair, 0, end) >= 0
-                                                      for pair in (b"\n\n", b"\n ", b"\n\t", b"\n\r"))
+    return not end or chunk[:1] in JSON_WHITESPACE or any(chunk.find(pair, 0, end) >= 0 for pair in _BLANK_STARTS)
 
 
 def _content_lines(chunk: bytes, first: int) -> Iterator[tuple[int, bytes, bool]]:

@@ -12,6 +12,7 @@ from typing import BinaryIO
 import stringzilla as sz
 
 from ..errors import SourceError
+from .strict_json import JSON_WHITESPACE
 
 BLOCK_BYTES = 1 << 20
 """Unit of reading: a buffered reader's buffer, pyarrow's CSV parser block."""
@@ -42,9 +43,9 @@ def iter_lines(stream: BinaryIO, name: str = "<stream>", first: int = 1, *, skip
             raise SourceError(name, f"line longer than {MAX_LINE_BYTES:,} bytes (MAX_LINE_BYTES)", line=number)
         if skip_bom and number == first:
             line = line.removeprefix(UTF8_BOM)
-        if skip_blank and not line.strip(BLANK):
+        if skip_blank and not line.strip(JSON_WHITESPACE):
             while peek is not None and (ahead := peek(BLOCK_BYTES)):  # the blank lines after it, from the buffer
-                run = len(ahead) - len(ahead.lstrip(BLANK))
+                run = len(ahead) - len(ahead.lstrip(JSON_WHITESPACE))
                 whole = ahead.rfind(b"\n", 0, run) + 1  # (up to a line end: a line's own leading spaces stay)
                 if not whole:
                     break
@@ -54,10 +55,6 @@ def iter_lines(stream: BinaryIO, name: str = "<stream>", first: int = 1, *, skip
                     break
             continue
         yield number, line.rstrip(b"\r\n")
-
-
-BLANK = b" \t\r\n"
-"""What a blank line holds (JSON's whitespace)."""
 
 
 UTF8_BOM = b"\xef\xbb\xbf"
