@@ -85,7 +85,7 @@ def check_output(out: str | os.PathLike, *, kind: Literal["folder", "file"], dat
 
 
 PARTIAL_SUFFIX = ".incomplete"
-_MKSTEMP_PART = r"\.[a-z0-9_]{8}"
+MKSTEMP_PART = r"\.[a-z0-9_]{8}"
 """The random part mkstemp puts between a partial file's prefix and suffix (its 8 name characters)."""
 
 
@@ -96,7 +96,7 @@ def partial_file(target: str) -> tuple[int, str]:
     killed (no longer locked) are named on stderr in one line and left as they are: a name alone does not prove a
     file is ragloaders' own. A partial file another run is writing now is not named."""
     folder, name = os.path.split(os.path.abspath(target))
-    own = re.compile(re.escape(name) + _MKSTEMP_PART + re.escape(PARTIAL_SUFFIX))
+    own = re.compile(re.escape(name) + MKSTEMP_PART + re.escape(PARTIAL_SUFFIX))
     try:
         leftovers = sorted(entry for entry in os.listdir(folder)
                            if own.fullmatch(entry) and not being_written(os.path.join(folder, entry)))

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.errors import SourceError
-from ..core.output_target import lock_if_possible, remove_abandoned
+from ..core.output_target import MKSTEMP_PART, lock_if_possible, remove_abandoned
 from ..core.plural import counted
 from ..core.preview import preview
 from .chunked_take import ChunkedRows
@@ -227,7 +227,7 @@ def _remove_abandoned(path: str) -> None:
     left: `NAME.XXXXXXXX.partial`, unchanged for a minute and not locked (a save locks its file a moment after
     making it, and writes it within seconds)."""
     folder, name = os.path.split(path)
-    own = re.compile(re.escape(name) + r"\.[a-z0-9_]{8}\.partial")
+    own = re.compile(re.escape(name) + MKSTEMP_PART + r"\.partial")
     remove_abandoned(folder, own.fullmatch, 60.0)
 
 
