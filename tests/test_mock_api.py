@@ -307,6 +307,24 @@ def hub(monkeypatch):
 HUB_REPOS = {"org/name"}
 
 
+@pytest.mark.parametrize("ref", ["absolute", "relative"])
+def test_a_hub_cache_ref_leading_outside_its_snapshots_is_refused(ref, built, tmp_path, monkeypatch):
+    """Offline, huggingface_hub follows `refs/main` in the API's own hub cache (`<cache_dir>/hub`) wherever its text
+    leads: a damaged or hostile ref naming a build elsewhere is refused, not served as the repository (the folder's
+    name reported as its commit)."""
+    from huggingface_hub import constants
+
+    repo = tmp_path / "cache" / "hub" / "datasets--org--kg"
+    (repo / "snapshots").mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(str(built) if ref == "absolute" else os.path.relpath(built, repo / "snapshots"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ConnectionError, match="not to a snapshot of this repository") as refused:
+        CragMockAPI("org/kg", cache_dir=str(tmp_path / "cache"))
+    assert_names(refused.value, "org/kg", repo / "snapshots")
+
+
 def test_a_hub_id_with_no_folder_of_that_name_is_taken_as_a_repository(hub, monkeypatch, tmp_path):
     asked = []
     monkeypatch.setattr(client_module, "download_repository", lambda repo, cache, revision: asked.append(repo)

@@ -458,18 +458,20 @@ def cached_snapshot(repo_id: str, *, offline: bool, revision: str | None = None)
                        f"({cause}); {REMEDIES}", unreachable=cause) from None
 
 
-def hub_cache_folder(repo_id: str) -> str:
-    """The folder of the dataset repository `repo_id` in the hub cache (huggingface_hub's `datasets--org--name`)."""
+def hub_cache_folder(repo_id: str, cache: str | None = None) -> str:
+    """The folder of the dataset repository `repo_id` in the hub cache `cache` (default huggingface_hub's own):
+    huggingface_hub's `datasets--org--name`."""
     from huggingface_hub import constants
 
-    return os.path.join(constants.HF_HUB_CACHE, "datasets--" + repo_id.replace("/", "--"))
+    return os.path.join(cache or constants.HF_HUB_CACHE, "datasets--" + repo_id.replace("/", "--"))
 
 
-def snapshot_folder(repo_id: str, folder: str, revision: str | None) -> str:
+def snapshot_folder(repo_id: str, folder: str, revision: str | None, cache: str | None = None) -> str:
     """`folder`, which huggingface_hub gave as the snapshot of `repo_id`, once it is one: `snapshots/<commit id>` of
-    that repository's folder in the hub cache. (Offline, huggingface_hub follows the cache's `refs/<revision>` file
-    wherever its text leads: a damaged or hostile one named any folder of the machine.)"""
-    snapshots = os.path.join(hub_cache_folder(repo_id), "snapshots")
+    that repository's folder in the hub cache `cache` (default huggingface_hub's own). (Offline, or when the hub
+    cannot be reached, huggingface_hub follows the cache's `refs/<revision>` file wherever its text leads: a damaged
+    or hostile one named any folder of the machine.)"""
+    snapshots = os.path.join(hub_cache_folder(repo_id, cache), "snapshots")
     name = os.path.basename(os.path.normpath(folder))
     if not COMMIT_ID.fullmatch(name) or os.path.realpath(os.path.dirname(os.path.normpath(folder))) != \
             os.path.realpath(snapshots):

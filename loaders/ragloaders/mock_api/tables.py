@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..core.errors import SourceError
-from ..core.hub_repository import looks_like_repo_id, require_own_file
+from ..core.hub_repository import looks_like_repo_id, require_own_file, snapshot_folder
 from ..core.preview import one_line, preview
 from ..core.user_cache import user_cache_dir
 from ..publish.repository_card import built_from
@@ -111,14 +111,16 @@ def download_repository(repo_id: str, cache_dir: str | None, revision: str | Non
     from huggingface_hub import snapshot_download
 
     patterns = ["README.md", *(f"{config}/*.parquet" for config in REQUIRED_COLUMNS)]
+    hub_cache = os.path.join(cache_dir, "hub") if cache_dir else None
     try:
         folder = snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns, revision=revision,
-                                   cache_dir=os.path.join(cache_dir, "hub") if cache_dir else None)
+                                   cache_dir=hub_cache)
     except Exception as e:  # hub, network and auth errors alike: the user passed a folder that is not there, or this
         reason = one_line(e, 300)
         at = f" at revision {preview(revision)}" if revision else ""
         raise SourceError(repo_id, f"no such folder, and the hub dataset repository {repo_id}{at} could not be "
                           f"downloaded ({type(e).__name__}: {reason})") from e
+    snapshot_folder(repo_id, folder, revision, hub_cache)
     logger.info("ragloaders: reading %s at commit %s", repo_id, snapshot_commit(folder))
     return folder
 
