@@ -340,6 +340,21 @@ def test_qrels_without_header_is_an_error(tmp_path):
     assert error.value.line == 1
 
 
+def test_a_bom_before_the_qrels_header_is_skipped_and_one_anywhere_else_is_refused(tmp_path):
+    """A spreadsheet's UTF-8 BOM before the header is no part of it (as at the start of a JSONL or run file); one
+    starting a later line is that line's query id's first character; a second one before the header is refused."""
+    bom = b"\xef\xbb\xbf"
+    qrels = bom + b"query-id\tcorpus-id\tscore\r\nq0\td0\t1\r\n" + bom + b"q1\td1\t2\r\n"
+    folder = write_beir(tmp_path / "arguana", [], [], {}, raw={"qrels/test.tsv": qrels})
+    rows = ragloaders.load("beir/arguana", "qrels", split="test", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    assert rows.to_list() == [{"query-id": "q0", "corpus-id": "d0", "score": 1},
+                              {"query-id": "\ufeffq1", "corpus-id": "d1", "score": 2}]
+    (folder / "qrels" / "test.tsv").write_bytes(bom + bom + b"query-id\tcorpus-id\tscore\nq0\td0\t1\n")
+    with pytest.raises(SourceError) as error:
+        ragloaders.load("beir/arguana", "qrels", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    assert_source_error(error.value, "qrels/test.tsv", repr("query-id\tcorpus-id\tscore"), line=1)
+
+
 def test_missing_file_is_named(tmp_path):
     folder = write_beir(tmp_path / "nfcorpus", [], [], {"train": [], "test": []})  # dev.tsv missing
     with pytest.raises(MissingSourceError, match=r"qrels/dev\.tsv"):

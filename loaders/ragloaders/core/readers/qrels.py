@@ -1,4 +1,5 @@
-"""BEIR qrels TSV (header `query-id<TAB>corpus-id<TAB>score`) into (string, string, int32) tables.
+"""BEIR qrels TSV (header `query-id<TAB>corpus-id<TAB>score`, after a UTF-8 BOM if the file starts with one) into
+(string, string, int32) tables.
 
 A score is an optional `-` followed by ASCII digits that fits int32; fields are separated by tabs only; a carriage
 return anywhere but just before the line end is refused. pyarrow's CSV reader parses a chunk; the line path decides
@@ -89,7 +90,7 @@ def _qrels_by_line(chunk: bytes, first: int, name: str) -> pa.Table:
 
 def _qrels_chunks(shard: Shard) -> Iterator[tuple[int, bytes]]:
     with shard.open() as stream:
-        header = stream.readline(len(QRELS_HEADER) + 2)
+        header = stream.readline(len(UTF8_BOM) + len(QRELS_HEADER) + 2).removeprefix(UTF8_BOM)
         if header.removesuffix(b"\n").removesuffix(b"\r") != QRELS_HEADER:
             raise SourceError(shard.name, f"expected the header {QRELS_HEADER.decode()!r}, got {preview(header)}",
                               line=1)
