@@ -22,12 +22,11 @@ from typing import BinaryIO
 import orjson
 
 from .preview import preview
-from .readers.lines import fill
+from .readers.lines import UTF8_BOM, fill
 from .readers.strict_json import UNPAIRED_SURROGATE
 from .source_files import RangeReader
 
 WHITESPACE = b" \t\r\n"
-UTF8_BOM = b"\xef\xbb\xbf"
 PIECE_BYTES = 2 << 20
 """Bytes of input per parsed piece: memory per worker is a few times this."""
 MAX_RECORD_BYTES = 256 << 20

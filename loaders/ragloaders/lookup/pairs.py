@@ -27,6 +27,7 @@ from ..core.hub_repository import open_repository
 from ..core.output_target import check_output, write_new_file
 from ..core.plural import counted
 from ..core.preview import preview
+from ..core.readers.lines import UTF8_BOM
 from ..eval.data import ROLE_CONFIGS, config_for, split_read
 from ..eval.runs import iter_run, run_format
 from .chunked_take import ChunkedRows
@@ -391,7 +392,7 @@ def located(where: str, column: str, value: str, query_id: str | None = None) ->
     with open(where, "rb") as stream:
         for number, line in enumerate(stream, start=1):
             if number == 1:
-                line = line.removeprefix(b"\xef\xbb\xbf")  # a BOM, which the run's readers skip
+                line = line.removeprefix(UTF8_BOM)  # a BOM, which the run's readers skip
             if fmt == "trec":
                 fields = line.split()
                 values = [f.decode("utf-8", "replace") for f in fields[:3]] if len(fields) >= 3 else None

@@ -25,7 +25,7 @@ from ...core.compressed import open_bz2
 from ...core.errors import SourceError
 from ...core.preview import preview
 from ...core.readers.json_array import JSON_ARRAY_BACKEND, json_error_detail
-from ...core.readers.lines import BLOCK_BYTES, iter_lines
+from ...core.readers.lines import BLOCK_BYTES, UTF8_BOM, iter_lines
 from ...core.readers.strict_json import (  # KEY_END and count_keys: loads_strict's rule, key-like tokens vs keys parsed
     KEY_END,
     UNPAIRED_SURROGATE,
@@ -108,7 +108,7 @@ def _json_members(path: str, exact: bool) -> Iterator[tuple[int, str, Any]]:
     """(member number, key, value) of the JSON object in `path`: with yajl's own builder (fast), or, when `exact`,
     with ijson's Python parser (which keeps a lone surrogate) and a builder that refuses a key given twice."""
     with open(path, "rb") as f:
-        head = f.read(BLOCK_BYTES).removeprefix(b"\xef\xbb\xbf")
+        head = f.read(BLOCK_BYTES).removeprefix(UTF8_BOM)
         start = head.lstrip(b" \t\r\n")[:1]
         if start != b"{":
             found = repr(start.decode("latin-1")) if start else "an empty file"
@@ -188,7 +188,7 @@ class _SkipBom:
         data = self.f.read(size)
         if self.first and data:  # (ijson first reads 0 bytes, to learn the file's type)
             self.first = False
-            data = data.removeprefix(b"\xef\xbb\xbf")
+            data = data.removeprefix(UTF8_BOM)
         return data
 
 
@@ -219,7 +219,7 @@ def iter_jsonl_pairs(paths: list[str], table: MockKgTable) -> Iterator[tuple[dic
         with open_bz2(path, name=path) as stream:
             for number, line in iter_lines(stream, path):
                 if number == 1:
-                    line = line.removeprefix(b"\xef\xbb\xbf")  # a BOM is skipped at the start of a file only
+                    line = line.removeprefix(UTF8_BOM)  # a BOM is skipped at the start of a file only
                 if not line.strip():
                     continue
                 pair = _json_line(line, path, number)
@@ -250,7 +250,7 @@ def iter_pickle_dict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]
 def read_company_csv(path: str) -> Iterator[pa.Table]:
     """company_name.dict: header `,Name,Symbol` (pandas' `to_csv` with its index), text kept as in the file."""
     with open(path, "rb") as f:
-        header = f.readline().rstrip(b"\r\n").removeprefix(b"\xef\xbb\xbf")
+        header = f.readline().rstrip(b"\r\n").removeprefix(UTF8_BOM)
     if header != b",Name,Symbol":
         raise SourceError(path, f"expected the header ',Name,Symbol', got {header[:80]!r}", line=1)
     names = ["index", "Name", "Symbol"]

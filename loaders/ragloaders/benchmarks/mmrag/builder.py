@@ -32,6 +32,7 @@ from ...core.preview import preview as repr_preview
 from ...core.readers.arrow_batches import tables_from_rows
 from ...core.readers.json_array import array_elements_before, iter_json_array, iter_json_array_batches
 from ...core.readers.jsonl import Shard
+from ...core.readers.lines import UTF8_BOM
 from ...core.readers.qrels import QRELS_SCHEMA
 from ...core.readers.values import fits_int32, literal_string_list, preview
 from ...core.source_files import SourceFiles, download_cause
@@ -172,7 +173,7 @@ def refuse_what_orjson_refuses(shard: Shard) -> None:
     surrogate escape (`"\\ud800"`), which ijson's C backend turns into "?". One rule for every reader."""
     with shard.open() as stream:
         document = stream.read()
-    body = document.removeprefix(json_array_cuts.UTF8_BOM)
+    body = document.removeprefix(UTF8_BOM)
     try:
         orjson.loads(body)
     except orjson.JSONDecodeError as e:
