@@ -510,6 +510,42 @@ def test_a_column_of_another_kind_than_the_build_writes_is_refused_naming_it(con
     assert_names(caught.value, str(path), f"config {config}: column {column} holds", f"the mock API reads {kind}")
 
 
+@pytest.mark.parametrize("config, column, value", [("movie_movies", "record_json", '{"title": "cut sho'),
+                                                   ("finance_marketcap", "record_json", "[" * 100_000),
+                                                   ("open_entities", "summary_structured", "{'python': 'repr'}"),
+                                                   ("open_entities", "other", "[1, 2]")])
+def test_a_json_text_value_a_build_cannot_hold_is_one_error_naming_it_in_process_and_a_500_over_http(
+        config, column, value, built, tmp_path):
+    """A build edited or written by another tool (a hub repository given to --from): JSON text that does not parse,
+    nests past Python's recursion limit, or is not the object a record's `other` holds raised JSONDecodeError,
+    RecursionError or ValueError from inside the call, and over HTTP a bare 500 with a traceback in the log."""
+    import pyarrow as pa
+
+    folder = copy_of(built, tmp_path)
+    path = sorted((folder / config).glob("*.parquet"))[0]
+    table = pq.read_table(path)
+    values = table.column(column).to_pylist()
+    values[0] = value
+    pq.write_table(table.set_column(table.schema.get_field_index(column), column, pa.array(values, pa.string())), path)
+    key = table.column(table.column_names[0])[0].as_py()
+    method, argument = {"movie_movies": ("movie_get_movie_info", key), "finance_marketcap":
+                        ("finance_get_market_capitalization", key), "open_entities": ("open_get_entity", key)}[config]
+    api = CragMockAPI(str(folder), cache_dir=str(tmp_path / "c"))
+    with pytest.raises(SourceError) as caught:
+        api.call(method, {"query": argument})
+    assert_names(caught.value, folder / config, f"column {column}: a value is not")
+    assert len(str(caught.value)) < 600
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+    from ragloaders.mock_api.endpoints import ENDPOINTS
+    from ragloaders.mock_api.http import create_app
+
+    path_of = {endpoint.client_method: endpoint.path for endpoint in ENDPOINTS}
+    response = TestClient(create_app(api.kg), raise_server_exceptions=False).post(
+        path_of[method], json={"query": argument})
+    assert response.status_code == 500 and response.json() == {"detail": str(caught.value)}
+
+
 @pytest.mark.slow  # (it decodes the 256 MB the bound allows first: seconds)
 def test_a_parquet_file_whose_values_expand_without_bound_is_refused_on_conversion(built, tmp_path):
     """A few KB of Parquet (one long value, dictionary-encoded in a row group of 262,144 rows) was converted whole:

@@ -10,13 +10,12 @@ null; `get_eps` and `get_pe_ratio` give `info`'s `forwardEps` / `forwardPE` (nul
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pyarrow as pa
 
 from .indexes import KeyIndex
-from .rows import cell, keyed
+from .rows import cell, json_value, keyed
 from .search import OkapiIndex, normalise
 from .tables import Tables
 
@@ -65,7 +64,7 @@ class FinanceDomain:
     def _exact(self, config: str, ticker: str) -> Any:
         """The ticker's value as the source holds it (its `record_json`: 7 stays an integer), or None."""
         text = self._value(config, "record_json", ticker)
-        return None if text is None else json.loads(text)
+        return None if text is None else json_value(text, self.tables.where(config), "record_json")
 
     def get_dividends_history(self, ticker_name: str) -> dict | None:
         return self._exact("finance_dividend", ticker_name)
@@ -75,7 +74,7 @@ class FinanceDomain:
 
     def get_info(self, ticker_name: str) -> Any:
         info = self._value("finance_info", "info", ticker_name)
-        return None if info is None else json.loads(info)
+        return None if info is None else json_value(info, self.tables.where("finance_info"), "info")
 
     def _info_field(self, ticker_name: str, field: str) -> Any:
         info = self.get_info(ticker_name)

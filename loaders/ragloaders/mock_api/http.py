@@ -25,6 +25,7 @@ import socket
 import sys
 from typing import Any
 
+from ..core.errors import SourceError
 from .endpoints import ENDPOINTS, ROOT_MESSAGE, Endpoint, MockKg
 from .validation import body_model, values_of
 
@@ -55,10 +56,18 @@ def _route(kg: MockKg, endpoint: Endpoint) -> Any:
 
 
 def create_app(kg: MockKg) -> Any:
-    """The FastAPI application answering every endpoint from `kg`."""
+    """The FastAPI application answering every endpoint from `kg`. A call that meets a damaged value of the build (a
+    SourceError) is answered 500 with that error's one line as `detail`, and the line goes to stderr; the server
+    goes on answering."""
     from fastapi import FastAPI
+    from fastapi.responses import JSONResponse
 
     app = FastAPI(title="CRAG mock API (ragloaders)", description="CRAG's mock API answered from a crag/mock_kg build")
+
+    @app.exception_handler(SourceError)
+    async def damaged_build(request: Any, error: SourceError) -> Any:
+        print(f"ragloaders serve: {request.url.path}: {error}", file=sys.stderr, flush=True)
+        return JSONResponse(status_code=500, content={"detail": str(error)})
 
     @app.get("/")
     async def root():

@@ -13,14 +13,13 @@ Infinity and out-of-range numbers in these files, so no answer holds one.)
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from .name_arrays import distinct_in_order, last_rows, postings_from_joined, whitespace_joined
-from .rows import cell, keyed
+from .rows import cell, json_value, keyed
 from .search import OkapiIndex, with_okapi_idf
 from .tables import Tables
 
@@ -33,6 +32,7 @@ class _Records:
 
     def __init__(self, tables: Tables, config: str, key: str, *, searchable: bool = True):
         self.table, self.keys = keyed(tables, config, key)
+        self.where = tables.where(config)
         self.key = key
         self.ids = keyed(tables, config, "id")[1] if "id" in self.table.column_names else None
         self.index = None
@@ -53,7 +53,7 @@ class _Records:
 
     def record(self, index: int) -> Any:
         """The source's record at row `index`, as `json.load` of the file gave it."""
-        return json.loads(cell(self.table, RECORD_JSON, index))
+        return json_value(cell(self.table, RECORD_JSON, index), self.where, RECORD_JSON)
 
     def search(self, query: str) -> list[dict[str, Any]]:
         assert self.index is not None

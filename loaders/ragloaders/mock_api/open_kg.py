@@ -21,6 +21,7 @@ KEY = ("entity",)
 class OpenDomain:
     def __init__(self, tables: Tables):
         self.table, self.keys = keyed(tables, "open_entities", "entity")
+        self.where = tables.where("open_entities")
 
         def build() -> dict[str, Any]:
             entities = distinct_in_order(self.table.column("entity"))
@@ -39,4 +40,5 @@ class OpenDomain:
 
     def get_entity(self, entity: str) -> dict[str, Any] | None:
         index = self.keys.last(entity)
-        return None if index is None else record(row(self.table, index), KEY, json_fields=("summary_structured",))
+        return None if index is None else record(row(self.table, index), KEY, self.where,
+                                                  json_fields=("summary_structured",))

@@ -8,10 +8,23 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..core.errors import SourceError
+from ..core.preview import one_line, preview
 from .indexes import KeyIndex, key_index
 from .tables import Tables
 
 OTHER = "other"
+
+
+def json_value(text: str, where: str, column: str) -> Any:
+    """`json.loads` of a JSON-text cell of `column` in the config folder `where` (the value the source held): a
+    SourceError naming both when it is not JSON or nests past Python's recursion limit, which only a damaged or
+    hostile build holds (a build writes what it parsed, at most 202 levels deep)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise SourceError(where, f"column {column}: a value is not the JSON text a build writes "
+                                 f"({type(e).__name__}: {one_line(e, 100)}): {preview(text)}") from None
 
 
 def row(table: pa.Table, index: int) -> dict[str, Any]:
@@ -36,7 +49,7 @@ def cell(table: pa.Table, column: str, index: int) -> Any:
     return table.column(column)[index].as_py()
 
 
-def record(values: dict[str, Any], key_columns: tuple[str, ...], *,
+def record(values: dict[str, Any], key_columns: tuple[str, ...], where: str, *,
            json_fields: tuple[str, ...] = ()) -> dict[str, Any]:
     """A row of a record table (mock_kg's `Record` with `other`) as the source's dict: the declared fields that are
     not null (`json_fields` parsed from their JSON text), then the undeclared ones kept in `other` (JSON text).
@@ -47,10 +60,14 @@ def record(values: dict[str, Any], key_columns: tuple[str, ...], *,
     for name, value in values.items():
         if name in key_columns or name == OTHER or value is None:
             continue
-        found[name] = json.loads(value) if name in json_fields else _without_nulls(value)
+        found[name] = json_value(value, where, name) if name in json_fields else _without_nulls(value)
     other = values.get(OTHER)
     if other is not None:
-        found.update(json.loads(other))
+        undeclared = json_value(other, where, OTHER)
+        if not isinstance(undeclared, dict):
+            raise SourceError(where, f"column {OTHER}: a value is not a JSON object, as a build writes it: "
+                                     f"{preview(other)}")
+        found.update(undeclared)
     return found
 
 

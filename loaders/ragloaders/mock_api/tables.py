@@ -274,6 +274,10 @@ class Tables:
         self._tables: dict[str, pa.Table] = {}
         self._lock = threading.Lock()
 
+    def where(self, config: str) -> str:
+        """The folder of `config`'s Parquet files, which an error about its values names."""
+        return os.path.join(self.folder, config)
+
     def __getitem__(self, config: str) -> pa.Table:
         with self._lock:
             if config not in self._tables:
@@ -327,7 +331,7 @@ def looks_like_json(column: pa.ChunkedArray) -> bool:
         try:
             for value in present.to_pylist():
                 json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return False
         return True
     return len(seen) >= 2
