@@ -546,6 +546,21 @@ def test_a_json_text_value_a_build_cannot_hold_is_one_error_naming_it_in_process
     assert response.status_code == 500 and response.json() == {"detail": str(caught.value)}
 
 
+@pytest.mark.parametrize("name", ["finance_marketcap.arrow", "finance_marketcap.arrow.sum"])
+def test_a_folder_at_the_name_of_a_cached_table_is_refused_naming_it_and_left_alone(name, built, tmp_path):
+    """A converted table or its check is a file: a folder at its name (not one ragloaders wrote) made the
+    conversion's rename fail with IsADirectoryError after converting the table again."""
+    CragMockAPI(str(built), cache_dir=str(tmp_path / "c")).finance_get_market_capitalization("META")
+    [converted] = (tmp_path / "c" / "mock_api").glob(f"*/{name}")
+    converted.unlink()
+    converted.mkdir()
+    (converted / "kept").write_text("not the cache's")
+    with pytest.raises(SourceError) as caught:
+        CragMockAPI(str(built), cache_dir=str(tmp_path / "c")).finance_get_market_capitalization("META")
+    assert_names(caught.value, converted, "a folder is at the name of a file of the mock API's cache")
+    assert (converted / "kept").read_text() == "not the cache's"
+
+
 @pytest.mark.slow  # (it decodes the 256 MB the bound allows first: seconds)
 def test_a_parquet_file_whose_values_expand_without_bound_is_refused_on_conversion(built, tmp_path):
     """A few KB of Parquet (one long value, dictionary-encoded in a row group of 262,144 rows) was converted whole:

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 
 import xxhash
 
+from ..core.errors import SourceError
 from ..core.user_cache import read_small_json
 
 try:
@@ -86,6 +87,16 @@ def record_file(path: str) -> None:
     finally:
         if os.path.exists(partial):
             os.unlink(partial)
+
+
+def require_file_names_free(path: str) -> None:
+    """A SourceError naming what is at the name of the cache file `path` or of its check when it is there but not
+    a file (a folder, a FIFO, a dangling symlink): ragloaders never wrote it, so it is left as it is."""
+    for name in (path, path + CHECK_SUFFIX):
+        if os.path.lexists(name) and not os.path.isfile(name):
+            kind = "folder" if os.path.isdir(name) else "dangling symlink" if os.path.islink(name) else "special file"
+            raise SourceError(name, f"a {kind} is at the name of a file of the mock API's cache, which ragloaders "
+                                    "leaves as it is: remove it, or give another cache folder")
 
 
 def file_problem(path: str) -> str | None:

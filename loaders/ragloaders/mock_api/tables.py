@@ -30,7 +30,15 @@ from ..core.hub_repository import looks_like_repo_id, require_own_file, snapshot
 from ..core.preview import one_line, preview
 from ..core.user_cache import user_cache_dir
 from ..publish.repository_card import built_from
-from .cache_files import CHECK_SUFFIX, building, file_problem, record_file, replace_durably, warn_rebuilt
+from .cache_files import (
+    CHECK_SUFFIX,
+    building,
+    file_problem,
+    record_file,
+    replace_durably,
+    require_file_names_free,
+    warn_rebuilt,
+)
 from .indexes import Store
 
 logger = logging.getLogger(__name__)
@@ -283,6 +291,7 @@ class Tables:
             if config not in self._tables:
                 target = os.path.join(self.converted, f"{config}.arrow")
                 with building(target):
+                    require_file_names_free(target)
                     problem = file_problem(target)
                     if problem is None:
                         self._tables[config] = _mapped(target)
