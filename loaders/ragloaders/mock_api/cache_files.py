@@ -90,12 +90,12 @@ def record_file(path: str) -> None:
 
 
 def require_file_names_free(path: str) -> None:
-    """A SourceError naming what is at the name of the cache file `path` or of its check when it is there but not
-    a file (a folder, a FIFO, a dangling symlink): ragloaders never wrote it, so it is left as it is."""
+    """A SourceError naming a folder at the name of the cache file `path` or of its check: a file there that fails
+    its check (a FIFO or a symlink included) is replaced, but a folder, which ragloaders never writes there, is left
+    as it is."""
     for name in (path, path + CHECK_SUFFIX):
-        if os.path.lexists(name) and not os.path.isfile(name):
-            kind = "folder" if os.path.isdir(name) else "dangling symlink" if os.path.islink(name) else "special file"
-            raise SourceError(name, f"a {kind} is at the name of a file of the mock API's cache, which ragloaders "
+        if os.path.isdir(name) and not os.path.islink(name):
+            raise SourceError(name, "a folder is at the name of a file of the mock API's cache, which ragloaders "
                                     "leaves as it is: remove it, or give another cache folder")
 
 
