@@ -206,7 +206,7 @@ def test_the_rows_equal_those_of_the_whole_run_read_at_once(nfcorpus_build, mmra
         whole = [(q, [d for d, _ in ranked], [s for _, s in ranked], str(run_file))
                  for q, scored in read_run(str(run_file)).items()
                  for ranked in [sorted(scored.items(), key=lambda item: -item[1])[:4]]]
-        expected = PairWriter(corpus, queries, labels).batch(whole)
+        expected = pa.concat_tables(PairWriter(corpus, queries, labels).batches(whole))
         assert pq.read_table(out).equals(expected), run_file
 
 

@@ -244,10 +244,6 @@ class PairWriter:
                     rows += table.num_rows
         return rows, queries - self.skipped_queries
 
-    def batch(self, rankings: list[Ranking]) -> pa.Table:
-        """The pairs of `rankings` as one table."""
-        return pa.concat_tables(self.batches(rankings))
-
     def batches(self, rankings: list[Ranking]) -> Iterator[pa.Table]:
         """The pairs of `rankings` in tables of at most BATCH_BYTES of document text (one at least, maybe empty)."""
         query_ids = [query_id for query_id, doc_ids, _, _ in rankings for _ in doc_ids]
