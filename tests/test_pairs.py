@@ -107,7 +107,8 @@ def test_crag_top_ranked_from_a_built_folder(crag_build, tmp_path):
     assert written.labels_from is None
     run = tmp_path / "run.trec"
     run.write_text(f"{expected[0][0]} Q0 {expected[0][2]} 1 1.0 t\n")
-    with pytest.raises(ValueError, match="--split 'validation': .* has no qrels"):  # it chose nothing, silently
+    # (it chose nothing, silently)
+    with pytest.raises(ValueError, match=r"split \(--split\) 'validation': .* has no qrels"):
         ragloaders.pairs(folder, tmp_path / "r.parquet", run=run, split="validation", cache_dir=crag_build.cache_dir)
     assert ragloaders.pairs(folder, tmp_path / "r.parquet", run=run, cache_dir=crag_build.cache_dir).rows == 1
 
@@ -161,7 +162,7 @@ def test_the_output_rules_of_bm25(nfcorpus_build, nf_run, tmp_path):
     assert code == 2 and f"the folder {tmp_path / 'no'} does not exist" in err
     code, _, err = run_cli("pairs", "beir/nfcorpus", "--run", str(path), "--top", "0", "--out",
                            str(tmp_path / "p.parquet"), *where)
-    assert code == 2 and "--top must be" in err
+    assert code == 2 and "top (--top) must be" in err
     code, out, err = run_cli("pairs", "beir/nfcorpus", "--run", str(path), "--top", "2", "--out",
                              str(tmp_path / "ok.parquet"), *where)
     assert code == 0 and out.startswith(f"wrote {tmp_path / 'ok.parquet'}: 6 pairs for 3 queries (labels from qrels "

@@ -112,21 +112,22 @@ def pairs(
             `ragloaders.docs` raises. FileExistsError / OutputFolderError: `out`.
     """
     if (run is None) == (not from_top_ranked):
-        raise UsageError("pairs takes a run (--run RUN) or --from-top-ranked, one of them")
+        raise UsageError("pairs takes a run (run= / --run RUN) or from_top_ranked (--from-top-ranked), one of them")
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-        raise UsageError(f"--top must be a whole number of documents per query, at least 1; got {preview(top)}")
+        raise UsageError(f"top (--top) must be a whole number of documents per query, at least 1; got {preview(top)}")
     if missing not in MISSING:
         raise UsageError(f"missing must be one of {', '.join(MISSING)}; got {preview(missing)}")
     target = check_output(out, kind="file", data_dir=data_dir, cache_dir=cache_dir, source=source)
     if os.path.splitext(target)[1].lower() != ".parquet":
-        raise UsageError(f"--out {os.fspath(out)}: pairs are written as Parquet; name a file ending in .parquet")
+        raise UsageError(f"out (--out) {os.fspath(out)}: pairs are written as Parquet; name a file ending in .parquet")
     options: dict[str, Any] = {"data_dir": data_dir, "cache_dir": cache_dir, "revision": revision}
     corpus = docs(source, "corpus", **options)
     queries = docs(source, config_for(source, "queries"), **options)
     qrels_config = next((name for name in ROLE_CONFIGS["qrels"] if name in configs_in(source)), None)
     if split is not None and qrels_config is None and not from_top_ranked:
-        raise UsageError(f"--split {preview(split)}: {source} has no qrels, so a run's pairs have no labels and no "
-                         "split to choose (--split chooses the labels and, with --from-top-ranked, top_ranked's split)")
+        raise UsageError(f"split (--split) {preview(split)}: {source} has no qrels, so a run's pairs have no labels "
+                         "and no split to choose (the split chooses the labels and, with --from-top-ranked, "
+                         "top_ranked's split)")
     split = "test" if split is None else split
     labels_split, labels = grades(source, qrels_config, split, options) if qrels_config else (None, {})
     if from_top_ranked:
@@ -174,7 +175,7 @@ def top_ranked_rankings(source: str, split: str, top: int, options: dict[str, An
     it has them (BEIR's BM25 `scores`, aligned with `corpus-ids`; CRAG's pages have none)."""
     if "top_ranked" not in configs_in(source):
         raise UsageError(f"{source} has no top_ranked config (a folder built with `ragloaders build --with "
-                         "top_ranked` has one); pass a run with --run instead")
+                         "top_ranked` has one); pass a run (run= / --run) instead")
     read, dataset = split_of(source, "top_ranked", split, options)
     table = dataset.data.table
     row = 0
