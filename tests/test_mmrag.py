@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import datasets
@@ -25,6 +26,7 @@ from ragloaders.benchmarks.mmrag.facts import published_counts
 from ragloaders.core.errors import SourceError
 
 DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = DATA / "mmrag"
 FULL = DATA / "mmrag-full"
 SPLITS = ("train", "dev", "test")
@@ -72,6 +74,75 @@ def folder_with(tmp_path: Path, query_folder: Path, corpus_text: str | None = No
 )
 def test_parse_answers(answer, answers, fell_back):
     assert parse_answers(answer) == (answers, fell_back)
+
+
+LITERAL_PIECES = ["'", '"', "\\", ",", " ", "\n", "\r", "\t", "\f", "\v", "a", "é", "😀", "\x00", "\ud800", "#", "[",
+                  "]", "b", "r", "u", "\\x4", "\\u00e9", "\\N{DASH}", "\\\n", "\\'", '\\"', "\\\\"]
+
+
+def test_a_list_literal_is_read_as_ast_literal_eval_reads_it():
+    """literal_string_list's linear path against ast.literal_eval on 30,000 seeded random texts: bracketed runs of
+    quotes, escapes, separators, line ends, NULs and surrogates, and lists of quoted pieces."""
+    import ast
+    import random
+    import warnings
+
+    from ragloaders.core.readers.values import literal_string_list
+
+    def python_reads(text: str) -> list[str] | None:
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+        return value if isinstance(value, list) and all(isinstance(item, str) for item in value) else None
+
+    draw = random.Random(7)
+
+    def piece(most: int) -> str:
+        return "".join(draw.choice(LITERAL_PIECES) for _ in range(draw.randint(0, most)))
+
+    parsed = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ('\d': an invalid escape Python still reads)
+        for _ in range(30_000):
+            if draw.random() < 0.5:
+                text = draw.choice(["[", "['"]) + piece(12) + draw.choice(["]", "']"])
+            else:
+                quoted = [draw.choice([repr, lambda s: f"'{s}'", lambda s: f'"{s}"'])(piece(5))
+                          for _ in range(draw.randint(0, 4))]
+                text = (draw.choice(["[", "[ ", "[\n"]) + draw.choice([", ", ",", " , ", "\n,"]).join(quoted)
+                        + draw.choice(["", ",", " ,", "\n", ",,"]) + draw.choice(["]", "] ", "]]"]))
+            expected = python_reads(text)
+            assert literal_string_list(text) == expected, text
+            parsed += expected is not None
+    assert parsed > 5_000
+
+
+def test_a_list_literal_is_read_in_memory_and_time_linear_in_its_length(tmp_path):
+    """ast.literal_eval's syntax tree cost ~260 bytes per byte of a list of short strings (3 MB of answer: 1 GB),
+    and the answer was parsed twice. In a child allowed 512 MB of address space past its imports, an answer of 10 MB
+    parses as Python reads it; one that only the general path reads is kept whole past 64 KiB."""
+    records = json.loads((DATA / "mmrag" / "mmrag_test.json").read_text())
+    records[0]["answer"] = "[" + "'a', " * 2_000_000 + "'b\\n']"
+    records[1]["answer"] = "[" + "'a' 'b', " * 10_000 + "]"  # implicit concatenation: the general path's only
+    for name in ("mmrag_train.json", "mmrag_dev.json", "processed_documents.json"):
+        shutil.copy(DATA / "mmrag" / name, tmp_path / name)
+    (tmp_path / "mmrag_test.json").write_text(json.dumps(records))
+    script = textwrap.dedent("""
+        import json, resource, sys
+        import datasets, ragloaders
+        with open("/proc/self/statm") as f:
+            vm = int(f.read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (512 << 20),) * 2)
+        rows = ragloaders.load("mmrag", "records", split="test", data_dir=sys.argv[1], cache_dir=sys.argv[2])
+        first, second = rows[0]["answers"], rows[1]["answers"]
+        print(json.dumps([len(first), first[0], first[-1], second]))
+    """)
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path), str(tmp_path / "cache")], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT / "loaders")})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == [2_000_001, "a", "b\n", [records[1]["answer"]]]
+    assert "1 answer looks like a list but is not a list literal; kept whole" in done.stderr
 
 
 # --- real query records -------------------------------------------------------------------------------

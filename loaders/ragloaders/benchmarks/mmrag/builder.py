@@ -5,9 +5,10 @@ Configs: `records` (the full query records), `queries`, `qrels` (splits train, d
 5.3 GB. Errors name the file and the record's 0-based index in its array.
 
 `answers` is `answer` parsed into a list of strings: "" gives [], a Python list literal of strings
-("['a', \"b's\"]", read with `ast.literal_eval`, never `eval`) gives its items, and any other string
-gives [that string]. A string that looks like a list but is not a valid literal of a list of strings
-is kept whole as [answer] (the documented fallback) and counted in a warning.
+("['a', \"b's\"]", read as Python reads it, never with `eval`: `readers.values.literal_string_list`) gives its
+items, and any other string gives [that string]. A string that looks like a list but is not a valid literal of a
+list of strings (or, in a form other than plain quoted items, is longer than 64 KiB) is kept whole as [answer]
+(the documented fallback) and counted in a warning.
 """
 
 from __future__ import annotations
@@ -145,8 +146,7 @@ def qrel_rows(record: dict) -> Iterator[tuple[dict, int]]:
         yield {"query-id": record["id"], "corpus-id": chunk_id, "score": grade}, 48
 
 
-def full_record_rows(record: dict) -> Iterator[tuple[dict, int]]:
-    answers, _ = parse_answers(record["answer"])
+def full_record_rows(record: dict, answers: list[str]) -> Iterator[tuple[dict, int]]:
     row = {
         "id": record["id"],
         "query": record["query"],
@@ -164,8 +164,9 @@ def routing_rows(record: dict) -> Iterator[tuple[dict, int]]:
         yield {"query-id": record["id"], "dataset": dataset, "score": grade}, 48
 
 
-QUERY_FILE_ROWS = {"records": full_record_rows, "queries": query_rows, "qrels": qrel_rows, "routing": routing_rows}
-"""Config -> the rows one checked query record gives, each with a rough size in bytes."""
+QUERY_FILE_ROWS = {"queries": query_rows, "qrels": qrel_rows, "routing": routing_rows}
+"""Config -> the rows one checked query record gives, each with a rough size in bytes (`records`: full_record_rows,
+which also takes the parsed answers)."""
 
 
 def refuse_what_orjson_refuses(shard: Shard) -> None:
@@ -200,9 +201,12 @@ def read_query_file(shard: Shard, config: str) -> Iterator[pa.Table]:
                     check_query_record(record)
                 except InvalidRecord as e:
                     raise SourceError(shard.name, str(e), record=index) from None
-                if config == "records" and parse_answers(record["answer"])[1]:
-                    fallbacks += 1
-                yield from QUERY_FILE_ROWS[config](record)
+                if config == "records":
+                    answers, fell_back = parse_answers(record["answer"])
+                    fallbacks += fell_back
+                    yield from full_record_rows(record, answers)
+                else:
+                    yield from QUERY_FILE_ROWS[config](record)
 
     yield from tables_from_rows(rows(), schema, max_rows=2_000)
     if fallbacks:

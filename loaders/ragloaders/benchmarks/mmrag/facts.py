@@ -10,8 +10,9 @@ FIELD_NOTES = {
     "records.id": "query id, as in the file (`<source dataset>_<n>`)",
     "records.query": "the question",
     "records.answer": "the answer exactly as in the file: a string, often the Python repr of a list, sometimes empty",
-    "records.answers": "`answer` parsed into a list of strings (ast.literal_eval of a list literal; a plain string "
-                       "gives [it]; \"\" gives []); a string that looks like a list but is not one is kept whole",
+    "records.answers": "`answer` parsed into a list of strings (a Python list literal, as ast.literal_eval reads it; a "
+                       "plain string gives [it]; \"\" gives []); a string that looks like a list but is not one is "
+                       "kept whole",
     "records.relevant_chunks": "every judged chunk with its grade (0, 1, 2), in file order",
     "records.ori_context": "ids of the documents the query was written from",
     "records.dataset_score": "per source, as in the file",

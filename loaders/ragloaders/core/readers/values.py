@@ -4,6 +4,7 @@ readers: int32 scores, Python list literals of strings."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -92,9 +93,28 @@ def check_required(row: dict, required: Iterable[str]) -> None:
             raise ContentError(f"missing required field `{name}`")
 
 
+_SPACE_RUN = re.compile(r"[ \t\f\r\n]*")
+_RAW_IN_NO_STRING = re.compile(r"[\r\n\x00\ud800-\udfff]")
+"""Characters Python's tokenizer refuses raw inside a '...' string (a line end ends it; the others, anywhere)."""
+SYNTAX_TREE_LIMIT = 64 << 10
+"""Characters of a literal at most that the general path (`ast.literal_eval`) reads: its syntax tree costs about
+250 bytes of memory per character of a list of short strings."""
+
+
 def literal_string_list(text: str) -> list[str] | None:
-    """A Python list literal of strings ("['a', \"b's\"]") as a list, read with `ast.literal_eval` (never `eval`);
-    None when `text` is not such a literal."""
+    """A Python list literal of strings ("['a', \"b's\"]") as a list (never `eval`); None when `text` is not such
+    a literal. The common form (`[`, then '...' or "..." strings separated by commas, an optional trailing comma,
+    `]`; spaces and line ends between) is read in time and memory linear in its length, an item with a backslash
+    decoded by `ast.literal_eval` of that item alone; any other form (prefixes, implicit concatenation, comments)
+    by `ast.literal_eval` of the whole, if at most SYNTAX_TREE_LIMIT characters (a longer one gives None)."""
+    try:
+        items = _plain_list_items(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):  # an escape Python refuses, such as '\x'
+        return None
+    if items is not None:
+        return items
+    if len(text) > SYNTAX_TREE_LIMIT:
+        return None
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -102,6 +122,44 @@ def literal_string_list(text: str) -> list[str] | None:
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
         return value
     return None
+
+
+def _plain_list_items(text: str) -> list[str] | None:
+    """The items of `text` when it is a list literal of the common form (see literal_string_list), else None."""
+    if not text.startswith("["):
+        return None
+    items: list[str] = []
+    position = _SPACE_RUN.match(text, 1).end()
+    while not text.startswith("]", position):
+        quote = text[position:position + 1]
+        if quote not in ("'", '"'):
+            return None
+        close = _closing_quote(text, position + 1, quote)
+        if close < 0 or _RAW_IN_NO_STRING.search(text, position + 1, close):
+            return None
+        body = text[position + 1:close]
+        items.append(body if "\\" not in body else ast.literal_eval(text[position:close + 1]))
+        position = _SPACE_RUN.match(text, close + 1).end()
+        if text.startswith(",", position):
+            position = _SPACE_RUN.match(text, position + 1).end()
+        elif not text.startswith("]", position):
+            return None
+    return items if position + 1 == len(text) else None
+
+
+def _closing_quote(text: str, start: int, quote: str) -> int:
+    """The index of the `quote` that ends a string whose text starts at `start` (a backslash escapes the character
+    after it), or -1. Each character is looked at a bounded number of times."""
+    position, close = start, -1
+    while True:
+        if close < position:
+            close = text.find(quote, position)
+            if close < 0:
+                return -1
+        backslash = text.find("\\", position, close)
+        if backslash < 0:
+            return close
+        position = backslash + 2
 
 
 def fits_int32(value: int) -> bool:
