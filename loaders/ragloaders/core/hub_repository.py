@@ -24,6 +24,7 @@ from .card_shape import check_splits, info_row_counts, split_row_counts
 from .card_yaml import check_card
 from .errors import MissingSourceError, SourceError, UsageError
 from .output_target import replace_with_text
+from .prepared_cache import PreparedCache
 from .preview import did_you_mean, one_line, preview
 
 BUILT_FROM = "<!-- built by ragloaders from {path} -->"
@@ -193,9 +194,17 @@ class Repository:
         from datasets.exceptions import DatasetGenerationError, SplitsVerificationError
 
         config = self.checked_config(config)
+        prepared = None
+        if not streaming and os.path.isdir(self.location):
+            prepared = PreparedCache(self.location, config, cache_dir, self.hub_revision)
+            mode = prepared.download_mode()
+            if mode is not None and kwargs.get("download_mode") is None:
+                kwargs["download_mode"] = mode
         try:
             loaded = datasets.load_dataset(self.location, config, split=split, streaming=streaming,
                                            cache_dir=cache_dir, revision=self.hub_revision, **kwargs)
+            if prepared is not None:
+                prepared.remember()
             if self.folder is None and self.repo_id is not None and self.commit is not None:
                 remember_revision(self.repo_id, self.revision, self.commit)
             return loaded

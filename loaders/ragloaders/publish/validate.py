@@ -41,6 +41,7 @@ from ..core.facts import Benchmark, KnownDefect, PublishedCounts
 from ..core.hub_repository import Repository, check_repository_yaml, require_own_data_files, rows_unlike_card
 from ..core.output_target import MANIFEST
 from ..core.plural import counted
+from ..core.prepared_cache import PreparedCache
 from ..core.preview import one_line, preview
 from .cached_split import CachedSplit
 from .provenance import files_read, published_of, source_report
@@ -405,8 +406,12 @@ def _load_repository(repository: str, metadata: dict[str, Any], cache_dir: str |
     files = declared_files(repository, metadata)
     loaded, unloadable = {}, []
     for config in configs:
+        prepared = PreparedCache(repository, config, cache_dir) if os.path.isdir(repository) else None
         try:
-            loaded[config] = datasets.load_dataset(repository, config, cache_dir=cache_dir)
+            loaded[config] = datasets.load_dataset(repository, config, cache_dir=cache_dir,
+                                                   download_mode=prepared and prepared.download_mode())
+            if prepared is not None:
+                prepared.remember()
         except DatasetGenerationError as e:  # a column the card declares that its file cannot be cast to
             where = ", ".join(f for (c, _), f in files.items() if c == config) or f"{repository} ({config})"
             unloadable.append(finding("column_type", config, None, [], 1, f"{where}: does not load as the card "

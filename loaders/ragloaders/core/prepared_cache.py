@@ -1,0 +1,76 @@
+"""Which data files the `datasets` cache of a local folder's config was prepared from.
+
+`datasets` names the prepared cache of a local folder's config by the folder's name, the config and a hash of its
+card, not by its data files' contents or identity (huggingface/datasets#2956): a Parquet file edited, cut or replaced
+after a load, or another folder of the same name and card, was read from the old cache, rows and all, with no error.
+So each load of a local folder records the identity (`file_identity`: size, times, device, inode) of the data files
+the cache was prepared from, in `user_cache_dir("prepared")`, in a file named by a digest of the cache's folder; a
+load that finds a prepared cache but not its record, or files that are not the recorded ones, prepares the cache
+again (`datasets`' `force_redownload`), so that a damaged file is found and an edit is read.
+
+A record is trusted as far as the cache it describes: whoever can write the user's cache folders can change either.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any
+
+from .output_target import remove_abandoned, replace_with_text
+from .source_files import file_identity
+from .user_cache import read_small_json, user_cache_dir
+
+RECORD_LIMIT = 4 << 20
+"""Bytes of a record read back, at most (a config of thousands of data files)."""
+TEMPORARY_PREFIX = ".prepared-"
+ABANDONED_AFTER = 3600.0
+"""Seconds after which a temporary record file is one a killed load left (a write takes milliseconds)."""
+
+
+class PreparedCache:
+    """The prepared `datasets` cache of `config` of the local folder `location` (`cache_dir`: datasets' cache root,
+    None for its default; `revision`: what `load` passes for a hub snapshot folder), and the identities of the data
+    files it is prepared from now, taken when this is made."""
+
+    def __init__(self, location: str, config: str, cache_dir: str | None, revision: str | None = None):
+        import datasets
+
+        builder = datasets.load_dataset_builder(location, config, cache_dir=cache_dir, revision=revision)
+        self.folder = os.path.abspath(builder.cache_dir)
+        self.files = sorted({str(file) for files in (builder.config.data_files or {}).values() for file in files})
+        self.identities = [file_identity(file) for file in self.files]
+        digest = hashlib.sha256(self.folder.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        self.record_path = user_cache_dir("prepared", f"{digest}.json")
+
+    def _body(self) -> dict[str, Any]:
+        return {"cache": self.folder, "files": self.identities}
+
+    def download_mode(self) -> str | None:
+        """`force_redownload` when a prepared cache is there but is not recorded as made from these data files as
+        they are now; None when there is none (datasets prepares it) or it is."""
+        if not os.path.isdir(self.folder):
+            return None
+        try:
+            recorded = read_small_json(self.record_path, RECORD_LIMIT)
+        except OSError:
+            recorded = None
+        return None if recorded == self._body() else "force_redownload"
+
+    def remember(self) -> None:
+        """Record that the cache is now prepared from the data files as they were when this was made, unless one
+        has changed since (then the next load prepares it again). Best effort: a cache folder that cannot be
+        written only leaves the next load to prepare the cache again."""
+        if [file_identity(file) for file in self.files] != self.identities:
+            return
+        text = json.dumps(self._body())
+        if len(text) > RECORD_LIMIT:
+            return
+        try:
+            folder = os.path.dirname(self.record_path)
+            os.makedirs(folder, exist_ok=True)
+            remove_abandoned(folder, lambda name: name.startswith(TEMPORARY_PREFIX), ABANDONED_AFTER)
+            replace_with_text(self.record_path, text, prefix=TEMPORARY_PREFIX)
+        except OSError:
+            pass
