@@ -161,6 +161,54 @@ def test_quicksort_order_sorts_and_matches_numba_argsort():
         assert [values[i] for i in quicksort_order(values)] == sorted(values)
 
 
+def quicksort_killer(size: int) -> list[float]:
+    """Keys that make quicksort_order quadratic: McIlroy's adversary run against it (a key is fixed only when a
+    comparison needs it; the rest, "gas", end tied above every fixed one)."""
+    fixed: dict[int, int] = {}
+
+    class Key:
+        def __init__(self, index: int):
+            self.index = index
+
+        def __lt__(self, other: Key) -> bool:
+            if self.index not in fixed and other.index not in fixed:
+                fixed[self.index] = len(fixed)
+            if self.index not in fixed:
+                return False
+            return other.index not in fixed or fixed[self.index] < fixed[other.index]
+
+    quicksort_order([Key(i) for i in range(size)])
+    return [float(fixed.get(i, size)) for i in range(size)]
+
+
+def test_a_tie_order_that_makes_ranx_quicksort_quadratic_is_refused_and_one_that_cannot_matter_is_scored(
+        monkeypatch):
+    """A run's scores arranged as a median-of-three killer made ranx_order take n^2/4 steps (64,000 documents of one
+    query: 14 s for 2.3 MB). Ties among documents of one gain are ordered by a stable sort (the measures cannot tell);
+    ties between different gains need ranx's own order, which is refused past QUICKSORT_WORK."""
+    from ragloaders.core.errors import UsageError
+    from ragloaders.eval import ranx_metrics
+
+    with monkeypatch.context() as unbounded:
+        unbounded.setattr(ranx_metrics, "QUICKSORT_WORK", 1 << 40)
+        keys = quicksort_killer(2_048)
+    with pytest.raises(ranx_metrics.CostlyTieOrder):
+        quicksort_order(keys)
+    keys[keys.index(max(key for key in keys if key < 2_048))] = 2_048.0  # the last key fixed ties with the gas
+    with pytest.raises(ranx_metrics.CostlyTieOrder):
+        quicksort_order(keys)
+    docs = {f"d{i}": -key for i, key in enumerate(keys)}
+    tied = [doc for doc, score in docs.items() if score == -2_048.0]
+    assert len(tied) == 2
+    metrics = parse_ranx_metrics(["ndcg@10", "hits@2048"])
+    unjudged = ranx_score({"q": {"elsewhere": 1}}, {"q": docs}, metrics)
+    assert unjudged.per_query["q"] == {"NDCG@10": 0.0, "Hits@2048": 0.0}
+    with pytest.raises(UsageError, match="query 'q' of the run: 2,048 scores with ties, in an order that makes"):
+        ranx_score({"q": {tied[0]: 1}}, {"q": docs}, metrics)
+    equal_gains = ranx_score({"q": {doc: 1 for doc in tied}}, {"q": docs}, metrics)
+    assert equal_gains.per_query["q"]["Hits@2048"] == len(tied)
+
+
 def test_hits_counts_relevant_chunks_and_map_divides_by_all_relevant():
     qrels = {"q": {"a": 2, "b": 1, "c": 0, "d": 1}}
     run = {"q": {"c": 9.0, "a": 8.0, "x": 7.0, "b": 6.0, "d": 5.0}}

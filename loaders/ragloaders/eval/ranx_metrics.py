@@ -8,7 +8,9 @@ this module does:
   negated scores, in the order the run lists them. A query with at most 15 documents is sorted by insertion
   sort, so equal scores keep the run's order; with 16 or more, ties end up wherever that quicksort
   (median-of-three pivot, two-sided partition, insertion sort below 16 elements) leaves them.
-  `ranx_order` reproduces that sort exactly. trec_eval instead breaks ties by document id.
+  `ranx_order` reproduces that sort exactly; scoring follows it only where tied documents differ in gain (the
+  measures depend on the gains' order alone), and refuses a query whose scores make it quadratic (CostlyTieOrder).
+  trec_eval instead breaks ties by document id.
 - Relevance. A document is relevant when its grade is >= the relevance level (1): grade 0 counts as not
   judged relevant, and nDCG's gains are the grades themselves (Järvelin's form, gain / log2(rank + 1)).
 - nDCG@k: DCG of the first k ranked documents over DCG of the k best grades (1 when that is 0).
@@ -78,6 +80,15 @@ def _insertion_sort(keys: Sequence[float], order: list[int], low: int, high: int
         order[j] = moving
 
 
+class CostlyTieOrder(ValueError):
+    """The quicksort that ranx's order follows would take more than QUICKSORT_WORK steps: scores arranged (a
+    "median-of-three killer") to make it quadratic."""
+
+
+QUICKSORT_WORK = 4
+"""Elements partitioned at most, per element and per halving of n (a random order with ties takes about 1.2)."""
+
+
 def _partition(keys: Sequence[float], order: list[int], low: int, high: int) -> int:
     """Median-of-three pivot parked at `high`, two indices moving inwards; returns the pivot's final place."""
     mid = (low + high) >> 1
@@ -105,14 +116,21 @@ def _partition(keys: Sequence[float], order: list[int], low: int, high: int) -> 
 
 
 def quicksort_order(keys: Sequence[float]) -> list[int]:
-    """The permutation numba's `np.argsort(keys)` (kind quicksort) returns, computed in Python."""
+    """The permutation numba's `np.argsort(keys)` (kind quicksort) returns, computed in Python. CostlyTieOrder when
+    its partitions would handle more than QUICKSORT_WORK * n * (log2(n) + 1) elements (an order that makes
+    quicksort quadratic), before doing so."""
     order = list(range(len(keys)))
     if len(keys) < 2:
         return order
+    budget = QUICKSORT_WORK * len(keys) * (len(keys).bit_length() + 1)
     pending = [(0, len(keys) - 1)]
     while pending:
         low, high = pending.pop()
         while high - low >= INSERTION_SORT_BELOW - 1:
+            budget -= high - low + 1
+            if budget < 0:
+                raise CostlyTieOrder(f"{len(keys):,} scores with ties, in an order that makes numba's quicksort (and "
+                                     "so ranx, whose tie order this follows) take quadratic time")
             pivot = _partition(keys, order, low, high)
             if high - pivot > pivot - low:  # the larger part waits; the smaller one is sorted first
                 if high > pivot:
@@ -161,11 +179,32 @@ def query_values(grades: Mapping[str, int], ranked: Sequence[str], metrics: Sequ
     return values
 
 
+def _scoring_order(query_id: str, docs: Mapping[str, float], grades: Mapping[str, int],
+                   relevance_level: int) -> list[str]:
+    """`docs` in an order whose gains are those of ranx_order's, which the measures depend on alone: ranx_order
+    itself where scores tie between documents of different gains (a grade below `relevance_level` gains nothing),
+    else score descending with equal scores in the run's order. A UsageError naming the query when ranx_order's
+    quicksort would be quadratic (CostlyTieOrder)."""
+    gains_of_score: dict[float, set[int]] = {}
+    for doc_id, score in docs.items():
+        grade = grades.get(doc_id, 0)
+        gains_of_score.setdefault(-float(score), set()).add(grade if grade >= relevance_level else 0)
+    if all(len(gains) == 1 for gains in gains_of_score.values()):
+        doc_ids, keys = list(docs), [-float(score) for score in docs.values()]
+        return [doc_ids[i] for i in sorted(range(len(keys)), key=keys.__getitem__)]
+    try:
+        return ranx_order(docs)
+    except CostlyTieOrder as e:
+        raise UsageError(f"query {preview(query_id)} of the run: {e}; break its ties (documents of different grades "
+                         "share a score) to score it") from None
+
+
 def ranx_score(qrels: Mapping[str, Mapping[str, int]], run: Run, metrics: Sequence[RanxMetric], *,
                relevance_level: int = 1) -> Scores:
     """Per-query values and means over every query of `qrels`, as `ranx.evaluate` gives them when the run is made
     comparable to the qrels (a judged query missing from the run scores 0; other queries of the run are ignored)."""
-    per_query = {query_id: query_values(grades, ranx_order(run.get(query_id, {})), metrics, relevance_level)
+    per_query = {query_id: query_values(grades, _scoring_order(query_id, run.get(query_id, {}), grades,
+                                                               relevance_level), metrics, relevance_level)
                  for query_id, grades in qrels.items()}
     mean = {m.name: float(np.mean([v[m.name] for v in per_query.values()])) if per_query else 0.0 for m in metrics}
     unranked = [query_id for query_id in qrels if not run.get(query_id)]
