@@ -148,6 +148,31 @@ def test_an_integer_beyond_64_bits_is_kept_exact(text):
     assert same(loads_strict(text), json.loads(text))
 
 
+PAST_A_DOUBLE = b"1" + b"0" * 400
+"""An integer past a double's range, which orjson refuses as "infinity"."""
+
+
+@pytest.mark.parametrize(("text", "refused"), [
+    (b'{"n": ' + PAST_A_DOUBLE + b', "m": [-' + PAST_A_DOUBLE + b', 1.5, "\\ud83d\\ude00"]}', None),
+    (b"[" + PAST_A_DOUBLE + b", 1e400]", "the number '1e400' is past a double's range"),
+    (b"[" + PAST_A_DOUBLE + b", NaN]", "NaN is not a JSON value"),
+    (b"[" + PAST_A_DOUBLE + b', "\\udc00"]', "unpaired surrogate"),
+    (b'{"a": ' + PAST_A_DOUBLE + b', "a": 2}', "duplicate key 'a'"),
+    (b"[" + PAST_A_DOUBLE + b', "\xff"]', "invalid UTF-8"),
+    (b"[" + PAST_A_DOUBLE + b", 1,, 2]", "invalid JSON (Expecting value)"),
+])
+def test_an_integer_past_a_doubles_range_is_kept_exact_under_the_same_rules(text, refused):
+    """orjson refuses an integer of 309 digits or more ("number is infinity when parsed as double"): such a value,
+    which the rules keep exact, was refused as invalid JSON. Python's json reads it, and what else the line holds
+    is refused as orjson would refuse it."""
+    if refused is None:
+        assert same(loads_strict(text), json.loads(text))
+        return
+    with pytest.raises(ValueError) as caught:
+        loads_strict(text)
+    assert_names(caught.value, refused)
+
+
 @pytest.mark.parametrize("text", [
     b'{"a": "\\\\u003a", "b": 1}',
     b'{"a": "\\\\\\u003a:", "b": "\\u003A"}',

@@ -147,12 +147,59 @@ def loads_strict(text: bytes) -> Any:
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError as e:
+        if BEYOND_DOUBLE in str(e):  # an integer past a double's range: valid JSON, kept exact
+            return _loads_beyond_double(text, e)
         raise ContentError(_json_problem(text, e)) from None
     if _needs_exact_parse(text, value):
         try:
             value = json.loads(text, object_pairs_hook=refuse_duplicate_keys)
         except RecursionError:  # orjson reads 1,024 levels, Python's json recurses fewer
             raise ContentError("invalid JSON (nested too deeply for Python's json)") from None
+    return value
+
+
+BEYOND_DOUBLE = "number is infinity when parsed as double"
+"""orjson's refusal of a number past a double's range, an integer of 309 digits included."""
+
+
+def _loads_beyond_double(text: bytes, error: Exception) -> Any:
+    """`text`, which orjson refused for a number past a double's range, read by Python's json under the same rules:
+    integers of any size exact; a float past a double's range, NaN and Infinity, invalid UTF-8, an unpaired
+    surrogate escape and a duplicate key refused."""
+    try:
+        decoded = text.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ContentError(_json_problem(text, error)) from None
+
+    def finite(literal: str) -> float:
+        number = float(literal)
+        if number in (float("inf"), float("-inf")):
+            raise ContentError(f"invalid JSON (the number {preview(literal)} is past a double's range)")
+        return number
+
+    def no_constant(name: str) -> Any:
+        raise ContentError(f"invalid JSON ({name} is not a JSON value)")
+
+    try:
+        value = json.loads(decoded, object_pairs_hook=refuse_duplicate_keys, parse_float=finite,
+                           parse_constant=no_constant)
+    except RecursionError:
+        raise ContentError("invalid JSON (nested too deeply for Python's json)") from None
+    except json.JSONDecodeError as e:
+        raise ContentError(f"invalid JSON ({e.msg}){text_at(e)}") from None
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ContentError(UNPAIRED_SURROGATE) from None
     return value
 
 
