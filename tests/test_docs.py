@@ -403,3 +403,17 @@ def test_a_damaged_parquet_file_of_a_folder_is_named_in_one_line(own_copy, damag
     assert "build the folder again" in err
     code, out, err = run("validate", folder, "--cache-dir", cache)  # a finding in the report, not a crash
     assert code == 1 and "ERROR column_type in corpus" in out and err == "", (out, err)
+
+
+def test_a_reader_that_stops_reading_ends_docs_quietly(nfcorpus_build, tmp_path):
+    """`ragloaders docs ... | head`: the reader closing the pipe printed `ragloaders: error: [Errno 32] Broken pipe`
+    and exit 2; now nothing is printed and the status is 141 (128 + SIGPIPE, as a shell reports it)."""
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "loaders"),
+                   "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    process = subprocess.Popen([sys.executable, "-m", "ragloaders", "docs", str(nfcorpus_build.out),
+                                *["MED-10"] * 3_000, "--cache-dir", nfcorpus_build.cache_dir],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment)
+    assert process.stdout.read(10) == b'{"_id":"ME'
+    process.stdout.close()
+    error = process.stderr.read()
+    assert process.wait(timeout=120) == 141 and error == b"", error[-2000:]

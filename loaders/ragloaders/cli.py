@@ -434,8 +434,9 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `ragloaders` command line (`argv`: the arguments, default `sys.argv[1:]`); returns the exit status:
     0 success, 1 `validate` found structural errors, 2 an error (printed as one line on stderr; with `--debug` its
-    traceback first), 130 interrupted (Ctrl-C: one line too). `--help` and `--version` exit through SystemExit, as
-    argparse does.
+    traceback first), 130 interrupted (Ctrl-C: one line too), 141 (128 + SIGPIPE, as a shell reports a command its
+    reader stopped) when what reads its output closed it (`| head`), with nothing printed. `--help` and `--version`
+    exit through SystemExit, as argparse does.
 
     Example: `main(["validate", "beir/nfcorpus", "--data-dir", "tests/data/beir"])` returns 0."""
     args = parser().parse_args(argv)
@@ -447,6 +448,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with progress_bars(shown=not args.quiet and sys.stderr.isatty()), datasets_read_errors_hidden(not args.debug):
             return args.run(args)
     except Exception as e:  # one line a user can act on; the traceback only with --debug
+        if isinstance(e, BrokenPipeError) and output_closed():
+            return 141
         if args.debug:
             traceback.print_exc()
         if isinstance(e, USERS_ERRORS):
@@ -461,6 +464,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"ragloaders: interrupted{interrupted_note(args, out_existed)}", file=sys.stderr)
         return 130
+
+
+def output_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (poll reports an error on it); if so, stdout is pointed at
+    os.devnull, so that the interpreter's own flush at exit does not fail on it again."""
+    import select
+
+    try:
+        descriptor = sys.stdout.fileno()
+        watch = select.poll()
+        watch.register(descriptor, select.POLLOUT)
+        closed = any(events & select.POLLERR for _, events in watch.poll(0))
+        if closed:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), descriptor)
+        return closed
+    except (OSError, ValueError, AttributeError):  # no descriptor (a test's capture), no poll (Windows)
+        return False
 
 
 DATASETS_PARQUET_LOGGER = "datasets.packaged_modules.parquet.parquet"
