@@ -125,6 +125,18 @@ def test_the_verdicts_file_follows_the_umask(tmp_path, umask_0022):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["verdicts.jsonl"]
 
 
+def test_the_kept_id_index_and_a_cache_record_follow_the_umask(nfcorpus_build, tmp_path, umask_0022, monkeypatch):
+    """They were made by mkstemp and kept its 0600: in a cache a group shares, another user could not read them,
+    built the index again each time and replaced the file."""
+    import ragloaders
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    ragloaders.docs(str(nfcorpus_build.out), cache_dir=str(tmp_path / "cache"))
+    [index] = (tmp_path / "cache").rglob("ragloaders-docs-*.index")
+    [record] = (tmp_path / "xdg" / "ragloaders" / "prepared").glob("*.json")
+    assert [stat.S_IMODE(path.stat().st_mode) for path in (index, record)] == [0o644, 0o644]
+
+
 def test_split_dataset_by_node_of_one_file_keeps_every_nth_row(nfcorpus_build):
     import datasets
     from datasets.distributed import split_dataset_by_node

@@ -107,7 +107,7 @@ def partial_file(target: str) -> tuple[int, str]:
              f"(delete them yourself): {', '.join(os.path.join(folder, e) for e in leftovers)}")
     handle, path = tempfile.mkstemp(prefix=name + ".", suffix=PARTIAL_SUFFIX, dir=folder)
     lock_if_possible(handle)
-    os.fchmod(handle, 0o666 & ~current_umask())  # mkstemp makes 0600; a new file follows the umask, as open() does
+    give_new_file_mode(handle)
     return handle, path
 
 
@@ -117,6 +117,7 @@ def replace_with_text(target: str, text: str, *, prefix: str) -> None:
     if it could not be renamed."""
     handle, temporary = tempfile.mkstemp(prefix=prefix, dir=os.path.dirname(target))
     try:
+        give_new_file_mode(handle)
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)
         os.replace(temporary, target)
@@ -173,10 +174,24 @@ def remove_abandoned(folder: str, ours: Callable[[str], bool], older_than: float
 
 
 def current_umask() -> int:
-    """The process's umask (read by setting it and putting it back)."""
+    """The process's umask: from /proc/self/status where the kernel shows it, else read by setting it and putting it
+    back (for that instant another thread's new file would get the widest mode)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def give_new_file_mode(handle: int) -> None:
+    """Give the file open as `handle`, made by mkstemp (mode 0600), the mode `open()` gives a new file: 0666 less
+    the umask (0644 under 0022), so a cache shared by a group is readable by it."""
+    os.fchmod(handle, 0o666 & ~current_umask())
 
 
 def put_in_place(partial: str, path: str) -> bool:

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.errors import SourceError
-from ..core.output_target import MKSTEMP_PART, lock_if_possible, remove_abandoned
+from ..core.output_target import MKSTEMP_PART, give_new_file_mode, lock_if_possible, remove_abandoned
 from ..core.plural import counted
 from ..core.preview import preview
 from .chunked_take import ChunkedRows
@@ -163,6 +163,7 @@ class IdIndex:
         handle, partial = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".partial", dir=folder)
         lock_if_possible(handle)  # held until the file is closed: another save sees it being written
         try:
+            give_new_file_mode(handle)
             with os.fdopen(handle, "wb") as f:
                 payload = memoryview(np.ascontiguousarray(self.entries)).cast("B")
                 f.write(HEADER.pack(MAGIC, len(self.entries), self.row_bits, zlib.crc32(payload), identity))
