@@ -122,7 +122,8 @@ def identity_lines(identity: dict[str, Any]) -> list[str]:
 def answers_identity(source: dict[str, Any], splits: list[str], predictions: Any, *, tokenizer: Any,
                      judge: str | None) -> dict[str, Any]:
     """What CRAG answers were scored against: ragloaders' version, the source, the splits, the predictions file,
-    the tokenizer file that cut them (each changes a figure) and the judge asked (its model at its endpoint)."""
+    the tokenizer file that cut them (each changes a figure) and the judge asked (`Judge.describe`: its model, its
+    endpoint with any query value redacted, and its system prompt's sha256)."""
     return {"ragloaders": VERSION, "source": source, "splits": splits, "predictions": run_identity(predictions),
             "tokenizer": run_identity(tokenizer) if tokenizer else None, "judge": judge}
 

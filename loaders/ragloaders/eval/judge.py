@@ -4,10 +4,11 @@ temperature 0 for a JSON object `{"score": 0 or 1, "explanation": ...}`.
 The system prompt is ours (JUDGE_PROMPT, written from CRAG's grading rules), a text file, or the constants
 `INSTRUCTIONS` and `IN_CONTEXT_EXAMPLES` of a CRAG `prompts/templates.py`, read as data with `ast` (string
 literals only; the file is never executed). The user message has the form CRAG's `local_evaluation.py` sends.
-Replies are cached on disk, one JSON file per (model, system prompt, question, ground truth, prediction); a
-request that fails is retried a bounded number of times; an answer without a score of 0 or 1 is `None`
-(unparseable), which the caller counts as not correct and reports. The API key comes from an environment
-variable and is never printed (nor any piece of it of 8 characters or more a server echoes back); a redirect is never
+Replies are cached on disk, one JSON file per (endpoint, model, system prompt, question, ground truth,
+prediction); a request that fails is retried a bounded number of times; an answer without a score of 0 or 1 is
+`None` (unparseable), which the caller counts as not correct and reports. The API key comes from an environment
+variable and is never printed (nor any piece of it of 8 characters or more a server echoes back, as it is or
+written with JSON escapes such as \\u0073); the endpoint is shown without its query values; a redirect is never
 followed (it would carry the key to wherever it points), and each request, from connecting to the last byte of the
 reply (TLS handshake, status line, headers and body), ends within the timeout: a server trickling bytes cannot hold
 a run past it.
@@ -33,17 +34,23 @@ import tempfile
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
 from ..core.errors import SourceError, UsageError
 from ..core.preview import invalid_utf8, preview
+from ..core.user_cache import read_small_file
 
 API_KEY_VARIABLES = ("RAGLOADERS_JUDGE_API_KEY", "OPENAI_API_KEY")
 """Where the key is read from, first one set wins; none set: no Authorization header (a local server)."""
 RETRIES = 3
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 TIMEOUT_SECONDS = 120
+MAX_TIMEOUT_SECONDS = 24 * 60 * 60
+"""The longest --judge-timeout taken (a day): far beyond any reply, and within what sockets and timers can wait."""
+MAX_PROMPT_BYTES = 1 << 20
+"""A judge prompt file larger than this is refused (CRAG's templates.py is a few KB)."""
 TEMPLATE_CONSTANTS = ("INSTRUCTIONS", "IN_CONTEXT_EXAMPLES")
 MAX_REPLY_BYTES = 4 << 20
 """A reply larger than this is refused (a verdict is a few hundred bytes)."""
@@ -163,8 +170,13 @@ class JudgeVerdict:
 def read_prompt(path: str) -> str:
     """The system prompt in a file: a CRAG `prompts/templates.py` (by its `.py` suffix) gives INSTRUCTIONS + "\\n"
     + IN_CONTEXT_EXAMPLES, read as string literals with `ast`; any other file is the prompt itself (UTF-8)."""
-    with open(path, "rb") as f:
-        data = f.read()
+    try:
+        data = read_small_file(path, MAX_PROMPT_BYTES)
+    except OSError as e:  # (no errno: a FIFO, device or folder, refused without waiting on it)
+        raise SourceError(path, f"the judge prompt cannot be read from it ({e.strerror or 'not a regular file'})"
+                          ) from None
+    if data is None:
+        raise SourceError(path, f"larger than {MAX_PROMPT_BYTES:,} bytes, the most a judge prompt file may hold")
     try:
         text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as open()'s text mode reads it
     except UnicodeDecodeError as e:
@@ -236,14 +248,53 @@ def parse_verdict(content: str) -> tuple[bool | None, str]:
     return None, content
 
 
+CHAT_PATH = "/chat/completions"
+
+
+def chat_url(url: str) -> str:
+    """The chat completions URL of `url` (a base such as http://host/v1, or the full .../chat/completions, either
+    with a query such as ?api-version=...): the path completed before the query, any #fragment dropped. UsageError
+    for anything but an http(s) URL of printable ASCII, or one holding a user name or password (`user:pass@`, which
+    urllib would not send): the key goes in an environment variable (API_KEY_VARIABLES)."""
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"--judge-url must be an http(s) URL, got {preview(redacted_url(url))}")
+    if any(not "!" <= c <= "~" for c in url):  # (http.client refuses such a URL with the URL, query values and all)
+        raise UsageError(f"--judge-url must be printable ASCII without spaces (percent-encode the rest), got "
+                         f"{preview(redacted_url(url))}")
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as e:
+        raise UsageError(f"--judge-url is not a URL ({e}), got {preview(redacted_url(url))}") from None
+    if "@" in parts.netloc:
+        raise UsageError(f"--judge-url must not hold a user name or password, got {preview(redacted_url(url))}; "
+                         f"give the API key in {' or '.join(API_KEY_VARIABLES)}")
+    path = parts.path if parts.path.rstrip("/").endswith(CHAT_PATH) else parts.path.rstrip("/") + CHAT_PATH
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def redacted_url(url: str) -> str:
+    """`url` as messages and reports show it: a user name and password, each query value and the #fragment
+    replaced by `<redacted>` (any of them may be a secret: `?api-key=...`), the rest as given."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:  # ("http://[::1/v1": an unclosed IPv6 address) all but the scheme may hold a secret
+        return url.partition("://")[0] + "://<redacted>"
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "<redacted>@" + netloc.rpartition("@")[2]
+    fields = (field.partition("=") for field in parts.query.split("&")) if parts.query else ()
+    query = "&".join(name + "=<redacted>" if sep else "<redacted>" for name, sep, _ in fields)
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, "<redacted>" if parts.fragment else ""))
+
+
 class Judge:
     """Asks `model` at `url` (a base such as http://host/v1, or the full .../chat/completions) for verdicts."""
 
     def __init__(self, url: str, model: str, cache_dir: str, *, prompt: str = JUDGE_PROMPT, retries: int = RETRIES,
                  retry_wait: float = 1.0, timeout: float = TIMEOUT_SECONDS):
-        if not url.startswith(("http://", "https://")):
-            raise UsageError(f"--judge-url must be an http(s) URL, got {preview(url)}")
-        self.url = url if url.rstrip("/").endswith("/chat/completions") else url.rstrip("/") + "/chat/completions"
+        self.url = chat_url(url)
+        self.shown_url = redacted_url(self.url)
+        """The endpoint as every message and report shows it: its query values hidden."""
         self.model, self.prompt, self.cache_dir = model, prompt, cache_dir
         check_limits(timeout, retries)
         self.retries, self.retry_wait, self.timeout = retries, retry_wait, timeout
@@ -253,25 +304,36 @@ class Judge:
         self.api_key = next((os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), None)
 
     def describe(self) -> str:
-        return f"{self.model} at {self.url}"
+        """What decides the verdicts, for a report: the model, the endpoint (`shown_url`) and the system prompt
+        (its sha256)."""
+        digest = hashlib.sha256(self.prompt.encode("utf-8", "surrogatepass")).hexdigest()
+        return f"{self._name()} with system prompt sha256 {digest}"
+
+    def _name(self) -> str:
+        """The judge as its errors name it."""
+        return f"{self.model} at {self.shown_url}"
 
     def _cache_path(self, question: str, ground_truth: str, prediction: str) -> str:
-        key = json.dumps([self.model, self.prompt, question, ground_truth, prediction], ensure_ascii=False)
+        # the whole URL, query included: a file's name is a digest, so no secret in the URL is written in clear
+        key = json.dumps([self.url, self.model, self.prompt, question, ground_truth, prediction], ensure_ascii=False)
         return os.path.join(self.cache_dir, hashlib.sha256(key.encode("utf-8")).hexdigest() + ".json")
 
     def verdict(self, question: str, ground_truth: str, prediction: str) -> JudgeVerdict:
         """The judge's verdict on one (question, ground truth, prediction); the reply comes from the cache when it
         holds one (a reply is cached as given, parsed or not: the same request at temperature 0 is not repeated),
-        with every piece of the API key in it blanked first (`without_key`): neither the cache nor an explanation
-        holds the key."""
+        with every piece of the API key in it blanked first (`without_key`, which also sees through JSON escapes):
+        neither the cache nor an explanation holds the key, however the reply encoded it."""
         path = self._cache_path(question, ground_truth, prediction)
         content = self._cached(path)
-        if content is not None:
+        cached = content is not None
+        if cached:
             self.cache_hits += 1
-            return JudgeVerdict(*parse_verdict(content), cached=True)
-        content = self._ask(user_message(question, ground_truth, prediction))
-        self._store(path, {"model": self.model, "reply": content})
-        return JudgeVerdict(*parse_verdict(content), cached=False)
+            content = without_key(content, self.api_key)  # (a file an older ragloaders wrote)
+        else:
+            content = self._ask(user_message(question, ground_truth, prediction))
+            self._store(path, {"model": self.model, "reply": content})
+        correct, explanation = parse_verdict(content)
+        return JudgeVerdict(correct, without_key(explanation, self.api_key), cached=cached)
 
     @staticmethod
     def _cached(path: str) -> str | None:
@@ -322,7 +384,7 @@ class Judge:
                 with opener.open(request, timeout=deadline.remaining()) as response:
                     raw = _read_by(response, deadline.at)
                 if len(raw) > MAX_REPLY_BYTES:
-                    raise JudgeError(f"judge {self.describe()}: a reply larger than {MAX_REPLY_BYTES:,} bytes")
+                    raise JudgeError(f"judge {self._name()}: a reply larger than {MAX_REPLY_BYTES:,} bytes")
                 reply = json.loads(raw)
                 content = reply["choices"][0]["message"]["content"]
                 if not isinstance(content, str):
@@ -330,7 +392,7 @@ class Judge:
                 return without_key(content, self.api_key)  # (cached and shown: a server may echo the key in it)
             except urllib.error.HTTPError as e:
                 if 300 <= e.code < 400:
-                    raise JudgeError(f"judge {self.describe()}: answered with a redirect (HTTP {e.code}), which is "
+                    raise JudgeError(f"judge {self._name()}: answered with a redirect (HTTP {e.code}), which is "
                                      "not followed; give the endpoint's own URL") from None
                 problem = f"HTTP {e.code} {self._server_words(e.reason)}"
                 if e.code not in RETRY_STATUS:
@@ -338,12 +400,12 @@ class Judge:
             except (OSError, http.client.HTTPException) as e:  # URLError, timeouts, resets, a socket shut down
                 problem = (f"no answer within the timeout of {self.timeout:g} s" if deadline.passed() else
                            f"no answer ({self._server_words(getattr(e, 'reason', e))})")
-            except (ValueError, KeyError, IndexError, TypeError):
-                raise JudgeError(f"judge {self.describe()}: the reply is not a chat completion "
+            except (ValueError, RecursionError, KeyError, IndexError, TypeError):  # (a reply nested 100k deep)
+                raise JudgeError(f"judge {self._name()}: the reply is not a chat completion "
                                  "(choices[0].message.content)") from None
             finally:
                 deadline.cancel()
-        raise JudgeError(f"judge {self.describe()}: {problem} after {attempt + 1} request(s)")
+        raise JudgeError(f"judge {self._name()}: {problem} after {attempt + 1} request(s)")
 
     def _server_words(self, text: object) -> str:
         """A server's words (a hostile one may echo the Authorization header) on one line, with every run of
@@ -351,19 +413,45 @@ class Judge:
         return _one_line(without_key(str(text)[:64 << 10], self.api_key))
 
 
+_JSON_ESCAPE = re.compile(r'\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|["\\/bfnrt])')
+"""One escape of a JSON string, a surrogate pair as one; matched left to right, as a JSON parser reads them."""
+_ESCAPED = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _unescaped(escape: re.Match) -> str:
+    """The one character a `_JSON_ESCAPE` match stands for."""
+    text = escape.group()
+    if text[1] != "u":
+        return _ESCAPED[text[1]]
+    if len(text) == 12:  # a surrogate pair
+        return chr(0x10000 + ((int(text[2:6], 16) - 0xD800) << 10) + int(text[8:12], 16) - 0xDC00)
+    return chr(int(text[2:6], 16))
+
+
 def without_key(text: str, key: str | None) -> str:
     """`text` with every run of at least KEY_PIECE characters (or the whole key, if shorter) that also occurs in
-    `key` replaced by `<key>`: the key, any prefix or piece of it, however the server cut it."""
+    `key` replaced by `<key>`: the key, any prefix or piece of it, however the server cut it, as it is or written
+    with JSON escapes (`\\u0073k-...`, a surrogate pair, `\\/`): a reply is JSON that is decoded before its
+    explanation is shown, and its cached copy decodes to what it held."""
     if not key:
         return text
     width = min(KEY_PIECE, len(key))
     pieces = {key[i:i + width] for i in range(len(key) - width + 1)}
-    if not any(piece in text for piece in pieces):  # (C scans: a reply of MAX_REPLY_BYTES in milliseconds)
+    decoded = _JSON_ESCAPE.sub(_unescaped, text) if "\\" in text else text
+    if not any(piece in text or piece in decoded for piece in pieces):  # (C scans: a whole reply in milliseconds)
         return text
-    hidden = [False] * len(text)
-    for i in range(len(text) - width + 1):
-        if text[i:i + width] in pieces:
-            hidden[i:i + width] = [True] * width
+    hidden = _pieces_in(text, pieces, width)
+    if decoded != text:  # each character of the decoded text hidden hides what it was written as
+        hidden_decoded, at, raw_at = _pieces_in(decoded, pieces, width), 0, 0
+        for escape in _JSON_ESCAPE.finditer(text):
+            literal = escape.start() - raw_at
+            for i in range(literal):
+                hidden[raw_at + i] = hidden[raw_at + i] or hidden_decoded[at + i]
+            if hidden_decoded[at + literal]:
+                hidden[escape.start():escape.end()] = [True] * (escape.end() - escape.start())
+            at, raw_at = at + literal + 1, escape.end()
+        for i in range(len(text) - raw_at):
+            hidden[raw_at + i] = hidden[raw_at + i] or hidden_decoded[at + i]
     out, i = [], 0
     while i < len(text):
         if hidden[i]:
@@ -376,17 +464,28 @@ def without_key(text: str, key: str | None) -> str:
     return "".join(out)
 
 
+def _pieces_in(text: str, pieces: set[str], width: int) -> list[bool]:
+    """For each character of `text`, whether it is in a run of `width` characters that is one of `pieces`."""
+    hidden = [False] * len(text)
+    for i in range(len(text) - width + 1):
+        if text[i:i + width] in pieces:
+            hidden[i:i + width] = [True] * width
+    return hidden
+
+
 def check_limits(timeout: float, retries: int, typed: tuple[str | None, str | None] = (None, None)) -> None:
-    """UsageError unless the timeout is a positive number of seconds and the retries a count (0 or more); the
-    message shows what was typed on the command line (`typed`: the text of --judge-timeout and --judge-retries,
-    None for a value given in Python) or a preview of the value."""
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+    """UsageError unless the timeout is a positive number of seconds, at most MAX_TIMEOUT_SECONDS (a larger one
+    overflows the socket's and the timer's clocks), and the retries a count (0 or more); the message shows what was
+    typed on the command line (`typed`: the text of --judge-timeout and --judge-retries, None for a value given in
+    Python) or a preview of the value."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT_SECONDS:
         raise limit_error("--judge-timeout", timeout if typed[0] is None else typed[0])
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise limit_error("--judge-retries", retries if typed[1] is None else typed[1])
 
 
-LIMIT_RULES = {"--judge-timeout": "a positive number of seconds", "--judge-retries": "a whole number, 0 or more"}
+LIMIT_RULES = {"--judge-timeout": f"a positive number of seconds, at most {MAX_TIMEOUT_SECONDS} (a day)",
+               "--judge-retries": "a whole number, 0 or more"}
 
 
 def limit_error(option: str, given: object) -> UsageError:
