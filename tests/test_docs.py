@@ -417,3 +417,35 @@ def test_a_reader_that_stops_reading_ends_docs_quietly(nfcorpus_build, tmp_path)
     process.stdout.close()
     error = process.stderr.read()
     assert process.wait(timeout=120) == 141 and error == b"", error[-2000:]
+
+
+DOCS_PEAK = """
+import contextlib, os, sys
+from ragloaders.cli import main
+with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+    code = main(["docs", *sys.argv[1:]])
+peak_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(code, peak_kb // 1024)
+"""
+
+
+def test_docs_prints_as_it_goes_in_memory_bounded_whatever_the_number_of_ids(crag_build, tmp_path):
+    """Every row was made before the first was printed: 400 ids of CRAG's largest page (1.7 MB of HTML and text)
+    took 2.9 GB. Now rows are made and printed PRINTED_AT_ONCE at a time."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    corpus = pq.read_table(next((crag_build.out / "corpus").glob("*.parquet")), columns=["_id", "html"])
+    largest = corpus.column("_id")[pc.index(pc.binary_length(corpus.column("html")),
+                                            pc.max(pc.binary_length(corpus.column("html")))).as_py()].as_py()
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "loaders"),
+                   "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    peaks = []
+    for times in (1, 100):
+        done = subprocess.run([sys.executable, "-c", DOCS_PEAK, str(crag_build.out), *[largest] * times,
+                               "--cache-dir", crag_build.cache_dir], capture_output=True, text=True, env=environment,
+                              timeout=300)
+        code, peak = map(int, done.stdout.split())
+        assert code == 0, done.stderr[-2000:]
+        peaks.append(peak)
+    assert peaks[1] - peaks[0] < 100, peaks  # (the 100 rows hold 170 MB of HTML and text)

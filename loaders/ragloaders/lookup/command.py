@@ -26,20 +26,26 @@ EXAMPLES = {
 """Command lines shown at the end of each subcommand's --help."""
 
 
+PRINTED_AT_ONCE = 16
+"""Rows made and printed at a time: memory holds that many rows (a CRAG page is up to ~2 MB of HTML and text), whatever
+the number of ids asked."""
+
+
 def cmd_docs(args: argparse.Namespace) -> int:
     """Print the row of each ID as one JSON line, in the order given. A missing id is an error naming it (exit 2,
     nothing printed) unless `--missing skip`, which prints the rows found and names the missing ids on stderr."""
     store = docs(args.path, args.config, data_dir=args.data_dir, cache_dir=args.cache_dir, revision=args.revision)
-    rows = store.get_many(args.ids)
-    missing = [doc_id for doc_id, row in zip(args.ids, rows) if row is None]
+    found = store.rows_of(args.ids) >= 0
+    missing = [doc_id for doc_id, hit in zip(args.ids, found.tolist()) if not hit]
     if missing and args.missing == "error":
         print(f"ragloaders: error: {store.name} has no row with _id {shown(missing[0])}"
               + (f" ({len(missing)} of the {len(args.ids)} ids asked are missing)" if len(missing) > 1 else "")
               + "; ids are compared byte for byte (--missing skip prints the others)", file=sys.stderr)
         return 2
-    for row in rows:
-        if row is not None:
-            print(orjson.dumps(row, default=str).decode())
+    for start in range(0, len(args.ids), PRINTED_AT_ONCE):
+        for row in store.get_many(args.ids[start:start + PRINTED_AT_ONCE]):
+            if row is not None:
+                print(orjson.dumps(row, default=str).decode())
     if missing:
         print(f"ragloaders: warning: {len(missing)} id(s) not in {store.name}, skipped: "
               f"{', '.join(shown(doc_id) for doc_id in missing[:10])}", file=sys.stderr)
