@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import ragloaders
-from conftest import assert_names
-from ragloaders import cli
+from conftest import assert_names, assert_source_error
+from ragloaders import SourceError, cli
 from ragloaders.lookup.pairs import PairWriter
 
 
@@ -260,6 +260,29 @@ def test_missing_skip_leaves_out_unknown_queries_and_documents(nfcorpus_build, n
     with pytest.raises(ValueError) as caught:
         ragloaders.pairs(nfcorpus_build.path, tmp_path / "x.parquet", run=damaged, missing="ignore", **where)
     assert_names(caught.value, "missing", "error, skip", "'ignore'")
+
+
+def test_a_query_whose_every_pair_is_skipped_is_not_counted_and_an_empty_run_writes_nothing(nfcorpus_build, nf_run,
+                                                                                           tmp_path):
+    """`--missing skip` counted a known query whose documents were all unknown among the queries written; a run with
+    no line wrote an empty Parquet file (and said "0 pairs for 0 queries"), which eval refuses to score."""
+    path, lines = nf_run
+    where = {"data_dir": nfcorpus_build.data_dir, "cache_dir": nfcorpus_build.cache_dir}
+    first = lines[0][0]
+    damaged = tmp_path / "unknown-documents.trec"
+    damaged.write_text("".join(line.replace(f" {d} ", f" UNKNOWN-{d} ") if q == first else line
+                               for line, (q, d, _) in zip(path.read_text().splitlines(keepends=True), lines)))
+    written = ragloaders.pairs(nfcorpus_build.path, tmp_path / "skip.parquet", run=damaged, top=3, missing="skip",
+                               **where)
+    table = pq.read_table(tmp_path / "skip.parquet")
+    assert written.queries == len(set(table.column("query-id").to_pylist())) == 2 and first not in table.column(
+        "query-id").to_pylist()
+    for name in ("empty.trec", "empty.jsonl"):
+        (tmp_path / name).write_text("")
+        with pytest.raises(SourceError) as caught:
+            ragloaders.pairs(nfcorpus_build.path, tmp_path / f"{name}.parquet", run=tmp_path / name, **where)
+        assert_source_error(caught.value, name, "holds no result: no pair to write")
+        assert not (tmp_path / f"{name}.parquet").exists()
 
 
 STREAM_CHILD = r"""

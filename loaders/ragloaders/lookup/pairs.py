@@ -10,6 +10,7 @@ naming the line (every TREC tool writes each query's lines together).
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -131,9 +132,13 @@ def pairs(
     split = "test" if split is None else split
     labels_split, labels = grades(source, qrels_config, split, options) if qrels_config else (None, {})
     if from_top_ranked:
-        rankings = top_ranked_rankings(source, split, top, options)
+        rankings, read = top_ranked_rankings(source, split, top, options), f"{source} top_ranked {split}"
     else:
-        rankings = run_rankings(os.fspath(run), top)
+        rankings, read = run_rankings(os.fspath(run), top), os.fspath(run)
+    first = next(rankings, None)
+    if first is None:  # (as eval refuses it: an empty file of pairs would look like a complete answer)
+        raise SourceError(read, "holds no result: no pair to write")
+    rankings = itertools.chain([first], rankings)
     writer = PairWriter(corpus, queries, labels, skip=missing == "skip")
     rows, count = write_new_file(target, lambda partial: writer.write(partial, rankings))
     return PairsWritten(target, rows, count, f"{qrels_config} {labels_split}" if qrels_config else None,
@@ -225,25 +230,33 @@ class PairWriter:
         self.document_bytes = text_bytes(self.documents)
 
     def write(self, path: str, rankings: Iterator[Ranking]) -> tuple[int, int]:
-        """Write every ranking's pairs to the Parquet file `path`; returns (rows, queries)."""
+        """Write every ranking's pairs to the Parquet file `path`; returns (rows, queries with at least one pair)."""
         rows = queries = 0
+        last_query: str | None = None
         pending: list[Ranking] = []
         size = 0
         with pq.ParquetWriter(path, self.schema) as writer:
-            for ranking in rankings:
-                queries += 1
-                pending.append(ranking)
-                size += len(ranking[1])
-                if size >= self.batch_rows:
-                    for table in self.batches(pending):
-                        writer.write_table(table)
-                        rows += table.num_rows
-                    pending, size = [], 0
-            if pending or not rows:
+
+            def write_pending() -> None:
+                nonlocal rows, queries, last_query
                 for table in self.batches(pending):
                     writer.write_table(table)
                     rows += table.num_rows
-        return rows, queries - self.skipped_queries
+                    if table.num_rows:  # a query's pairs may span tables: count where its id changes
+                        ids = table.column("query-id")
+                        queries += pc.sum(pc.not_equal(ids[1:], ids[:-1])).as_py() or 0
+                        queries += ids[0].as_py() != last_query
+                        last_query = ids[-1].as_py()
+
+            for ranking in rankings:
+                pending.append(ranking)
+                size += len(ranking[1])
+                if size >= self.batch_rows:
+                    write_pending()
+                    pending, size = [], 0
+            if pending or not rows:
+                write_pending()
+        return rows, queries
 
     def batches(self, rankings: list[Ranking]) -> Iterator[pa.Table]:
         """The pairs of `rankings` in tables of at most BATCH_BYTES of document text (one at least, maybe empty)."""
