@@ -15,7 +15,8 @@ kit's variant):
 
 accuracy = correct / n, missing = missing / n, hallucination = the rest / n, score = accuracy - hallucination.
 A prediction for an id the records do not have, or a record without a prediction, is an error; with
-`missing_as_idk` the first are reported and not scored and the second count as missing (`no-prediction`).
+`missing_as_idk` the first are reported and not scored and the second count as missing (`no-prediction`). Without
+it, predictions none of which is for a record of the splits scored (another split's) are refused, not scored zero.
 
 Read against facebookresearch/CRAG `local_evaluation.py` at ad1518887dd4 and the KDD Cup 2024 starter kit's. Where
 they are broken or silent, the choices here:
@@ -30,6 +31,8 @@ they are broken or silent, the choices here:
 - Both scripts count a judge request that fails after their retries as not correct, i.e. hallucinated; here it
   stops the run with an error, so an outage never shows as hallucination.
 - Both lower-case with Python's `str.lower` and test "i don't know" with the ASCII apostrophe, as here.
+- CRAG's script stops on a record whose `answer` is null (an AttributeError: it strips it); here that is a
+  SourceError naming the record, as no score of it would be CRAG's.
 """
 
 from __future__ import annotations
@@ -49,12 +52,14 @@ from ..api import load, normalized
 from ..core.errors import SourceError, UsageError
 from ..core.output_target import refuse_existing, write_new_file
 from ..core.plural import counted
-from ..core.preview import invalid_utf8, preview
+from ..core.preview import invalid_utf8, one_line, preview
 from ..core.readers.jsonl import Shard, iter_json_records
-from ..core.readers.lines import first_invalid_utf8
+from ..core.readers.lines import MAX_LINE_BYTES, first_invalid_utf8
 from ..core.source_files import SourceFiles
+from ..core.user_cache import read_small_file
 from .identity import answers_identity, answers_identity_lines, source_identity
 from .judge import Judge, JudgeError
+from .runs import require_run_file
 
 MAX_PREDICTION_TOKENS = 75
 IDK = "i don't know"
@@ -100,8 +105,7 @@ def read_predictions(path: str | os.PathLike) -> dict[str, str]:
     `interaction_id` and `prediction`, both strings; an id given twice, a null, or a non-string is a SourceError
     naming the line or record."""
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: no such predictions file")
+    require_run_file(path, "predictions table")
     suffix = os.path.splitext(path)[1].lower()
     readers: dict[str, Callable[[str], Iterator[tuple[dict, dict]]]] = {
         ".jsonl": _jsonl_predictions, ".csv": _csv_predictions, ".parquet": _parquet_predictions,
@@ -128,13 +132,31 @@ def _jsonl_predictions(path: str) -> Iterator[tuple[dict, dict]]:
         yield {"line": number}, record
 
 
+def _first_repeated(names: list[str]) -> str | None:
+    """The first name of `names` that an earlier one equals, or None."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
 def _csv_predictions(path: str) -> Iterator[tuple[dict, dict]]:
+    reader = None
+    # a field as long as a JSONL line may be (the csv module's default stops at 131,072 characters); the limit is
+    # the process's, so it is given back when the file is read
+    field_limit = csv.field_size_limit(max(csv.field_size_limit(), MAX_LINE_BYTES))
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:  # a spreadsheet's BOM is not part of the header
             reader = csv.DictReader(f)
-            missing = [name for name in PREDICTION_COLUMNS if name not in (reader.fieldnames or [])]
+            names = reader.fieldnames or []
+            missing = [name for name in PREDICTION_COLUMNS if name not in names]
             if missing:
                 raise SourceError(path, f"the header has no column {', '.join(missing)}", line=1)
+            repeated = _first_repeated(list(names))
+            if repeated is not None:  # DictReader would keep the last one's values
+                raise SourceError(path, f"the header names the column {preview(repeated)} twice", line=reader.line_num)
             for row in reader:
                 if None in row:
                     extra = row[None]
@@ -150,7 +172,11 @@ def _csv_predictions(path: str) -> Iterator[tuple[dict, dict]]:
         at, line, error = found
         raise SourceError(path, invalid_utf8(error.object, error.start, at=at), line=line) from None
     except csv.Error as e:
-        raise SourceError(path, f"not readable as CSV ({e})") from None
+        # (DictReader's own line_num is set after a row is read whole, so it lags on an error)
+        raise SourceError(path, f"not readable as CSV ({e})", line=reader.reader.line_num if reader else None
+                          ) from None
+    finally:
+        csv.field_size_limit(field_limit)
 
 
 def _parquet_predictions(path: str) -> Iterator[tuple[dict, dict]]:
@@ -161,6 +187,9 @@ def _parquet_predictions(path: str) -> Iterator[tuple[dict, dict]]:
     missing = [name for name in PREDICTION_COLUMNS if name not in parquet.schema_arrow.names]
     if missing:
         raise SourceError(path, f"no column {', '.join(missing)}")
+    repeated = _first_repeated(parquet.schema_arrow.names)
+    if repeated is not None:  # pyarrow would read one of them
+        raise SourceError(path, f"two columns are named {preview(repeated)}")
     index = 0
     for batch in parquet.iter_batches(batch_size=10_000, columns=list(PREDICTION_COLUMNS)):
         for row in batch.to_pylist():
@@ -172,43 +201,58 @@ def _parquet_predictions(path: str) -> Iterator[tuple[dict, dict]]:
 
 
 class Trimmer:
-    """A prediction cut to its first MAX_PREDICTION_TOKENS tokens of a `tokenizer.json` (the `tokenizers` library).
+    """A prediction cut to its first MAX_PREDICTION_TOKENS tokens of a `tokenizer.json` (the `tokenizers` library),
+    at a cost set by the part kept, not by the prediction's length.
 
-    With a tokenizer built like CRAG's Llama-2 one (BPE over the whole text, no pre-tokenizer, the normalizer
-    `Prepend("▁")` then `Replace(" ", "▁")`, no vocabulary entry or added token with "▁" or " " after another
-    character), no token spans a space that follows a non-space, so the text up to such a space tokenizes to a prefix
-    of the whole text's tokens: only text up to the first such space past FIRST_WINDOW characters (4 times more
-    while that gives too few tokens) is tokenized, and a long prediction costs what its first words cost. Any other
-    tokenizer, or a text without such a space, is tokenized whole."""
+    Only a prefix of the prediction is tokenized, FIRST_WINDOW characters and twice as many each time that is not
+    enough, until its first MAX_PREDICTION_TOKENS tokens are known to be the whole text's:
+    - with a tokenizer built like CRAG's Llama-2 one (BPE over the whole text, no pre-tokenizer, the normalizer
+      `Prepend("▁")` then `Replace(" ", "▁")`, no vocabulary entry or added token with "▁" or " " after another
+      character), no token spans a space that follows a non-space, so the text before such a space tokenizes the
+      same alone as within any longer text: kept tokens that end before such a space of the prefix are exact;
+    - otherwise (any tokenizer, a text without such a space) the kept tokens must end in the prefix's first half, at
+      least FIRST_WINDOW / 2 characters before the cut: a cut changes only tokens near it (a BPE merge, WordPiece or
+      Unigram piece is decided by neighbouring characters; with BPE a change reaches back through merges of ever
+      later rank, a few tokens in practice), as tested against tokenizing whole texts.
+    A prediction no longer than the prefix is tokenized whole."""
 
     FIRST_WINDOW = 4096
+    MAX_FILE_BYTES = 64 << 20
+    """Largest tokenizer.json read (CRAG's Llama-2 one is 1.8 MB)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str | os.PathLike):
         try:
             from tokenizers import Tokenizer
         except ImportError:
             raise ImportError(f"--tokenizer needs the tokenizers library: {INSTALL_TOKENIZERS}") from None
-        try:
-            self.tokenizer = Tokenizer.from_file(os.fspath(path))
-        except Exception as e:  # the library raises a bare Exception for a file it cannot read
-            raise SourceError(path, f"not a tokenizer.json the tokenizers library reads ({e})") from None
         self.path = os.fspath(path)
+        try:
+            data = read_small_file(self.path, self.MAX_FILE_BYTES)
+        except OSError as e:  # (no errno: a FIFO, device or folder, refused without waiting on it)
+            problem = "a folder" if os.path.isdir(self.path) else e.strerror or "not a regular file"
+            raise SourceError(self.path, f"cannot be read as --tokenizer's tokenizer.json ({problem})") from None
+        if data is None:
+            raise SourceError(self.path, f"larger than {self.MAX_FILE_BYTES:,} bytes, the most a tokenizer.json read "
+                              "by --tokenizer may hold")
+        try:
+            self.tokenizer = Tokenizer.from_buffer(data)
+        except Exception as e:  # the library raises a bare Exception for data it cannot read
+            raise SourceError(self.path, f"not a tokenizer.json the tokenizers library reads ({one_line(e)})"
+                              ) from None
         self.cut_at_spaces = _words_never_join_leftwards(orjson.loads(self.tokenizer.to_str()))
-
-    def _ids(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False).ids
 
     def __call__(self, prediction: str) -> str:
         window = self.FIRST_WINDOW
-        while self.cut_at_spaces and window < len(prediction):
-            cut = _space_after_word(prediction, window)
-            if cut is None:
-                break
-            ids = self._ids(prediction[:cut])
-            if len(ids) >= MAX_PREDICTION_TOKENS:
-                return self.tokenizer.decode(ids[:MAX_PREDICTION_TOKENS], skip_special_tokens=False)
-            window = cut * 4
-        ids = self._ids(prediction)
+        while window < len(prediction):
+            encoding = self.tokenizer.encode(prediction[:window], add_special_tokens=False)
+            if len(encoding.ids) >= MAX_PREDICTION_TOKENS:
+                end = encoding.offsets[MAX_PREDICTION_TOKENS - 1][1]
+                if end <= window // 2 or (self.cut_at_spaces and _space_after_word(prediction, end, window)):
+                    return self._decoded(encoding.ids)
+            window *= 2
+        return self._decoded(self.tokenizer.encode(prediction, add_special_tokens=False).ids)
+
+    def _decoded(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids[:MAX_PREDICTION_TOKENS], skip_special_tokens=False)
 
 
@@ -228,10 +272,9 @@ def _words_never_join_leftwards(spec: dict) -> bool:
     return not any("\u2581" in piece.lstrip("\u2581") or " " in piece for piece in pieces)
 
 
-def _space_after_word(text: str, start: int) -> int | None:
-    """The index of the first space at or after `start` that follows a non-space, or None."""
-    found = _SPACE_AFTER_WORD.search(text, max(start, 1))
-    return found.start() if found else None
+def _space_after_word(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] holds a space that follows a non-space."""
+    return _SPACE_AFTER_WORD.search(text, max(start, 1), end) is not None
 
 
 def settled_by_rules(prediction: str, ground_truths: tuple[str, ...]) -> tuple[str | None, str, list[str]]:
@@ -393,8 +436,12 @@ def load_records(path: str, splits: list[str] | None, where: dict) -> tuple[list
         rows = dataset.data.table.to_pylist()
         every.update(row["_id"] for row in rows)
         if split in splits:
-            chosen += [Record(row["_id"], row["text"], (row["answer"], *(row["alt_ans"] or ())),
-                              {label: row.get(label) for label in BREAKDOWN}) for row in rows]
+            for row in rows:
+                if row["answer"] is None:  # (CRAG's script stops on it: it strips the answer)
+                    raise SourceError(path, f"record {preview(row['_id'])} of the {split} split has no answer (null): "
+                                      "nothing to score its prediction against")
+                chosen.append(Record(row["_id"], row["text"], (row["answer"], *(row["alt_ans"] or ())),
+                                     {label: row.get(label) for label in BREAKDOWN}))
     return chosen, every, splits
 
 
@@ -422,14 +469,18 @@ def score_answers(
         "data_dir": data_dir, "cache_dir": cache_dir})
     unknown = [i for i in predictions if i not in every]
     absent = [r.interaction_id for r in records if r.interaction_id not in predictions]
+    scored_ids = {r.interaction_id for r in records}
+    name = "" if isinstance(given, dict) else f"{os.fspath(given)}: "
+    if not missing_as_idk:
+        require_a_scored_record(name, path, splits, predictions, scored_ids, len(unknown))
     if (unknown or absent) and not missing_as_idk:
         problems = []
         if unknown:
             problems.append(f"{counted(len(unknown), 'prediction')} for ids not in {path} (e.g. {preview(unknown[0])})")
         if absent:
             problems.append(f"{counted(len(absent), 'record')} without a prediction (e.g. {preview(absent[0])})")
-        raise UsageError("; ".join(problems) + "; --missing-as-idk reports the first and counts the second missing")
-    scored_ids = {r.interaction_id for r in records}
+        raise UsageError(name + "; ".join(problems) + "; --missing-as-idk reports the first and counts the second "
+                         "missing")
     verdicts: list[Verdict] = []
     try:
         for record in records:
@@ -461,6 +512,25 @@ def score_answers(
         identity=answers_identity(source_identity(path, (path,), None, data_dir=data_dir, cache_dir=cache_dir),
                                   splits, given, tokenizer=tokenizer, judge=judge.describe() if judge else None),
     )
+
+
+def require_a_scored_record(name: str, path: str, splits: list[str], predictions: dict[str, str],
+                            scored_ids: set[str], unknown: int) -> None:
+    """Refuse predictions none of which is for a record of the splits scored (`scored_ids`): the report would be
+    zeros, or every record missing, which looks like a result of predictions that are empty or of another split.
+    `name` is the predictions file's "path: " (or ""), `unknown` the number of predictions for no record of `path`."""
+    if any(interaction_id in scored_ids for interaction_id in predictions):
+        return
+    if not predictions:
+        raise UsageError(f"{name}the predictions hold no prediction: nothing to score")
+    others = [f"{counted(unknown, 'is', 'are')} not in {path}"] if unknown else []
+    if len(predictions) > unknown:
+        others.append(f"{counted(len(predictions) - unknown, 'is', 'are')} for records of other splits")
+    raise UsageError(f"{name}no prediction ({counted(len(predictions), 'prediction')}, e.g. "
+                     f"{preview(next(iter(predictions)))}; {', '.join(others)}) is for a record of {path}'s "
+                     f"{'+'.join(splits)} {'split' if len(splits) == 1 else 'splits'} "
+                     f"({counted(len(scored_ids), 'record')}): predictions of another split? (--split chooses the "
+                     "split)")
 
 
 def conventions(trim: Trimmer | None, judge: Judge | None) -> list[str]:
