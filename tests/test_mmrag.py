@@ -145,6 +145,17 @@ def test_a_list_literal_is_read_in_memory_and_time_linear_in_its_length(tmp_path
     assert "1 answer looks like a list but is not a list literal; kept whole" in done.stderr
 
 
+@pytest.mark.parametrize(("config", "file"), [("corpus", "processed_documents.json"), ("queries", "mmrag_dev.json"),
+                                             ("qrels", "mmrag_dev.json"), ("routing", "mmrag_dev.json")])
+def test_an_empty_array_is_refused_naming_the_file(config, file, tmp_path):
+    """`[]` loaded as a split of 0 rows that looked complete; an empty JSONL file was already refused."""
+    folder = folder_with(tmp_path, DATA / "mmrag", (DATA / "mmrag" / "processed_documents.json").read_text())
+    (folder / file).write_text(" [\n] ")
+    with pytest.raises(SourceError) as caught:
+        load(config, folder, tmp_path, **({"num_proc": 2} if config == "corpus" else {}))
+    assert_source_error(caught.value, file, "no records: the array is empty")
+
+
 # --- real query records -------------------------------------------------------------------------------
 
 
@@ -623,8 +634,11 @@ def test_records_longer_than_a_piece_are_read_exactly(tmp_path, small_ranges, mo
 
 @pytest.mark.parametrize("text", ["[]", " [ \n ] ", "\ufeff[]"])
 def test_empty_corpus_array(tmp_path, text):
+    """An empty array parses, and is refused as an empty JSONL file is (it gave a split of 0 rows)."""
     folder = folder_with(tmp_path, SAMPLE, text)
-    assert load("corpus", folder, tmp_path)["corpus"].num_rows == 0
+    with pytest.raises(SourceError) as caught:
+        load("corpus", folder, tmp_path)
+    assert_source_error(caught.value, "processed_documents.json", "no records: the array is empty")
 
 
 @pytest.mark.parametrize("indent", [None, 4])

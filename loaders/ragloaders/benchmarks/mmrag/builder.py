@@ -188,6 +188,9 @@ def refuse_what_orjson_refuses(shard: Shard) -> None:
         raise SourceError(shard.name, problem, record=index) from None
 
 
+EMPTY_ARRAY = "no records: the array is empty"
+
+
 def read_query_file(shard: Shard, config: str) -> Iterator[pa.Table]:
     schema = FEATURES[config].arrow_schema
     fallbacks = 0
@@ -195,6 +198,7 @@ def read_query_file(shard: Shard, config: str) -> Iterator[pa.Table]:
 
     def rows() -> Iterator[tuple[dict, int]]:
         nonlocal fallbacks
+        index = -1
         with shard.open() as stream:
             for index, record in iter_json_array(stream, shard.name):
                 try:
@@ -207,6 +211,8 @@ def read_query_file(shard: Shard, config: str) -> Iterator[pa.Table]:
                     yield from full_record_rows(record, answers)
                 else:
                     yield from QUERY_FILE_ROWS[config](record)
+        if index < 0:
+            raise SourceError(shard.name, EMPTY_ARRAY)
 
     yield from tables_from_rows(rows(), schema, max_rows=2_000)
     if fallbacks:
@@ -426,8 +432,12 @@ class MmragBuilder(RagBuilder):
             tables = read_corpus(shard)
         else:
             tables = read_query_file(shard, self.config.name)
+        rows = 0
         for index, table in enumerate(tables):
+            rows += table.num_rows
             yield (0, index), table
+        if not rows and self.config.name == "corpus":  # (a range of a non-empty array holds a record at least)
+            raise SourceError(shard.name, EMPTY_ARRAY)
 
 
 BUILDERS = {PATH: MmragBuilder}
