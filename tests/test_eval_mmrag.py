@@ -341,6 +341,21 @@ def test_routing_equals_ranx_in_every_run_format(where, tmp_path):
             assert report.text().splitlines()[-1].startswith("scored: split test;") and path.name in report.text()
 
 
+def test_routing_on_a_built_folder_equals_routing_on_the_path(mmrag_build, where, tmp_path, capsys):
+    """`eval ./mmrag --routing` was "unknown path './mmrag'", though --help offers a built folder as SOURCE."""
+    records = raw_records("test")
+    path = tmp_path / "routing.trec"
+    write_routing(routing_run(0, records), path, "trec")
+    on_path = evaluate_routing("mmrag", path, per_query=True, **where)
+    on_folder = evaluate_routing(str(mmrag_build.out), path, per_query=True, cache_dir=where["cache_dir"])
+    assert on_folder.authors_metrics == on_path.authors_metrics and on_folder.authors_metrics
+    assert on_folder.authors_per_query == on_path.authors_per_query
+    forms = (on_folder.identity["source"]["form"], on_path.identity["source"]["form"])
+    assert forms == ("built folder", "benchmark path")
+    assert main(["eval", str(mmrag_build.out), "--routing", str(path), "--cache-dir", where["cache_dir"]]) == 0
+    assert capsys.readouterr().out.startswith(f"{mmrag_build.out} test: 12 judged queries")
+
+
 def test_routing_run_problems_are_named(where, tmp_path, capsys):
     record = raw_records("test")[0]
     path = tmp_path / "r.jsonl"

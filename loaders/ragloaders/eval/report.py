@@ -12,7 +12,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api import normalized
 from ..core.errors import UsageError
 from ..core.facts import AuthorsMeasures, EvalConventions
 from ..core.plural import counted
@@ -276,11 +275,13 @@ def evaluate_routing(
     cache_dir: str | None = None,
 ) -> EvalReport:
     """Score a routing run (a routing run file, or {query id: {dataset: score}}) of mmRAG against the `split` of its
-    `routing` config with the authors' routing measures (ranx: NDCG@5, Hits@1 ... Hits@5)."""
-    path = normalized(path)
-    authors = conventions_of(path).authors_routing
+    `routing` config with the authors' routing measures (ranx: NDCG@5, Hits@1 ... Hits@5). `path` may also be a
+    folder or hub repository ragloaders built from mmrag."""
+    shown = display_name(path)
+    opened = open_scored_source(path)
+    path, authors = opened.read, opened.conventions.authors_routing
     if authors is None:
-        raise UsageError(f"{path} has no routing task; routing runs are scored on mmrag")
+        raise UsageError(f"{shown} has no routing task; routing runs are scored on mmrag")
     given = run
     run = checked_run(run) if isinstance(run, dict) else read_routing_run(run)
     where = {"data_dir": data_dir, "cache_dir": cache_dir}
@@ -289,7 +290,7 @@ def evaluate_routing(
     datasets = (dataset for ranked in run.values() for dataset in ranked)
     labelled = {dataset for grades in labels.values() for dataset in grades}
     report = EvalReport(
-        path, split, 1, {}, len(labels), task="routing",
+        shown, split, 1, {}, len(labels), task="routing",
         unknown_queries=[query_id for query_id in run if query_id not in known],
         unjudged_queries=sum(1 for query_id in run if query_id in known and query_id not in labels),
         unknown_documents=list(dict.fromkeys(d for d in datasets if d not in labelled)),
@@ -299,7 +300,8 @@ def evaluate_routing(
     _add_authors_measures(report, authors, labels, run, per_query)
     report.unranked_queries = [query_id for query_id in labels if not run.get(query_id)]
     require_a_scored_query(report, given, run)
-    report.identity = identity(source_identity(path, (path,), None, **where), split, given, relevance_level=1,
+    report.identity = identity(source_identity(shown, (path,), opened.repository, **where), split, given,
+                               relevance_level=1,
                                ignore_identical_ids=False, keep_identical_ids=False, dropped=0)
     return report
 
