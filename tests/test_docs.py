@@ -449,3 +449,25 @@ def test_docs_prints_as_it_goes_in_memory_bounded_whatever_the_number_of_ids(cra
         assert code == 0, done.stderr[-2000:]
         peaks.append(peak)
     assert peaks[1] - peaks[0] < 100, peaks  # (the 100 rows hold 170 MB of HTML and text)
+
+
+def test_ids_from_a_file_or_stdin_are_taken_byte_for_byte_after_those_given(nfcorpus_build, tmp_path, capsys,
+                                                                            monkeypatch):
+    """A command line holds neither a NUL byte nor millions of ids: --ids-from FILE (or - for stdin) takes one id per
+    line, after the arguments' ids; a CRLF line end is a line end; an empty line or invalid UTF-8 names its line."""
+    where = ["--cache-dir", nfcorpus_build.cache_dir]
+    ids = tmp_path / "ids.txt"
+    ids.write_bytes(b"MED-14\r\nMED-10\n MED-10\n")
+    assert cli.main(["docs", str(nfcorpus_build.out), "MED-118", "--ids-from", str(ids), "--missing", "skip",
+                     *where]) == 0
+    captured = capsys.readouterr()
+    assert [json.loads(line)["_id"] for line in captured.out.splitlines()] == ["MED-118", "MED-14", "MED-10"]
+    assert "1 id(s) not in" in captured.err and "' MED-10'" in captured.err
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"MED-10\n\xff\n")))
+    assert cli.main(["docs", str(nfcorpus_build.out), "--ids-from", "-", *where]) == 2
+    assert "<stdin>, line 2: invalid UTF-8" in capsys.readouterr().err
+    ids.write_bytes(b"MED-10\n\nMED-14\n")
+    assert cli.main(["docs", str(nfcorpus_build.out), "--ids-from", str(ids), *where]) == 2
+    assert f"{ids}, line 2: an empty line" in capsys.readouterr().err
+    assert cli.main(["docs", str(nfcorpus_build.out), *where]) == 2
+    assert "docs takes the ids to print" in capsys.readouterr().err

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 import orjson
 
+from ..core.errors import SourceError, UsageError
 from ..core.log import warn
 from ..core.plural import counted
+from ..core.preview import invalid_utf8
 from .docstore import docs
 from .id_index import shown
 from .pairs import DEFAULT_TOP, MISSING, pairs
@@ -34,6 +37,11 @@ the number of ids asked."""
 def cmd_docs(args: argparse.Namespace) -> int:
     """Print the row of each ID as one JSON line, in the order given. A missing id is an error naming it (exit 2,
     nothing printed) unless `--missing skip`, which prints the rows found and names the missing ids on stderr."""
+    if args.ids_from is not None:
+        args.ids = [*args.ids, *ids_in(args.ids_from)]
+    if not args.ids:
+        raise UsageError("docs takes the ids to print: as arguments, or --ids-from FILE (one per line; - reads them "
+                         "from stdin)")
     store = docs(args.path, args.config, data_dir=args.data_dir, cache_dir=args.cache_dir, revision=args.revision)
     found = store.rows_of(args.ids) >= 0
     missing = [doc_id for doc_id, hit in zip(args.ids, found.tolist()) if not hit]
@@ -50,6 +58,24 @@ def cmd_docs(args: argparse.Namespace) -> int:
         print(f"ragloaders: warning: {len(missing)} id(s) not in {store.name}, skipped: "
               f"{', '.join(shown(doc_id) for doc_id in missing[:10])}", file=sys.stderr)
     return 0
+
+
+def ids_in(path: str) -> list[str]:
+    """The ids of a file (`-`: stdin), one per line: its bytes between line ends, decoded as UTF-8 (a CRLF line end
+    is a line end; an empty line or invalid UTF-8 is an error naming the line). A command line cannot hold a NUL
+    byte or millions of ids; such a file can, and so can a pipe (`--ids-from <(cut -f3 run.trec)`)."""
+    name = "<stdin>" if path == "-" else path
+    ids = []
+    with (contextlib.nullcontext(sys.stdin.buffer) if path == "-" else open(path, "rb")) as stream:
+        for number, line in enumerate(stream, 1):
+            line = line.removesuffix(b"\n").removesuffix(b"\r")
+            if not line:
+                raise SourceError(name, "an empty line: one id per line, and no id is empty", line=number)
+            try:
+                ids.append(line.decode("utf-8"))
+            except UnicodeDecodeError as e:
+                raise SourceError(name, invalid_utf8(line, e.start, " of the line"), line=number) from None
+    return ids
 
 
 def cmd_pairs(args: argparse.Namespace) -> int:
@@ -76,7 +102,10 @@ def add_lookup_commands(commands: argparse._SubParsersAction) -> None:
     """`ragloaders docs SOURCE ID...` and `ragloaders pairs SOURCE (--run RUN | --from-top-ranked) --top K --out F`."""
     lookup = commands.add_parser("docs", help="print rows of a corpus or queries by id, one JSON line each")
     lookup.add_argument("path", metavar="SOURCE", help=SOURCE)
-    lookup.add_argument("ids", metavar="ID", nargs="+", help="ids, compared byte for byte")
+    lookup.add_argument("ids", metavar="ID", nargs="*", help="ids, compared byte for byte")
+    lookup.add_argument("--ids-from", metavar="FILE",
+                        help="also the ids of FILE, one per line (UTF-8; a CRLF line end is a line end), after those "
+                             "given as arguments; - reads them from stdin")
     lookup.add_argument("--config", default="corpus", help="a config keyed by _id: corpus (default) or queries")
     lookup.add_argument("--missing", choices=("error", "skip"), default="error",
                         help="a missing id: an error, exit 2 (default), or skipped and named on stderr")
