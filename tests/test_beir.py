@@ -299,6 +299,11 @@ def test_malformed_json_line_names_file_and_line(tmp_path):
         ragloaders.load("beir/arguana", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "e"))
     assert_source_error(error.value, "corpus.jsonl", "'_id'", line=2)
     assert "cut short" not in str(error.value)
+    (folder / "corpus.jsonl").write_bytes(b'{"_id": "a", "title": "", "text": "x"}\r{"_id": "b", "text": "y"}\r')
+    with pytest.raises(SourceError) as error:  # bare CR line ends: one long unended line, not a cut file
+        ragloaders.load("beir/arguana", "corpus", data_dir=str(folder), cache_dir=str(tmp_path / "f"))
+    assert_source_error(error.value, "corpus.jsonl", "carriage returns with no line feed", line=1)
+    assert "cut short" not in str(error.value)
 
 
 def test_error_line_numbers_count_from_the_file_start_in_later_shards(tmp_path, monkeypatch):

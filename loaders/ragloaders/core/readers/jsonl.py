@@ -122,7 +122,13 @@ def _json_line_records(chunk: bytes, first: int, name: str) -> Iterator[tuple[in
             message = str(e)
             if unended and message.startswith(("invalid JSON", "invalid UTF-8")):
                 # only the file's last chunk can end without a line end; a cut can leave bad JSON or a cut character
-                message += "; the file's last line has no line end, as when a file is cut short: download it again"
+                if b"\r" in line and line.count(b"\r") > line.count(b"\r\n"):
+                    message += ("; the line holds carriage returns with no line feed after them: JSONL lines end "
+                                "with LF (or CRLF), and a file with bare CR line ends (old Mac style) must be "
+                                "converted")
+                else:
+                    message += ("; the file's last line has no line end, as when a file is cut short: download it "
+                                "again")
             raise SourceError(name, message, line=number) from None
         yield number, len(line), value
 
