@@ -421,7 +421,9 @@ def test_trec_refuses_exactly_what_it_could_not_read_back(tmp_path, bad, where):
         "t" if where != "tag" else bad)
     with pytest.raises(ValueError) as caught:
         write_run(str(path), [("q0", ["d0"], [1.0]), (query_id, [doc_id], [1.0])], tag=tag)
-    remedy = ["surrogate"] if bad == "\ud800" else [".parquet", ".jsonl"]  # no format holds a lone surrogate
+    # no format holds a lone surrogate, and eval refuses a NUL in every format
+    remedy = (["surrogate"] if bad == "\ud800" else ["NUL byte", "no run format carries"] if bad == "a\x00b" else
+              [".parquet", ".jsonl"])
     assert_names(caught.value, {"query": "query id", "doc": "document id", "tag": "run tag"}[where], repr(bad), *remedy)
     assert list(tmp_path.iterdir()) == []
 

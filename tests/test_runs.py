@@ -253,3 +253,17 @@ def test_a_plain_run_with_a_bad_q0_or_tag_or_a_space_too_many_is_refused_as_the_
         with pytest.raises(SourceError) as caught:
             read(str(run))
         assert str(caught.value).startswith(f"{run}, line 2: {said}"), str(caught.value)
+
+
+def test_an_id_holding_a_nul_is_not_sent_to_another_format_that_eval_refuses_too(tmp_path):
+    """write_run advised .parquet or .jsonl for an id holding a NUL, which eval refuses in every format."""
+    from ragloaders.core.errors import UsageError
+    from ragloaders.eval.runs import write_run
+
+    for name in ("run.trec", "run.jsonl", "run.parquet"):
+        with pytest.raises(UsageError) as caught:
+            write_run(str(tmp_path / name), [("q1", ["d\0x"], [1.0])])
+        assert "holds a NUL byte, which no run format carries" in str(caught.value)
+        assert ".parquet or .jsonl instead" not in str(caught.value)
+    with pytest.raises(UsageError, match="write the run as .parquet or .jsonl instead"):
+        write_run(str(tmp_path / "spaced.trec"), [("q1", ["d x"], [1.0])])

@@ -4,20 +4,21 @@ benchmark path, loaded through `ragloaders.api.load`."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from ..api import load, normalized
-from ..core.errors import UsageError
+from ..core.errors import SourceError, UsageError
 from ..core.facts import EvalConventions
 from ..core.output_target import check_output
+from ..core.preview import preview
 from .bm25 import DEFAULT_SETTINGS, Bm25Settings, check_top_k, rank
 from .data import conventions_of, corpus_tables, display_name, load_qrels, load_queries, open_scored_source
 from .metrics import Qrels, require_extra
 from .report import member_prefix
-from .runs import write_run
+from .runs import NUL_UNSCORABLE, write_run
 
 RUN_TAG = "ragloaders-bm25"
 RERANKING_TOP_K = 100
@@ -61,10 +62,33 @@ TOP_K = "--top-k (top_k= in Python)"
 
 
 def _path_rankings(
-    path: str, queries: list[tuple[str, str]], top_k: int, settings: Bm25Settings, where: dict
+    path: str, queries: list[tuple[str, str]], top_k: int, settings: Bm25Settings, where: dict, queries_name: str
 ) -> Iterator[tuple[str, list[str], list[float]]]:
-    corpus = corpus_tables(path, ["_id", *settings.fields], **where)
-    return rank(corpus, queries, top_k_docs=top_k, settings=settings)
+    return rank(_corpus(path, settings, where), queries, top_k_docs=top_k, settings=settings,
+                corpus_name=f"{path} corpus", queries_name=queries_name)
+
+
+def _corpus(path: str, settings: Bm25Settings, where: dict) -> Iterator[pa.Table]:
+    """corpus_tables of `_id` and the fields, a field the corpus lacks refused as a UsageError naming it."""
+    tables = corpus_tables(path, ["_id", *settings.fields], **where)
+    try:
+        first = next(tables, None)
+    except KeyError as e:  # pyarrow's select: 'Field "NAME" does not exist in schema'
+        missing = [name for name in settings.fields if f'"{name}"' in str(e)]
+        if not missing:
+            raise
+        raise UsageError(f"{path}: its corpus has no column {preview(missing[0])}, which Bm25Settings(fields=...) "
+                         "names (the fields indexed are text columns of the corpus, e.g. title and text)") from None
+    if first is not None:
+        yield first
+        yield from tables
+
+
+def _refuse_unscorable_ids(ids: Iterable[str], name: str, what: str) -> None:
+    """SourceError naming the first id of `ids` that eval cannot score (one holding a NUL byte)."""
+    for value in ids:
+        if "\0" in value:
+            raise SourceError(name, f"the {what} {preview(value)} {NUL_UNSCORABLE}")
 
 
 def bm25(
@@ -100,7 +124,11 @@ def bm25(
             queries, _ = _judged_queries(member, split, conventions if member == path else conventions_of(member),
                                          where)
             counted["queries"] += len(queries)
-            for query_id, doc_ids, scores in _path_rankings(member, queries, top_k, settings, where):
+            named = shown if member == path else member  # (a repository's source as given, not its cache folder)
+            queries_name = f"{named} queries ({split})"
+            _refuse_unscorable_ids((query_id for query_id, _ in queries), queries_name, "query id")
+            for query_id, doc_ids, scores in _path_rankings(member, queries, top_k, settings, where, queries_name):
+                _refuse_unscorable_ids(doc_ids, f"{named} corpus", "document id")
                 counted["unranked"] += not doc_ids
                 yield prefix + query_id, [prefix + doc_id for doc_id in doc_ids], scores
 
@@ -136,7 +164,7 @@ def reranking_tables(
     queries = _all_queries(path, union, where)
     depth = top_k + 1 if conventions.ignore_identical_ids else top_k
     ranked: dict[str, list[tuple[str, float]]] = {}
-    for query_id, doc_ids, scores in _path_rankings(path, queries, depth, settings, where):
+    for query_id, doc_ids, scores in _path_rankings(path, queries, depth, settings, where, f"{path} queries"):
         pairs = [(doc_id, score) for doc_id, score in zip(doc_ids, scores)
                  if not (conventions.ignore_identical_ids and doc_id == query_id)]
         ranked[query_id] = pairs[:top_k]

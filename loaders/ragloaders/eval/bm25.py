@@ -20,23 +20,38 @@ bm25s itself builds its index from Python lists of every token of every document
 fit a 5M-document corpus in memory. Here only the terms the queries use are indexed: one pass over
 the corpus in batches spools (term, document, tf) postings to a temporary file and keeps the
 document lengths; the postings are then laid out term by term (CSC, as bm25s lays them out) and each
-query sums its terms' postings into one score per document. Memory is the postings of the query
-terms (8 bytes each) plus 4 bytes per document. Tests check the scores against bm25s's own.
+query sums its terms' postings over the documents they hold (all documents only when its postings are at least
+1/DENSE_SCORING_SHARE of them), so a query costs time in proportion to its postings, and one without a known term
+none. Tests check the scores against bm25s's own.
+
+Memory is bounded by bytes, not rows: the postings of the query terms (8 bytes each); 4 bytes per document (its
+length, and a score while a query whose postings are a large share of the documents is scored); the document ids as
+the corpus gives them (slices of the memory-mapped Arrow file for a benchmark path), hashed once by Arrow to find a
+repeated one; the word -> stem cache (at most WORD_CACHE_BYTES, words counted at their Python size); and the batch
+being tokenized: at most BATCH_TEXT_BYTES of text (UTF-8 bytes of the indexed fields) in at most BATCH_ROWS
+documents, held a few times over as Python strings and token ids. A document with more than LONG_DOCUMENT_BYTES of
+text is tokenized alone, PIECE_WORDS words at a time: it costs a few copies of its text as Python strings (a word as
+long as the document is copied by the stemmer too) and no list of its words.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
+import numbers
+import operator
 import re
+import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from ..core.errors import UsageError
+from ..core.errors import SourceError, UsageError
 from ..core.preview import preview
 
 LUCENE_ENGLISH_STOPWORDS = (
@@ -48,9 +63,24 @@ LUCENE_ENGLISH_STOPWORDS = (
 
 STOP, OTHER = -2, -1
 """Token ids of a stopword and of a term no query uses."""
-CORPUS_BATCH_ROWS = 20_000
+BATCH_TEXT_BYTES = 4 << 20
+"""Text (UTF-8 bytes of the indexed fields) tokenized at a time, at most, unless one document is longer."""
+BATCH_ROWS = 20_000
+"""Documents tokenized at a time, at most (bounds the cost per document of a batch of short ones)."""
+LONG_DOCUMENT_BYTES = 256 << 10
+"""A document with more text than this is tokenized alone, in pieces (no list of all its words is made)."""
+PIECE_WORDS = 1 << 16
+"""Words of a long document looked up at a time."""
 WORD_CACHE_LIMIT = 2_000_000
 """Distinct words whose stem lookup is remembered; past this the cache starts afresh (memory stays bounded)."""
+WORD_CACHE_BYTES = 64 << 20
+"""Bytes the remembered words may take (their Python size plus WORD_ENTRY_BYTES each); past this the cache starts
+afresh, and a word bigger than this alone is not remembered."""
+WORD_ENTRY_BYTES = 48
+"""What a dict entry costs beside its key (hash table slots, the value)."""
+DENSE_SCORING_SHARE = 8
+"""A query whose postings number at least 1/8 of the documents is scored into one array over every document;
+any other over the documents its postings hold (the same scores, bit for bit; less time)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +98,32 @@ class Bm25Settings:
     indexed as a field of its own."""
     multifield: bool = False
     """Pyserini's multifield condition (module docstring): each field scored with its own statistics, summed."""
+
+    def __post_init__(self) -> None:
+        for name, low, high in (("k1", 0.0, math.inf), ("b", 0.0, 1.0)):
+            value = getattr(self, name)
+            if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value)
+                    or not low <= value <= high):
+                expected = "a finite number >= 0" if high == math.inf else f"a number from {low:g} to {high:g}"
+                raise UsageError(f"Bm25Settings({name}=...) must be {expected} (Lucene's range), got {preview(value)}")
+        if not isinstance(self.token_pattern, str):
+            raise UsageError(f"Bm25Settings(token_pattern=...) must be a regular expression (str), got "
+                             f"{preview(self.token_pattern)}")
+        try:
+            re.compile(self.token_pattern)
+        except re.error as e:
+            raise UsageError(f"Bm25Settings(token_pattern=...) is not a regular expression ({e}): "
+                             f"{preview(self.token_pattern)}") from None
+        if not isinstance(self.stemmer, str):
+            raise UsageError(f"Bm25Settings(stemmer=...) must name a PyStemmer algorithm (str), got "
+                             f"{preview(self.stemmer)}")
+        for name in ("stopwords", "fields"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value):
+                raise UsageError(f"Bm25Settings({name}=...) must be a tuple of strings, got {preview(value)}")
+        if not self.fields or len(set(self.fields)) != len(self.fields) or "_id" in self.fields:
+            raise UsageError(f"Bm25Settings(fields=...) must name distinct text columns of the corpus (not _id), got "
+                             f"{preview(self.fields)}")
 
     def describe(self) -> str:
         over = (f"{' and '.join(self.fields)} as separate fields (Pyserini's multifield: each field's own "
@@ -94,7 +150,11 @@ class Analyzer:
 
         self.split = re.compile(settings.token_pattern).findall
         self.stopwords = frozenset(settings.stopwords)
-        self.stem = Stemmer.Stemmer(settings.stemmer).stemWord
+        try:
+            self.stem = Stemmer.Stemmer(settings.stemmer).stemWord
+        except KeyError:
+            raise UsageError(f"Bm25Settings(stemmer={preview(settings.stemmer)}) is not a PyStemmer algorithm; "
+                             f"expected one of {', '.join(sorted(Stemmer.algorithms()))}") from None
 
     def terms(self, text: str) -> list[str]:
         return [self.stem(word) for word in self.split(text.lower()) if word not in self.stopwords]
@@ -107,12 +167,18 @@ class _TermIds(dict):
     def __init__(self, analyzer: Analyzer, vocabulary: dict[str, int]):
         super().__init__()
         self.analyzer, self.vocabulary = analyzer, vocabulary
+        self.cached_bytes = 0
 
     def __missing__(self, word: str) -> int:
-        if len(self) >= WORD_CACHE_LIMIT:
-            self.clear()
         value = STOP if word in self.analyzer.stopwords else self.vocabulary.get(self.analyzer.stem(word), OTHER)
+        size = sys.getsizeof(word) + WORD_ENTRY_BYTES
+        if size > WORD_CACHE_BYTES:
+            return value
+        if len(self) >= WORD_CACHE_LIMIT or self.cached_bytes + size > WORD_CACHE_BYTES:
+            self.clear()
+            self.cached_bytes = 0
         self[word] = value
+        self.cached_bytes += size
         return value
 
 
@@ -134,6 +200,23 @@ class QueryTermIndex:
             scores[self.indices[start:end]] += np.float32(count) * self.data[start:end]
         return scores
 
+    def postings(self, term_counts: Iterable[tuple[int, int]]) -> int:
+        """How many postings a query given as (term id, count) pairs sums."""
+        return sum(int(self.indptr[term + 1] - self.indptr[term]) for term, _ in term_counts)
+
+    def candidate_scores(self, term_counts: Sequence[tuple[int, int]], positions: np.ndarray,
+                         num_candidates: int) -> np.ndarray:
+        """`scores` over the candidates only: `positions` gives, for each posting of the query's terms in turn, its
+        document's place among the candidates. The same float32 additions in the same order as `scores`, so the
+        same values bit for bit."""
+        scores = np.zeros(num_candidates, dtype=np.float32)
+        taken = 0
+        for term, count in term_counts:
+            start, end = self.indptr[term], self.indptr[term + 1]
+            scores[positions[taken: taken + end - start]] += np.float32(count) * self.data[start:end]
+            taken += end - start
+        return scores
+
 
 def corpus_texts(table: pa.Table, fields: Sequence[str]) -> list[str]:
     """The indexed text of each row: `fields` joined with a space."""
@@ -146,34 +229,102 @@ def _spool_batch(spool, terms: np.ndarray, docs: np.ndarray, tfs: np.ndarray) ->
         spool.write(np.ascontiguousarray(array, dtype=np.int32).tobytes())
 
 
+def check_fields(table: pa.Table, fields: Sequence[str]) -> None:
+    """UsageError unless the corpus table has `_id` and every field of `fields` as a text column."""
+    for name in ("_id", *fields):
+        if name not in table.column_names:
+            raise UsageError(f"the corpus has no column {preview(name)} (Bm25Settings(fields=...) names the columns "
+                             f"indexed); its columns are {', '.join(map(preview, table.column_names))}")
+        kind = table.schema.field(name).type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            raise UsageError(f"the corpus column {preview(name)} holds {kind}, not text; Bm25Settings(fields=...) "
+                             "names text columns")
+
+
+def text_batches(table: pa.Table, fields: Sequence[str]) -> Iterator[pa.Table]:
+    """`table` in slices of at most BATCH_TEXT_BYTES of text in `fields` and BATCH_ROWS rows; a row with more than
+    LONG_DOCUMENT_BYTES of text is a slice of its own."""
+    sizes = np.zeros(table.num_rows, dtype=np.int64)
+    for name in fields:
+        sizes += pc.fill_null(pc.binary_length(table.column(name)), 0).to_numpy().astype(np.int64)
+    before = np.concatenate([[0], np.cumsum(sizes)])
+    long_rows = np.flatnonzero(sizes > LONG_DOCUMENT_BYTES)
+    start = 0
+    while start < table.num_rows:
+        next_long = long_rows[np.searchsorted(long_rows, start)] if len(long_rows) and long_rows[-1] >= start else None
+        if next_long == start:
+            end = start + 1
+        else:
+            end = int(np.searchsorted(before, before[start] + BATCH_TEXT_BYTES, side="right")) - 1
+            end = min(max(end, start + 1), start + BATCH_ROWS, table.num_rows if next_long is None else next_long)
+        yield table.slice(start, end - start)
+        start = end
+
+
+def _word_of(pattern: re.Pattern) -> Callable[[re.Match], object]:
+    """What `pattern.findall` gives for a match: the whole match, its one group, or the tuple of its groups."""
+    if pattern.groups == 0:
+        return operator.methodcaller("group")
+    if pattern.groups == 1:
+        return operator.methodcaller("group", 1)
+    return operator.methodcaller("groups", "")
+
+
+def _long_document(text: str, pattern: re.Pattern, lookup: Callable[[str], int], num_terms: int
+                   ) -> tuple[int, np.ndarray, np.ndarray]:
+    """(length, query terms, their counts) of one document, its words looked up PIECE_WORDS at a time."""
+    text = text.lower()  # (the caller holds no other reference: the text as given is freed here)
+    matches, word_of = pattern.finditer(text), _word_of(pattern)
+    length, counts = 0, np.zeros(num_terms, dtype=np.int64)
+    # (no list of the matches: holding thousands of them makes the garbage collector walk them again and again)
+    while len(ids := np.fromiter(map(lookup, map(word_of, itertools.islice(matches, PIECE_WORDS))), dtype=np.int32)):
+        length += int(np.count_nonzero(ids != STOP))
+        counts += np.bincount(ids[ids >= 0], minlength=num_terms)
+    terms = np.flatnonzero(counts)
+    return length, terms, counts[terms]
+
+
 def build_index(
     corpus: Iterable[pa.Table], term_ids: _TermIds, num_terms: int, settings: Bm25Settings, *,
     tmp_dir: str | None = None, field_statistics: bool = False,
 ) -> QueryTermIndex:
     """One pass over `corpus` (tables with `_id` and the text fields) into a QueryTermIndex of the query terms.
     `field_statistics`: N and the average length count only the documents with a term in the field (Lucene's)."""
-    split = re.compile(settings.token_pattern).findall
+    pattern = re.compile(settings.token_pattern)
+    split = pattern.findall
     lookup = term_ids.__getitem__
     doc_frequency = np.zeros(num_terms, dtype=np.int64)
     lengths, id_chunks, batch_sizes = [], [], []
     num_docs = 0
     with tempfile.TemporaryFile(dir=tmp_dir, prefix="ragloaders-bm25-") as spool:
         for table in corpus:
+            check_fields(table, settings.fields)
             if not table.num_rows:
                 continue
-            id_chunks.extend(table.column("_id").chunks)
-            tokens = [list(map(lookup, split(text.lower()))) for text in corpus_texts(table, settings.fields)]
-            counts = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
-            flat = np.fromiter(itertools.chain.from_iterable(tokens), dtype=np.int64, count=int(counts.sum()))
-            local = np.repeat(np.arange(len(tokens), dtype=np.int64), counts)
-            lengths.append(np.bincount(local[flat != STOP], minlength=len(tokens)).astype(np.int32))
-            query_terms = flat >= 0
-            keys, tfs = np.unique(flat[query_terms] * len(tokens) + local[query_terms], return_counts=True)
-            terms, docs = np.divmod(keys, len(tokens))
-            doc_frequency += np.bincount(terms, minlength=num_terms)
-            _spool_batch(spool, terms, docs + num_docs, tfs)
-            batch_sizes.append(len(keys))
-            num_docs += len(tokens)
+            id_chunks.extend(table.column("_id").cast(pa.string()).chunks)
+            for batch in text_batches(table, settings.fields):
+                texts = corpus_texts(batch, settings.fields)
+                if len(texts) == 1 and len(texts[0]) > LONG_DOCUMENT_BYTES:
+                    length, terms, tfs = _long_document(texts.pop(), pattern, lookup, num_terms)
+                    lengths.append(np.array([length], dtype=np.int32))
+                    docs = np.zeros(len(terms), dtype=np.int64)
+                else:
+                    tokens = [list(map(lookup, split(text.lower()))) for text in texts]
+                    del texts
+                    counts = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+                    flat = np.fromiter(itertools.chain.from_iterable(tokens), dtype=np.int32, count=int(counts.sum()))
+                    del tokens
+                    local = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+                    lengths.append(np.bincount(local[flat != STOP], minlength=len(counts)).astype(np.int32))
+                    query_terms = flat >= 0
+                    keys, tfs = np.unique(flat[query_terms].astype(np.int64) * len(counts) + local[query_terms],
+                                          return_counts=True)
+                    del flat, local, query_terms
+                    terms, docs = np.divmod(keys, len(counts))
+                doc_frequency += np.bincount(terms, minlength=num_terms)
+                _spool_batch(spool, terms, docs + num_docs, tfs)
+                batch_sizes.append(len(terms))
+                num_docs += batch.num_rows
         spool.seek(0)
         doc_lengths = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int32)
         return _lay_out(spool, batch_sizes, doc_frequency, doc_lengths, settings,
@@ -217,10 +368,71 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return candidates[np.lexsort((candidates, -scores[candidates]))]
 
 
-def check_top_k(top_k: int, name: str) -> None:
-    """UsageError unless `top_k` is at least 1, naming it as the caller gave it (`name`: its keyword or option)."""
+def check_top_k(top_k: object, name: str) -> None:
+    """UsageError unless `top_k` is a whole number (an int) of at least 1, naming it as the caller gave it (`name`:
+    its keyword or option)."""
+    if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral):
+        raise UsageError(f"{name} must be a whole number of documents (an int, at least 1), got {preview(top_k)}")
     if top_k < 1:
         raise UsageError(f"{name} must be at least 1, got {preview(top_k)}")
+
+
+def refuse_repeated_query_ids(queries: Sequence[tuple[str, str]], name: str) -> None:
+    """SourceError naming a query id that `queries` hold twice (a run ranks each query once: eval refuses a run
+    that lists a document twice for a query); `name` says which queries they are."""
+    first: dict[str, int] = {}
+    for position, (query_id, _) in enumerate(queries):
+        if first.setdefault(query_id, position) != position:
+            repeats = sum(1 for other, _ in queries if other == query_id)
+            raise SourceError(name, f"the query id {preview(query_id)} is held by {repeats} of the {len(queries):,} "
+                                    f"queries ranked (at positions {first[query_id] + 1} and {position + 1}); a run "
+                                    "ranks each query once, so query ids must be unique (`ragloaders validate` lists "
+                                    "the duplicates)")
+
+
+def refuse_repeated_doc_ids(doc_ids: pa.ChunkedArray, name: str) -> None:
+    """SourceError naming a row without an id or an id that two rows hold (`name` says which corpus): a run lists a
+    document once per query, and eval refuses one listing it twice. Arrow hashes the ids (no Python string each)."""
+    if doc_ids.null_count:
+        row = int(np.flatnonzero(np.asarray(doc_ids.is_null()))[0])
+        raise SourceError(name, f"row {row} has no _id (null): a run names each document by its id")
+    counts = pc.value_counts(doc_ids)
+    repeated = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+    if len(repeated):
+        value = repeated[0].as_py()
+        rows = np.flatnonzero(np.asarray(pc.equal(doc_ids, value)))
+        raise SourceError(name, f"the _id {preview(value)} is held by {len(rows)} rows "
+                                f"({', '.join(map(str, rows[:5]))}{', …' if len(rows) > 5 else ''}, counting from 0); "
+                                f"{len(repeated):,} {'id repeats' if len(repeated) == 1 else 'ids repeat'} in all. A "
+                                "run lists a document once per query, so corpus ids must be unique (`ragloaders "
+                                "validate` lists the duplicates)")
+
+
+def rank_query(indexes: Sequence[QueryTermIndex], term_counts: Sequence[tuple[int, int]], k: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(document rows best first, their float32 scores) of one query, its scores summed over `indexes` (the fields),
+    as `top_k` picks them: a query without a term costs nothing, one with few postings only their documents."""
+    postings = sum(index.postings(term_counts) for index in indexes)
+    if not postings:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    if postings * DENSE_SCORING_SHARE >= indexes[0].num_docs:
+        scores = indexes[0].scores(term_counts)
+        for field_index in indexes[1:]:
+            scores += field_index.scores(term_counts)
+        best = top_k(scores, k)
+        return best, scores[best]
+    rows = np.concatenate([index.indices[index.indptr[term]: index.indptr[term + 1]]
+                           for index in indexes for term, _ in term_counts])
+    # candidates in document order, so that top_k's ties still go to the earlier document
+    candidates, positions = np.unique(rows, return_inverse=True)
+    scores, taken = None, 0
+    for index in indexes:
+        size = index.postings(term_counts)
+        part = index.candidate_scores(term_counts, positions[taken: taken + size], len(candidates))
+        taken += size
+        scores = part if scores is None else scores + part
+    best = top_k(scores, k)
+    return candidates[best], scores[best]
 
 
 def rank(
@@ -230,11 +442,16 @@ def rank(
     top_k_docs: int = 1000,
     settings: Bm25Settings = DEFAULT_SETTINGS,
     tmp_dir: str | None = None,
+    corpus_name: str = "corpus",
+    queries_name: str = "queries",
 ) -> Iterator[tuple[str, list[str], list[float]]]:
     """(query id, document ids best first, their scores) for each (query id, text) of `queries`, over `corpus`
     (tables with `_id` and the text fields, read once). Only documents sharing a term with the query are
-    returned, so a query may get fewer than `top_k_docs` (none if all its words are stopwords)."""
+    returned, so a query may get fewer than `top_k_docs` (none if all its words are stopwords). A query id given
+    twice or a corpus id held by two rows (or none) is refused (SourceError naming `queries_name` / `corpus_name`)
+    before any query is ranked: a run could not be scored."""
     check_top_k(top_k_docs, "top_k_docs")
+    refuse_repeated_query_ids(queries, queries_name)
     analyzer = Analyzer(settings)
     vocabulary: dict[str, int] = {}
     query_terms = []
@@ -248,11 +465,8 @@ def rank(
                                field_statistics=True) for field in settings.fields]
     else:
         indexes = [build_index(corpus, term_ids, len(vocabulary), settings, tmp_dir=tmp_dir)]
-    index = indexes[0]
+    doc_ids = indexes[0].doc_ids
+    refuse_repeated_doc_ids(doc_ids, corpus_name)
     for query_id, counts in query_terms:
-        scores = index.scores(counts)
-        for field_index in indexes[1:]:
-            scores += field_index.scores(counts)
-        best = top_k(scores, top_k_docs)
-        yield query_id, index.doc_ids.take(pa.array(best)).to_pylist(), [float(s) for s in scores[best]]
-
+        best, scores = rank_query(indexes, counts, top_k_docs)
+        yield query_id, doc_ids.take(pa.array(best)).to_pylist() if len(best) else [], [float(s) for s in scores]

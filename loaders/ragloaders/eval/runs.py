@@ -471,13 +471,23 @@ _TREC_UNWRITABLE = re.compile(r"[ \t\n\r\x0b\x0c\x00]")
 cannot hold). Any other character, NBSP or U+001C included, is read back inside its field."""
 
 
+NUL_UNSCORABLE = ("holds a NUL byte, which no run format carries to `ragloaders eval` (trec_eval ends an id there); "
+                  "give it another id")
+
+
+def refuse_nul(value: str, what: str) -> None:
+    """UsageError for an id holding a NUL, which eval refuses in a run of any format (trec_eval ends an id there)."""
+    if "\0" in value:
+        raise UsageError(f"{what} {preview(value)} {NUL_UNSCORABLE}")
+
+
 def check_trec_id(value: str, what: str, *, starts_file: bool = False) -> None:
     """Refuse exactly the ids a TREC run could not give back as written: empty, holding a character of
     _TREC_UNWRITABLE or a lone surrogate (not UTF-8), or, `starts_file`, beginning with U+FEFF (read as the BOM)."""
+    refuse_nul(value, what)
     if not value or _TREC_UNWRITABLE.search(value):
-        raise UsageError(f"{what} {preview(value)} is empty or holds a space, tab, line end, vertical tab, form "
-                         f"feed or NUL, "
-                         "which a TREC run cannot hold; write the run as .parquet or .jsonl instead")
+        raise UsageError(f"{what} {preview(value)} is empty or holds a space, tab, line end, vertical tab or form "
+                         "feed, which a TREC run cannot hold; write the run as .parquet or .jsonl instead")
     if not value.isascii():
         try:
             value.encode("utf-8")
@@ -519,6 +529,9 @@ def _write_trec(path: str, rankings: Iterable[tuple[str, Sequence[str], Sequence
 def _table_batches(rankings: Iterable[tuple[str, Sequence[str], Sequence[float]]]) -> Iterator[pa.Table]:
     columns: tuple[list, list, list] = ([], [], [])
     for query_id, doc_ids, scores in rankings:
+        refuse_nul(query_id, "query id")
+        for doc_id in doc_ids:
+            refuse_nul(doc_id, "document id")
         columns[0].extend([query_id] * len(doc_ids))
         columns[1].extend(doc_ids)
         columns[2].extend(float(s) for s in scores)
@@ -541,7 +554,9 @@ def _write_jsonl(path: str, rankings: Iterable[tuple[str, Sequence[str], Sequenc
     count = 0
     with open(path, "wb") as f:
         for query_id, doc_ids, scores in rankings:
+            refuse_nul(query_id, "query id")
             for doc_id, score in zip(doc_ids, scores):
+                refuse_nul(doc_id, "document id")
                 f.write(orjson.dumps({"query-id": query_id, "corpus-id": doc_id, "score": float(score)}) + b"\n")
                 count += 1
     return count

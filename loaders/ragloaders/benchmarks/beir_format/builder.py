@@ -39,6 +39,19 @@ def _zip_root(location: str) -> str:
     return roots[0] if roots else ""
 
 
+def _refuse_irregular_qrels(files: SourceFiles) -> None:
+    """SourceError naming an entry of a folder's qrels/ with a `.tsv` name that is not a regular file (a folder, a
+    FIFO, a device, a socket, a dangling link): it would be no split, silently. (A zip holds only files and folders,
+    and its folders are not files_in's.)"""
+    folder = files.display(QRELS_FOLDER)
+    if files.is_zip or not os.path.isdir(folder):
+        return
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".tsv") and not os.path.isfile(os.path.join(folder, name)):
+            raise SourceError(os.path.join(folder, name), f"not a regular file: each {QRELS_FOLDER}/<split>.tsv is a "
+                                                          "regular file of qrels (or a link to one)")
+
+
 UNKNOWN = BeirLayout(PATH, (), JSON_TEXT, JSON_TEXT)
 """The layout before any folder is named: the configs and their columns are known, the qrels splits are not."""
 
@@ -56,6 +69,7 @@ def find_layout(data_dir: str | None) -> tuple[BeirLayout, SourceFiles]:
             found = not files.is_zip and os.path.lexists(files.display(name))
             raise MissingSourceError(f"{where}: not in BEIR's layout: {name} is "
                                      f"{'not a regular file' if found else 'missing'} (expected {LAYOUT})")
+    _refuse_irregular_qrels(files)
     found = [name[: -len(".tsv")] for name in files.files_in(QRELS_FOLDER) if name.endswith(".tsv")]
     if not found:
         raise MissingSourceError(f"{where}: not in BEIR's layout: no {QRELS_FOLDER}/<split>.tsv file (expected "
