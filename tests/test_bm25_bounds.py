@@ -67,6 +67,19 @@ def test_a_corpus_id_held_by_two_rows_is_refused_before_anything_is_written(tmp_
     assert not run.exists()
 
 
+def test_a_judged_query_without_text_is_named_and_a_split_with_nothing_to_rank_writes_no_run(tmp_path, capsys):
+    """A judged query missing from queries.jsonl was left out with no word ("1 line for 1 test query"), and a split
+    whose judged queries are all missing (or a header-only qrels file) wrote an empty run with exit 0."""
+    where = user_folder(tmp_path, [("d1", "apple"), ("d2", "pear")], [("q1", "apple")],
+                        {"test": [("q1", "d1", 1), ("q9", "d2", 1)], "dev": [("q9", "d2", 1)]})
+    options = ["--data-dir", where["data_dir"], "--cache-dir", where["cache_dir"]]
+    assert main(["bm25", "beir-format", "--out", str(tmp_path / "test.trec"), *options]) == 0
+    assert "1 query the test qrels judge is not in its queries (first 'q9'): not ranked" in capsys.readouterr().err
+    assert main(["bm25", "beir-format", "--split", "dev", "--out", str(tmp_path / "dev.trec"), *options]) == 2
+    assert "beir-format dev: no query to rank" in capsys.readouterr().err
+    assert not (tmp_path / "dev.trec").exists()
+
+
 def test_a_query_id_given_twice_is_refused(tmp_path, capsys):
     where = user_folder(tmp_path, [("d1", "apple banana")], [("q1", "apple"), ("q1", "banana")])
     run = tmp_path / "run.parquet"

@@ -12,7 +12,9 @@ import pyarrow as pa
 from ..api import load, normalized
 from ..core.errors import SourceError, UsageError
 from ..core.facts import EvalConventions
+from ..core.log import warn
 from ..core.output_target import check_output
+from ..core.plural import counted
 from ..core.preview import preview
 from .bm25 import DEFAULT_SETTINGS, Bm25Settings, check_top_k, rank
 from .data import conventions_of, corpus_tables, display_name, load_qrels, load_queries, open_scored_source
@@ -50,11 +52,18 @@ def _judged_queries(
     path: str, split: str, conventions: EvalConventions, where: dict
 ) -> tuple[list[tuple[str, str]], Qrels | None]:
     """The queries a run of this split ranks: those the split's qrels judge (every query of the split when the
-    benchmark has no relevance labels), with the qrels."""
+    benchmark has no relevance labels), with the qrels. A judged query the queries config lacks cannot be ranked:
+    one warning names how many and the first."""
     if conventions.unlabelled:
         return load_queries(path, split, **where), None
     qrels = load_qrels(path, split, **where)
-    return load_queries(path, split, qrels, **where), qrels
+    queries = load_queries(path, split, qrels, **where)
+    if len(queries) < len(qrels):
+        found = {query_id for query_id, _ in queries}
+        absent = [query_id for query_id in qrels if query_id not in found]
+        warn(f"{path}: {counted(len(absent), 'query', 'queries')} the {split} qrels judge "
+             f"{'is' if len(absent) == 1 else 'are'} not in its queries (first {preview(absent[0])}): not ranked")
+    return queries, qrels
 
 
 TOP_K = "--top-k (top_k= in Python)"
@@ -131,6 +140,9 @@ def bm25(
                 _refuse_unscorable_ids(doc_ids, f"{named} corpus", "document id")
                 counted["unranked"] += not doc_ids
                 yield prefix + query_id, [prefix + doc_id for doc_id in doc_ids], scores
+        if not counted["queries"]:  # (an empty run would look like a complete one)
+            raise UsageError(f"{shown} {split}: no query to rank (its qrels judge none, or none that its queries "
+                             "hold); no run written")
 
     lines = write_run(out, rankings(), tag=RUN_TAG)
     read = opened.repository.describe() if opened.repository and opened.repository.repo_id else ""
