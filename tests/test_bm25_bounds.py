@@ -80,6 +80,14 @@ def test_a_judged_query_without_text_is_named_and_a_split_with_nothing_to_rank_w
     assert not (tmp_path / "dev.trec").exists()
 
 
+def test_reranking_tables_refuse_a_query_id_given_two_texts(tmp_path):
+    """The texts of every split were merged into one dict: the last text of a repeated id was ranked, silently."""
+    where = user_folder(tmp_path, [("d1", "apple"), ("d2", "pear")], [("q1", "apple"), ("q1", "pear")])
+    with pytest.raises(SourceError) as caught:
+        reranking_tables("beir-format", **where)
+    assert_names(caught.value, "queries", "'q1'", "two texts", "'apple'", "'pear'")
+
+
 def test_a_query_id_given_twice_is_refused(tmp_path, capsys):
     where = user_folder(tmp_path, [("d1", "apple banana")], [("q1", "apple"), ("q1", "banana")])
     run = tmp_path / "run.parquet"

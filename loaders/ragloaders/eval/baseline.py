@@ -192,10 +192,15 @@ def reranking_tables(
 
 
 def _all_queries(path: str, only: dict[str, None], where: dict) -> list[tuple[str, str]]:
-    """(query id, text) of the queries in `only`, from every split of the queries config."""
+    """(query id, text) of the queries in `only`, from every split of the queries config; a SourceError naming a
+    query id given two texts (which one to rank is not known)."""
     seen: dict[str, str] = {}
     for split in load(path, "queries", **where):
-        seen.update(load_queries(path, split, only, **where))
+        for query_id, text in load_queries(path, split, only, **where):
+            if seen.setdefault(query_id, text) != text:
+                raise SourceError(f"{path} queries", f"the query id {preview(query_id)} is given two texts "
+                                                     f"({preview(seen[query_id])} and {preview(text)}): which one "
+                                                     "to rank is not known")
     return list(seen.items())
 
 
