@@ -429,6 +429,7 @@ print(code, peak_kb // 1024)
 """
 
 
+@pytest.mark.slow  # (two children, 170 MB of pages printed: seconds; CI runs it)
 def test_docs_prints_as_it_goes_in_memory_bounded_whatever_the_number_of_ids(crag_build, tmp_path):
     """Every row was made before the first was printed: 400 ids of CRAG's largest page (1.7 MB of HTML and text)
     took 2.9 GB. Now rows are made and printed PRINTED_AT_ONCE at a time."""

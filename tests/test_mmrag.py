@@ -118,6 +118,7 @@ def test_a_list_literal_is_read_as_ast_literal_eval_reads_it():
     assert parsed > 5_000
 
 
+@pytest.mark.slow  # (a child parses 10 MB of answer: seconds; CI runs it)
 def test_a_list_literal_is_read_in_memory_and_time_linear_in_its_length(tmp_path):
     """ast.literal_eval's syntax tree cost ~260 bytes per byte of a list of short strings (3 MB of answer: 1 GB),
     and the answer was parsed twice. In a child allowed 512 MB of address space past its imports, an answer of 10 MB
