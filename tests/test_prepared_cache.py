@@ -90,3 +90,20 @@ def test_a_cache_prepared_without_a_record_is_prepared_again_once(folder, tmp_pa
     prepared = {path: path.stat().st_ino for path in cache.rglob("*.arrow")}
     assert titles(folder, cache) == {"AFTER"}
     assert {path: path.stat().st_ino for path in cache.rglob("*.arrow")} == prepared
+
+
+def test_a_load_that_did_not_prepare_the_cache_records_nothing(folder, tmp_path):
+    """With no record, even with no cache yet, a load prepares the cache itself: another load may be preparing it
+    from other files, which it would then reuse and record as made from its own. A load given its own download_mode
+    (here: reuse whatever is there) records nothing, so an edit it did not read is read by the next load."""
+    from ragloaders.core.prepared_cache import PreparedCache
+
+    cache = tmp_path / "cache"
+    assert PreparedCache(str(folder), "corpus", str(cache)).download_mode() == "force_redownload"
+    titles(folder, cache)
+    assert PreparedCache(str(folder), "corpus", str(cache)).download_mode() is None
+    rewrite(folder, "EDITED")
+    reused = ragloaders.load(str(folder), "corpus", split="corpus", cache_dir=str(cache),
+                             download_mode="reuse_dataset_if_exists")
+    assert "EDITED" not in set(reused["title"])  # (as asked: the old cache)
+    assert titles(folder, cache) == {"EDITED"}

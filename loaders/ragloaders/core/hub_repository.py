@@ -197,14 +197,13 @@ class Repository:
         prepared = None
         if not streaming and os.path.isdir(self.location):
             prepared = PreparedCache(self.location, config, cache_dir, self.hub_revision)
-            mode = prepared.download_mode()
-            if mode is not None and kwargs.get("download_mode") is None:
-                kwargs["download_mode"] = mode
+            if kwargs.get("download_mode") is None:
+                kwargs["download_mode"] = prepared.download_mode()
         try:
             loaded = datasets.load_dataset(self.location, config, split=split, streaming=streaming,
                                            cache_dir=cache_dir, revision=self.hub_revision, **kwargs)
             if prepared is not None:
-                prepared.remember()
+                prepared.remember(kwargs["download_mode"])
             if self.folder is None and self.repo_id is not None and self.commit is not None:
                 remember_revision(self.repo_id, self.revision, self.commit)
             return loaded

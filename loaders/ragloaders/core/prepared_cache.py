@@ -3,10 +3,12 @@
 `datasets` names the prepared cache of a local folder's config by the folder's name, the config and a hash of its
 card, not by its data files' contents or identity (huggingface/datasets#2956): a Parquet file edited, cut or replaced
 after a load, or another folder of the same name and card, was read from the old cache, rows and all, with no error.
-So each load of a local folder records the identity (`file_identity`: size, times, device, inode) of the data files
-the cache was prepared from, in `user_cache_dir("prepared")`, in a file named by a digest of the cache's folder; a
-load that finds a prepared cache but not its record, or files that are not the recorded ones, prepares the cache
-again (`datasets`' `force_redownload`), so that a damaged file is found and an edit is read.
+So a load of a local folder that prepares the cache itself records the identity (`file_identity`: size, times,
+device, inode) of the data files it prepared it from, and of the `dataset_info.json` that preparation wrote (a new
+file each time the cache is prepared), in `user_cache_dir("prepared")`, in a file named by a digest of the cache's
+folder. A load whose files or cache are not the recorded ones (no record included: a cache being prepared by another
+load, a cache that load then reuses) prepares the cache again (`datasets`' `force_redownload`), so that a damaged file
+is found and an edit is read; a load that reuses a cache as its record describes it records nothing new.
 
 A record is trusted as far as the cache it describes: whoever can write the user's cache folders can change either.
 """
@@ -25,6 +27,9 @@ from .user_cache import read_small_json, user_cache_dir
 RECORD_LIMIT = 4 << 20
 """Bytes of a record read back, at most (a config of thousands of data files)."""
 TEMPORARY_PREFIX = ".prepared-"
+PREPARED_MARK = "dataset_info.json"
+"""The file `datasets` writes in a cache it has prepared (a new one each preparation): which preparation a record is
+of."""
 ABANDONED_AFTER = 3600.0
 """Seconds after which a temporary record file is one a killed load left (a write takes milliseconds)."""
 
@@ -45,24 +50,26 @@ class PreparedCache:
         self.record_path = user_cache_dir("prepared", f"{digest}.json")
 
     def _body(self) -> dict[str, Any]:
-        return {"cache": self.folder, "files": self.identities}
+        return {"cache": self.folder, "files": self.identities,
+                "prepared": file_identity(os.path.join(self.folder, PREPARED_MARK))}
 
     def download_mode(self) -> str | None:
-        """`force_redownload` when a prepared cache is there but is not recorded as made from these data files as
-        they are now; None when there is none (datasets prepares it) or it is."""
-        if not os.path.isdir(self.folder):
-            return None
+        """None when the prepared cache is recorded as made from these data files as they are now (and is the very
+        preparation recorded); else `force_redownload`, also when there is no cache yet: another load may be
+        preparing it from other files, which this load would otherwise reuse."""
         try:
             recorded = read_small_json(self.record_path, RECORD_LIMIT)
         except OSError:
             recorded = None
         return None if recorded == self._body() else "force_redownload"
 
-    def remember(self) -> None:
-        """Record that the cache is now prepared from the data files as they were when this was made, unless one
-        has changed since (then the next load prepares it again). Best effort: a cache folder that cannot be
-        written only leaves the next load to prepare the cache again."""
-        if [file_identity(file) for file in self.files] != self.identities:
+    def remember(self, download_mode: Any) -> None:
+        """After a load given `download_mode`: record that the cache is prepared from the data files as they were
+        when this was made, if that load prepared it (`force_redownload`) and no file has changed since (else the
+        next load prepares it again). Best effort: a cache folder that cannot be written only leaves the next load
+        to prepare the cache again."""
+        if (getattr(download_mode, "value", download_mode) != "force_redownload"
+                or [file_identity(file) for file in self.files] != self.identities):
             return
         text = json.dumps(self._body())
         if len(text) > RECORD_LIMIT:

@@ -407,11 +407,11 @@ def _load_repository(repository: str, metadata: dict[str, Any], cache_dir: str |
     loaded, unloadable = {}, []
     for config in configs:
         prepared = PreparedCache(repository, config, cache_dir) if os.path.isdir(repository) else None
+        mode = prepared.download_mode() if prepared is not None else None
         try:
-            loaded[config] = datasets.load_dataset(repository, config, cache_dir=cache_dir,
-                                                   download_mode=prepared and prepared.download_mode())
+            loaded[config] = datasets.load_dataset(repository, config, cache_dir=cache_dir, download_mode=mode)
             if prepared is not None:
-                prepared.remember()
+                prepared.remember(mode)
         except DatasetGenerationError as e:  # a column the card declares that its file cannot be cast to
             where = ", ".join(f for (c, _), f in files.items() if c == config) or f"{repository} ({config})"
             unloadable.append(finding("column_type", config, None, [], 1, f"{where}: does not load as the card "
