@@ -8,8 +8,9 @@ this module does:
   negated scores, in the order the run lists them. A query with at most 15 documents is sorted by insertion
   sort, so equal scores keep the run's order; with 16 or more, ties end up wherever that quicksort
   (median-of-three pivot, two-sided partition, insertion sort below 16 elements) leaves them.
-  `ranx_order` reproduces that sort exactly; scoring follows it only where tied documents differ in gain (the
-  measures depend on the gains' order alone), and refuses a query whose scores make it quadratic (CostlyTieOrder).
+  `ranx_order` reproduces that sort exactly (its partitions made with numpy); scoring follows it only where tied
+  documents differ in relevance or gain (the measures depend on those alone), and refuses a query whose scores make
+  it quadratic past QUICKSORT_WORK (CostlyTieOrder).
   trec_eval instead breaks ties by document id.
 - Relevance. A document is relevant when its grade is >= the relevance level (1): grade 0 counts as not
   judged relevant, and nDCG's gains are the grades themselves (Järvelin's form, gain / log2(rank + 1)).
@@ -68,7 +69,7 @@ def parse_ranx_metrics(names: Iterable[str]) -> list[RanxMetric]:
     return metrics
 
 
-def _insertion_sort(keys: Sequence[float], order: list[int], low: int, high: int) -> None:
+def _insertion_sort(keys: np.ndarray, order: np.ndarray, low: int, high: int) -> None:
     """Sort order[low..high] (inclusive) by keys; stable."""
     for i in range(low + 1, high + 1):
         moving = order[i]
@@ -81,16 +82,21 @@ def _insertion_sort(keys: Sequence[float], order: list[int], low: int, high: int
 
 
 class CostlyTieOrder(ValueError):
-    """The quicksort that ranx's order follows would take more than QUICKSORT_WORK steps: scores arranged (a
-    "median-of-three killer") to make it quadratic."""
+    """The quicksort that ranx's order follows would handle more than QUICKSORT_WORK elements: scores arranged (a
+    "median-of-three killer") to make it quadratic, at a size where that is minutes."""
 
 
-QUICKSORT_WORK = 4
-"""Elements partitioned at most, per element and per halving of n (a random order with ties takes about 1.2)."""
+QUICKSORT_WORK = 2_000_000_000
+"""Elements partitioned at most (seconds of numpy): a quadratic order of up to ~90,000 documents is still sorted as
+ranx sorts it; a larger one is refused."""
 
 
-def _partition(keys: Sequence[float], order: list[int], low: int, high: int) -> int:
-    """Median-of-three pivot parked at `high`, two indices moving inwards; returns the pivot's final place."""
+def _partition(keys: np.ndarray, order: np.ndarray, low: int, high: int) -> int:
+    """Median-of-three pivot parked at `high`, two indices moving inwards; returns the pivot's final place.
+
+    The two indices stop at the elements not below (left) and not above (right) the pivot and swap them while they
+    have not crossed: that pairs the k-th such element from the left with the k-th from the right for as long as
+    the first lies left of the second, so the swaps are found and made with numpy, not an element at a time."""
     mid = (low + high) >> 1
     if keys[order[mid]] < keys[order[low]]:
         order[low], order[mid] = order[mid], order[low]
@@ -100,38 +106,38 @@ def _partition(keys: Sequence[float], order: list[int], low: int, high: int) -> 
         order[low], order[mid] = order[mid], order[low]
     pivot = keys[order[mid]]
     order[high], order[mid] = order[mid], order[high]
-    i, j = low, high - 1
-    while True:
-        while i < high and keys[order[i]] < pivot:
-            i += 1
-        while j >= low and pivot < keys[order[j]]:
-            j -= 1
-        if i >= j:
-            break
-        order[i], order[j] = order[j], order[i]
-        i += 1
-        j -= 1
-    order[i], order[high] = order[high], order[i]
-    return i
+    values = keys[order[low:high]]
+    left = np.flatnonzero(values >= pivot) + low
+    right = (np.flatnonzero(values <= pivot) + low)[::-1]
+    pairs = min(len(left), len(right))
+    crossed = np.flatnonzero(left[:pairs] >= right[:pairs])
+    swaps = int(crossed[0]) if len(crossed) else pairs
+    if swaps:
+        moved = order[left[:swaps]]
+        order[left[:swaps]] = order[right[:swaps]]
+        order[right[:swaps]] = moved
+    place = min(int(left[swaps]) if swaps < len(left) else high, int(right[swaps - 1]) if swaps else high)
+    order[place], order[high] = order[high], order[place]
+    return place
 
 
 def quicksort_order(keys: Sequence[float]) -> list[int]:
-    """The permutation numba's `np.argsort(keys)` (kind quicksort) returns, computed in Python. CostlyTieOrder when
-    its partitions would handle more than QUICKSORT_WORK * n * (log2(n) + 1) elements (an order that makes
-    quicksort quadratic), before doing so."""
-    order = list(range(len(keys)))
-    if len(keys) < 2:
-        return order
-    budget = QUICKSORT_WORK * len(keys) * (len(keys).bit_length() + 1)
-    pending = [(0, len(keys) - 1)]
+    """The permutation numba's `np.argsort(keys)` (kind quicksort) returns. CostlyTieOrder when its partitions would
+    handle more than QUICKSORT_WORK elements (an order that makes quicksort quadratic), before doing so."""
+    values = np.asarray(keys, dtype=np.float64)
+    order = np.arange(len(values), dtype=np.int64)
+    if len(values) < 2:
+        return order.tolist()
+    budget = QUICKSORT_WORK
+    pending = [(0, len(values) - 1)]
     while pending:
         low, high = pending.pop()
         while high - low >= INSERTION_SORT_BELOW - 1:
             budget -= high - low + 1
             if budget < 0:
-                raise CostlyTieOrder(f"{len(keys):,} scores with ties, in an order that makes numba's quicksort (and "
+                raise CostlyTieOrder(f"{len(values):,} scores with ties, in an order that makes numba's quicksort (and "
                                      "so ranx, whose tie order this follows) take quadratic time")
-            pivot = _partition(keys, order, low, high)
+            pivot = _partition(values, order, low, high)
             if high - pivot > pivot - low:  # the larger part waits; the smaller one is sorted first
                 if high > pivot:
                     pending.append((pivot + 1, high))
@@ -140,8 +146,8 @@ def quicksort_order(keys: Sequence[float]) -> list[int]:
                 if pivot > low:
                     pending.append((low, pivot - 1))
                 low = pivot + 1
-        _insertion_sort(keys, order, low, high)
-    return order
+        _insertion_sort(values, order, low, high)
+    return order.tolist()
 
 
 def ranx_order(docs: Mapping[str, float]) -> list[str]:
@@ -181,14 +187,16 @@ def query_values(grades: Mapping[str, int], ranked: Sequence[str], metrics: Sequ
 
 def _scoring_order(query_id: str, docs: Mapping[str, float], grades: Mapping[str, int],
                    relevance_level: int) -> list[str]:
-    """`docs` in an order whose gains are those of ranx_order's, which the measures depend on alone: ranx_order
-    itself where scores tie between documents of different gains (a grade below `relevance_level` gains nothing),
-    else score descending with equal scores in the run's order. A UsageError naming the query when ranx_order's
-    quicksort would be quadratic (CostlyTieOrder)."""
-    gains_of_score: dict[float, set[int]] = {}
+    """`docs` in an order whose relevance and gains are those of ranx_order's, which the measures depend on alone:
+    ranx_order itself where scores tie between documents that differ in them (a judged document with a grade of at
+    least `relevance_level` is relevant and gains its grade; any other, judged or not, neither), else score
+    descending with equal scores in the run's order. A UsageError naming the query when ranx_order's quicksort
+    would be quadratic (CostlyTieOrder)."""
+    gains_of_score: dict[float, set[int | None]] = {}
     for doc_id, score in docs.items():
-        grade = grades.get(doc_id, 0)
-        gains_of_score.setdefault(-float(score), set()).add(grade if grade >= relevance_level else 0)
+        grade = grades.get(doc_id)
+        gains_of_score.setdefault(-float(score), set()).add(
+            grade if grade is not None and grade >= relevance_level else None)
     if all(len(gains) == 1 for gains in gains_of_score.values()):
         doc_ids, keys = list(docs), [-float(score) for score in docs.values()]
         return [doc_ids[i] for i in sorted(range(len(keys)), key=keys.__getitem__)]
