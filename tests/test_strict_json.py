@@ -160,6 +160,7 @@ PAST_A_DOUBLE = b"1" + b"0" * 400
     (b'{"a": ' + PAST_A_DOUBLE + b', "a": 2}', "duplicate key 'a'"),
     (b"[" + PAST_A_DOUBLE + b', "\xff"]', "invalid UTF-8"),
     (b"[" + PAST_A_DOUBLE + b", 1,, 2]", "invalid JSON (Expecting value)"),
+    (b"[1" + b"0" * 5_000 + b"]", "an integer of more than 4,300 digits"),
 ])
 def test_an_integer_past_a_doubles_range_is_kept_exact_under_the_same_rules(text, refused):
     """orjson refuses an integer of 309 digits or more ("number is infinity when parsed as double"): such a value,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 import orjson
@@ -164,8 +165,8 @@ BEYOND_DOUBLE = "number is infinity when parsed as double"
 
 def _loads_beyond_double(text: bytes, error: Exception) -> Any:
     """`text`, which orjson refused for a number past a double's range, read by Python's json under the same rules:
-    integers of any size exact; a float past a double's range, NaN and Infinity, invalid UTF-8, an unpaired
-    surrogate escape and a duplicate key refused."""
+    integers exact (up to Python's bound on digits converted, 4,300 by default); a float past a double's range, NaN
+    and Infinity, invalid UTF-8, an unpaired surrogate escape and a duplicate key refused."""
     try:
         decoded = text.decode("utf-8")
     except UnicodeDecodeError:
@@ -187,6 +188,11 @@ def _loads_beyond_double(text: bytes, error: Exception) -> Any:
         raise ContentError("invalid JSON (nested too deeply for Python's json)") from None
     except json.JSONDecodeError as e:
         raise ContentError(f"invalid JSON ({e.msg}){text_at(e)}") from None
+    except ValueError as e:  # int() of more than sys.get_int_max_str_digits() digits (its time is their square)
+        if "integer string conversion" not in str(e):  # (a duplicate key, a float past the range: said already)
+            raise
+        raise ContentError(f"an integer of more than {sys.get_int_max_str_digits():,} digits, more than Python "
+                           "converts (the time it takes grows with the square of their number)") from None
     stack = [value]
     while stack:
         item = stack.pop()
