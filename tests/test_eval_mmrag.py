@@ -428,6 +428,24 @@ def test_routing_on_a_built_folder_equals_routing_on_the_path(mmrag_build, where
     assert capsys.readouterr().out.startswith(f"{mmrag_build.out} test: 12 judged queries")
 
 
+def test_routing_on_a_folder_whose_card_names_no_benchmark_takes_as(mmrag_build, where, tmp_path, capsys):
+    """`--as mmrag` was asked for by the error, then ignored (evaluate_routing took no benchmark)."""
+    import re
+    import shutil
+
+    folder = tmp_path / "mm"
+    shutil.copytree(mmrag_build.out, folder)
+    card = folder / "README.md"
+    card.write_text(re.sub(r".*built by ragloaders from.*\n", "", card.read_text()))
+    path = tmp_path / "routing.trec"
+    write_routing(routing_run(0, raw_records("test")), path, "trec")
+    options = ["--routing", str(path), "--cache-dir", where["cache_dir"]]
+    assert main(["eval", str(folder), *options]) == 2
+    assert "pass --as PATH" in capsys.readouterr().err
+    assert main(["eval", str(folder), *options, "--as", "mmrag"]) == 0
+    assert capsys.readouterr().out.startswith(f"{folder} test: 12 judged queries")
+
+
 def test_routing_run_problems_are_named(where, tmp_path, capsys):
     record = raw_records("test")[0]
     path = tmp_path / "r.jsonl"

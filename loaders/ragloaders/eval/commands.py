@@ -61,14 +61,17 @@ def run_eval(args: argparse.Namespace) -> EvalReport | AnswerReport:
         used = [f"--{name.replace('_', '-')}" for name in ANSWER_OPTIONS if getattr(args, name)]
         if used:
             raise UsageError(f"{', '.join(used)} apply to CRAG answers (--predictions) only")
-    if args.run_file is None and (args.revision is not None or args.keep_identical_ids):
-        raise UsageError("--revision and --keep-identical-ids apply to --run; --routing and --predictions score a "
-                         "benchmark path by its authors' rules")
+    if args.predictions_file is not None and args.revision is not None:
+        raise UsageError("--revision applies to --run and --routing; --predictions scores a benchmark path by its "
+                         "authors' rules")
+    if args.run_file is None and args.keep_identical_ids:
+        raise UsageError("--keep-identical-ids applies to --run; --routing ranks datasets, --predictions scores "
+                         "answers")
     if args.routing_file is not None:
         if args.metrics or args.relevance_level is not None:
             raise UsageError("--metrics and --relevance-level apply to --run; routing uses the authors' measures")
         return evaluate_routing(args.path, args.routing_file, split=args.split or "test", per_query=args.per_query,
-                                **where)
+                                benchmark=args.benchmark, revision=args.revision, **where)
     if args.predictions_file is not None:
         if args.metrics or args.relevance_level is not None or args.per_query:
             raise UsageError("--metrics, --relevance-level and --per-query apply to runs; answers are written per "

@@ -273,12 +273,14 @@ def evaluate_routing(
     per_query: bool = False,
     data_dir: str | None = None,
     cache_dir: str | None = None,
+    benchmark: str | None = None,
+    revision: str | None = None,
 ) -> EvalReport:
     """Score a routing run (a routing run file, or {query id: {dataset: score}}) of mmRAG against the `split` of its
     `routing` config with the authors' routing measures (ranx: NDCG@5, Hits@1 ... Hits@5). `path` may also be a
-    folder or hub repository ragloaders built from mmrag."""
+    folder or hub repository built from mmrag (at `revision`; `benchmark`, mmrag, when its card does not say so)."""
     shown = display_name(path)
-    opened = open_scored_source(path)
+    opened = open_scored_source(path, benchmark, revision)
     path, authors = opened.read, opened.conventions.authors_routing
     if authors is None:
         raise UsageError(f"{shown} has no routing task; routing runs are scored on mmrag")
