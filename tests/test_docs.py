@@ -472,3 +472,13 @@ def test_ids_from_a_file_or_stdin_are_taken_byte_for_byte_after_those_given(nfco
     assert f"{ids}, line 2: an empty line" in capsys.readouterr().err
     assert cli.main(["docs", str(nfcorpus_build.out), *where]) == 2
     assert "docs takes the ids to print" in capsys.readouterr().err
+    ids.write_bytes(b"\xef\xbb\xbfMED-10\n")  # a BOM at the start is no part of the first id
+    assert cli.main(["docs", str(nfcorpus_build.out), "--ids-from", str(ids), *where]) == 0
+    assert json.loads(capsys.readouterr().out)["_id"] == "MED-10"
+    ids.write_bytes(b"")
+    assert cli.main(["docs", str(nfcorpus_build.out), "--ids-from", str(ids), *where]) == 2
+    assert f"{ids}: holds no id" in capsys.readouterr().err
+    monkeypatch.setattr("ragloaders.lookup.command.MAX_ID_BYTES", 1_000)
+    ids.write_bytes(b"MED-10\n" + b"x" * 5_000)  # (as /dev/zero would be: no line end, read a bounded part only)
+    assert cli.main(["docs", str(nfcorpus_build.out), "--ids-from", str(ids), *where]) == 2
+    assert f"{ids}, line 2: a line longer than 1,000 bytes" in capsys.readouterr().err

@@ -277,6 +277,14 @@ def test_a_query_whose_every_pair_is_skipped_is_not_counted_and_an_empty_run_wri
     table = pq.read_table(tmp_path / "skip.parquet")
     assert written.queries == len(set(table.column("query-id").to_pylist())) == 2 and first not in table.column(
         "query-id").to_pylist()
+    every_one_unknown = tmp_path / "all-unknown.trec"
+    every_one_unknown.write_text("nope Q0 MED-10 1 9 x\n" + "".join(line.replace(f" {d} ", f" UNKNOWN-{d} ") for line, (
+        _, d, _) in zip(path.read_text().splitlines(keepends=True), lines)))
+    with pytest.raises(ValueError) as caught:
+        ragloaders.pairs(nfcorpus_build.path, tmp_path / "none.parquet", run=every_one_unknown, missing="skip",
+                         **where)
+    assert_names(caught.value, "no pair to write", "1 query not in the queries")
+    assert not (tmp_path / "none.parquet").exists()
     for name in ("empty.trec", "empty.jsonl"):
         (tmp_path / name).write_text("")
         with pytest.raises(SourceError) as caught:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import sys
 
 import orjson
@@ -12,6 +13,7 @@ from ..core.errors import SourceError, UsageError
 from ..core.log import warn
 from ..core.plural import counted
 from ..core.preview import invalid_utf8
+from ..core.readers.lines import UTF8_BOM
 from .docstore import docs
 from .id_index import shown
 from .pairs import DEFAULT_TOP, MISSING, pairs
@@ -60,14 +62,26 @@ def cmd_docs(args: argparse.Namespace) -> int:
     return 0
 
 
+MAX_ID_BYTES = 16 << 20
+"""Bytes of one line of --ids-from at most (an id is an id: a line longer than this is refused, not read whole)."""
+
+
 def ids_in(path: str) -> list[str]:
     """The ids of a file (`-`: stdin), one per line: its bytes between line ends, decoded as UTF-8 (a CRLF line end
-    is a line end; an empty line or invalid UTF-8 is an error naming the line). A command line cannot hold a NUL
-    byte or millions of ids; such a file can, and so can a pipe (`--ids-from <(cut -f3 run.trec)`)."""
+    is a line end, a UTF-8 BOM at the start is skipped; an empty line, a line over MAX_ID_BYTES or invalid UTF-8 is
+    an error naming the line, and so is a file without any id). A command line cannot hold a NUL byte or millions of
+    ids; such a file can, and so can a pipe (`--ids-from <(cut -f3 run.trec)`)."""
     name = "<stdin>" if path == "-" else path
     ids = []
     with (contextlib.nullcontext(sys.stdin.buffer) if path == "-" else open(path, "rb")) as stream:
-        for number, line in enumerate(stream, 1):
+        for number in itertools.count(1):
+            line = stream.readline(MAX_ID_BYTES + 3)
+            if not line:
+                break
+            if number == 1:
+                line = line.removeprefix(UTF8_BOM)
+            if len(line) > MAX_ID_BYTES + 2 or (len(line) > MAX_ID_BYTES and not line.endswith(b"\n")):
+                raise SourceError(name, f"a line longer than {MAX_ID_BYTES:,} bytes: one id per line", line=number)
             line = line.removesuffix(b"\n").removesuffix(b"\r")
             if not line:
                 raise SourceError(name, "an empty line: one id per line, and no id is empty", line=number)
@@ -75,6 +89,8 @@ def ids_in(path: str) -> list[str]:
                 ids.append(line.decode("utf-8"))
             except UnicodeDecodeError as e:
                 raise SourceError(name, invalid_utf8(line, e.start, " of the line"), line=number) from None
+    if not ids:
+        raise SourceError(name, "holds no id (one per line)")
     return ids
 
 

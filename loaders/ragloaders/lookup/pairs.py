@@ -256,6 +256,10 @@ class PairWriter:
                     pending, size = [], 0
             if pending or not rows:
                 write_pending()
+        if not rows:  # (every pair skipped: an empty file of pairs would look like a complete answer)
+            raise UsageError(f"no pair to write: with --missing skip, every pair of the run was skipped "
+                             f"({counted(self.skipped_queries, 'query', 'queries')} not in the queries, "
+                             f"{counted(self.skipped_documents, 'pair')} whose document is not in the corpus)")
         return rows, queries
 
     def batches(self, rankings: list[Ranking]) -> Iterator[pa.Table]:
