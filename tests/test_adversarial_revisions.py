@@ -44,6 +44,7 @@ def _offline_cache_with_main(root, built, monkeypatch) -> str:
 
 @pytest.mark.parametrize("revision", ["../refs/main", "refs/../refs/main", "/refs/main", "main/", "a//main",
                                       ".main", "main.lock", "main~1", "main^", "ma in", "main\n", "x@{1}"])
+@pytest.mark.slow  # (seconds of variants; CI runs it)
 def test_a_revision_that_is_no_ref_name_is_refused_before_the_cache_reads_it_as_a_path(
         revision, nfcorpus_build, tmp_path, monkeypatch, capsys):
     """Offline, huggingface_hub reads `refs/<revision>` as a path: `../refs/main` read as main (and `../..` climbs

@@ -297,6 +297,7 @@ def two_streams(expected) -> tuple[bytes, bytes]:
 @pytest.mark.parametrize(
     "damage", ["garbage between", "damaged header", "zeros after", "text after"],
 )
+@pytest.mark.slow  # (seconds of variants; CI runs it)
 def test_bytes_that_are_not_a_bzip2_stream_are_refused_with_their_offset(two_streams, reader, damage, tmp_path):
     first, second = two_streams
     data = {

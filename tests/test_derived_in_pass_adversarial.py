@@ -128,6 +128,7 @@ def test_a_full_disk_when_the_derived_spools_are_committed_leaves_nothing(nth, v
 
 
 @pytest.mark.parametrize("config", ["records", "queries", "corpus", "top_ranked"])
+@pytest.mark.slow  # (seconds of variants; CI runs it)
 def test_an_error_in_a_config_write_behind_or_beside_leaves_nothing(config, v5, tmp_path, monkeypatch):
     original = publish_build.write_parquet
     started = threading.Event()

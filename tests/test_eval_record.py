@@ -249,6 +249,7 @@ READ_A_RECORD = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("kind", ["fifo", "symlink to /dev/zero", "folder"])
+@pytest.mark.slow  # (seconds of variants; CI runs it)
 def test_what_is_not_a_regular_file_at_a_records_name_is_refused_at_once(nfcorpus, kind):
     truth = scored(nfcorpus)
     target = Path(_record_path(PATH, "qrels", nfcorpus["data_dir"], nfcorpus["cache_dir"]))

@@ -173,6 +173,7 @@ def pickle_outcomes(tmp_path_factory) -> tuple[dict[str, dict], str]:
 
 
 @pytest.mark.parametrize("name", list(shared_argument_pickles()))
+@pytest.mark.slow  # (seconds of variants; CI runs it)
 def test_an_argument_shared_between_calls_is_charged_for_each_use(pickle_outcomes, name):
     """Before, each of these reached a MemoryError under the child's 256 MB limit (a gigabyte or more otherwise):
     the budget counted a shared argument once, but every call copied it again."""

@@ -375,6 +375,7 @@ def test_invalid_json_in_a_long_beir_line_shows_the_text_at_the_error_bounded(tm
 # --- bz2: data a decoder would skip -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("between", [b"GARBAGE!", b"BZh0", b"\0" * 8], ids=["garbage", "damaged header", "zeros"])
+@pytest.mark.slow  # (seconds of variants; CI runs it)
 def test_crag_multi_stream_bz2_with_bad_bytes_between_streams_is_refused_with_the_offset(tmp_path, between):
     first, second = crag_in_two_streams()
     path = tmp_path / "dev_data.jsonl.bz2"

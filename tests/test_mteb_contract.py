@@ -29,6 +29,7 @@ def built(sample_builds, tmp_path_factory):
 
 
 @pytest.mark.parametrize("path", SAMPLES)
+@pytest.mark.slow  # (seconds of variants; CI runs it)
 def test_no_built_folder_has_a_config_named_default(built, path):
     folders, _ = built
     configs = datasets.get_dataset_config_names(folders[path])

@@ -524,6 +524,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow  # (seconds of variants; CI runs it)
 def test_ctrl_c_while_the_parquet_writer_writes_a_page_is_an_interrupt_not_an_abort(tmp_path):
     """Before: the KeyboardInterrupt raised inside the sink's `write` reached pyarrow's content-defined-chunking
     writer as a failed write, which aborts the process (exit 134, `Check failed: _s.ok() ... WriteArrowDense`),

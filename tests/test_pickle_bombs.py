@@ -155,6 +155,7 @@ def assert_refused_in_time(bomb_outcomes, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", list(message_bombs()))
+@pytest.mark.slow  # (seconds of variants; CI runs it)
 def test_a_message_about_a_shared_reference_bomb_is_bounded(bomb_outcomes, name):
     """Before, each formatted its argument with repr() before cutting it: 10^9 leaves from ~250 bytes, tens of
     seconds and gigabytes, then a bare MemoryError (no file named) under the child's limit."""
