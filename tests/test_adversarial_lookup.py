@@ -98,6 +98,7 @@ def test_pairs_never_writes_into_the_folder_it_reads(own_copy, tmp_path):
     assert written.rows == 1 and pq.read_table(written.out).column("corpus-id").to_pylist() == ["MED-10"]
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_one_very_long_id_is_hashed_in_numpys_time_per_byte(nfcorpus_build, tmp_path):
     """A run (a file: anyone's) naming one 1 MB id: hashing it took one numpy step per byte position (19 s for
     1 MB, minutes for 10 MB) before pairs could say the id is unknown; nine long ids of one length still took a

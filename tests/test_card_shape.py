@@ -200,6 +200,7 @@ FUZZ = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_a_fuzzed_card_is_refused_or_read_by_datasets_as_check_card_reads_it(nfcorpus_build):
     """600 cards, each ragloaders' own with 1-3 parts of `configs` or `dataset_info` replaced, deleted or repeated,
     in a child process (a crash is a failure): check_card_shape refuses with a SourceError of one bounded line, or

@@ -39,6 +39,7 @@ def mock_kg(mock_kg_build) -> tuple[Path, dict[str, int]]:
     return mock_kg_build.out, mock_kg_build.counts
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_the_card_counts_the_configs_the_folder_has(nfcorpus_with):
     configs = yaml_configs(nfcorpus_with)
     assert sorted(configs) == config_folders(nfcorpus_with) and len(configs) == 5

@@ -41,6 +41,7 @@ def write_parts(data: bytes, stem: Path, numbers: range) -> list[str]:
 
 
 @pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_real_sample_gives_ten_json_lines_identical_to_python_bz2(threads, expected):
     lines = read_lines(str(SAMPLE), str(SAMPLE), threads)
     assert len(lines) == 10

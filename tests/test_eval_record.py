@@ -211,6 +211,7 @@ FUZZ = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_random_byte_damage_to_a_record_never_crashes_or_misleads(nfcorpus):
     scored(nfcorpus)
     target = _record_path(PATH, "qrels", nfcorpus["data_dir"], nfcorpus["cache_dir"])

@@ -106,6 +106,7 @@ DEEP_AND_INVALID = [  # (file, config, content, what the error says)
 
 
 @pytest.mark.parametrize("file, config, content, message", DEEP_AND_INVALID)
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_an_mmrag_file_nested_deep_with_an_invalid_byte_is_refused_in_bounded_memory(file, config, content, message,
                                                                                       tmp_path):
     """orjson checks UTF-8 before it parses, so one invalid byte hid a depth past its 1,024 levels and the file went

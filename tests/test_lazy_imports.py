@@ -90,6 +90,7 @@ def test_lazy_builders_import_once_and_know_their_paths_without():
     assert dict(builders) == {"a/x": dict, "a/y": dict}
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_a_command_that_imports_datasets_runs_without_its_bars_and_leaves_the_environment_as_it_was(tmp_path):
     """`validate` imports datasets while it runs: its bars are off from their import (the variable set for the
     command), and the variable is gone after it."""

@@ -193,6 +193,7 @@ def test_sample_answers_including_empty_ones(tmp_path):
     assert plain and all(row["answers"] == [row["answer"]] for row in plain)
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_full_query_files(tmp_path):
     default = load("records", FULL, tmp_path)
     queries = load("queries", FULL, tmp_path)

@@ -108,6 +108,7 @@ sys.exit(cli.main(sys.argv[3:]))
 
 @pytest.mark.parametrize("command, signame", [("build", "SIGINT"),  # each path, each signal; a push in CI (seconds)
                                              pytest.param("push", "SIGTERM", marks=pytest.mark.slow)])
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_a_signal_right_after_the_swap_loses_neither_folder_nor_a_file_of_the_user(command, signame, tmp_path,
                                                                                     cache_dir, previous):
     """Before: the exit clean-up removed the work path, which after the swap holds the old folder, with the file
@@ -372,6 +373,7 @@ sys.exit(cli.main(sys.argv[3:]))
 
 @pytest.mark.parametrize("point", ["swapped", pytest.param("aside", marks=pytest.mark.slow),
                                    pytest.param("aside-moved", marks=pytest.mark.slow)])
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_a_build_killed_while_swapping_a_users_folder_leaves_nothing_the_next_run_does_not_deal_with(
         point, tmp_path, capsys, cache_dir):
     """With --into-existing the folder swapped out is the user's own (no manifest). Before: killed after the
@@ -447,6 +449,7 @@ def test_a_lock_file_planted_by_someone_else_is_refused_and_not_followed(planted
 # --- a full disk ------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_a_full_disk_is_one_line_keeps_the_previous_build_and_removes_the_work_folder(tmp_path):
     """Before: pyarrow's Parquet writer (content-defined chunking) aborted the process, exit 134, leaving its
     work folder. The build runs in a child on a 400 KB tmpfs: room for the previous build, not for nfcorpus."""

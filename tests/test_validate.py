@@ -390,6 +390,7 @@ sys.exit(cli.main(["validate", sys.argv[1], "--cache-dir", sys.argv[2]]))
 """
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_a_readme_yaml_alias_bomb_is_refused_before_it_is_parsed(tmp_path):
     """In a subprocess with 3 GB of address space: `datasets` expanding the bomb's data_files needs far more (a
     MemoryError after half a minute, or a kill, fails the test); refusing it needs none."""
