@@ -313,3 +313,14 @@ def test_a_run_bm25_writes_is_scored_by_eval(tmp_path):
     bm25("beir-format", out=tmp_path / "run.trec", **where)
     report = evaluate("beir-format", str(tmp_path / "run.trec"), metrics="MRR@10", **where)
     assert math.isclose(report.metrics["MRR@10"], 1.0)
+
+
+def test_a_long_document_is_tokenized_as_findall_tokenizes_it_when_a_group_takes_no_part(monkeypatch):
+    """A long document's words came from its match objects: a pattern's one group that took no part in a match gave
+    None (findall gives ""), which reached the stemmer as a TypeError; short documents and queries were fine."""
+    settings = Bm25Settings(token_pattern=r"(?:(x)|y)\w*")
+    table = pa.table({"_id": ["long", "short"], "title": ["", ""], "text": ["xa ya " * 40, "xa ya"]})
+    monkeypatch.setattr(BM25, "LONG_DOCUMENT_BYTES", 1 << 30)
+    whole = list(rank([table], [("q", "x")], settings=settings))
+    monkeypatch.setattr(BM25, "LONG_DOCUMENT_BYTES", 64)
+    assert list(rank([table], [("q", "x")], settings=settings)) == whole and whole[0][1]

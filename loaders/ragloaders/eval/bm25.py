@@ -262,11 +262,12 @@ def text_batches(table: pa.Table, fields: Sequence[str]) -> Iterator[pa.Table]:
 
 
 def _word_of(pattern: re.Pattern) -> Callable[[re.Match], object]:
-    """What `pattern.findall` gives for a match: the whole match, its one group, or the tuple of its groups."""
+    """What `pattern.findall` gives for a match: the whole match, its one group ("" where it took no part), or the
+    tuple of its groups."""
     if pattern.groups == 0:
         return operator.methodcaller("group")
     if pattern.groups == 1:
-        return operator.methodcaller("group", 1)
+        return lambda match: match.group(1) or ""
     return operator.methodcaller("groups", "")
 
 
