@@ -3,11 +3,14 @@ body, and waiting for a server started in a child process to accept connections.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import threading
 import time
-from http.server import BaseHTTPRequestHandler
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 
 def serve_in_thread(server) -> threading.Thread:
@@ -16,6 +19,22 @@ def serve_in_thread(server) -> threading.Thread:
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     return thread
+
+
+@contextlib.contextmanager
+def served(handler: type[BaseHTTPRequestHandler], host: str = "127.0.0.1", **attributes: Any
+           ) -> Iterator[ThreadingHTTPServer]:
+    """A ThreadingHTTPServer of `handler` on `host` (a free port), with `attributes` set on it, served on a thread
+    (`serve_in_thread`) while the block runs, then shut down and closed."""
+    server = ThreadingHTTPServer((host, 0), handler)
+    for name, value in attributes.items():
+        setattr(server, name, value)
+    serve_in_thread(server)
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def send_body(handler: BaseHTTPRequestHandler, body: bytes, *, status: int = 200,

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import assert_names, assert_source_error
-from local_http import send_body, serve_in_thread
+from local_http import send_body, serve_in_thread, served
 from ragloaders.core.errors import SourceError
 from ragloaders.eval import read_predictions
 from ragloaders.eval.judge import MAX_REPLY_BYTES, Judge, JudgeError, parse_verdict
@@ -114,16 +114,9 @@ class Hostile(BaseHTTPRequestHandler):
 @pytest.fixture
 def hostile():
     Hostile.mode, Hostile.target, Hostile.requests = "ok", "", []
-    servers = []
-    for host in ("127.0.0.1", "127.0.0.2"):  # two hosts: the second is where a redirect points
-        server = ThreadingHTTPServer((host, 0), Hostile)
-        server.daemon_threads = True
-        serve_in_thread(server)
-        servers.append(server)
-    yield [f"http://{s.server_address[0]}:{s.server_address[1]}/v1" for s in servers]
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+    # two hosts: the second is where a redirect points
+    with served(Hostile, daemon_threads=True) as first, served(Hostile, "127.0.0.2", daemon_threads=True) as second:
+        yield [f"http://{s.server_address[0]}:{s.server_address[1]}/v1" for s in (first, second)]
 
 
 def test_a_redirect_is_not_followed_and_the_key_goes_nowhere_else(hostile, tmp_path, monkeypatch):

@@ -8,14 +8,14 @@ import bz2
 import csv
 import json
 import os
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import DATA, assert_names, assert_source_error
-from local_http import send_body, serve_in_thread
+from local_http import send_body, served
 from ragloaders.cli import main
 from ragloaders.core.errors import SourceError
 from ragloaders.eval import read_predictions, score_answers
@@ -274,11 +274,8 @@ class FakeChat(BaseHTTPRequestHandler):
 @pytest.fixture
 def chat_server():
     FakeChat.requests, FakeChat.failed_once, FakeChat.always_fail = [], set(), False
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeChat)
-    serve_in_thread(server)
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    with served(FakeChat) as server:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
 
 
 def test_judge_decides_what_rules_leave_and_its_cache_makes_a_rerun_free(crafted, tmp_path, chat_server,

@@ -8,11 +8,11 @@ import hashlib
 import json
 import os
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from conftest import assert_names, assert_source_error
-from local_http import send_body, serve_in_thread
+from local_http import send_body, served
 from ragloaders.cli import main
 from ragloaders.core.errors import UsageError
 from ragloaders.eval.commands import judge_limits
@@ -83,16 +83,8 @@ class Echo(BaseHTTPRequestHandler):
 def endpoints():
     """Two chat endpoints on 127.0.0.1 (base URLs .../v1): the first scores 1, the second 0."""
     Echo.mode, Echo.requests = "ok", []
-    servers = []
-    for score in (1, 0):
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
-        server.daemon_threads, server.score = True, score
-        serve_in_thread(server)
-        servers.append(server)
-    yield [f"http://127.0.0.1:{s.server_address[1]}/v1" for s in servers]
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+    with served(Echo, daemon_threads=True, score=1) as first, served(Echo, daemon_threads=True, score=0) as second:
+        yield [f"http://127.0.0.1:{s.server_address[1]}/v1" for s in (first, second)]
 
 
 def cli_args(crafted: dict, tmp_path, url: str, *more: str) -> list[str]:  # noqa: F811 - the fixture's value

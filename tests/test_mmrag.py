@@ -18,7 +18,7 @@ import orjson
 import pytest
 import ragloaders
 from conftest import assert_names, assert_source_error
-from local_http import serve_in_thread
+from local_http import served
 from mmrag_generated import demo_corpus_text, dump_array, generated_corpus, judged_chunk_ids, write_large_array
 from ragloaders.benchmarks.mmrag.builder import parse_answers
 from ragloaders.benchmarks.mmrag.catalogue import HUB_REPO_ID
@@ -487,20 +487,15 @@ print(json.dumps(out))
 
 
 def test_download_from_hub_served_locally(tmp_path):
-    served = folder_with(tmp_path, SAMPLE, (SAMPLE / "processed_documents.json").read_text(encoding="utf-8"))
-    handler = type("Handler", (HubFiles,), {"folder": served, "requests": []})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    serve_in_thread(server)
-    try:
+    folder = folder_with(tmp_path, SAMPLE, (SAMPLE / "processed_documents.json").read_text(encoding="utf-8"))
+    handler = type("Handler", (HubFiles,), {"folder": folder, "requests": []})
+    with served(handler) as server:
         env = {**os.environ, "PYTHONPATH": LOADERS, "HF_ENDPOINT": f"http://127.0.0.1:{server.server_port}",
                "HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp_path / "hf-home"), "HF_HUB_OFFLINE": "0"}
         run = subprocess.run([sys.executable, "-c", DOWNLOAD, str(tmp_path / "cache"), "queries", "corpus"],
                              env=env, capture_output=True, text=True)
         assert run.returncode == 0, run.stderr[-3000:]
         counts = json.loads(run.stdout.strip().splitlines()[-1])
-    finally:
-        server.shutdown()
-        server.server_close()
     assert counts["queries"] == {split: len(records(SAMPLE, split)) for split in SPLITS}
     assert counts["corpus"] == {"corpus": len(judged_chunk_ids(SAMPLE))}
     fetched = {path.rsplit("/", 1)[-1] for method, path in handler.requests

@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from conftest import assert_names, assert_source_error
-from local_http import serve_in_thread, wait_for_port
+from local_http import served, wait_for_port
 from ragloaders import CragMockAPI, SourceError
 from ragloaders.cli import main as cli_main
 from ragloaders.mock_api import client as client_module
@@ -281,7 +281,7 @@ def test_a_hub_repository_is_downloaded_and_answers(built, tmp_path):
 @pytest.fixture
 def hub(monkeypatch):
     """A local hub whose dataset repositories are HUB_REPOS: the probe of any other answers 404."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from http.server import BaseHTTPRequestHandler
 
     from huggingface_hub import constants
     from local_http import send_body
@@ -295,13 +295,10 @@ def hub(monkeypatch):
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
-    serve_in_thread(server)
-    monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{server.server_port}")
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    yield
-    server.shutdown()
-    server.server_close()
+    with served(Hub) as server:
+        monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        yield
 
 
 HUB_REPOS = {"org/name"}
