@@ -150,13 +150,19 @@ def quicksort_order(keys: Sequence[float]) -> list[int]:
     return order.tolist()
 
 
+def stable_order(docs: Mapping[str, float]) -> list[str]:
+    """The document ids of one query by score, highest first, equal scores in the run's order."""
+    doc_ids, keys = list(docs), [-float(score) for score in docs.values()]
+    return [doc_ids[i] for i in sorted(range(len(keys)), key=keys.__getitem__)]
+
+
 def ranx_order(docs: Mapping[str, float]) -> list[str]:
     """The document ids of one query in the order ranx ranks them (see the module docstring)."""
-    doc_ids = list(docs)
     keys = [-float(score) for score in docs.values()]
     if len(keys) < INSERTION_SORT_BELOW or len(set(keys)) == len(keys):
         # insertion sort is stable, and without ties every correct sort gives the same order
-        return [doc_ids[i] for i in sorted(range(len(keys)), key=keys.__getitem__)]
+        return stable_order(docs)
+    doc_ids = list(docs)
     return [doc_ids[i] for i in quicksort_order(keys)]
 
 
@@ -198,8 +204,7 @@ def _scoring_order(query_id: str, docs: Mapping[str, float], grades: Mapping[str
         gains_of_score.setdefault(-float(score), set()).add(
             grade if grade is not None and grade >= relevance_level else None)
     if all(len(gains) == 1 for gains in gains_of_score.values()):
-        doc_ids, keys = list(docs), [-float(score) for score in docs.values()]
-        return [doc_ids[i] for i in sorted(range(len(keys)), key=keys.__getitem__)]
+        return stable_order(docs)
     try:
         return ranx_order(docs)
     except CostlyTieOrder as e:
