@@ -472,6 +472,8 @@ def test_ids_from_a_file_or_stdin_are_taken_byte_for_byte_after_those_given(nfco
     assert f"{ids}, line 2: an empty line" in capsys.readouterr().err
     assert cli.main(["docs", str(nfcorpus_build.out), *where]) == 2
     assert "docs takes the ids to print" in capsys.readouterr().err
+    assert cli.main(["docs", str(nfcorpus_build.out), "--ids-from", str(tmp_path), *where]) == 2
+    assert f"--ids-from {tmp_path}: a folder; give a file of ids" in capsys.readouterr().err
     ids.write_bytes(b"\xef\xbb\xbfMED-10\n")  # a BOM at the start is no part of the first id
     assert cli.main(["docs", str(nfcorpus_build.out), "--ids-from", str(ids), *where]) == 0
     assert json.loads(capsys.readouterr().out)["_id"] == "MED-10"

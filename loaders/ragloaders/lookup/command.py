@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import os
 import sys
 
 import orjson
@@ -72,6 +73,8 @@ def ids_in(path: str) -> list[str]:
     an error naming the line, and so is a file without any id). A command line cannot hold a NUL byte or millions of
     ids; such a file can, and so can a pipe (`--ids-from <(cut -f3 run.trec)`)."""
     name = "<stdin>" if path == "-" else path
+    if os.path.isdir(path):
+        raise UsageError(f"--ids-from {path}: a folder; give a file of ids, one per line, or - to read them from stdin")
     ids = []
     with (contextlib.nullcontext(sys.stdin.buffer) if path == "-" else open(path, "rb")) as stream:
         for number in itertools.count(1):
