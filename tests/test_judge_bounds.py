@@ -222,6 +222,26 @@ def test_a_url_with_credentials_or_unsendable_characters_is_refused_without_show
     assert err.startswith("ragloaders: error: --judge-url must ") and secret not in err
 
 
+@pytest.mark.parametrize("key, what", [
+    ("sk-\u20ac-key-4711", "U+20AC (beyond Latin-1) at character 4 of"),  # http.client cannot encode it
+    ("sk-key-4711\r\nX-Injected: 1", "a line break at character 12 of"),  # it would end the header early
+    ("sk-key-4711 ", "a space at character 12 of"),  # (a copy-paste's trailing blank)
+    ("sk-key-\x7f4711", "a control character at character 8 of"),
+])
+def test_a_key_a_header_cannot_carry_is_refused_naming_the_variable_not_the_key(key, what, crafted, endpoints,  # noqa: F811
+                                                                                tmp_path, monkeypatch, capsys):
+    """Before, each of these was sent as far as http.client and came back as "the reply is not a chat completion"."""
+    monkeypatch.setenv("RAGLOADERS_JUDGE_API_KEY", key)
+    with pytest.raises(UsageError) as error:
+        Judge(endpoints[0], "m", str(tmp_path / "cache"))
+    assert_names(error.value, "RAGLOADERS_JUDGE_API_KEY", what)
+    assert "4711" not in str(error.value)
+    assert main(cli_args(crafted, tmp_path, endpoints[0], "--judge-cache", str(tmp_path / "c"))) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ragloaders: error: RAGLOADERS_JUDGE_API_KEY holds ") and "4711" not in err
+    assert Echo.requests == []
+
+
 # --- 5. a timeout past what a socket can wait ----------------------------------------------------------------------
 
 

@@ -287,6 +287,23 @@ def redacted_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, "<redacted>" if parts.fragment else ""))
 
 
+def api_key() -> str | None:
+    """The key of the first of API_KEY_VARIABLES set (None: none is). UsageError, naming the variable but never
+    showing the key, for one an HTTP header cannot carry as it is: a character beyond Latin-1, a space or a control
+    character (a line break would end the header early)."""
+    variable = next((v for v in API_KEY_VARIABLES if os.environ.get(v)), None)
+    if variable is None:
+        return None
+    key = os.environ[variable]
+    for position, char in enumerate(key, start=1):
+        if not ("!" <= char <= "~" or "\xa1" <= char <= "\xff"):
+            kind = ("a line break" if char in "\r\n" else "a space" if char.isspace() else
+                    "a control character" if char < "\xa1" else f"U+{ord(char):04X} (beyond Latin-1)")
+            raise UsageError(f"{variable} holds {kind} at character {position} of {len(key)}, which an HTTP header "
+                             "cannot carry as it is: give the key exactly as issued")
+    return key
+
+
 class Judge:
     """Asks `model` at `url` (a base such as http://host/v1, or the full .../chat/completions) for verdicts."""
 
@@ -301,7 +318,7 @@ class Judge:
         self.requests = 0
         """HTTP requests made (retries included)."""
         self.cache_hits = 0
-        self.api_key = next((os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), None)
+        self.api_key = api_key()
 
     def describe(self) -> str:
         """What decides the verdicts, for a report: the model, the endpoint (`shown_url`) and the system prompt
