@@ -14,6 +14,7 @@ import pytest
 import ragloaders
 from conftest import assert_names
 from ragloaders.cli import main
+from ragloaders.core.hub_repository import Repository
 
 
 @pytest.fixture
@@ -99,9 +100,10 @@ def test_a_load_that_did_not_prepare_the_cache_records_nothing(folder, tmp_path)
     from ragloaders.core.prepared_cache import PreparedCache
 
     cache = tmp_path / "cache"
-    assert PreparedCache(str(folder), "corpus", str(cache)).download_mode() == "force_redownload"
+    repository = Repository(str(folder), folder=str(folder))
+    assert PreparedCache(repository.builder("corpus", cache_dir=str(cache))).download_mode() == "force_redownload"
     titles(folder, cache)
-    assert PreparedCache(str(folder), "corpus", str(cache)).download_mode() is None
+    assert PreparedCache(repository.builder("corpus", cache_dir=str(cache))).download_mode() is None
     rewrite(folder, "EDITED")
     reused = ragloaders.load(str(folder), "corpus", split="corpus", cache_dir=str(cache),
                              download_mode="reuse_dataset_if_exists")

@@ -193,10 +193,11 @@ class Repository:
         import datasets
         from datasets.exceptions import DatasetGenerationError, SplitsVerificationError
 
-        config = self.checked_config(config)
+        builder = self.builder(config, cache_dir=cache_dir)
+        config = builder.config.name
         prepared = None
         if not streaming and os.path.isdir(self.location):
-            prepared = PreparedCache(self.location, config, cache_dir, self.hub_revision)
+            prepared = PreparedCache(builder)
             if kwargs.get("download_mode") is None:
                 kwargs["download_mode"] = prepared.download_mode()
         try:
@@ -210,7 +211,6 @@ class Repository:
         except (DatasetGenerationError, SplitsVerificationError) as e:
             if not os.path.isdir(self.location):
                 raise
-            builder = datasets.load_dataset_builder(self.location, config)
             damaged = (unreadable_parquet(builder) if isinstance(e, DatasetGenerationError) else
                        rows_unlike_card(builder, self, config))
             if damaged is None:
@@ -239,17 +239,16 @@ class Repository:
                              f"its splits are {', '.join(map(preview, names))}")
 
     def builder(self, config: str | None, *, cache_dir: str | None = None) -> Any:
-        """`datasets.load_dataset_builder` of one config (None: the default, as `load` chooses it), checked as
-        `load` checks it."""
-        import datasets
+        """`datasets.load_dataset_builder` of one config (`chosen_config`), its data files checked to be the
+        repository's own (`require_own_data_files`): what `load` loads."""
+        config = self.chosen_config(config)
+        builder = config_builder(self.location, config, revision=self.hub_revision, cache_dir=cache_dir)
+        require_own_data_files(self.location, config, builder)
+        return builder
 
-        config = self.checked_config(config)
-        return datasets.load_dataset_builder(self.location, config, cache_dir=cache_dir, revision=self.hub_revision)
-
-    def checked_config(self, config: str | None) -> str:
-        """`config`, or for None the card's `default: true` one (of the commit read) or the only one; a ValueError
-        naming the configs there are when it is not one of them or there is no default. Its data files are checked
-        to be the repository's own (`require_own_data_files`)."""
+    def chosen_config(self, config: str | None) -> str:
+        """`config`, or for None the card's `default: true` one (of the commit read) or the only one; a UsageError
+        naming the configs there are when it is not one of them or there is no default."""
         import datasets
 
         configs = self.configs()
@@ -260,7 +259,6 @@ class Repository:
                 raise UsageError(f"{self.name} has no default config: name one of {', '.join(configs)}")
         if config not in configs:
             raise UsageError(f"{self.name} has no config {preview(config)}; its configs are {', '.join(configs)}")
-        require_own_data_files(self.location, config, revision=self.hub_revision)
         return config
 
     def card_text(self) -> str | None:
@@ -273,24 +271,36 @@ class Repository:
         return found[-1] if found else None
 
 
-def require_own_data_files(location: str, config: str, *, revision: str | None = None) -> None:
-    """SourceError naming the card when a config's data files, as `datasets` resolves the card's `configs:`, lie
-    outside the folder or repository `location` (`../`, an absolute path, another repository, a URL: a card chooses
-    what of its own is read, not what of the reader's), or, in a local folder, when one resolves (symlinks
-    followed, as opening it would) to a file outside it (see `data_file_bounds`); or when a split's declared files
-    match none there (a partial copy, as a hub cache left by an interrupted download). `revision`: the commit of a
-    hub repository."""
+OFFLINE_NOTE = " (HF_HUB_OFFLINE is set: the hub cache holds part of this repository)"
+
+
+def config_builder(location: str, config: str, *, revision: str | None = None, cache_dir: str | None = None) -> Any:
+    """`datasets.load_dataset_builder` of `config` of the folder or repository `location` (`revision`: the commit of
+    a hub repository; `cache_dir`: datasets' cache root), with a SourceError naming the card for a data file the card
+    names that is not there, or a `configs` entry datasets' builder refuses."""
     import datasets
 
-    local = os.path.isdir(location)
     card = repository_file_name(location, CARD)
-    offline = " (HF_HUB_OFFLINE is set: the hub cache holds part of this repository)" if hub_offline() else ""
     try:
-        data_files = datasets.load_dataset_builder(location, config, revision=revision).config.data_files or {}
+        return datasets.load_dataset_builder(location, config, revision=revision, cache_dir=cache_dir)
     except FileNotFoundError as e:  # a file the card names exactly; its message also lists every extension known
-        raise missing_file_error(e, card, f"config {preview(config)}: ", offline) from None
+        raise missing_file_error(e, card, f"config {preview(config)}: ", OFFLINE_NOTE if hub_offline() else "") \
+            from None
     except (TypeError, ValueError, KeyError, AttributeError) as e:  # a configs entry datasets' builder refuses
         raise not_prepared(card, config, e) from None
+
+
+def require_own_data_files(location: str, config: str, builder: Any) -> None:
+    """SourceError naming the card when a config's data files, as `datasets` resolves the card's `configs:` into
+    its `builder` (`config_builder`), lie outside the folder or repository `location` (`../`, an absolute path,
+    another repository, a URL: a card chooses what of its own is read, not what of the reader's), or, in a local
+    folder, when one resolves (symlinks followed, as opening it would) to a file outside it (see
+    `data_file_bounds`); or when a split's declared files match none there (a partial copy, as a hub cache left by an
+    interrupted download)."""
+    local = os.path.isdir(location)
+    card = repository_file_name(location, CARD)
+    offline = OFFLINE_NOTE if hub_offline() else ""
+    data_files = builder.config.data_files or {}
     roots = {os.path.join(os.path.normpath(root), "") for root in (os.path.abspath(location),
                                                                    os.path.realpath(location))}
     bounds = data_file_bounds(location) if local else []

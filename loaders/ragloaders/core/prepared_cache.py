@@ -35,14 +35,11 @@ ABANDONED_AFTER = 3600.0
 
 
 class PreparedCache:
-    """The prepared `datasets` cache of `config` of the local folder `location` (`cache_dir`: datasets' cache root,
-    None for its default; `revision`: what `load` passes for a hub snapshot folder), and the identities of the data
-    files it is prepared from now, taken when this is made."""
+    """The prepared `datasets` cache of a local folder's config, which `builder` (its `datasets.DatasetBuilder`, made
+    with the `cache_dir` the load is given) prepares, and the identities of the data files it is prepared from now,
+    taken when this is made."""
 
-    def __init__(self, location: str, config: str, cache_dir: str | None, revision: str | None = None):
-        import datasets
-
-        builder = datasets.load_dataset_builder(location, config, cache_dir=cache_dir, revision=revision)
+    def __init__(self, builder: Any):
         self.folder = os.path.abspath(builder.cache_dir)
         self.files = sorted({str(file) for files in (builder.config.data_files or {}).values() for file in files})
         self.identities = [file_identity(file) for file in self.files]

@@ -38,7 +38,13 @@ from ..api import builder, configs_of, registry
 from ..benchmarks import benchmark_of
 from ..core.errors import SourceError, UsageError
 from ..core.facts import Benchmark, KnownDefect, PublishedCounts
-from ..core.hub_repository import Repository, check_repository_yaml, require_own_data_files, rows_unlike_card
+from ..core.hub_repository import (
+    Repository,
+    check_repository_yaml,
+    config_builder,
+    require_own_data_files,
+    rows_unlike_card,
+)
 from ..core.output_target import MANIFEST
 from ..core.plural import counted
 from ..core.prepared_cache import PreparedCache
@@ -401,12 +407,13 @@ def _load_repository(repository: str, metadata: dict[str, Any], cache_dir: str |
     configs = datasets.get_dataset_config_names(repository)
     if not configs:
         raise UsageError(f"{repository}: no configs (not a dataset folder or repository)")
-    for config in configs:
-        require_own_data_files(repository, config)
+    builders = {config: config_builder(repository, config, cache_dir=cache_dir) for config in configs}
+    for config, config_files in builders.items():
+        require_own_data_files(repository, config, config_files)
     files = declared_files(repository, metadata)
     loaded, unloadable = {}, []
     for config in configs:
-        prepared = PreparedCache(repository, config, cache_dir) if os.path.isdir(repository) else None
+        prepared = PreparedCache(builders[config]) if os.path.isdir(repository) else None
         mode = prepared.download_mode() if prepared is not None else None
         try:
             loaded[config] = datasets.load_dataset(repository, config, cache_dir=cache_dir, download_mode=mode)
@@ -417,7 +424,7 @@ def _load_repository(repository: str, metadata: dict[str, Any], cache_dir: str |
             unloadable.append(finding("column_type", config, None, [], 1, f"{where}: does not load as the card "
                                       f"declares its columns ({_cause(e)}){_undeclared_types(repository, config)}"))
         except SplitsVerificationError as e:  # rows unlike what the card (or a legacy dataset_infos.json) declares
-            unlike = rows_unlike_card(datasets.load_dataset_builder(repository, config),
+            unlike = rows_unlike_card(builders[config],
                                       Repository(repository, folder=repository), config)
             unloadable.append(finding("count", config, None, [], 1, str(unlike) if unlike else
                                       f"{repository} ({config}): its splits are not the sizes declared ({_cause(e)})"))
