@@ -390,7 +390,9 @@ def test_crag_multi_stream_bz2_with_bad_bytes_between_streams_is_refused_with_th
 # --- zip damage -------------------------------------------------------------------------------------------
 
 def damaged_zip(tmp_path: Path, how: str) -> Path:
-    """nfcorpus.zip rewritten with one member damaged: its CRC, its deflate data, or the file cut short."""
+    """nfcorpus.zip rewritten with one member damaged: its CRC, its deflate data, its local header's name (unlike
+    the central directory's), the compression method or the encryption flag the central directory gives it, or the
+    file cut short."""
     path = tmp_path / "nfcorpus.zip"
     data = bytearray(NFCORPUS_ZIP.read_bytes())
     with zipfile.ZipFile(NFCORPUS_ZIP) as archive:
@@ -399,15 +401,21 @@ def damaged_zip(tmp_path: Path, how: str) -> Path:
     name_length, extra_length = int.from_bytes(data[header + 26:header + 28], "little"), int.from_bytes(
         data[header + 28:header + 30], "little")
     start = header + 30 + name_length + extra_length
+    end = data.rfind(b"PK\x05\x06")
+    entry = int.from_bytes(data[end + 16:end + 20], "little")  # the member's central directory entry
+    while data[entry + 46:entry + 46 + len(info.filename)] != info.filename.encode():
+        lengths = [int.from_bytes(data[entry + i:entry + i + 2], "little") for i in (28, 30, 32)]
+        entry += 46 + sum(lengths)
     if how == "crc":  # both CRC copies (local header and central directory) changed: the data no longer match
         wrong = ((info.CRC ^ 0xFFFFFFFF) & 0xFFFFFFFF).to_bytes(4, "little")
         data[header + 14:header + 18] = wrong
-        end = data.rfind(b"PK\x05\x06")
-        entry = int.from_bytes(data[end + 16:end + 20], "little")
-        while data[entry + 46:entry + 46 + len(info.filename)] != info.filename.encode():
-            lengths = [int.from_bytes(data[entry + i:entry + i + 2], "little") for i in (28, 30, 32)]
-            entry += 46 + sum(lengths)
         data[entry + 16:entry + 20] = wrong
+    elif how == "local name":
+        data[header + 30 + name_length - 1] ^= 0x20  # the last letter's case: the same length
+    elif how == "method":
+        data[entry + 10:entry + 12] = (98).to_bytes(2, "little")
+    elif how == "encrypted":
+        data[entry + 8] |= 1
     elif how == "deflate":
         data[start:start + 4] = b"\xff" * 4  # a first deflate block of the reserved type 3
     else:
@@ -416,15 +424,21 @@ def damaged_zip(tmp_path: Path, how: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("how", ["crc", "deflate"])
-def test_a_damaged_zip_member_names_archive_member_and_damage(tmp_path, how, monkeypatch):
+@pytest.mark.parametrize("how, damage", [
+    ("crc", "Bad CRC-32"), ("deflate", "invalid block type"),
+    # zipfile raises these when the member is opened, where the others come as it is read: before, each was
+    # "DatasetGenerationError: An error occurred while generating the dataset", naming neither archive nor member
+    ("local name", "and header b'nfcorpus/queries.jsonL' differ"),
+    ("method", "compression method is not supported"),
+    ("encrypted", "is encrypted"),
+])
+def test_a_damaged_zip_member_names_archive_member_and_damage(tmp_path, how, damage, monkeypatch):
     path = damaged_zip(tmp_path, how)
     monkeypatch.setitem(beir.DATASETS, "beir/nfcorpus", beir.DATASETS["beir/nfcorpus"].__class__(
         **{**beir.DATASETS["beir/nfcorpus"].__dict__, "md5": None}))  # reach the member, past the md5 check
     with pytest.raises(SourceError) as error:
         ragloaders.load("beir/nfcorpus", "queries", data_dir=str(path), cache_dir=str(tmp_path / "c"))
-    assert_source_error(error.value, "nfcorpus.zip:nfcorpus/queries.jsonl")
-    assert ("Bad CRC-32" if how == "crc" else "invalid block type") in str(error.value)
+    assert_source_error(error.value, "nfcorpus.zip:nfcorpus/queries.jsonl", "damaged zip member", damage)
 
 
 def test_a_truncated_zip_is_a_source_error_not_a_missing_folder(tmp_path):

@@ -79,7 +79,11 @@ class SourceFiles:
             name = self._member(relpath)
             archive, owned = self._watched_zip(name)
             try:
-                member = _ZipMember(archive.open(name), self.location, name, owned)
+                try:
+                    opened = archive.open(name)
+                except (*ZIP_MEMBER_ERRORS, RuntimeError) as e:  # (RuntimeError: an encrypted member)
+                    raise damaged_member(self.location, name, e) from None
+                member = _ZipMember(opened, self.location, name, owned)
             except BaseException:
                 for stream in owned:
                     stream.close()
@@ -165,6 +169,17 @@ def open_zip(path: str) -> zipfile.ZipFile:
     return archive
 
 
+ZIP_MEMBER_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError)
+"""What zipfile raises for a member it cannot read: a local header unlike the central directory, an unknown
+compression method, bad deflate data, a bad CRC, a member cut short."""
+
+
+def damaged_member(archive: str, name: str, error: BaseException) -> SourceError:
+    """The SourceError naming `archive:name` for zipfile's `error` (its words bounded: they may quote the header's
+    name, up to 64 KiB of it)."""
+    return SourceError(f"{archive}:{name}", f"damaged zip member ({type(error).__name__}: {one_line(error, 300)})")
+
+
 class _ZipMember(io.RawIOBase):
     """A zip member's content; a bad CRC, bad deflate data or a cut member raises SourceError naming both."""
 
@@ -177,8 +192,8 @@ class _ZipMember(io.RawIOBase):
     def readinto(self, buffer) -> int:  # type: ignore[override]
         try:
             return self.member.readinto(buffer)  # type: ignore[attr-defined]
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as e:
-            raise SourceError(f"{self.archive}:{self.name}", f"damaged zip member ({type(e).__name__}: {e})") from None
+        except ZIP_MEMBER_ERRORS as e:
+            raise damaged_member(self.archive, self.name, e) from None
 
     def close(self) -> None:
         self.member.close()
