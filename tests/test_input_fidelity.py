@@ -299,6 +299,24 @@ def test_an_empty_corpus_or_queries_file_is_refused(tmp_path, config, content):
     assert_source_error(caught.value, f"{config}.jsonl", "no records")
 
 
+@pytest.mark.parametrize("num_proc", [None, 2])
+@pytest.mark.parametrize("config", ["corpus", "queries"])
+def test_a_blank_file_read_in_several_byte_ranges_is_refused_too(tmp_path, config, num_proc, monkeypatch):
+    """A file larger than SHARD_BYTES is read in line-aligned byte ranges: before, none of them was the whole file,
+    so none said "no records", and the build left the config out with exit 0 (`validate` then said OK)."""
+    monkeypatch.setattr(jsonl, "SHARD_BYTES", 4 << 10)
+    folder = beir_folder(tmp_path / "scidocs", doc() + b"\n")
+    (folder / f"{config}.jsonl").write_bytes(b" \n" * (10 << 10))  # 20 KiB of blank lines: 5 byte ranges
+    with pytest.raises(SourceError) as caught:
+        ragloaders.load("beir/scidocs", config, data_dir=str(folder), cache_dir=str(tmp_path / "c"), num_proc=num_proc)
+    assert_source_error(caught.value, f"{config}.jsonl", "no records")
+    record = doc() if config == "corpus" else json.dumps({"_id": "q", "text": "t"}).encode()
+    (folder / f"{config}.jsonl").write_bytes(b" \n" * (10 << 10) + record + b"\n")  # one record in the last range
+    loaded = ragloaders.load("beir/scidocs", config, data_dir=str(folder), cache_dir=str(tmp_path / "c"),
+                             num_proc=num_proc)
+    assert loaded[config].num_rows == 1
+
+
 def test_json_arrays_refuse_duplicate_keys_and_unpaired_surrogates_naming_the_record():
     with pytest.raises(SourceError) as caught:
         list(iter_json_array(io.BytesIO(b'[{"a": 1}, {"r": [{"chunk_id": "x", "chunk_id": "y"}]}]'), "mmrag_dev.json"))

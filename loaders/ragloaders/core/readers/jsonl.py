@@ -239,5 +239,19 @@ def read_jsonl(shard: Shard, schema: pa.Schema, required: Iterable[str] = ()) ->
         if e.line is None or shard.start == 0:
             raise
         raise SourceError(e.path, e.message, line=e.line + shard.first_line_number() - 1) from None
-    if rows == 0 and shard.end is None:
+    if rows == 0 and shard.start == 0 and not _holds_more_than_whitespace_after(shard):
         raise SourceError(shard.name, "no records: the file is empty or holds only blank lines")
+
+
+def _holds_more_than_whitespace_after(shard: Shard) -> bool:
+    """Whether the file of `shard` holds a byte other than JSON whitespace after the shard's end (a whole file has
+    nothing after it): the first shard of a file cut into several says whether the whole file is blank, reading no
+    further than the first such byte."""
+    if shard.end is None:
+        return False
+    with open(shard.files.local_path(shard.relpath), "rb") as f:
+        f.seek(shard.end)
+        while block := f.read(BLOCK_BYTES):
+            if _NOT_JSON_WHITESPACE.search(block):
+                return True
+    return False
