@@ -12,6 +12,8 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("XDG_CACHE_HOME", tempfile.mkdtemp(prefix="ragloaders-tests-cache-"))
 
 DATA = Path(__file__).parent / "data"
+LOADERS = Path(__file__).resolve().parent.parent / "loaders"
+"""The package's folder: PYTHONPATH of a child interpreter that runs ragloaders."""
 
 
 def assert_names(error: BaseException, *facts: object) -> None:

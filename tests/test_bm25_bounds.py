@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from beir_files import write_beir
-from conftest import assert_names
+from conftest import LOADERS, assert_names
 from ragloaders.cli import main
 from ragloaders.core.errors import SourceError, UsageError
 from ragloaders.eval import bm25, evaluate, reranking_tables
@@ -23,7 +23,6 @@ from ragloaders.eval.bm25 import DEFAULT_SETTINGS, Analyzer, Bm25Settings, build
 from test_bm25 import nfcorpus, nfcorpus_tables  # noqa: F401  (fixtures)
 
 BM25 = importlib.import_module("ragloaders.eval.bm25")  # (ragloaders.eval.bm25 is also the function)
-LOADERS = Path(__file__).resolve().parent.parent / "loaders"
 
 
 def user_folder(tmp_path: Path, corpus: list, queries: list, qrels: dict | None = None) -> dict:

@@ -16,11 +16,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import DATA
+from conftest import DATA, LOADERS
 from ragloaders.eval import evaluate
 from ragloaders.eval.prepared_record import RECORD_LIMIT, _record_path, recorded_sources, recorded_splits
 
-LOADERS = Path(__file__).resolve().parents[1] / "loaders"
 PATH = "beir/nfcorpus"
 
 

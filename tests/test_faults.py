@@ -19,13 +19,12 @@ from pathlib import Path
 
 import pytest
 import ragloaders
-from conftest import assert_names, assert_source_error
+from conftest import LOADERS, assert_names, assert_source_error
 from local_http import serve_in_thread
 from ragloaders.benchmarks.beir import catalogue as beir
 from ragloaders.core.errors import SourceError
 from ragloaders.core.readers import lines
 
-LOADERS = str(Path(__file__).parents[1] / "loaders")
 NFCORPUS_ZIP = Path(__file__).parent / "data" / "beir" / "nfcorpus.zip"
 TEXT_BYTES = 1_000
 
@@ -70,7 +69,7 @@ and prints its row count and a digest of every id, title and text."""
 
 
 def start_build(data_dir: Path, cache: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": LOADERS}
+    env = {**os.environ, "PYTHONPATH": str(LOADERS)}
     return subprocess.Popen(
         [sys.executable, "-c", BUILD_SCRIPT, str(data_dir), str(cache)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -290,7 +289,7 @@ def test_a_100_mb_line_loads_exactly_with_bounded_memory(tmp_path):
     data_dir = corpus_with(tmp_path, json.dumps({"_id": "huge", "title": "", "text": "é" * (size // 2)}).encode())
     result = subprocess.run(
         [sys.executable, "-c", MEMORY_SCRIPT, data_dir, str(tmp_path / "c")],
-        env={**os.environ, "PYTHONPATH": LOADERS}, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(LOADERS)}, capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     rows, huge_length, after, peak_mb = result.stdout.split()

@@ -10,13 +10,15 @@ import json
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 import ragloaders
-from conftest import DATA, assert_names, assert_source_error
+from conftest import DATA, LOADERS, assert_names, assert_source_error
 from local_http import serve_in_thread
 from ragloaders.benchmarks.beir import catalogue as beir
 from ragloaders.benchmarks.crag import catalogue as crag_catalogue
@@ -617,3 +619,63 @@ def test_line_chunks_cover_the_file_exactly_with_their_first_line_numbers(monkey
         assert first == data[:offset].count(b"\n") + 1
         assert chunk.endswith(b"\n") or index == len(chunks) - 1
         offset += len(chunk)
+
+
+OUT_OF_MEMORY_CHILD = """
+import resource, sys
+from ragloaders.cli import main
+with open("/proc/self/statm") as f:
+    vm = int(f.read().split()[0]) * resource.getpagesize()
+resource.setrlimit(resource.RLIMIT_AS, (vm + int(sys.argv[1]),) * 2)
+sys.exit(main(["build", "beir-format", "--data-dir", sys.argv[2], "--out", sys.argv[3], "--cache-dir", sys.argv[4]]))
+"""
+
+
+@pytest.mark.slow  # (a 64 MB line parsed in a child; CI runs it)
+@pytest.mark.parametrize("file, line", [("corpus.jsonl", 1), ("qrels/test.tsv", 2)])
+@pytest.mark.parametrize("headroom_mb", [160, 350])  # (with less, a thread cannot start: nothing to do with a line)
+def test_memory_run_out_on_a_long_line_names_the_file_and_line(tmp_path, file, line, headroom_mb):
+    """A line of 64 MB (a JSONL text, or a qrels id) parsed with less memory left than parsing it takes: one line
+    naming the file and line; before, "DatasetGenerationError: An error occurred while generating the dataset", or
+    orjson's "Not enough memory" given as invalid JSON."""
+    long = "x" * (64 << 20)
+    in_corpus = file == "corpus.jsonl"
+    folder = beir_folder(tmp_path / "data", doc(text=long if in_corpus else "t") + b"\n",
+                         qrels=f"query-id\tcorpus-id\tscore\nq\t{'d' if in_corpus else long}\t1\n".encode())
+    done = subprocess.run([sys.executable, "-c", OUT_OF_MEMORY_CHILD, str(headroom_mb << 20), str(folder),
+                           str(tmp_path / "out"), str(tmp_path / "cache")], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(LOADERS)})
+    assert done.returncode == 2, done.stderr[-3000:]
+    [message] = done.stderr.strip().splitlines()[-1:]
+    assert message.startswith(f"ragloaders: error: {folder / file}, line {line}: memory ran out parsing the lines "
+                              "from here"), message[:500]
+
+
+def test_orjson_out_of_memory_is_memory_run_out_not_invalid_json(monkeypatch):
+    """orjson refuses a text it could not allocate a buffer for as a JSONDecodeError "Not enough memory ...": that is
+    no fault of the text's, so it is a MemoryError, which the readers report as memory run out (above), not as
+    "invalid JSON"."""
+    from ragloaders.core.readers import strict_json
+
+    def out_of_memory(text):
+        raise strict_json.orjson.JSONDecodeError("Not enough memory to allocate buffer for parsing", "", 0)
+
+    monkeypatch.setattr(strict_json.orjson, "loads", out_of_memory)
+    with pytest.raises(MemoryError):
+        strict_json.loads_strict(b'{"a": 1}')
+
+
+def test_a_qrels_line_of_many_tabs_is_refused_without_a_list_of_its_columns():
+    """The columns are counted before the line is split: a line of a million tabs was a list of a million strings
+    (a 50 MB line of tabs peaked at 785 MB) before it was refused."""
+    import tracemalloc
+
+    line = b"q\t" * (1 << 20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=f"got {(1 << 20) + 1}: "):
+            qrels.qrels_fields(line)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * len(line), peak  # the line decoded, and its preview

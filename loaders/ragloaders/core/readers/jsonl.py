@@ -18,7 +18,7 @@ import stringzilla as sz
 from ..errors import SourceError
 from ..source_files import RangeReader, SourceFiles, line_aligned_ranges
 from .arrow_batches import tables_from_rows
-from .lines import BLOCK_BYTES, LineTooLong, count_newlines, iter_chunks_of_lines, iter_line_chunks
+from .lines import BLOCK_BYTES, LineTooLong, count_newlines, iter_chunks_of_lines, iter_line_chunks, out_of_memory
 from .strict_json import JSON_WHITESPACE, loads_strict
 from .threads import iter_ahead, map_ahead
 from .values import JSON_FIELD, check_required, conform
@@ -220,9 +220,9 @@ def read_jsonl(shard: Shard, schema: pa.Schema, required: Iterable[str] = ()) ->
         return chunk, newlines, None if line_by_line else _jsonl_fast(chunk, lines, schema, required)
 
     spare: deque[bytearray] = deque()  # buffers of chunks done with, read into again
+    first = 1
     try:  # lines numbered from the shard's start; the file's line number is counted only for an error
         with shard.open() as stream:
-            first = 1
             chunks = iter_chunks_of_lines(stream, skip_bom=shard.start == 0, spare=spare)
             for chunk, newlines, table in map_ahead(parse, iter_ahead(chunks)):
                 tables = [table] if table is not None else tables_from_rows(
@@ -235,6 +235,8 @@ def read_jsonl(shard: Shard, schema: pa.Schema, required: Iterable[str] = ()) ->
                 spare.append(chunk.obj)  # pyarrow copied what it parsed: the tables do not use the buffer
     except LineTooLong as e:
         raise SourceError(shard.name, str(e), line=shard.line_number_at(e.offset)) from None
+    except MemoryError:
+        raise out_of_memory(shard.name, first + shard.first_line_number() - 1) from None
     except SourceError as e:
         if e.line is None or shard.start == 0:
             raise

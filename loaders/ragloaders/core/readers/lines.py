@@ -23,7 +23,15 @@ their Python work per chunk being doubled)."""
 
 
 MAX_LINE_BYTES = 512 << 20
-"""Longest line read: far above any benchmark's (CRAG's reach several MB), far below what exhausts memory."""
+"""Longest line read: far above any benchmark's (CRAG's reach several MB). A line is held several times over while it
+is parsed (a 100 MB JSONL line peaked at 8x its size, a qrels line with a 50 MB id at 15x), so one at this bound may
+need 4-8 GB: where memory runs out first, the reader says so naming the file and line (`out_of_memory`)."""
+
+
+def out_of_memory(name: str, line: int) -> SourceError:
+    """The SourceError for memory run out while the lines of file `name` from line `line` on were parsed."""
+    return SourceError(name, f"memory ran out parsing the lines from here: a line may be up to {MAX_LINE_BYTES:,} "
+                             "bytes long and is held several times over while parsed (see MAX_LINE_BYTES)", line=line)
 
 
 def iter_lines(stream: BinaryIO, name: str = "<stream>", first: int = 1, *, skip_bom: bool = False,

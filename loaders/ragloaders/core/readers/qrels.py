@@ -17,7 +17,7 @@ import pyarrow.csv as pa_csv
 from ..errors import ContentError, SourceError
 from ..preview import invalid_utf8, preview
 from .jsonl import Shard
-from .lines import BLOCK_BYTES, UTF8_BOM, iter_line_chunks
+from .lines import BLOCK_BYTES, UTF8_BOM, iter_line_chunks, out_of_memory
 from .values import fits_int32
 
 QRELS_SCHEMA = pa.schema([("query-id", pa.string()), ("corpus-id", pa.string()), ("score", pa.int32())])
@@ -36,11 +36,10 @@ def qrels_fields(line: bytes) -> tuple[str, str, int]:
         text = line.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ContentError(invalid_utf8(line, e.start, " of the line")) from None
-    columns = text.split("\t")
-    if len(columns) != 3:
-        raise ContentError(f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(columns)}: "
+    if (count := text.count("\t") + 1) != 3:  # (counted, not split: a line of tabs would be a list of them)
+        raise ContentError(f"expected 3 tab-separated columns (query-id, corpus-id, score), got {count}: "
                            f"{preview(text)}")
-    query, doc, score = columns
+    query, doc, score = text.split("\t")
     if not _SCORE.fullmatch(score):
         raise ContentError(f"score must be an integer (an optional '-' followed by ASCII digits), got {preview(score)}")
     digits = score.lstrip("-").lstrip("0") or "0"  # leading zeros are no part of the value's size
@@ -99,9 +98,13 @@ def _qrels_chunks(shard: Shard) -> Iterator[tuple[int, bytes]]:
 
 def read_qrels(shard: Shard) -> Iterator[pa.Table]:
     """A BEIR qrels TSV (header `query-id<TAB>corpus-id<TAB>score`) as (string, string, int32) tables."""
-    for first, chunk in _qrels_chunks(shard):
-        table = _qrels_fast(chunk)
-        if table is None:
-            table = _qrels_by_line(chunk, first, shard.name)
-        if table.num_rows:
-            yield table
+    first = 2
+    try:
+        for first, chunk in _qrels_chunks(shard):
+            table = _qrels_fast(chunk)
+            if table is None:
+                table = _qrels_by_line(chunk, first, shard.name)
+            if table.num_rows:
+                yield table
+    except MemoryError:
+        raise out_of_memory(shard.name, first) from None

@@ -150,6 +150,8 @@ def loads_strict(text: bytes) -> Any:
     except orjson.JSONDecodeError as e:
         if BEYOND_DOUBLE in str(e):  # an integer past a double's range: valid JSON, kept exact
             return _loads_beyond_double(text, e)
+        if str(e).startswith(OUT_OF_MEMORY):  # (no fault of the text's: the reader says so, naming the line)
+            raise MemoryError(str(e)) from None
         raise ContentError(_json_problem(text, e)) from None
     if _needs_exact_parse(text, value):
         try:
@@ -159,6 +161,8 @@ def loads_strict(text: bytes) -> Any:
     return value
 
 
+OUT_OF_MEMORY = "Not enough memory"
+"""How orjson's refusal starts when it could not allocate its buffer."""
 BEYOND_DOUBLE = "number is infinity when parsed as double"
 """orjson's refusal of a number past a double's range, an integer of 309 digits included."""
 
