@@ -362,6 +362,35 @@ def test_a_kill_at_any_point_leaves_the_old_or_the_new_complete_folder(point, ex
     assert siblings(out) == ["out", "reached"]  # the leftover was removed, nothing else
 
 
+def test_a_kill_while_an_unfinished_build_is_removed_leaves_it_known_as_unfinished(tmp_path, cache_dir, built, loads,
+                                                                                  monkeypatch):
+    """A build that stops removes its work folder; a kill on the way (here: as soon as the manifest is gone while
+    anything else is left, wherever the listing put it) used to leave a work folder without its manifest, which the
+    next build took for a folder a killed build replaced and kept, ragloaders' own files and all, in a visible
+    `.ragloaders-kept-` folder. The manifest now goes last: the next build removes what is left, keeping nothing."""
+    out = tmp_path / "out"
+    shutil.copytree(built[OLD][0], out)
+    real_unlink = os.unlink
+
+    def unlink(path, *args, **kwargs):
+        real_unlink(path, *args, **kwargs)
+        work = [out.parent / name for name in siblings(out) if ".ragloaders-work-" in name]
+        if os.path.basename(path) == MANIFEST and work and os.listdir(work[0]):
+            raise KeyboardInterrupt  # the kill
+
+    with pytest.raises((KeyboardInterrupt, RuntimeError)), OutputFolder(str(out), data_dir=SOURCES[NEW],
+                                                                        cache_dir=cache_dir) as folder:
+        for config in ("corpus", "queries"):
+            os.makedirs(os.path.join(folder.work, config))
+            Path(folder.work, config, "part.parquet").write_bytes(b"unfinished")
+        monkeypatch.setattr(os, "unlink", unlink)
+        raise RuntimeError("the build stops")
+    monkeypatch.undo()
+    build_folder(NEW, str(out), data_dir=SOURCES[NEW], cache_dir=cache_dir)
+    assert which_build(out, built, loads, load=False) == NEW
+    assert siblings(out) == ["out"], siblings(out)  # nothing kept
+
+
 @pytest.mark.slow
 def test_a_kill_between_the_two_renames_of_the_fallback_swap_is_undone(tmp_path, cache_dir, built, loads):
     """Where the filesystem cannot exchange two folders, the old one is put aside then the new one moved in;

@@ -150,7 +150,7 @@ class OutputFolder:
     def _remove_work(self) -> None:
         """Remove the work folder of this build (its name is from mkdtemp in this run, before any swap)."""
         if self.work and os.path.isdir(self.work) and not os.path.islink(self.work):
-            shutil.rmtree(self.work, ignore_errors=True)
+            remove_unfinished(self.work, ignore_errors=True)
         self.work = ""
 
     def _refuse_nested(self) -> None:
@@ -280,13 +280,39 @@ class OutputFolder:
         for path, manifest in found:
             if manifest is not None and not manifest.complete and manifest.target == self.target:
                 warn(f"removing {path}, the unfinished work folder of a killed build of {self.target}")
-                shutil.rmtree(path)
+                remove_unfinished(path)
             else:
                 if manifest is None:  # swapped out by a build killed before it marked the folder
                     _mark_old(path, self.target)
                 warn(f"clearing {path}, the folder a killed build of {self.target} replaced (what is not "
                          "ragloaders' nor in the target is kept)")
                 clear_old(path, self.target, None, self.name)
+
+
+def remove_unfinished(folder: str, ignore_errors: bool = False) -> None:
+    """Remove the work folder of an unfinished build, its manifest last, once nothing else is left: a kill or a file
+    that cannot be removed leaves a folder the next build still knows as an unfinished one of its own (`_recover`
+    removes it), never one whose files it must keep. `ignore_errors`: remove what can be removed (as
+    `shutil.rmtree`'s)."""
+    try:
+        for entry in os.listdir(folder):
+            path = os.path.join(folder, entry)
+            if entry == MANIFEST:
+                continue
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=ignore_errors)
+            else:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    if not ignore_errors:
+                        raise
+        if os.listdir(folder) == [MANIFEST]:
+            os.unlink(os.path.join(folder, MANIFEST))
+        os.rmdir(folder)
+    except OSError:
+        if not ignore_errors:
+            raise
 
 
 def _mark_old(folder: str, target: str) -> None:
