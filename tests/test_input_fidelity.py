@@ -461,6 +461,26 @@ def test_a_damaged_zip_member_names_archive_member_and_damage(tmp_path, how, dam
     assert_source_error(error.value, "nfcorpus.zip:nfcorpus/queries.jsonl", "damaged zip member", damage)
 
 
+@pytest.mark.parametrize("joined", ["another zip before", "junk before", "junk after", "another zip after"])
+def test_zip_bytes_that_belong_to_no_member_are_refused(tmp_path, joined):
+    """zipfile reads a zip from its end: of two joined zips it reads the last one's members and passes over the
+    other's in silence, and it ignores bytes after the end record. Every byte must belong to the zip, as every byte
+    of a bzip2 file must belong to a stream."""
+    official = NFCORPUS_ZIP.read_bytes()
+    with zipfile.ZipFile(other := io.BytesIO(), "w") as archive:
+        archive.writestr("nfcorpus/corpus.jsonl", doc() + b"\n")
+    extra = {"another zip before": other.getvalue(), "junk before": b"MZ" + b"\0" * 510,
+             "another zip after": other.getvalue(), "junk after": b"\0" * 100}[joined]
+    path = tmp_path / "nfcorpus.zip"
+    path.write_bytes(extra + official if joined.endswith("before") else official + extra)
+    with pytest.raises(SourceError) as caught:
+        SourceFiles(str(path))
+    assert_source_error(caught.value, "nfcorpus.zip", "belong to none of its members")
+    if joined.endswith("before"):
+        assert f"{len(extra):,} bytes before" in str(caught.value)
+    assert SourceFiles(str(NFCORPUS_ZIP)).exists("nfcorpus/corpus.jsonl")  # the official zip, every byte its own
+
+
 def test_a_truncated_zip_is_a_source_error_not_a_missing_folder(tmp_path):
     path = damaged_zip(tmp_path, "cut")
     for data_dir in (path, tmp_path):

@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import os
+import struct
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -166,7 +167,36 @@ def open_zip(path: str) -> zipfile.ZipFile:
             raise SourceError(path, f"zip member {preview(info.filename)} names a path outside the archive (an "
                                     "absolute path or `..`): refused, whatever it holds")
         seen.add(info.filename)
+    try:
+        _require_every_byte_read(archive, path)
+    except BaseException:
+        archive.close()
+        raise
     return archive
+
+
+END_RECORD = zipfile.structEndArchive
+END_SIGNATURE = zipfile.stringEndArchive
+
+
+def _require_every_byte_read(archive: zipfile.ZipFile, path: str) -> None:
+    """SourceError when bytes of the file at `path` belong to no part of the zip `archive` read from it: bytes before
+    its first member (another archive before it, whose members zipfile would pass over in silence, or a
+    self-extractor's program) or after its end record and comment (zipfile ignores them too)."""
+    first = min((info.header_offset for info in archive.infolist()), default=archive.start_dir)
+    if first:
+        raise SourceError(path, f"{first:,} bytes before the zip's first member belong to none of its members (another "
+                                "archive joined before it, or a program): refused, as its data cannot be told; pass "
+                                "the zip alone, or its extracted folder")
+    size = os.path.getsize(path)
+    end = size - struct.calcsize(END_RECORD) - len(archive.comment)
+    with open(path, "rb") as f:
+        f.seek(max(end, 0))
+        record = f.read(struct.calcsize(END_RECORD))
+    if end < 0 or not record.startswith(END_SIGNATURE) or struct.unpack(END_RECORD, record)[-1] != len(archive.comment):
+        raise SourceError(path, "bytes after the zip's end record belong to none of its members (another archive or "
+                                "data joined after it): refused, as its data cannot be told; pass the zip alone, or "
+                                "its extracted folder")
 
 
 ZIP_MEMBER_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError)
