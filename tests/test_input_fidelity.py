@@ -301,6 +301,19 @@ def test_an_empty_corpus_or_queries_file_is_refused(tmp_path, config, content):
     assert_source_error(caught.value, f"{config}.jsonl", "no records")
 
 
+@pytest.mark.parametrize("content", [b"query-id\tcorpus-id\tscore\n", b"query-id\tcorpus-id\tscore\r\n\n\n"],
+                         ids=["header", "header and blank lines"])
+def test_a_qrels_file_with_no_judgement_is_refused(tmp_path, content, capsys):
+    """Its split had no row and went unpublished with a warning: a folder of one qrels/test.tsv was built, exit 0,
+    with no qrels at all."""
+    folder = beir_folder(tmp_path / "data", doc() + b"\n", qrels=content)
+    with pytest.raises(SourceError) as caught:
+        ragloaders.load("beir-format", "qrels", data_dir=str(folder), cache_dir=str(tmp_path / "c"))
+    assert_source_error(caught.value, "test.tsv", "no judgements")
+    assert cli_main(["build", "beir-format", "--data-dir", str(folder), "--out", str(tmp_path / "out")]) == 2
+    assert "test.tsv: no judgements" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("num_proc", [None, 2])
 @pytest.mark.parametrize("config", ["corpus", "queries"])
 def test_a_blank_file_read_in_several_byte_ranges_is_refused_too(tmp_path, config, num_proc, monkeypatch):

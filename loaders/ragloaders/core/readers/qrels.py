@@ -97,14 +97,20 @@ def _qrels_chunks(shard: Shard) -> Iterator[tuple[int, bytes]]:
 
 
 def read_qrels(shard: Shard) -> Iterator[pa.Table]:
-    """A BEIR qrels TSV (header `query-id<TAB>corpus-id<TAB>score`) as (string, string, int32) tables."""
-    first = 2
+    """A BEIR qrels TSV (header `query-id<TAB>corpus-id<TAB>score`) as (string, string, int32) tables; a file with
+    no judgement (its header alone) is refused: a split with no row is not published, so it would be left out in
+    silence."""
+    first, rows = 2, 0
     try:
         for first, chunk in _qrels_chunks(shard):
             table = _qrels_fast(chunk)
             if table is None:
                 table = _qrels_by_line(chunk, first, shard.name)
             if table.num_rows:
+                rows += table.num_rows
                 yield table
     except MemoryError:
         raise out_of_memory(shard.name, first) from None
+    if not rows:
+        raise SourceError(shard.name, "no judgements: the file holds its header alone (or blank lines after it); "
+                                      "a split with no row cannot be published: remove the file, or add its rows")
