@@ -575,3 +575,19 @@ def test_the_mock_kg_is_its_own_benchmark_and_imports_no_other():
             if isinstance(node, ast.ImportFrom | ast.Import):
                 names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
                 assert not any(name.startswith("ragloaders.benchmarks.") for name in names), source.name
+
+
+def test_a_build_of_configs_none_of_which_has_a_row_is_refused(kg, tmp_path, capsys):
+    """It warned that each was left out, then failed on the card: `IndexError: list index out of range`."""
+    from ragloaders.cli import main
+
+    folder, counts = kg
+    empty = sorted(config for config in CONFIGS if counts[config] == 0)
+    assert empty  # the generated files hold an empty table
+    out = tmp_path / "out"
+    assert main(["build", PATH, "--data-dir", str(folder), "--configs", empty[0], "--out", str(out),
+                 "--cache-dir", str(tmp_path / "cache")]) == 2
+    err = capsys.readouterr().err
+    assert f"ragloaders: error: {PATH}: the config built ({empty[0]}) has no row in its source: nothing to publish" \
+        in err, err
+    assert not out.exists()

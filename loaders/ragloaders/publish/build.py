@@ -186,6 +186,10 @@ def write_folder(
     except BaseException:
         behind.abandon()
         raise
+    if not outputs:  # (every config left out: its source has no rows) a folder of nothing is no build
+        which = (f"none of the configs built ({', '.join(chosen)}) has a row" if len(chosen) > 1 else
+                 f"the config built ({chosen[0]}) has no row")
+        raise UsageError(f"{path}: {which} in its source: nothing to publish")
     for config, tables in (extra_tables or {}).items():
         if config in prepared:
             raise UsageError(f"{path} already has a config {preview(config)}")
