@@ -4,7 +4,9 @@
   identity. A file is ragloaders' own when the manifest lists it, it is a regular file reached through real folders
   (no symlink on the way), and its size and sha256 still match; every other entry (files, folders, symlinks) is the
   user's. A manifest that is not a well-formed ragloaders manifest (another format or version, a path that is not
-  relative or names `.` or `..`, a malformed sha256 or size) counts as none: such a folder is not ragloaders'.
+  relative, names `.` or `..` or is longer than a filesystem allows, a malformed sha256 or size) counts as none:
+  such a folder is not ragloaders'. An own file that has other names too (a hard link) is listed apart
+  (`Verdict.linked`): push uploads none (it may be another file of the user's, outside the folder too).
 - **Written whole.** A manifest is written to a temporary file and renamed over, so a kill never leaves half of
   one; a build's work folder says `"complete": false` until the last file is written (output_folder.py).
 - **Only regular files.** `hash_folder` lists every file of a folder a build just wrote and refuses anything else
@@ -65,15 +67,24 @@ MAX_MANIFEST_BYTES = 16 << 20
 JSON takes up to ~30x its bytes (`[{},{},...]`): this bounds that too."""
 
 
+NAME_MAX_BYTES = 255
+PATH_MAX_BYTES = 4096
+"""POSIX's NAME_MAX and PATH_MAX as Linux sets them: a manifest path with a longer part, or longer in all, names no
+file ragloaders could have written (a filesystem refuses it), and is refused before it is used or shown."""
+
+
 def safe_relative(name: object) -> bool:
-    """A manifest path ragloaders could have written: relative, '/'-separated, no empty, '.' or '..' part."""
-    if not isinstance(name, str) or not name or "\0" in name or "\\" in name or name.startswith("/"):
+    """A manifest path ragloaders could have written: relative, '/'-separated, no empty, '.' or '..' part, no part
+    longer than NAME_MAX_BYTES nor the whole longer than PATH_MAX_BYTES (in UTF-8)."""
+    if (not isinstance(name, str) or not name or len(name) > PATH_MAX_BYTES or "\0" in name or "\\" in name
+            or name.startswith("/")):
         return False
     try:
-        name.encode("utf-8")  # (a lone surrogate, JSON's "\ud800", names no file)
+        encoded = name.encode("utf-8")  # (a lone surrogate, JSON's "\ud800", names no file)
     except UnicodeEncodeError:
         return False
-    return all(part not in ("", ".", "..") for part in name.split("/"))
+    return len(encoded) <= PATH_MAX_BYTES and all(
+        part not in (b"", b".", b"..") and len(part) <= NAME_MAX_BYTES for part in encoded.split(b"/"))
 
 
 def read_manifest(folder: str) -> Manifest | None:
@@ -132,6 +143,9 @@ class Verdict:
     """Own files (listed, size and sha256 match) with their stat signature at the time they were hashed."""
     altered: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    linked: list[str] = field(default_factory=list)
+    """Own files that have other names too (st_nlink > 1): a hard link may be another file of the user's, even one
+    outside the folder, so push uploads none of them (a build replaces them with new files)."""
     others: list[str] = field(default_factory=list)
     """Every other leaf entry (files, symlinks, ...) and empty folder: the user's."""
     manifest: Manifest | None = None
@@ -164,6 +178,8 @@ def verify_listed(folder: str, manifest: Manifest) -> Verdict:
             (verdict.altered if os.path.lexists(os.path.join(folder, name)) else verdict.missing).append(name)
         elif info.st_size == record.size and sha256_once(os.path.join(folder, name), info, digests) == record.sha256:
             verdict.own[name] = file_signature(info)
+            if info.st_nlink > 1:
+                verdict.linked.append(name)
         else:
             verdict.altered.append(name)
     return verdict
@@ -181,18 +197,33 @@ def sha256_once(path: str, info: os.stat_result, digests: dict[tuple[int, int], 
     return digests[key]
 
 
-def folder_entries(folder: str, prefix: str = "") -> Iterator[str]:
-    """Leaf entries ('/' paths) of a folder: files, symlinks and other non-folders, and empty folders.
-    Symlinks are never followed."""
-    with os.scandir(folder) as scan:
-        items = sorted(scan, key=lambda e: e.name)
-    for entry in items:
-        name = prefix + entry.name
-        if entry.is_dir(follow_symlinks=False):
-            inner = list(folder_entries(entry.path, name + "/"))
-            yield from inner if inner else [name + "/"]
+def folder_entries(folder: str) -> Iterator[str]:
+    """Leaf entries ('/' paths) of a folder: files, symlinks and other non-folders, and empty folders, depth first in
+    name order. Symlinks are never followed. A stack, not recursion: any depth of folders is walked."""
+    # per folder entered and not left: its entries not yet seen, its path with a trailing '/' ("" for `folder`), and
+    # whether a leaf was found in it (else, once left, it is an empty folder: a leaf itself)
+    walking = [(iter(_sorted_entries(folder)), "")]
+    holds_leaf = [False]
+    while walking:
+        entries, prefix = walking[-1]
+        entry = next(entries, None)
+        if entry is None:
+            walking.pop()
+            if not holds_leaf.pop() and walking:
+                yield prefix  # an empty folder is a leaf
+            if walking:
+                holds_leaf[-1] = True
+        elif entry.is_dir(follow_symlinks=False):
+            walking.append((iter(_sorted_entries(entry.path)), prefix + entry.name + "/"))
+            holds_leaf.append(False)
         else:
-            yield name
+            holds_leaf[-1] = True
+            yield prefix + entry.name
+
+
+def _sorted_entries(folder: str) -> list[os.DirEntry]:
+    with os.scandir(folder) as scan:
+        return sorted(scan, key=lambda e: e.name)
 
 
 def hash_folder(folder: str) -> dict[str, FileRecord]:

@@ -159,6 +159,9 @@ def stage(path: str, staged_dir: str, *, repo_id: str, data_dir: str | None = No
         if verdict.manifest is not None and (verdict.altered or verdict.missing):
             log(f"the staged build in {staged_dir} does not match its manifest "
                 f"({len(verdict.altered)} changed, {len(verdict.missing)} missing files): building it again")
+        elif verdict.linked:
+            log(f"the staged build in {staged_dir} has hard links ({shown_paths(verdict.linked, 3)}), which push "
+                "does not upload: building it again")
     build_folder(path, staged_dir, data_dir=data_dir, cache_dir=cache_dir, num_proc=num_proc, repo_id=repo_id,
                  into_existing=into_existing, altered="set_aside", option="--staging-dir", card=card,
                  **(derived.make() if derived else {}))
@@ -181,7 +184,7 @@ class Derived:
 def _trusted(verdict: Verdict, identity: dict) -> bool:
     manifest = verdict.manifest
     return (manifest is not None and manifest.complete and manifest.identity == identity and bool(manifest.files)
-            and not verdict.altered and not verdict.missing)
+            and not verdict.altered and not verdict.missing and not verdict.linked)
 
 
 def staged_files(staged_dir: str, manifest: Manifest | None = None) -> list[StagedFile]:

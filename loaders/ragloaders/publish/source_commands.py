@@ -18,8 +18,10 @@ from ..core.hub_repository import (
     probe_hub,
     refuse_revision,
 )
+from ..core.output_target import MANIFEST
+from ..core.plural import counted
 from .manifest import verify
-from .push import PushResult, check_repo_id, describe, folder_held, plan, upload
+from .push import PushResult, check_repo_id, describe, folder_held, plan, shown_paths, upload
 from .validate import integrity, integrity_of_repository
 from .validate_report import render_text
 
@@ -83,13 +85,20 @@ def _push_verified(folder: str, repo_id: str, *, private: bool, revision: str | 
     verdict = verify(folder)
     manifest = verdict.manifest
     if manifest is None:
-        raise SourceError(folder, "no ragloaders manifest, so what to upload cannot be verified; build it with "
+        raise SourceError(folder, f"no ragloaders manifest ({MANIFEST} is missing, or is not one ragloaders could "
+                                  "have written), so what to upload cannot be verified; build it with "
                                   "`ragloaders build PATH --out FOLDER`, or push the benchmark path")
     if not manifest.complete or verdict.altered or verdict.missing:
         changed = verdict.altered + verdict.missing
         raise SourceError(folder, f"does not verify against its manifest ({len(verdict.altered)} changed, "
-                                  f"{len(verdict.missing)} missing files, e.g. {', '.join(changed[:3]) or '-'}"
+                                  f"{len(verdict.missing)} missing files, e.g. {shown_paths(changed, 3) or '-'}"
                                   f"{'' if manifest.complete else '; the build was not complete'}); build it again")
+    if verdict.linked:
+        raise SourceError(folder, f"{counted(len(verdict.linked), 'file')} the manifest lists "
+                                  f"{'has' if len(verdict.linked) == 1 else 'have'} other names too (hard links: "
+                                  f"{shown_paths(verdict.linked, 3)}); a hard link may be another file of yours, "
+                                  "even one outside the folder, so nothing is uploaded; build it again (a build "
+                                  "writes new files)")
     if not dry_run:
         require_token_and_hub(repo_id)
     push_plan = plan(folder, verdict=verdict)
