@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 import difflib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 CHARS = 80
@@ -44,6 +44,12 @@ def preview(value: Any, chars: int = CHARS, nodes: int = NODES) -> str:
         size = chars + 1
     text = "".join(pieces)
     return text if size <= chars else text[:chars] + "…"
+
+
+def previews(values: Sequence[Any], count: int) -> str:
+    """The first `count` of `values` (paths, ids: as long and odd as whoever made them), each a bounded `preview`,
+    joined by commas, then `...` if there are more."""
+    return ", ".join(preview(value) for value in values[:count]) + (" ..." if len(values) > count else "")
 
 
 def one_line(text: object, chars: int = CHARS) -> str:

@@ -56,6 +56,7 @@ from typing import Literal
 from ..core.errors import is_no_space
 from ..core.log import warn
 from ..core.output_target import OutputFolderError, check_target, is_inside
+from ..core.preview import previews
 from .manifest import (
     MANIFEST,
     Manifest,
@@ -171,7 +172,7 @@ class OutputFolder:
                                     "point: build into a folder inside it")
         mounted = other_devices(self.target)
         if mounted:
-            shown = ", ".join(mounted[:5]) + (" ..." if len(mounted) > 5 else "")
+            shown = previews(mounted, 5)
             raise OutputFolderError(f"{where} holds entries on another filesystem ({shown}); ragloaders does not "
                                     "move mounts: unmount them or choose another folder")
         verdict = verify(self.target)
@@ -181,9 +182,9 @@ class OutputFolder:
                 "or pass --into-existing to add the build beside its files (none of them is changed); a folder "
                 "built by a version of ragloaders that wrote no manifest has none: delete it yourself")
         if verdict.altered and self.altered == "refuse":
-            shown = ", ".join(verdict.altered[:5]) + (" ..." if len(verdict.altered) > 5 else "")
             raise OutputFolderError(
-                f"{where}: {len(verdict.altered)} file(s) ragloaders wrote were changed since ({shown}); "
+                f"{where}: {len(verdict.altered)} file(s) ragloaders wrote were changed since "
+                f"({previews(verdict.altered, 5)}); "
                 "move them out of the folder (or delete them) and build again")
         return verdict
 
@@ -226,9 +227,9 @@ class OutputFolder:
         clashes = [n for n in keep if n.rstrip("/") in written or (not n.endswith("/") and n in folders)
                    or any(folder in written for folder in _folders_of(n))]
         if clashes:
-            shown = ", ".join(clashes[:5]) + (" ..." if len(clashes) > 5 else "")
             raise OutputFolderError(
-                f"{self.option} {self.given}: the build writes where files that are not ragloaders' are ({shown}); "
+                f"{self.option} {self.given}: the build writes where files that are not ragloaders' are "
+                f"({previews(clashes, 5)}); "
                 "move them out of the folder and build again")
 
     def _swap(self) -> None:

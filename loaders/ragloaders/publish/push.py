@@ -47,7 +47,7 @@ from ..core.hub_repository import (
 )
 from ..core.output_target import OutputFolderError
 from ..core.plural import counted
-from ..core.preview import one_line, preview
+from ..core.preview import one_line, preview, previews
 from ..core.source_files import file_digest
 from ..core.user_cache import user_cache_dir
 from .build import build_identity
@@ -160,7 +160,7 @@ def stage(path: str, staged_dir: str, *, repo_id: str, data_dir: str | None = No
             log(f"the staged build in {staged_dir} does not match its manifest "
                 f"({len(verdict.altered)} changed, {len(verdict.missing)} missing files): building it again")
         elif verdict.linked:
-            log(f"the staged build in {staged_dir} has hard links ({shown_paths(verdict.linked, 3)}), which push "
+            log(f"the staged build in {staged_dir} has hard links ({previews(verdict.linked, 3)}), which push "
                 "does not upload: building it again")
     build_folder(path, staged_dir, data_dir=data_dir, cache_dir=cache_dir, num_proc=num_proc, repo_id=repo_id,
                  into_existing=into_existing, altered="set_aside", option="--staging-dir", card=card,
@@ -417,7 +417,7 @@ def _upload(push_plan: PushPlan, repo_id: str, *, private: bool, revision: str |
     foreign = view.overlaps(push_plan.files)
     if foreign and not overwrite_foreign:
         raise UsageError(f"{repo_id} already holds {len(foreign)} file(s) the push would overwrite that ragloaders "
-                         f"did not publish there or that were changed since ({shown_paths(foreign, 5)}); nothing was "
+                         f"did not publish there or that were changed since ({previews(foreign, 5)}); nothing was "
                          "sent: move them in the repository, or pass --overwrite-foreign to replace them")
     allowed = {path: _identity(view.remote[path]) for path in foreign}
     """What the user allowed to be replaced: those files as the push found them."""
@@ -430,7 +430,7 @@ def _upload(push_plan: PushPlan, repo_id: str, *, private: bool, revision: str |
             "verified against a manifest in this run")
     left = sorted(p for p in view.remote if p.endswith(".parquet") and p not in local and not view.own(p))
     if left:
-        log(f"leaving {len(left)} Parquet files of {repo_id} that no ragloaders push recorded ({shown_paths(left, 3)}"
+        log(f"leaving {len(left)} Parquet files of {repo_id} that no ragloaders push recorded ({previews(left, 3)}"
             "): ragloaders deletes only files it published")
     recorded = dict(view.recorded)
     manifest_now = view.remote.get(HUB_MANIFEST)
@@ -505,7 +505,7 @@ def _upload(push_plan: PushPlan, repo_id: str, *, private: bool, revision: str |
     result.left = sorted(theirs)
     if theirs:
         log(f"left {len(theirs)} file(s) of {repo_id} as someone else changed them during the push "
-            f"({shown_paths(result.left, 5)}): they are no longer ragloaders'; push again with --overwrite-foreign to "
+            f"({previews(result.left, 5)}): they are no longer ragloaders'; push again with --overwrite-foreign to "
             "replace them")
     return result
 
@@ -555,12 +555,6 @@ def changed_since_verified(staged: StagedFile, how: str) -> OutputFolderError:
     return OutputFolderError(f"{staged.local_path} changed after the folder was verified against its manifest "
                              f"({how}); stopped before the commit that would hold it: push again once nothing writes "
                              "there")
-
-
-def shown_paths(paths: list[str], count: int) -> str:
-    """The first `count` of `paths` (the repository's, so as long and odd as its owner made them), each a bounded
-    preview, then `...` if there are more."""
-    return ", ".join(preview(path) for path in paths[:count]) + (" ..." if len(paths) > count else "")
 
 
 @dataclass(frozen=True)

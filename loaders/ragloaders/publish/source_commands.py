@@ -20,8 +20,9 @@ from ..core.hub_repository import (
 )
 from ..core.output_target import MANIFEST
 from ..core.plural import counted
+from ..core.preview import previews
 from .manifest import verify
-from .push import PushResult, check_repo_id, describe, folder_held, plan, shown_paths, upload
+from .push import PushResult, check_repo_id, describe, folder_held, plan, upload
 from .validate import integrity, integrity_of_repository
 from .validate_report import render_text
 
@@ -91,12 +92,12 @@ def _push_verified(folder: str, repo_id: str, *, private: bool, revision: str | 
     if not manifest.complete or verdict.altered or verdict.missing:
         changed = verdict.altered + verdict.missing
         raise SourceError(folder, f"does not verify against its manifest ({len(verdict.altered)} changed, "
-                                  f"{len(verdict.missing)} missing files, e.g. {shown_paths(changed, 3) or '-'}"
+                                  f"{len(verdict.missing)} missing files, e.g. {previews(changed, 3) or '-'}"
                                   f"{'' if manifest.complete else '; the build was not complete'}); build it again")
     if verdict.linked:
         raise SourceError(folder, f"{counted(len(verdict.linked), 'file')} the manifest lists "
                                   f"{'has' if len(verdict.linked) == 1 else 'have'} other names too (hard links: "
-                                  f"{shown_paths(verdict.linked, 3)}); a hard link may be another file of yours, "
+                                  f"{previews(verdict.linked, 3)}); a hard link may be another file of yours, "
                                   "even one outside the folder, so nothing is uploaded; build it again (a build "
                                   "writes new files)")
     if not dry_run:
