@@ -225,7 +225,7 @@ def test_into_existing_refuses_a_folder_with_a_mount_inside_and_moves_nothing(ki
         err = capsys.readouterr().err
         assert status == 2
         [line] = error_lines(err)
-        assert "another filesystem (disk)" in line and str(out) in line
+        assert "another filesystem ('disk')" in line and str(out) in line
         assert (out / "disk" / "data.bin").read_bytes() == b"on the mounted disk\n"
         assert sorted(os.listdir(out)) == ["disk", "plain"]
         assert sorted(os.listdir(tmp_path)) == ["mine"] if kind == "tmpfs" else ["elsewhere", "mine"]
