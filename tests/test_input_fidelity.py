@@ -693,9 +693,16 @@ def test_orjson_out_of_memory_is_memory_run_out_not_invalid_json(monkeypatch):
     def out_of_memory(text):
         raise strict_json.orjson.JSONDecodeError("Not enough memory to allocate buffer for parsing", "", 0)
 
-    monkeypatch.setattr(strict_json.orjson, "loads", out_of_memory)
-    with pytest.raises(MemoryError):
-        strict_json.loads_strict(b'{"a": 1}')
+    def out_of_memory_past_its_result(text):  # what CPython makes of an error set while a result is returned
+        try:
+            raise MemoryError
+        except MemoryError as e:
+            raise SystemError("<built-in function loads> returned a result with an exception set") from e
+
+    for loads in (out_of_memory, out_of_memory_past_its_result):
+        monkeypatch.setattr(strict_json.orjson, "loads", loads)
+        with pytest.raises(MemoryError):
+            strict_json.loads_strict(b'{"a": 1}')
 
 
 def test_a_qrels_line_of_many_tabs_is_refused_without_a_list_of_its_columns():

@@ -147,6 +147,10 @@ def loads_strict(text: bytes) -> Any:
     parse for the first two)."""
     try:
         value = orjson.loads(text)
+    except SystemError as e:  # an allocation orjson could not make, set as an error it then returned past
+        if isinstance(e.__cause__, MemoryError):
+            raise MemoryError(str(e.__cause__)) from None
+        raise
     except orjson.JSONDecodeError as e:
         if BEYOND_DOUBLE in str(e):  # an integer past a double's range: valid JSON, kept exact
             return _loads_beyond_double(text, e)
