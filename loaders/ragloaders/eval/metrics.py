@@ -192,6 +192,23 @@ def refuse_what_trec_eval_cannot_hold(qrels: Mapping[str, Mapping[str, int]], ru
                                          f"{MAX_GRADE}, the largest trec_eval is given (its memory grows with it)")
 
 
+def refuse_nulls(qrels: Mapping[str, Mapping[str, int]], qrels_name: str = "qrels") -> None:
+    """UsageError naming the qrels (`qrels_name`, `beir/x qrels test`) and a pair, when a query id, document id or
+    grade of theirs is null (None): read from a data file whose column holds a null (`validate` lists each such
+    row as `null_values`), it could be neither compared nor given to pytrec_eval."""
+    for query_id, docs in qrels.items():
+        if query_id is None:
+            example = f" (with document {preview(next(iter(docs)))})" if docs else ""
+            raise UsageError(f"{qrels_name}: a query-id is null{example}; every pair needs a query id")
+        if None in docs:
+            raise UsageError(f"{qrels_name}: a corpus-id of query {preview(query_id)} is null; every pair needs a "
+                             "document id")
+        if None in docs.values():
+            doc_id = next(doc_id for doc_id, grade in docs.items() if grade is None)
+            raise UsageError(f"{qrels_name}: the score of query {preview(query_id)}, document {preview(doc_id)} is "
+                             "null; every pair needs a grade")
+
+
 def _unholdable(value: str) -> str | None:
     if "\0" in value:
         return "holds a NUL byte, which trec_eval cannot hold (it ends the id there)"
@@ -259,6 +276,7 @@ def score(
     if not 1 <= relevance_level <= MAX_GRADE:  # pytrec_eval takes a C int: 2^31 was a misleading TypeError
         raise UsageError(f"relevance level (--relevance-level, relevance_level=) must be 1 or more (trec_eval's -l) "
                          f"and at most {MAX_GRADE} (MAX_GRADE), got {preview(relevance_level)}")
+    refuse_nulls(qrels, qrels_name)
     metrics = list(metrics)
     judged = list(qrels)
     qrels = without_negative_grades(qrels)

@@ -4,7 +4,7 @@ Works on any benchmark path through its builders, and on any repository in BEIR 
 a hub repo id, `integrity_of_repository`), with pyarrow compute (no Python loop per row).
 Checks, per config and split: row counts against the counts the benchmark publishes, relations
 (`qrels`, or CRAG's `search_results`) pointing at queries or docs that do not exist, duplicate
-ids, duplicate (query, doc) pairs, ids that are both a query and a doc, empty texts, and the
+ids, duplicate (query, doc) pairs, ids that are both a query and a doc, null ids and grades, empty texts, and the
 score histogram.
 
 What each benchmark publishes and which upstream defects it declares come from its `Benchmark`
@@ -62,7 +62,7 @@ SAMPLE_IDS = 20
 """How many offending ids a finding lists (its count is always complete)."""
 
 CHECKS = ("count", "missing_queries", "missing_docs", "duplicate_ids", "duplicate_pairs", "shared_ids",
-          "duplicate_keys", "column_type", "altered_files")
+          "duplicate_keys", "column_type", "altered_files", "null_values")
 
 
 def _is_text(kind: pa.DataType) -> bool:
@@ -126,11 +126,53 @@ def duplicates(values: pa.ChunkedArray) -> pa.Array:
     return counts.field("values").filter(pc.greater(counts.field("counts"), 1))
 
 
-def ids_and_empty_texts(rows: CachedSplit) -> tuple[pa.ChunkedArray, int, list[str]]:
+NULL_CHECKED = ("_id", "query-id", "corpus-id", "score")
+"""The columns in which a null is a `null_values` finding: an id, or a qrels grade (each row needs one)."""
+
+
+class NullRows:
+    """The rows of one split holding a null in a NULL_CHECKED column, fed a record batch (or table) at a time in
+    row order: how many, how many per column, and the first SAMPLE_IDS shown as `row N: column value, ...` (N: the
+    row's index in the split, from 0; each value previewed)."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.by_column: dict[str, int] = {}
+        self.sample: list[str] = []
+        self.seen = 0
+        """Rows fed so far: the split's index of the next batch's first row."""
+
+    def add(self, batch: pa.RecordBatch | pa.Table) -> None:
+        masks = []
+        for name in (name for name in NULL_CHECKED if name in batch.column_names):
+            if nulls := batch.column(name).null_count:
+                self.by_column[name] = self.by_column.get(name, 0) + nulls
+                masks.append(pc.is_null(batch.column(name)))
+        if masks:
+            mask = masks[0]
+            for more in masks[1:]:
+                mask = pc.or_(mask, more)
+            indices = pc.indices_nonzero(mask).to_pylist()
+            self.rows += len(indices)
+            for index in indices[:SAMPLE_IDS - len(self.sample)]:
+                [row] = batch.slice(index, 1).to_pylist()
+                self.sample.append(f"row {self.seen + index}: "
+                                   + ", ".join(f"{name} {preview(value, 30)}" for name, value in row.items()))
+        self.seen += batch.num_rows
+
+    def message(self) -> str:
+        """What is null, column by column."""
+        return "; ".join(f"`{name}` is null in {counted(count, 'row', grouped=True)}"
+                         for name, count in self.by_column.items())
+
+
+def ids_and_empty_texts(rows: CachedSplit, nulls: NullRows) -> tuple[pa.ChunkedArray, int, list[str]]:
     """(every `_id`, count and first ids of rows whose `text` is empty or only whitespace), from one read of the
-    two columns, a record batch at a time (the texts are not kept); one compute call per batch."""
+    two columns, a record batch at a time (the texts are not kept); one compute call per batch. The rows with a null
+    `_id` are fed to `nulls`."""
     ids, total, sample = [], 0, []
     for batch in rows.batches(["_id", "text"]):
+        nulls.add(batch)
         ids.append(pa.concat_arrays([batch.column("_id")]))  # a copy: the batch's buffer also holds its texts
         lengths = pc.utf8_length(pc.utf8_trim_whitespace(batch.column("text")))
         empty = pc.fill_null(pc.equal(lengths, 0), True)
@@ -174,6 +216,11 @@ class _Inspection:
     def add(self, check: str, config: str, split: str | None, ids: pa.Array, message: str) -> None:
         self.findings.append(finding(check, config, split, _sample(ids), len(ids), message))
 
+    def null_values(self, config: str, split: str, nulls: NullRows) -> None:
+        """A `null_values` finding for the split's rows with a null id (or grade), if any."""
+        if nulls.rows:
+            self.findings.append(finding("null_values", config, split, nulls.sample, nulls.rows, nulls.message()))
+
     def well_typed(self, config: str, split: str, rows: CachedSplit, expected: Mapping[str, tuple[Any, str]]) -> bool:
         """Whether the split's checked columns have their types; else a `column_type` finding naming the file and
         the columns (the split's other checks are skipped: they would fail on the types)."""
@@ -191,12 +238,17 @@ class _Inspection:
         for split, rows in splits.items():
             facts: SplitFacts = {"config": config, "split": split, "rows": rows.num_rows}
             if "_id" in rows.column_names and self.well_typed(config, split, rows, ENTITY_TYPES):
-                empty = None
+                empty, nulls = None, NullRows()
                 if "text" in rows.column_names:
-                    ids, count, sample = ids_and_empty_texts(rows)
+                    ids, count, sample = ids_and_empty_texts(rows, nulls)
                     empty = (count, sample)
                 else:
-                    ids = rows.columns(["_id"]).column("_id")
+                    table = rows.columns(["_id"])
+                    nulls.add(table)
+                    ids = table.column("_id")
+                self.null_values(config, split, nulls)
+                if nulls.rows:  # a null is no id: not a duplicate of another null, nor one a relation could name
+                    ids = pc.drop_null(ids)
                 all_ids.append(ids)
                 repeated = duplicates(ids)
                 facts["duplicate_ids"] = len(repeated)
@@ -217,9 +269,16 @@ class _Inspection:
                 self.splits.append({"config": config, "split": split, "rows": rows.num_rows})
                 continue
             table = rows.columns([name for name in (*RELATION_COLUMNS, "score") if name in rows.column_names])
+            nulls = NullRows()
+            nulls.add(table)
+            self.null_values(config, split, nulls)
+            facts: SplitFacts = {"config": config, "split": split, "rows": table.num_rows}
+            histogram_of = table.column("score") if "score" in table.column_names else None
+            if any(nulls.by_column.get(name) for name in RELATION_COLUMNS):  # the pairs checked are those of two ids
+                table = table.filter(pc.and_(pc.is_valid(table.column("query-id")),
+                                             pc.is_valid(table.column("corpus-id"))))
             queries, docs = table.column("query-id"), table.column("corpus-id")
-            facts: SplitFacts = {"config": config, "split": split, "rows": table.num_rows,
-                                 "queries": pc.count_distinct(queries).as_py(), "docs": pc.count_distinct(docs).as_py()}
+            facts["queries"], facts["docs"] = pc.count_distinct(queries).as_py(), pc.count_distinct(docs).as_py()
             for check, ids, target, what in (
                 ("missing_queries", queries, "queries", "query id"), ("missing_docs", docs, "corpus", "corpus id")
             ):
@@ -237,10 +296,12 @@ class _Inspection:
                 self.add("duplicate_pairs", config, split, labels.combine_chunks(),
                          f"{counted(repeated.num_rows, '(query-id, corpus-id) pair', grouped=True)} "
                          f"{'occurs' if repeated.num_rows == 1 else 'occur'} more than once")
-            if "score" in table.column_names:
-                counts = pc.value_counts(table.column("score"))
-                histogram = sorted(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist()))
-                facts["score_histogram"] = {str(score): count for score, count in histogram}
+            if histogram_of is not None:
+                counts = pc.value_counts(histogram_of)
+                histogram = sorted(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist()),
+                                   key=lambda pair: (pair[0] is None, pair[0] or 0))  # a null grade last
+                facts["score_histogram"] = {"null" if score is None else str(score): count
+                                            for score, count in histogram}
             self.splits.append(facts)
 
     def keyed(self, config: str, splits: dict[str, CachedSplit], key: tuple[str, ...]) -> None:
@@ -403,7 +464,8 @@ def _load_repository(repository: str, metadata: dict[str, Any], cache_dir: str |
                      ) -> tuple[dict[str, Any], list[Finding], dict[tuple[str, str], str]]:
     """(every config that loads, a `column_type` finding for each that does not load as its card declares, the
     card's data files) of a repository (`metadata`: its card's fields, checked), its data files checked to be its
-    own first."""
+    own first. A split whose local Parquet file lacks a column the card declares (loaded as nulls) is such a finding
+    too, and left out of what is checked."""
     configs = datasets.get_dataset_config_names(repository)
     if not configs:
         raise UsageError(f"{repository}: no configs (not a dataset folder or repository)")
@@ -428,7 +490,37 @@ def _load_repository(repository: str, metadata: dict[str, Any], cache_dir: str |
                                       Repository(repository, folder=repository), config)
             unloadable.append(finding("count", config, None, [], 1, str(unlike) if unlike else
                                       f"{repository} ({config}): its splits are not the sizes declared ({_cause(e)})"))
+        else:
+            for split, absent in _columns_absent_from_files(repository, builders[config]).items():
+                # datasets loads a declared column a file lacks as nulls: the split is not what the card declares
+                unloadable.append(finding("column_type", config, split, list(dict.fromkeys(c for _, c in absent)),
+                                          len(absent), "; ".join(f"{file}: no column `{column}`, which the card "
+                                                                 "declares" for file, column in absent)))
+                loaded[config] = datasets.DatasetDict({name: rows for name, rows in loaded[config].items()
+                                                       if name != split})
+            if not loaded[config]:
+                del loaded[config]
     return loaded, unloadable, files
+
+
+def _columns_absent_from_files(repository: str, dataset_builder: Any) -> dict[str, list[tuple[str, str]]]:
+    """split -> (file, column) for each column the card declares (the builder's features) that a local Parquet data
+    file of the split does not hold, read from the file's own schema: `datasets` fills such a column with nulls
+    when it loads the file, so the split would be checked as if the file held them. A file that is not local (a hub
+    repository's) or not Parquet is not looked at here."""
+    declared = dataset_builder.info.features
+    absent: dict[str, list[tuple[str, str]]] = {}
+    for split, paths in (dataset_builder.config.data_files or {}).items() if declared else ():
+        for path in paths:
+            if not os.path.isfile(path):
+                continue
+            try:
+                held = set(pq.read_schema(path).names)
+            except (pa.ArrowException, OSError):  # not Parquet: its builder reads it (and names what is wrong)
+                continue
+            shown = os.path.join(repository, os.path.relpath(path, os.path.abspath(repository)))
+            absent.setdefault(split, []).extend((shown, column) for column in declared if column not in held)
+    return {split: pairs for split, pairs in absent.items() if pairs}
 
 
 def _by_folder(names: list[str]) -> dict[str, list[str]]:
