@@ -143,21 +143,22 @@ def trec_run(tmp_path, folder) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("column, words", [
-    ("score", "qrels test: the score of query 'PLAIN-2', document 'MED-2428' is null; every pair needs a grade"),
-    ("query-id", "qrels test: a query-id is null (with document 'MED-2428'); every pair needs a query id"),
-    ("corpus-id", "qrels test: a corpus-id of query 'PLAIN-2' is null; every pair needs a document id"),
-])
-def test_eval_refuses_qrels_with_a_null_in_one_line(nfcorpus_build, tmp_path, capsys, column, words):
-    """A null score was `TypeError: '>=' not supported between instances of 'NoneType' and 'int'`, a null query-id
-    `TypeError: argument of type 'NoneType' is not iterable` (in eval/metrics.py)."""
+@pytest.mark.parametrize("command", ["eval", "pairs"])
+@pytest.mark.parametrize("column", ["score", "query-id", "corpus-id"])
+def test_eval_and_pairs_refuse_qrels_with_a_null_in_one_line(nfcorpus_build, tmp_path, capsys, column, command):
+    """eval: a null score was `TypeError: '>=' not supported between instances of 'NoneType' and 'int'`, a null
+    query-id `TypeError: argument of type 'NoneType' is not iterable` (in eval/metrics.py); pairs labelled a pair
+    with a null grade as not judged, and lost the grade of a pair with a null id."""
     out = damaged_copy(nfcorpus_build, tmp_path)
     [row] = null_at(out, QRELS_TEST, column, [7])
     assert (row["query-id"], row["corpus-id"]) == ("PLAIN-2", "MED-2428")
     run = trec_run(tmp_path, nfcorpus_build.out)
-    assert cli.main(["eval", str(out), "--run", run, "--cache-dir", str(tmp_path / "c")]) == 2
+    options = ["--out", str(tmp_path / "pairs.parquet")] if command == "pairs" else []
+    assert cli.main([command, str(out), "--run", run, "--cache-dir", str(tmp_path / "c"), *options]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
-    assert line == f"ragloaders: error: {out} {words}"
+    assert line == (f"ragloaders: error: {out} qrels test: `{column}` is null in 1 row (the first is row 7); every "
+                    "judgement needs a query, an item and a grade")
+    assert not (tmp_path / "pairs.parquet").exists()
 
 
 def test_eval_refuses_qrels_whose_file_lacks_the_score_column(nfcorpus_build, tmp_path, capsys):
@@ -166,8 +167,8 @@ def test_eval_refuses_qrels_whose_file_lacks_the_score_column(nfcorpus_build, tm
     run = trec_run(tmp_path, nfcorpus_build.out)
     assert cli.main(["eval", str(out), "--run", run, "--cache-dir", str(tmp_path / "c")]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith(f"ragloaders: error: {out} qrels test: the score of query 'PLAIN-2', document ") \
-        and line.endswith(" is null; every pair needs a grade")
+    assert line.startswith(f"ragloaders: error: {out} qrels test: `score` is null in ") \
+        and line.endswith("(the first is row 0); every judgement needs a query, an item and a grade")
 
 
 @pytest.mark.parametrize("qrels, words", [

@@ -22,6 +22,7 @@ from ..core.errors import UsageError
 from ..core.facts import EvalConventions
 from ..core.hub_repository import Repository, open_repository, refuse_revision
 from ..core.log import warn
+from ..core.plural import counted
 from ..core.preview import preview
 from .identity import config_sources
 from .metrics import Qrels
@@ -180,10 +181,23 @@ def load_grades(
     """A config of (`query-id`, `item_column`, `score`) rows as {query id: {item: grade}}, in file order (a
     repeated pair keeps its last grade): the qrels, or mmRAG's `routing` labels (item column `dataset`)."""
     table = _split(path, config, split, data_dir=data_dir, cache_dir=cache_dir)
+    refuse_null_grades(table, ("query-id", item_column, "score"), f"{path} {config} {split}")
     grades: Qrels = {}
     for query_id, item, grade in zip(*(table.column(n).to_pylist() for n in ("query-id", item_column, "score"))):
         grades.setdefault(query_id, {})[item] = grade
     return grades
+
+
+def refuse_null_grades(table: pa.Table, columns: Sequence[str], name: str) -> None:
+    """UsageError naming the split (`name`: `beir/x qrels test`), the column and the first row, when a column of a
+    grade's (query id, item, grade) holds a null: read from a data file edited since its build (`validate` lists
+    each such row as `null_values`), it could be neither compared nor scored, and a null grade would read as "not
+    judged"."""
+    for column in columns:
+        if table.column(column).null_count:
+            row = pc.index(pc.is_null(table.column(column)), True).as_py()
+            raise UsageError(f"{name}: `{column}` is null in {counted(table.column(column).null_count, 'row')} "
+                             f"(the first is row {row:,}); every judgement needs a query, an item and a grade")
 
 
 def load_queries(

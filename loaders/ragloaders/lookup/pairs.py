@@ -29,7 +29,7 @@ from ..core.output_target import check_output, write_new_file
 from ..core.plural import counted
 from ..core.preview import preview
 from ..core.readers.lines import UTF8_BOM
-from ..eval.data import ROLE_CONFIGS, config_for, split_read
+from ..eval.data import ROLE_CONFIGS, config_for, refuse_null_grades, split_read
 from ..eval.runs import iter_run, run_format
 from .chunked_take import ChunkedRows
 from .docstore import DocStore, docs
@@ -163,6 +163,7 @@ def grades(source: str, config: str, split: str, options: dict[str, Any]
     """(the split read, (query id, document id) -> grade) of a qrels split (a pair listed twice keeps its last
     grade, as `eval`)."""
     read, dataset = split_of(source, config, split, options)
+    refuse_null_grades(dataset.data.table, ("query-id", "corpus-id", "score"), f"{source} {config} {read}")
     columns = (dataset.data.table.column(name).to_pylist() for name in ("query-id", "corpus-id", "score"))
     return read, {(query_id, doc_id): grade for query_id, doc_id, grade in zip(*columns)}
 
