@@ -716,3 +716,22 @@ def test_a_built_folder_without_its_manifest_says_its_files_were_not_checked(nfc
     readme = out / "README.md"
     readme.write_text(readme.read_text().replace("<!-- built by ragloaders from beir/nfcorpus -->", ""))
     assert "recorded_files" not in integrity_of_repository(str(out), cache_dir=str(tmp_path / "c3"))
+
+
+@pytest.mark.parametrize("record", [b"{}", b"not json", b'{"format": "ragloaders-manifest", "files": {"' + b"x" * 5000
+                                    + b'": {}}}'])
+def test_a_record_of_the_files_that_ragloaders_could_not_have_written_is_an_altered_file(nfcorpus_build, tmp_path,
+                                                                                        capsys, record):
+    """A folder whose card says ragloaders built it, with a .ragloaders-manifest.json that is not one (edited, or
+    another program's): validate said OK, "files: not checked", as if the record were merely absent."""
+    from ragloaders.publish.validate import integrity_of_repository
+
+    out = tmp_path / "nfcorpus"
+    shutil.copytree(nfcorpus_build.out, out)
+    (out / ".ragloaders-manifest.json").write_bytes(record)
+    report = integrity_of_repository(str(out), cache_dir=str(tmp_path / "c1"))
+    assert not report["ok"] and report["recorded_files"]["record"] is None
+    [found] = [f for f in report["errors"] if f["check"] == "altered_files"]
+    assert found["config"] == "(root)" and found["ids"] == [".ragloaders-manifest.json"]
+    assert cli.main(["validate", str(out), "--cache-dir", str(tmp_path / "c2")]) == 1
+    assert "is not one it could have written" in capsys.readouterr().out

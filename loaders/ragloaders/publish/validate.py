@@ -48,7 +48,7 @@ from ..core.hub_repository import (
 from ..core.output_target import MANIFEST
 from ..core.plural import counted
 from ..core.prepared_cache import PreparedCache
-from ..core.preview import one_line, preview
+from ..core.preview import one_line, preview, previews
 from .cached_split import CachedSplit
 from .provenance import files_read, published_of, source_report
 from .recorded_files import RecordedFiles, check_recorded_files
@@ -442,8 +442,8 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
     except Exception as e:  # a file the record lists is gone or no longer a file: say so before what it broke
         if not changed:
             raise
-        shown = ", ".join(map(preview, changed[:SAMPLE_IDS])) + (" ..." if len(changed) > SAMPLE_IDS else "")
-        raise SourceError(repository, f"{_changed(recorded)}: {shown}; and it does not load ({_cause(e)})") from e
+        raise SourceError(repository, f"{_changed(recorded)}: {previews(changed, SAMPLE_IDS)}; and it does not load "
+                                      f"({_cause(e)})") from e
     plan = plan_for_repository(repository, loaded, built_from_card(card), files, as_path=as_path)
     report = inspect(plan, loaded)
     for folder, names in _by_folder(changed).items():
@@ -455,8 +455,13 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
     if recorded is not None:
         report["recorded_files"] = {"record": recorded.record, "verified": recorded.verified,
                                     "altered": len(recorded.altered), "missing": len(recorded.missing)}
-    elif os.path.isdir(repository) and plan.built_from is not None:  # ragloaders' card, and no record beside it
+    elif os.path.isdir(repository) and plan.built_from is not None:  # ragloaders' card, and no record of its own
         report["recorded_files"] = {"record": None, "verified": 0, "altered": 0, "missing": 0}
+        if os.path.lexists(os.path.join(repository, MANIFEST)):  # there, but not one ragloaders could have written
+            report["errors"].insert(0, finding("altered_files", "(root)", None, [MANIFEST], 1, (
+                f"{MANIFEST}, the record of the files ragloaders built, is not one it could have written (changed "
+                "since the build): the files cannot be checked against it")))
+            report["ok"] = False
     return report
 
 
