@@ -3,15 +3,26 @@
 nba.sqlite: each column's type is what its values are (one scan of SQLite storage classes): integer -> int64,
 real -> float64 (integer and real -> float64 when every integer is exact as a float), text -> string, blob ->
 binary, any other mix -> JSON text, no value -> the declared type.
+
+Reading is bounded by the file's size: a value may be no longer than the file (SQLITE_LIMIT_LENGTH), a connection
+runs at most STEPS_PER_BYTE sqlite instructions per byte of the file (its progress handler stops it), and nothing is
+computed on read: a VIRTUAL generated column (an expression sqlite evaluates for each row read) and a DEFAULT longer
+than DEFAULT_TEXT_MAX (its text stands in for each row stored without the column) are refused. A STORED generated
+column is data in the file and is read. SIGINT and SIGTERM are held while sqlite runs (sqlite3 would discard what
+their handlers raise inside the progress handler), stop the query, and are then delivered.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
+import threading
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from typing import TypeVar
 
 import pyarrow as pa
 
@@ -27,11 +38,85 @@ BATCH_BYTES = 32 << 20
 FETCH_ROWS = 1_000
 FETCH_VALUES = 32
 """SqliteDict rows fetched at a time: each value is a pickle of up to a few hundred KB (a ticker's minute prices)."""
+STEPS_PER_BYTE = 64
+STEPS_FLOOR = 10_000_000
+"""sqlite instructions one connection may run: STEPS_FLOOR plus STEPS_PER_BYTE per byte of the file (scanning and
+reading a table of plain columns takes at most ~3 per byte of it, a table of NULLs being the worst)."""
+PROGRESS_EVERY = 10_000
+"""sqlite instructions between two calls of the progress handler."""
+LENGTH_FLOOR = 1 << 16
+"""The least SQLITE_LIMIT_LENGTH (the longest value, in bytes) set on a connection: else the file's size."""
+DEFAULT_TEXT_MAX = 64
+"""The longest DEFAULT read (characters of its text): sqlite returns it for each row stored without the column."""
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM") if hasattr(signal, name))
+T = TypeVar("T")
+
+
+class BoundedConnection(sqlite3.Connection):
+    """A connection whose queries stop once it has run more than `steps_allowed` sqlite instructions, or when
+    SIGINT or SIGTERM arrives while sqlite runs (see `_run`)."""
+
+    path: str
+    steps_allowed: int
+    steps = 0
+    received: list[int]
+
+    def _progress(self) -> bool:
+        self.steps += PROGRESS_EVERY
+        return self.steps > self.steps_allowed or bool(self.received)
+
+    def bound(self, path: str, size: int) -> None:
+        """Bound this connection by the size of the file it reads, `path`."""
+        self.path, self.received = path, []
+        self.steps_allowed = STEPS_FLOOR + STEPS_PER_BYTE * size
+        self.set_progress_handler(self._progress, PROGRESS_EVERY)
+        if hasattr(self, "setlimit"):  # (Python 3.11+; on 3.10 no value is generated on read, the file bounds it)
+            self.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(size, LENGTH_FLOOR))
+
+    @contextmanager
+    def _holding_signals(self) -> Iterator[None]:
+        """SIGINT and SIGTERM recorded (which stops the query) while the block runs, then delivered to their own
+        handlers. Only the main thread receives signals and sets handlers; elsewhere the block runs as it is."""
+        previous: dict[int, signal.Handlers | Callable | int | None] = {}
+        try:
+            if threading.current_thread() is threading.main_thread():
+                for number in _STOP_SIGNALS:
+                    if signal.getsignal(number) not in (signal.SIG_IGN, None):
+                        previous[number] = signal.signal(number, lambda number, frame: self.received.append(number))
+            yield
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+            received, self.received = dict.fromkeys(self.received), []
+            for number in received:
+                signal.raise_signal(number)
+
+
+def _run(connection: sqlite3.Connection, path: str, what: str, query: Callable[[], T], *,
+         failure: str = "cannot read the database") -> T:
+    """`query()`, a call of `connection` (execute, fetch), its errors a SourceError naming `path` and `what` is read
+    (`what` ends with ': ', or is empty): an sqlite error (`failure`, then sqlite's message), a value longer than the
+    connection allows, more memory than is available, more steps than the file's size allows. A signal received
+    meanwhile is delivered once sqlite has stopped."""
+    bounded = connection if isinstance(connection, BoundedConnection) else None
+    with bounded._holding_signals() if bounded else nullcontext():
+        try:
+            return query()
+        except MemoryError:
+            raise SourceError(path, f"{what}reading the database needs more memory than is available") from None
+        except (sqlite3.Error, UnicodeDecodeError) as e:  # (sqlite3 decodes a damaged schema's error message too)
+            if bounded and bounded.steps > bounded.steps_allowed:
+                raise SourceError(path, f"{what}reading it took more than {bounded.steps_allowed:,} sqlite steps "
+                                  f"({STEPS_PER_BYTE} per byte of the file, plus {STEPS_FLOOR:,}): the file is damaged "
+                                  "or built to be slow") from None
+            raise SourceError(path, f"{what}{failure} ({e})") from None
+
 
 def open_sqlite(path: str) -> sqlite3.Connection:
-    """A read-only connection to an untrusted sqlite file (no writes, no journal, untrusted schema). Opened
-    `immutable`, sqlite would not read committed rows still in a `-wal` beside it: a non-empty `-wal` or
-    `-journal` is refused, naming it (it is never opened writable to replay it: the user's files stay as they are)."""
+    """A read-only connection to an untrusted sqlite file (no writes, no journal, untrusted schema), bounded by the
+    file's size (`BoundedConnection`). Opened `immutable`, sqlite would not read committed rows still in a `-wal`
+    beside it: a non-empty `-wal` or `-journal` is refused, naming it (it is never opened writable to replay it: the
+    user's files stay as they are)."""
     for suffix in ("-wal", "-journal"):
         beside = path + suffix
         if os.path.exists(beside) and os.path.getsize(beside) > 0:
@@ -41,25 +126,58 @@ def open_sqlite(path: str) -> sqlite3.Connection:
                               "again")
     uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro&immutable=1"
     try:
-        connection = sqlite3.connect(uri, uri=True)
-        connection.execute("PRAGMA trusted_schema = OFF")
-        connection.execute("PRAGMA cell_size_check = ON")
-        connection.execute("PRAGMA query_only = ON")
-        connection.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()  # (all of its text)
-    except (sqlite3.Error, UnicodeDecodeError) as e:  # (sqlite3 decodes a damaged schema's error message too)
+        connection = sqlite3.connect(uri, uri=True, factory=BoundedConnection)
+    except sqlite3.Error as e:
         raise SourceError(path, f"not a readable sqlite database ({e})") from None
+    try:
+        connection.bound(path, os.path.getsize(path))
+        _run(connection, path, "", lambda: [connection.execute(pragma) for pragma in (
+            "PRAGMA trusted_schema = OFF", "PRAGMA cell_size_check = ON", "PRAGMA query_only = ON")],
+             failure="not a readable sqlite database")
+        _run(connection, path, "",  # (all of the schema's text)
+             lambda: connection.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall(),
+             failure="not a readable sqlite database")
+    except BaseException:
+        connection.close()
+        raise
     return connection
 
 
 def sqlite_tables(connection: sqlite3.Connection) -> dict[str, str]:
     """name -> CREATE statement of each table (sqlite's own tables left out)."""
-    rows = connection.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' "
-                              "ESCAPE '\\'").fetchall()
+    rows = _run(connection, getattr(connection, "path", ""), "", lambda: connection.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+    ).fetchall())
     return {name: sql or "" for name, sql in rows}
 
 
 def quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
+
+
+def table_columns(connection: sqlite3.Connection, path: str, name: str) -> list[tuple[str, str]]:
+    """(name, declared type) of each column of table `name` that `SELECT *` returns, STORED generated ones included;
+    a SourceError for a table that is not there or not read: a virtual table, a VIRTUAL generated column, a DEFAULT
+    longer than DEFAULT_TEXT_MAX (see the module's docstring)."""
+    tables = sqlite_tables(connection)
+    if name not in tables:
+        raise SourceError(path, f"no table {preview(name)}; the file's tables are {preview(sorted(tables))}")
+    if tables[name].lstrip().upper().startswith("CREATE VIRTUAL"):
+        raise SourceError(path, f"table {preview(name)} is a virtual table, which is not read")
+    info = _run(connection, path, f"table {preview(name)}, its columns: ",
+                lambda: connection.execute(f"PRAGMA table_xinfo({quote(name)})").fetchall())
+    columns = []
+    for _, column, declared, _, default, _, hidden in info:
+        if hidden == 2:
+            raise SourceError(path, f"table {preview(name)}, column {preview(column)}: a VIRTUAL generated column "
+                              "(sqlite computes it for each row read, at any cost in time and memory) is not read")
+        if default is not None and len(default) > DEFAULT_TEXT_MAX:
+            raise SourceError(path, f"table {preview(name)}, column {preview(column)}: a DEFAULT of {len(default):,} "
+                              f"characters (sqlite returns it for each row stored without the column; at most "
+                              f"{DEFAULT_TEXT_MAX} are read): {preview(default)}")
+        if hidden != 1:  # (1: a virtual table's hidden column; 3: a STORED generated column, data in the file)
+            columns.append((column, declared or ""))
+    return columns
 
 
 def iter_sqlitedict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]:
@@ -70,13 +188,12 @@ def iter_sqlitedict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]
         if set(tables) != {"unnamed"}:
             raise SourceError(path, f"expected a SqliteDict file holding the one table 'unnamed', found tables "
                               f"{preview(sorted(tables))}")
-        try:
-            columns = [row[1] for row in connection.execute('PRAGMA table_info("unnamed")')]
-            cursor = connection.execute('SELECT key, value FROM "unnamed" ORDER BY rowid')
-        except (sqlite3.Error, UnicodeDecodeError) as e:
-            raise SourceError(path, f"cannot read the database ({e})") from None
+        columns = [column for column, _ in table_columns(connection, path, "unnamed")]
         if columns != ["key", "value"]:
-            raise SourceError(path, f"table 'unnamed' has columns {columns}, expected ['key', 'value'] (SqliteDict)")
+            raise SourceError(path, f"table 'unnamed' has columns {preview(columns)}, expected ['key', 'value'] "
+                              "(SqliteDict)")
+        cursor = _run(connection, path, "",
+                      lambda: connection.execute('SELECT key, value FROM "unnamed" ORDER BY rowid'))
         number = 0
         while rows := _fetch(cursor, path, FETCH_VALUES):
             for key, blob in rows:
@@ -98,11 +215,8 @@ def iter_sqlitedict(path: str, table: MockKgTable) -> Iterator[tuple[dict, int]]
         connection.close()
 
 
-def _fetch(cursor: sqlite3.Cursor, path: str, most: int = FETCH_ROWS) -> list:
-    try:
-        return cursor.fetchmany(max(1, min(FETCH_ROWS, most)))
-    except (sqlite3.Error, UnicodeDecodeError) as e:
-        raise SourceError(path, f"cannot read the database ({e})") from None
+def _fetch(cursor: sqlite3.Cursor, path: str, most: int = FETCH_ROWS, what: str = "") -> list:
+    return _run(cursor.connection, path, what, lambda: cursor.fetchmany(max(1, min(FETCH_ROWS, most))))
 
 
 def _affinity_type(declared: str) -> pa.DataType:
@@ -116,32 +230,21 @@ def _affinity_type(declared: str) -> pa.DataType:
 
 def sqlite_table_schema(connection: sqlite3.Connection, path: str, name: str) -> tuple[pa.Schema, list[str]]:
     """The Arrow schema of table `name` from one scan of its values' storage classes; and which columns are JSON."""
-    tables = sqlite_tables(connection)
-    if name not in tables:
-        raise SourceError(path, f"no table {preview(name)}; the file's tables are {preview(sorted(tables))}")
-    if tables[name].lstrip().upper().startswith("CREATE VIRTUAL"):
-        raise SourceError(path, f"table {preview(name)} is a virtual table, which is not read")
-    table = quote(name)
-    try:
-        info = connection.execute(f"PRAGMA table_xinfo({table})").fetchall()
-    except (sqlite3.Error, UnicodeDecodeError) as e:
-        raise SourceError(path, f"table {preview(name)}: cannot read its columns ({e})") from None
-    # table_info leaves out generated columns, which `SELECT *` (the server's query) returns: hidden 2 and 3
-    columns = [(row[1], row[2] or "") for row in info if row[6] != 1]
+    columns = table_columns(connection, path, name)
     if not columns:
         raise SourceError(path, f"table {preview(name)} has no columns")
-    try:
-        probes = ", ".join(f"group_concat(DISTINCT typeof({quote(c)}))" for c, _ in columns)
-        present = [set((found or "").split(",")) - {"null", ""}
-                   for found in connection.execute(f"SELECT {probes} FROM {table}").fetchone()]
-        mixed = [c for (c, _), kinds in zip(columns, present) if kinds == {"integer", "real"}]
-        ranges: tuple = ()
-        if mixed:  # integers stored beside reals: float64 only if every integer is exact as a float
-            integer = [f"CASE WHEN typeof({quote(c)}) = 'integer' THEN {quote(c)} END" for c in mixed]
-            bounds = ", ".join(f"min({i}), max({i})" for i in integer)
-            ranges = connection.execute(f"SELECT {bounds} FROM {table}").fetchone()
-    except (sqlite3.Error, UnicodeDecodeError) as e:
-        raise SourceError(path, f"table {preview(name)}: cannot scan ({e})") from None
+    table = quote(name)
+    probes = ", ".join(f"group_concat(DISTINCT typeof({quote(c)}))" for c, _ in columns)
+    found = _run(connection, path, f"table {preview(name)}: ",
+                 lambda: connection.execute(f"SELECT {probes} FROM {table}").fetchone())
+    present = [set((kinds or "").split(",")) - {"null", ""} for kinds in found]
+    mixed = [c for (c, _), kinds in zip(columns, present) if kinds == {"integer", "real"}]
+    ranges: tuple = ()
+    if mixed:  # integers stored beside reals: float64 only if every integer is exact as a float
+        integer = [f"CASE WHEN typeof({quote(c)}) = 'integer' THEN {quote(c)} END" for c in mixed]
+        bounds = ", ".join(f"min({i}), max({i})" for i in integer)
+        ranges = _run(connection, path, f"table {preview(name)}: ",
+                      lambda: connection.execute(f"SELECT {bounds} FROM {table}").fetchone())
     exact = {c: abs(low) <= EXACT_FLOAT_INT and abs(high) <= EXACT_FLOAT_INT
              for c, low, high in zip(mixed, ranges[0::2], ranges[1::2])}
     fields, json_columns = [], []
@@ -173,15 +276,15 @@ def iter_sqlite_table(path: str, name: str, schema: pa.Schema, json_columns: lis
     own = connection is None
     connection = connection or open_sqlite(path)
     as_json = [field.name in json_columns for field in schema]
+    what = f"table {preview(name)}: "
     try:
-        try:
-            cursor = connection.execute(f"SELECT {', '.join(quote(f.name) for f in schema)} FROM {quote(name)}")
-        except (sqlite3.Error, UnicodeDecodeError) as e:
-            raise SourceError(path, f"table {preview(name)}: cannot read the database ({e})") from None
+        table_columns(connection, path, name)  # (refuses what is computed on read, if the file changed since)
+        cursor = _run(connection, path, what, lambda: connection.execute(
+            f"SELECT {', '.join(quote(f.name) for f in schema)} FROM {quote(name)}"))
         columns: list[list] = [[] for _ in schema]
         text_like = [pa.types.is_string(f.type) or pa.types.is_binary(f.type) for f in schema]
         size = count = 0
-        while rows := _fetch(cursor, f"{path}, table {preview(name)}", BATCH_ROWS - count):
+        while rows := _fetch(cursor, path, BATCH_ROWS - count, what):
             count += len(rows)
             size += 8 * len(schema) * len(rows)
             for index, values in enumerate(zip(*rows)):

@@ -55,6 +55,12 @@ def _int_text(value: int) -> str:
     return str(value) if value.bit_length() <= 64 else f"of {value.bit_length():,} bits"
 
 
+def decimal_length(value: int) -> int:
+    """An upper bound on the length of `value` written in decimal, sign included (at most one more), from its
+    number of bits: writing it out to count its digits would cost as much as the conversion being bounded."""
+    return value.bit_length() * 30103 // 100_000 + 1 + (value < 0)
+
+
 def _float(value: int) -> float:
     try:
         return float(value)
@@ -80,7 +86,8 @@ def _unbounded(units: int) -> None:
 
 class Converter:
     """Turns one key's value into row values of the declared shapes, counting the containers it visits and charging
-    each value it produces (8 units, plus the length of a text) to the pickle's budget, if it came from a pickle."""
+    each value it produces (8 units, plus the length of a text, or of an integer's digits where it is written as
+    JSON text) to the pickle's budget, if it came from a pickle."""
 
     def __init__(self, budget: safe_pickle.Budget | None = None) -> None:
         self.nodes = 0
@@ -223,8 +230,10 @@ class Converter:
             return value
         self.charge(8)
         if python is int or python is bool or value is None:
-            if python is int and value.bit_length() > 10_000:
-                raise Mismatch("", f"an integer of {value.bit_length():,} bits cannot be written as JSON")
+            if python is int:
+                if value.bit_length() > 10_000:
+                    raise Mismatch("", f"an integer of {value.bit_length():,} bits cannot be written as JSON")
+                self.charge(decimal_length(value))  # its JSON text: a shared big int is written out at each use
             return value
         if python is float:
             if math.isinf(value):
