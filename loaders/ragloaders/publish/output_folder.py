@@ -54,6 +54,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from ..core.errors import is_no_space
+from ..core.held_signals import deferred_signals
 from ..core.log import warn
 from ..core.output_target import OutputFolderError, check_target, is_inside
 from ..core.preview import previews
@@ -68,7 +69,7 @@ from .manifest import (
     regular_file_inside,
     verify,
 )
-from .swap import deferred_signals, exchange, sigterm_as_interrupt
+from .swap import exchange, sigterm_as_interrupt
 from .target_lock import TargetLock, running_builds_around
 from .user_metadata import keep_metadata, mount_points, other_devices
 

@@ -12,11 +12,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.batch_spool import SpooledSplit, recorded_sizes
+from ..core.held_signals import deferred_signals
 from ..core.preview import preview
 from ..core.readers.threads import iter_ahead
 from .cached_split import CachedSplit
 from .sink import DeferredErrorFile
-from .swap import deferred_signals
 from .write_behind import WriteStopped
 
 MAX_SHARD_BYTES = 500 << 20

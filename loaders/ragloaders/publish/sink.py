@@ -9,7 +9,7 @@ takes every write, keeps the first error and stops writing after it; `check()` (
 A KeyboardInterrupt raised inside `write` (Ctrl-C while the writer calls it; SIGTERM, which a build turns into the
 same) would reach the writer as a failed write, and abort the process the same way: every call that writes
 through this file (the writer's creation, `write_table`, `close`) runs with SIGINT and SIGTERM held
-(`swap.deferred_signals`, parquet.py), and they are delivered between row groups.
+(`core.held_signals.deferred_signals`, parquet.py), and they are delivered between row groups.
 """
 
 from __future__ import annotations

@@ -3,10 +3,9 @@
 - **One step.** `exchange` is one renameat2(RENAME_EXCHANGE): the target is the old complete folder until the
   call and the new complete folder after it. Where the platform or filesystem cannot exchange it returns False
   and has changed nothing (output_folder.py then renames the old folder aside and the new one into place).
-- **Signals.** `deferred_signals` holds SIGINT and SIGTERM until its block has run and then delivers them, so the
-  swap, the record of where the old folder went and its marking are one step for Ctrl-C (in the main thread;
-  elsewhere the block runs as it is). `sigterm_as_interrupt` turns SIGTERM into KeyboardInterrupt, so a build
-  cleans up after it as after Ctrl-C.
+- **Signals.** `sigterm_as_interrupt` turns SIGTERM into KeyboardInterrupt, so a build cleans up after it as after
+  Ctrl-C; around the swap, `core.held_signals.deferred_signals` holds both until the swap, the record of where the
+  old folder went and its marking are done (output_folder.py).
 """
 
 from __future__ import annotations
@@ -49,29 +48,6 @@ def exchange(a: str, b: str) -> bool:
 
 
 # --- signals ------------------------------------------------------------------------------------------------------
-
-_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM") if hasattr(signal, name))
-
-
-@contextmanager
-def deferred_signals() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM until the block has run (then deliver them): a swap and the record of what it did
-    are one step for Ctrl-C. Only the main thread can set handlers; elsewhere the block runs as it is."""
-    received: list[int] = []
-    try:
-        previous = {number: signal.signal(number, lambda number, frame: received.append(number))
-                    for number in _STOP_SIGNALS}
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-        for number in dict.fromkeys(received):
-            signal.raise_signal(number)
-
 
 def _interrupt(number, frame) -> None:
     raise KeyboardInterrupt

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sqlite3
-import threading
 import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -28,6 +26,7 @@ import pyarrow as pa
 
 from ...core import safe_pickle
 from ...core.errors import SourceError
+from ...core.held_signals import deferred_signals
 from ...core.preview import preview
 from .catalogue import RECORD_JSON, STRING, MockKgTable
 from .values import EXACT_FLOAT_INT, describe_object, keyed_row, plain_json
@@ -48,7 +47,6 @@ LENGTH_FLOOR = 1 << 16
 """The least SQLITE_LIMIT_LENGTH (the longest value, in bytes) set on a connection: else the file's size."""
 DEFAULT_TEXT_MAX = 64
 """The longest DEFAULT read (characters of its text): sqlite returns it for each row stored without the column."""
-_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM") if hasattr(signal, name))
 T = TypeVar("T")
 
 
@@ -75,21 +73,14 @@ class BoundedConnection(sqlite3.Connection):
 
     @contextmanager
     def _holding_signals(self) -> Iterator[None]:
-        """SIGINT and SIGTERM recorded (which stops the query) while the block runs, then delivered to their own
-        handlers. Only the main thread receives signals and sets handlers; elsewhere the block runs as it is."""
-        previous: dict[int, signal.Handlers | Callable | int | None] = {}
-        try:
-            if threading.current_thread() is threading.main_thread():
-                for number in _STOP_SIGNALS:
-                    if signal.getsignal(number) not in (signal.SIG_IGN, None):
-                        previous[number] = signal.signal(number, lambda number, frame: self.received.append(number))
-            yield
-        finally:
-            for number, handler in previous.items():
-                signal.signal(number, handler)
-            received, self.received = dict.fromkeys(self.received), []
-            for number in received:
-                signal.raise_signal(number)
+        """SIGINT and SIGTERM held (`deferred_signals`) while the block runs, which stops the query, then delivered
+        to their own handlers."""
+        with deferred_signals() as received:
+            self.received = received
+            try:
+                yield
+            finally:
+                self.received = []
 
 
 def _run(connection: sqlite3.Connection, path: str, what: str, query: Callable[[], T], *,
