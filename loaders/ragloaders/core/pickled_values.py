@@ -47,8 +47,9 @@ class Budget:
 
     def exceeded(self) -> SourceError:
         return SourceError(self.name, f"{where(self.key)}the pickle expands to more than {MULTIPLE} units per byte of "
-                           f"its {self.nbytes:,} bytes (8 per value plus the bytes of each text, shared references "
-                           "counted each time they are used): refused as a decompression bomb")
+                           f"its {self.nbytes:,} bytes (8 per value plus the bytes of each text, or the digits of an "
+                           "integer written as JSON, shared references counted each time they are used): refused as a "
+                           "decompression bomb")
 
 
 def where(key: str | None) -> str:
