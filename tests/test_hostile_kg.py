@@ -15,12 +15,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import assert_names, assert_source_error
+from conftest import LOADERS, assert_names, assert_source_error
 from mock_kg_generated import nba, sqlitedict_file
 from ragloaders.benchmarks.crag_mock_kg import catalogue, files, frames, sqlite
 from ragloaders.core.errors import SourceError
 from ragloaders.core.readers.strict_json import loads_strict
-from test_safe_pickle import LOADERS, decoded_in_child
+from test_safe_pickle import decoded_in_child
 
 # ---------------------------------------------------------------- a pickle assembler with a memo
 

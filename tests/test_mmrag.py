@@ -17,7 +17,7 @@ import datasets
 import orjson
 import pytest
 import ragloaders
-from conftest import assert_names, assert_source_error
+from conftest import LOADERS, assert_names, assert_source_error
 from local_http import served
 from mmrag_generated import demo_corpus_text, dump_array, generated_corpus, judged_chunk_ids, write_large_array
 from ragloaders.benchmarks.mmrag.builder import parse_answers
@@ -30,7 +30,6 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = DATA / "mmrag"
 FULL = DATA / "mmrag-full"
 SPLITS = ("train", "dev", "test")
-LOADERS = str(Path(__file__).parents[1] / "loaders")
 
 
 def records(folder: Path, split: str) -> list[dict]:
@@ -296,7 +295,7 @@ print(json.dumps({"rows": rows, "peak_mb": peak_kb / 1024}))
 
 
 def measure(folder: Path, cache: Path, streaming: bool) -> dict:
-    env = {**os.environ, "PYTHONPATH": LOADERS}
+    env = {**os.environ, "PYTHONPATH": str(LOADERS)}
     out = subprocess.run([sys.executable, "-c", MEASURE, str(folder), str(cache), "1" if streaming else "0"],
                          env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -490,7 +489,7 @@ def test_download_from_hub_served_locally(tmp_path):
     folder = folder_with(tmp_path, SAMPLE, (SAMPLE / "processed_documents.json").read_text(encoding="utf-8"))
     handler = type("Handler", (HubFiles,), {"folder": folder, "requests": []})
     with served(handler) as server:
-        env = {**os.environ, "PYTHONPATH": LOADERS, "HF_ENDPOINT": f"http://127.0.0.1:{server.server_port}",
+        env = {**os.environ, "PYTHONPATH": str(LOADERS), "HF_ENDPOINT": f"http://127.0.0.1:{server.server_port}",
                "HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp_path / "hf-home"), "HF_HUB_OFFLINE": "0"}
         run = subprocess.run([sys.executable, "-c", DOWNLOAD, str(tmp_path / "cache"), "queries", "corpus"],
                              env=env, capture_output=True, text=True)
@@ -509,8 +508,9 @@ def test_a_failed_hub_download_is_one_download_error_naming_the_url_and_what_to_
     closed.bind(("127.0.0.1", 0))
     port = closed.getsockname()[1]
     closed.close()  # nothing listens there: the connection is refused
-    env = {**os.environ, "PYTHONPATH": LOADERS, "HF_ENDPOINT": f"http://127.0.0.1:{port}", "HF_HUB_DISABLE_XET": "1",
-           "HF_HOME": str(tmp_path / "hf-home"), "HF_HUB_OFFLINE": "0", "HF_HUB_ETAG_TIMEOUT": "2"}
+    env = {**os.environ, "PYTHONPATH": str(LOADERS), "HF_ENDPOINT": f"http://127.0.0.1:{port}",
+           "HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp_path / "hf-home"), "HF_HUB_OFFLINE": "0",
+           "HF_HUB_ETAG_TIMEOUT": "2"}
     script = (  # huggingface_hub backs off 1+2+4+8+8 s between its retries: the test needs their outcome, not the wait
         "import sys, time, ragloaders\n"
         "time.sleep = lambda seconds: None\n"

@@ -12,20 +12,17 @@ import sys
 import textwrap
 import threading
 from collections import deque
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
 import ragloaders
-from conftest import assert_source_error
+from conftest import LOADERS, assert_source_error
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ragloaders.core.errors import SourceError
 from ragloaders.core.readers import jsonl, lines, threads
 from ragloaders.core.readers.json_array import array_elements_before, iter_json_array
 from ragloaders.core.source_files import SourceFiles
-
-LOADERS = Path(__file__).resolve().parents[1] / "loaders"
 
 
 @pytest.fixture

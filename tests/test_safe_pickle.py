@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_source_error
+from conftest import LOADERS, assert_source_error
 from ragloaders.benchmarks.crag_mock_kg import frames
 from ragloaders.core import pickle_allow_list, pickle_resolver, pickled_pandas, pickled_values, safe_pickle
 from ragloaders.core.errors import SourceError
@@ -265,7 +265,6 @@ def test_every_allow_list_entry_resolves_and_none_is_a_code_runner():
 # --- attacks on the state handed to library internals (each crashed, leaked memory or allocated GBs before) ------
 
 CHILD = Path(__file__).parent / "pickle_child.py"
-LOADERS = Path(__file__).parent.parent / "loaders"
 
 
 def decoded_in_child(cases: list[tuple[str, bytes]], folder: Path, limit: int = 256 << 20,
