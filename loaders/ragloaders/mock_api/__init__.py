@@ -40,8 +40,10 @@ Where the official server fails (HTTP 500, or it does not start), ours answers:
   any `'` answers null and nothing is run.
 
 Over HTTP (`serve`, module http), bounds the official server does not set: a body over 1 MiB is answered 413, at most
-256 connections are held, one whose request (or body) has not come within 10 s is closed (408), and a shutdown waits 3 s
-for the calls under way. Its 422 bodies are FastAPI's and pydantic's of the versions installed: the official
+256 connections are held, one whose request line and headers have not come within 10 s is closed, one whose body has
+not all come 10 s after them is answered 408, and a shutdown waits 3 s for the calls under way. Its 422 bodies are
+FastAPI's and pydantic's of the versions installed (except that a list gets at most 100 errors, then a
+`too_many_errors` one, and a NaN or infinite input is null, where the official server answers 500): the official
 requirements' pins (fastapi 0.103, pydantic 2.5) add a `url` to each error and refuse an integer written `" 1 "`, which
 newer pydantic takes; the parity tests run the official server under the installed versions.
 """

@@ -3,7 +3,9 @@ official stack; the `[serve]` extra), answered by MockKg.
 
 Same paths, request bodies (pydantic models with the official ones' field names, types and defaults: module
 validation's, the very models the in-process client validates with), status codes (422 with
-FastAPI's body for a malformed body) and JSON as the official server; `GET /` answers its "running" message.
+FastAPI's body for a malformed body) and JSON as the official server; `GET /` answers its "running" message. A 422
+is the in-process client's: FastAPI's, except that a list lists at most validation.MAX_ERRORS errors (then one saying
+how many more) and a NaN or infinite number the body held is null (FastAPI answered it 500: JSON has neither).
 Handlers are coroutines answering in the event loop, as the official server's are (no thread hop per call; a long
 call delays the next, as there).
 
@@ -11,9 +13,10 @@ Bounds the official server does not set (each a declared difference): a request 
 413 before it is parsed (one body of tens of MB, validated and then echoed whole in a 422, held every other client
 for a minute); at most MAX_CONNECTIONS connections and calls at once, any more answered 503 (a client holding a
 thousand idle connections used up the process's file descriptors, no one was answered and the log grew by megabytes
-a second; now a connection past that many is closed at once, and one whose request or body has not arrived within
-REQUEST_SECONDS is closed or answered 408, `bounded_protocol`); a shutdown waits SHUTDOWN_SECONDS for the calls under
-way, not for a client that stopped sending.
+a second; now a connection past that many is closed at once, one whose request line and headers have not arrived
+within REQUEST_SECONDS is closed, `bounded_protocol`, and one whose body has not all arrived REQUEST_SECONDS after
+them is answered 408 and closed, `BodyLimit`); a shutdown waits SHUTDOWN_SECONDS for the calls under way, not for a
+client that stopped sending.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 
 from ..core.errors import SourceError
 from .endpoints import ENDPOINTS, ROOT_MESSAGE, Endpoint, MockKg
-from .validation import body_model, values_of
+from .validation import body_model, reported, values_of
 
 
 def missing_stack() -> str | None:
@@ -60,9 +63,16 @@ def create_app(kg: MockKg) -> Any:
     SourceError) is answered 500 with that error's one line as `detail`, and the line goes to stderr; the server
     goes on answering."""
     from fastapi import FastAPI
+    from fastapi.encoders import jsonable_encoder
+    from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
 
     app = FastAPI(title="CRAG mock API (ragloaders)", description="CRAG's mock API answered from a crag/mock_kg build")
+
+    @app.exception_handler(RequestValidationError)
+    async def malformed_body(request: Any, error: RequestValidationError) -> Any:
+        # FastAPI's own handler, with the errors bounded and made JSON as the in-process client's (`reported`)
+        return JSONResponse(status_code=422, content={"detail": jsonable_encoder(reported(list(error.errors())))})
 
     @app.exception_handler(SourceError)
     async def damaged_build(request: Any, error: SourceError) -> Any:
@@ -87,15 +97,16 @@ ACCEPTED_AT_ONCE = 64
 MAX_CONNECTIONS are closed before the next wake, so a burst of connections never holds more than a few hundred
 file descriptors (with uvicorn's 2,048, one burst took all 1,024 and asyncio logged a traceback per refused accept)."""
 REQUEST_SECONDS = 10
-"""How long a connection may take to send a request's line and headers (`bounded_protocol`), or its body
-(`BodyLimit`)."""
+"""How long a connection may take to send a request's line and headers (`bounded_protocol`), and then the whole of
+its body (`BodyLimit`)."""
 SHUTDOWN_SECONDS = 3
 """How long Ctrl-C or SIGTERM waits for the calls under way before it closes their connections."""
 
 
 class BodyLimit:
     """ASGI middleware: the body of an HTTP request is read (up to `limit` bytes) before the application sees it, and
-    a request whose Content-Length or body is over `limit` is answered 413 without being parsed."""
+    a request whose Content-Length or body is over `limit` is answered 413 without being parsed; one whose body has
+    not all come REQUEST_SECONDS after its headers, 408 (and its connection closed)."""
 
     def __init__(self, app: Any, limit: int = MAX_BODY_BYTES):
         self.app, self.limit = app, limit
@@ -109,11 +120,13 @@ class BodyLimit:
             await self._too_large(send)
             return
         body = bytearray()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + REQUEST_SECONDS  # for the whole body: a byte every few seconds held it for good
         while True:
             try:
-                message = await asyncio.wait_for(receive(), REQUEST_SECONDS)
-            except asyncio.TimeoutError:  # a body that stopped coming
-                await self._answer(send, 408, f"no more of the request body came for {REQUEST_SECONDS} s")
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+            except asyncio.TimeoutError:  # a body that stopped coming, or comes too slowly
+                await self._answer(send, 408, f"the request body did not all come within {REQUEST_SECONDS} s")
                 return
             except asyncio.CancelledError:  # shut down while the client was still sending: no call was made
                 await self._answer(send, 503, "the server is stopping")
@@ -195,17 +208,23 @@ def bound_socket(host: str, port: int) -> socket.socket:
     return listening
 
 
-def serve(kg: MockKg, listening: socket.socket) -> None:
-    """Answer on `listening` (`bound_socket`) until interrupted (Ctrl-C or SIGTERM stops it cleanly)."""
+def bounded_server(kg: MockKg) -> Any:
+    """The uvicorn server `serve` runs (its `run(sockets=[...])` answers until interrupted): `kg`'s app behind
+    BodyLimit, with bounded_protocol and the limits above."""
     import uvicorn
 
-    host, port = listening.getsockname()[:2]
     # (log level "error": uvicorn warns once per connection refused over the limit, a log as long as the attack)
     config = uvicorn.Config(BodyLimit(create_app(kg)), log_level="error", access_log=False,
                             limit_concurrency=MAX_CONNECTIONS, timeout_graceful_shutdown=SHUTDOWN_SECONDS,
                             backlog=ACCEPTED_AT_ONCE)
     config.load()
     config.http_protocol_class = bounded_protocol(config.http_protocol_class)
-    server = uvicorn.Server(config)
+    return uvicorn.Server(config)
+
+
+def serve(kg: MockKg, listening: socket.socket) -> None:
+    """Answer on `listening` (`bound_socket`) until interrupted (Ctrl-C or SIGTERM stops it cleanly)."""
+    host, port = listening.getsockname()[:2]
+    server = bounded_server(kg)
     print(f"CRAG mock API listening on http://{host}:{port} (Ctrl-C stops it)", file=sys.stderr, flush=True)
     server.run(sockets=[listening])
