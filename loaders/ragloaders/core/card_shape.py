@@ -6,10 +6,16 @@ or a ValueError that prints the whole value; on others it verifies nothing and l
 were complete (a `dataset_info` that is not a list or mapping, a config name that is not a string), keeps the
 last of two entries of one name, or takes a row count the card leaves out for 0 and then blames the data files.
 Each of these is a SourceError naming the card, the entry and what was expected.
+
+A card names its own files only: `outside_pattern_problem` says what makes a `configs` entry's data file pattern
+or `data_dir` reach elsewhere, for hub_repository to refuse before datasets resolves it (a URL is fetched, `/**`
+walks the whole filesystem).
 """
 
 from __future__ import annotations
 
+import posixpath
+import re
 from typing import Any
 
 from .errors import SourceError
@@ -74,7 +80,51 @@ def _check_configs(configs: Any, name: str) -> set[str]:
         config_name = _text(config.get("config_name"), name, f"{where}: config_name")
         _unique(config_name, seen, name, "configs", "config_name")
         _check_data_files(config.get("data_files"), name, f"configs entry {preview(config_name)}: data_files")
+        if config.get("data_dir") is not None:
+            _text(config["data_dir"], name, f"configs entry {preview(config_name)}: data_dir")
     return seen
+
+
+URL_PATTERN = re.compile(r"://|::|^[\x00-\x20]*[A-Za-z][A-Za-z0-9+.-]*:")
+"""A scheme (`https://`, `hf://` to another repository or revision, `file:`, a drive `c:`) or a chain of URLs
+(`zip://...::https://...`), as datasets tells a URL from a path (`urlparse`, which skips leading blanks)."""
+GLOB_MAGIC = re.compile(r"[*?[]")
+
+
+def outside_pattern_problem(pattern: str, *, walked: bool = False) -> str | None:
+    """What makes the data file pattern `pattern` of a card's `configs` (or, `walked`, a config's `data_dir`, a
+    folder datasets walks) name something outside the card's folder or repository as datasets resolves it
+    (`datasets.data_files.resolve_pattern`); None when it stays inside. Refused: a URL or scheme, an absolute path,
+    a `..` part that leads out, and any `..` part in a glob or a walked folder (walked from `x/..`, where `x` is a
+    link, the walk leaves the folder before anything can check where it is). A literal path such as
+    `corpus/../qrels/x.parquet` passes: datasets only looks it up, and the file it resolves to is checked then
+    (`hub_repository.require_own_file`). A leading `~` stays inside: datasets joins the pattern to the folder
+    before fsspec could expand it."""
+    if URL_PATTERN.search(pattern):
+        return "a URL"
+    if pattern.startswith(("/", "\\")):
+        return "an absolute path"
+    parts = re.split(r"[/\\]", pattern)
+    if ".." in parts:
+        if walked or GLOB_MAGIC.search(pattern):
+            return "a `..` part in a glob or a folder datasets walks"
+        if posixpath.normpath("/".join(parts)).split("/")[0] == "..":
+            return "a `..` part that leads out"
+    return None
+
+
+def declared_patterns(config: dict) -> list[tuple[str | None, str]]:
+    """(split, pattern) of each data file pattern a `configs` entry (checked by `check_card_shape`) declares (split
+    None for a plain path or list of paths)."""
+    files = config.get("data_files")
+    found: list[tuple[str | None, str]] = []
+    for entry in [] if files is None else [files] if isinstance(files, str) else files:
+        if isinstance(entry, str):
+            found.append((None, entry))
+        else:
+            paths = entry["path"]
+            found.extend((entry["split"], path) for path in ([paths] if isinstance(paths, str) else paths))
+    return found
 
 
 def _check_data_files(data_files: Any, name: str, where: str) -> None:

@@ -20,12 +20,19 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .card_shape import check_splits, info_row_counts, split_row_counts
-from .card_yaml import check_card
+from .card_shape import (
+    GLOB_MAGIC,
+    check_splits,
+    declared_patterns,
+    info_row_counts,
+    outside_pattern_problem,
+    split_row_counts,
+)
+from .card_yaml import MAX_YAML_BYTES, check_card
 from .errors import MissingSourceError, SourceError, UsageError
 from .output_target import replace_with_text
 from .prepared_cache import PreparedCache
-from .preview import did_you_mean, one_line, preview
+from .preview import cut, did_you_mean, one_line, preview
 
 BUILT_FROM = "<!-- built by ragloaders from {path} -->"
 """The last line of every card ragloaders writes (invisible when rendered): the benchmark path it was built from,
@@ -169,11 +176,17 @@ class Repository:
         return f"{self.repo_id} at commit {self.commit}{asked}"
 
     def configs(self) -> list[str]:
+        """The names of its configs, as datasets finds them once the card is checked (`check_card`). SourceError
+        naming the card when a data file it names is missing, or when no file matches the data files of the config
+        datasets opens every config with (`no_data_files_error`)."""
         import datasets
+        from datasets.exceptions import DataFilesNotFoundError
 
         self.check_card()
         try:
             return list(datasets.get_dataset_config_names(self.location, revision=self.hub_revision))
+        except DataFilesNotFoundError:
+            raise no_data_files_error(self.location, self.hub_revision) from None
         except FileNotFoundError as e:  # it resolves every config's data files
             raise missing_file_error(e, repository_file_name(self.location, CARD)) from None
 
@@ -189,7 +202,8 @@ class Repository:
         """`datasets.load_dataset` of one config (None: the card's `default: true` one, or the only one); a missing
         config names the ones there are; a local data file that does not read as Parquet is a SourceError naming
         it (datasets says only that the generation failed), and so is a local split whose files hold another number
-        of rows than the card declares (`rows_unlike_card`; datasets' verification found it)."""
+        of rows than the card declares (`rows_unlike_card`; datasets' verification found it), and so is a structure
+        nested too deep for datasets to read (`too_deep_error`)."""
         import datasets
         from datasets.exceptions import DatasetGenerationError, SplitsVerificationError
 
@@ -224,6 +238,8 @@ class Repository:
             if not os.path.isdir(self.location):
                 raise
             raise not_prepared(repository_file_name(self.location, CARD), config, e) from e
+        except RecursionError:  # datasets reads a Parquet file's schema metadata (JSON) recursively
+            raise too_deep_error(builder, self, config) from None
 
     def require_split(self, config: str, split: str) -> None:
         """A UsageError naming the splits of `config` when `split`, a plain split name (not `test[:10]` or
@@ -277,17 +293,71 @@ OFFLINE_NOTE = " (HF_HUB_OFFLINE is set: the hub cache holds part of this reposi
 def config_builder(location: str, config: str, *, revision: str | None = None, cache_dir: str | None = None) -> Any:
     """`datasets.load_dataset_builder` of `config` of the folder or repository `location` (`revision`: the commit of
     a hub repository; `cache_dir`: datasets' cache root), with a SourceError naming the card for a data file the card
-    names that is not there, or a `configs` entry datasets' builder refuses."""
+    names that is not there, a `configs` entry datasets' builder refuses, or, before datasets resolves them, data
+    files of the config that could lie outside `location` (`refuse_outside_patterns`)."""
     import datasets
 
     card = repository_file_name(location, CARD)
+    metadata, name = checked_yaml(location, revision=revision)
+    refuse_outside_patterns(location, metadata, card=name)  # (datasets opens the repository again)
+    refuse_outside_patterns(location, metadata, config, card=name)
     try:
         return datasets.load_dataset_builder(location, config, revision=revision, cache_dir=cache_dir)
     except FileNotFoundError as e:  # a file the card names exactly; its message also lists every extension known
-        raise missing_file_error(e, card, f"config {preview(config)}: ", OFFLINE_NOTE if hub_offline() else "") \
-            from None
+        raise missing_file_error(e, card, f"config {preview(config)}: ", offline_note(location)) from None
     except (TypeError, ValueError, KeyError, AttributeError) as e:  # a configs entry datasets' builder refuses
         raise not_prepared(card, config, e) from None
+
+
+def refuse_outside_patterns(location: str, metadata: dict[str, Any], config: str | None = None, *,
+                            card: str) -> None:
+    """SourceError naming the `card` of the folder or repository `location` (`metadata`: its fields, as
+    `checked_yaml` gives them) when, before datasets resolves them, data files it declares could lie outside
+    it (`card_shape.outside_pattern_problem`: a URL datasets would fetch, an absolute glob it would walk; in a local
+    folder also a glob whose leading folder is a link that leads out, as `x/**` with `x` a link to /). `config`
+    None: what datasets resolves as soon as it opens the repository (the first config's data files, which it reads
+    to choose the builder, and every config's `data_dir`); else the data files of `config`, so that another config
+    with outside files does not stop this one."""
+    bounds = data_file_bounds(location) if os.path.isdir(location) else None
+    for number, entry in enumerate(metadata.get("configs") or []):
+        name, data_dir = entry["config_name"], entry.get("data_dir")
+        if config is None and data_dir is not None:
+            problem = outside_pattern_problem(data_dir, walked=True) or walk_leaves(location, data_dir, "", bounds)
+            if problem:
+                raise SourceError(card, f"config {preview(name)} has data_dir {shown_path(data_dir)}, outside "
+                                        f"{location}; a card's data files must be inside its folder or repository "
+                                        f"({problem}; refused before any is read)")
+        if name != config and (config is not None or number):
+            continue
+        for split, pattern in declared_patterns(entry):
+            problem = outside_pattern_problem(pattern) or walk_leaves(location, data_dir or "", pattern, bounds)
+            if problem:
+                where = f" split {preview(split)}" if split is not None else ""
+                raise SourceError(card, f"config {preview(name)}{where} reads {shown_path(pattern)}, outside "
+                                        f"{location}; a card's data files must be inside its folder or repository "
+                                        f"({problem}; refused before any is read)")
+
+
+def walk_leaves(location: str, data_dir: str, pattern: str, bounds: list[str] | None) -> str | None:
+    """For a local folder (`bounds`: `data_file_bounds(location)`; None for a hub repository, None returned), what
+    is wrong when the folder datasets walks for `pattern` under `data_dir` (the parts before its first glob; a
+    literal path is looked up, not walked: "" for a walked `data_dir` alone) resolves, symlinks followed, outside
+    the folder; None when it stays inside or nothing is walked."""
+    if bounds is None or (pattern and not GLOB_MAGIC.search(pattern)):
+        return None
+    parts = pattern.split("/")
+    fixed = parts[:next(number for number, part in enumerate(parts) if GLOB_MAGIC.search(part))] if pattern else []
+    walked = os.path.join(location, data_dir, *fixed)
+    resolved = os.path.realpath(walked)
+    if any(os.path.commonpath([bound, resolved]) == bound for bound in bounds):
+        return None
+    return f"datasets would walk {shown_path(walked)}, which leads (symlinks followed) to {shown_path(resolved)}"
+
+
+def shown_path(path: str) -> str:
+    """A path from a card (or made from one) in a message: as it is when printable, else as `preview` quotes it;
+    cut to 160 characters either way."""
+    return cut(path, 160) if path.isprintable() else preview(path, 160)
 
 
 def require_own_data_files(location: str, config: str, builder: Any) -> None:
@@ -299,7 +369,7 @@ def require_own_data_files(location: str, config: str, builder: Any) -> None:
     interrupted download)."""
     local = os.path.isdir(location)
     card = repository_file_name(location, CARD)
-    offline = OFFLINE_NOTE if hub_offline() else ""
+    offline = offline_note(location)
     data_files = builder.config.data_files or {}
     roots = {os.path.join(os.path.normpath(root), "") for root in (os.path.abspath(location),
                                                                    os.path.realpath(location))}
@@ -319,9 +389,9 @@ def require_own_data_files(location: str, config: str, builder: Any) -> None:
             inside = (any(os.path.normpath(file).startswith(root) for root in roots) if local else
                       file.startswith(f"hf://datasets/{location}@") and "/../" not in file)
             if not inside:
-                raise SourceError(card, f"config {preview(config)} split {preview(split)} reads {file}, outside "
-                                        f"{location}; "
-                                        "a card's data files must be inside its folder or repository (refused)")
+                raise SourceError(card, f"config {preview(config)} split {preview(split)} reads {shown_path(file)}, "
+                                        f"outside {location}; a card's data files must be inside its folder or "
+                                        "repository (refused)")
             if local:
                 require_own_file(file, location, f"config {preview(config)} split {preview(split)}: ", bounds)
 
@@ -341,6 +411,33 @@ def missing_file_error(error: FileNotFoundError, card: str, where: str = "", off
     if missing is None:
         return error
     return SourceError(card, f"{where}no file {preview(missing.group(1))}, which the card declares{offline}")
+
+
+def no_data_files_error(location: str, revision: str | None) -> SourceError:
+    """The SourceError for datasets' DataFilesNotFoundError ("No (supported) data files found in <folder>"), which
+    names neither the card nor a config: datasets resolves the data files of the first of the card's configs to
+    open any config, so when they match no file it reads (Parquet, CSV, JSON, ...), no config opens. Names the card
+    and that config's patterns; for a repository whose card declares no configs, the folder or repository."""
+    configs = check_repository_yaml(location, revision=revision).get("configs") or []
+    if not configs:
+        return SourceError(location, "no data file datasets reads (Parquet, CSV, JSON, ...) in it, and its card "
+                                     "declares no configs (data_files)")
+    first, files = configs[0], configs[0].get("data_files")
+    if files is None:  # (datasets then looks for data files anywhere in the folder)
+        return SourceError(location, "no data file datasets reads (Parquet, CSV, JSON, ...) in it")
+    patterns = [pattern for _, pattern in declared_patterns(first)]
+    shown = ", ".join(preview(pattern, 60) for pattern in patterns[:3]) + (" ..." if len(patterns) > 3 else "")
+    return SourceError(repository_file_name(location, CARD),
+                       f"config {preview(first['config_name'])}: no data file datasets reads (a regular Parquet, CSV, "
+                       f"JSON, ... file) matches its data files ({shown}); datasets opens every config with the first "
+                       f"one's files, so no config opens until they are back{offline_note(location)}")
+
+
+def offline_note(location: str) -> str:
+    """OFFLINE_NOTE when HF_HUB_OFFLINE is set and `location` is the hub cache's copy of a repository (a part of
+    it may be missing there); "" for any other folder."""
+    return OFFLINE_NOTE if hub_offline() and (not os.path.isdir(location) or len(data_file_bounds(location)) > 1) \
+        else ""
 
 
 def require_own_file(file: str, location: str, where: str = "", bounds: list[str] | None = None) -> None:
@@ -365,11 +462,18 @@ def data_file_bounds(location: str) -> list[str]:
     return bounds
 
 
+MAX_CARD_BYTES = 16 << 20
+"""The largest README.md read (ragloaders' cards hold about 10 KB, the hub's longest a few MB; of it, the YAML front
+matter may hold card_yaml.MAX_YAML_BYTES)."""
+
+
 def card_text(location: str, *, revision: str | None = None) -> str | None:
     """The README.md of a folder, or of the hub dataset repository `location` (downloaded alone, at `revision`: a
     commit, branch or tag, default the main branch), read as huggingface_hub reads a card (UTF-8, a leading BOM
-    dropped, line ends as they are); None when it has none. SourceError for bytes that are not UTF-8."""
-    return repository_file_text(location, CARD, revision=revision, encoding="utf-8-sig", newline="")
+    dropped, line ends as they are); None when it has none. SourceError for bytes that are not UTF-8, or for a card
+    that is not a regular file of its own or is over MAX_CARD_BYTES (`repository_file_text`)."""
+    return repository_file_text(location, CARD, revision=revision, encoding="utf-8-sig", newline="",
+                                max_bytes=MAX_CARD_BYTES)
 
 
 def repository_file_name(location: str, name: str) -> str:
@@ -377,12 +481,16 @@ def repository_file_name(location: str, name: str) -> str:
     return os.path.join(location, name) if os.path.isdir(location) else f"{location}/{name}"
 
 
-def repository_file_text(location: str, name: str, *, revision: str | None = None, encoding: str = "utf-8",
-                         newline: str | None = None, max_bytes: int | None = None) -> str | None:
+def repository_file_text(location: str, name: str, *, max_bytes: int, revision: str | None = None,
+                         encoding: str = "utf-8", newline: str | None = None) -> str | None:
     """The text of the file `name` at the top of a folder, or of the hub dataset repository `location` (downloaded
     alone, at `revision`), decoded strictly with `encoding` and `newline` as `open` takes them (as the reader
     whose view is checked reads it); None when it has none. SourceError naming the file for bytes that do not
-    decode, or, before it is read, for a file over `max_bytes`."""
+    decode, or, before it is read, for a file over `max_bytes`; in a folder, also for a name there that is not a
+    regular file of the folder (`require_regular_file`: a FIFO, a device, a folder, a link leading outside it), which
+    datasets would open and read to its end."""
+    import io
+
     path = os.path.join(location, name)
     if not os.path.isdir(location):
         from huggingface_hub import hf_hub_download
@@ -392,30 +500,87 @@ def repository_file_text(location: str, name: str, *, revision: str | None = Non
             path = hf_hub_download(location, name, repo_type="dataset", revision=revision)
         except EntryNotFoundError:
             return None
-    if not os.path.isfile(path):
+    elif not os.path.lexists(path):
         return None
-    if max_bytes is not None and (size := os.path.getsize(path)) > max_bytes:
-        raise SourceError(path, f"{size:,} bytes, over the {max_bytes:,} such a file may hold")
+    else:
+        require_regular_file(path, location)
+    data = read_regular_file(path, max_bytes)
     try:
-        with open(path, encoding=encoding, newline=newline) as f:
+        with io.TextIOWrapper(io.BytesIO(data), encoding=encoding, newline=newline) as f:
             return f.read()
     except UnicodeDecodeError as e:
         raise SourceError(path, f"not UTF-8 text at byte {e.start:,} ({e.reason}), where huggingface_hub and "
                                 "datasets read it as UTF-8") from None
 
 
+def require_regular_file(path: str, location: str) -> None:
+    """SourceError naming `path` (a file at the top of the local folder `location` that datasets reads, such as its
+    card) when it is not a regular file, or is a symbolic link that does not lead to one within the folder (or, for a
+    hub-cache snapshot, its repository's blobs: `data_file_bounds`). Checked with stat alone: nothing is opened (a
+    FIFO would block its reader, a device or a link to a big file outside fill its memory)."""
+    import stat
+
+    resolved = os.path.realpath(path)
+    link = f"a symbolic link to {preview(resolved)}" if os.path.islink(path) else ""
+    if link and not any(os.path.commonpath([bound, resolved]) == bound for bound in data_file_bounds(location)):
+        raise SourceError(path, f"{link}, outside {location}; datasets would read it as this folder's own "
+                                "(refused, not opened)")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        raise SourceError(path, f"{link or 'it'} cannot be read ({e.strerror or type(e).__name__}); datasets "
+                                "would take the folder for one without it (refused)") from None
+    if not stat.S_ISREG(mode):
+        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else
+                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else
+                "not a regular file")
+        raise SourceError(path, f"{f'{link}, ' if link else ''}{kind}, not a regular file: datasets would wait on "
+                                "it, read it without end or take the folder for one without it (refused, not opened)")
+
+
+def read_regular_file(path: str, max_bytes: int) -> bytes:
+    """The bytes of the regular file `path`, `max_bytes` at most: SourceError naming it when it holds more, or is
+    not (or no longer) a regular file once open (opened without waiting, so a FIFO put in its place cannot block)."""
+    import stat
+
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(descriptor, "rb") as f:
+        status = os.fstat(f.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            raise SourceError(path, "not a regular file (replaced while it was read?); refused")
+        if status.st_size > max_bytes:
+            raise SourceError(path, f"{status.st_size:,} bytes, over the {max_bytes:,} such a file may hold")
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise SourceError(path, f"more than {max_bytes:,} bytes (it grew while it was read), over the {max_bytes:,} "
+                                "such a file may hold")
+    return data
+
+
 def check_repository_yaml(location: str, *, revision: str | None = None) -> dict[str, Any]:
     """What `datasets` reads of a repository's YAML, checked by `check_card`: its README.md's front matter, updated
     with its `.huggingface.yaml` when it has one (datasets merges that file over the card, and reads it whole with
-    `yaml.safe_load`); {} for neither. A SourceError naming the file at fault, or the card, if not."""
+    `yaml.safe_load`); {} for neither. A SourceError naming the file at fault, or the card, if not; or naming the
+    card when data files datasets resolves as soon as it opens the repository could lie outside it
+    (`refuse_outside_patterns`)."""
+    metadata, name = checked_yaml(location, revision=revision)
+    refuse_outside_patterns(location, metadata, card=name)
+    return metadata
+
+
+def checked_yaml(location: str, *, revision: str | None = None) -> tuple[dict[str, Any], str]:
+    """(what `check_repository_yaml` gives, checked by `check_card` alone, how a message names where it was read:
+    the card, or the card with `.huggingface.yaml`)."""
     check_legacy_infos(location, revision=revision)
     card = card_text(location, revision=revision)
-    standalone = repository_file_text(location, STANDALONE_YAML, revision=revision)
+    name = repository_file_name(location, CARD)
+    standalone = repository_file_text(location, STANDALONE_YAML, revision=revision, max_bytes=MAX_YAML_BYTES)
     if card is None and standalone is None:
-        return {}
-    return check_card(card or "", repository_file_name(location, CARD),
-                      standalone=None if standalone is None else (standalone,
-                                                                  repository_file_name(location, STANDALONE_YAML)))
+        return {}, name
+    if standalone is None:
+        return check_card(card or "", name), name
+    standalone_name = repository_file_name(location, STANDALONE_YAML)
+    return check_card(card or "", name, standalone=(standalone, standalone_name)), f"{name} with {standalone_name}"
 
 
 LEGACY_INFOS = "dataset_infos.json"
@@ -531,6 +696,32 @@ def unreadable_parquet(builder: Any) -> SourceError | None:
                     return SourceError(path, f"not a readable Parquet file ({one_line(e, 300)}); "
                                              "build the folder again")
     return None
+
+
+def too_deep_error(builder: Any, repository: Repository, config: str) -> SourceError:
+    """The SourceError for a RecursionError while datasets loaded `config` (`builder`'s) of `repository`: naming the
+    first local Parquet data file whose schema metadata's `huggingface` entry (the features datasets reads where the
+    card declares none) is JSON nested too deep to decode, else the card. Only each file's footer is read."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for files in (builder.config.data_files or {}).values():
+        for path in files:
+            if not (str(path).endswith(".parquet") and os.path.isfile(path)):
+                continue
+            try:
+                json.loads((pq.read_schema(path).metadata or {}).get(b"huggingface", b"{}"))
+            except RecursionError:
+                again = "download it again" if repository.repo_id else "build the folder again"
+                return SourceError(path, f"config {preview(config)}: the `huggingface` entry of its Parquet schema "
+                                         f"metadata (the features datasets reads) nests JSON too deep to read; {again}")
+            except (pa.ArrowException, OSError, ValueError):
+                continue
+    return SourceError(repository_file_name(repository.location, CARD),
+                       f"config {preview(config)}: datasets ran out of Python's stack reading it (a structure nested "
+                       "too deep in the card or its data files' schema metadata)")
 
 
 def rows_unlike_card(builder: Any, repository: Repository, config: str) -> SourceError | None:
