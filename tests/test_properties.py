@@ -41,8 +41,8 @@ def dump_line(record: dict, ascii_only: bool, line_end: str) -> str:
 
 @st.composite
 def beir_files(draw, min_rows: int = 0) -> dict:
-    rows = {"min_size": min_rows, "max_size": 6}
-    entities = {"min_size": max(min_rows, 1), "max_size": 6}  # an empty corpus or queries file is refused
+    rows = {"min_size": max(min_rows, 1), "max_size": 6}  # an empty corpus, queries or qrels file is refused
+    entities = rows
     return {
         "corpus": draw(st.lists(st.fixed_dictionaries({"_id": ID, "title": TEXT, "text": TEXT}), **entities)),
         "queries": draw(st.lists(st.fixed_dictionaries({"_id": ID, "text": TEXT}), **entities)),

@@ -42,6 +42,7 @@ from ..core.hub_repository import (
     Repository,
     check_repository_yaml,
     config_builder,
+    data_file_bounds,
     require_own_data_files,
     rows_unlike_card,
 )
@@ -457,7 +458,8 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
                                     "altered": len(recorded.altered), "missing": len(recorded.missing)}
     elif os.path.isdir(repository) and plan.built_from is not None:  # ragloaders' card, and no record of its own
         report["recorded_files"] = {"record": None, "verified": 0, "altered": 0, "missing": 0}
-        if os.path.lexists(os.path.join(repository, MANIFEST)):  # there, but not one ragloaders could have written
+        snapshot = len(data_file_bounds(repository)) > 1  # (the hub cache's copy: the record is the repository's)
+        if os.path.lexists(os.path.join(repository, MANIFEST)) and not snapshot:  # not one ragloaders could write
             report["errors"].insert(0, finding("altered_files", "(root)", None, [MANIFEST], 1, (
                 f"{MANIFEST}, the record of the files ragloaders built, is not one it could have written (changed "
                 "since the build): the files cannot be checked against it")))
