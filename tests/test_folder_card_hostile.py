@@ -214,8 +214,9 @@ def test_the_first_configs_missing_files_are_named_not_no_supported_data_files(l
     assert_source_error(caught.value, "nf/README.md", "config 'corpus'", "'corpus/corpus-*.parquet'",
                         "no config opens")
     assert "hub cache" not in str(caught.value)
-    code, out, err = run("docs", str(folder), "PLAIN-1", "--config", "queries")
-    assert code == 2 and err.count("\n") == 1 and "config 'corpus'" in err, err
+    for command in (["docs", str(folder), "PLAIN-1", "--config", "queries"], ["validate", str(folder)]):
+        code, out, err = run(*command, "--cache-dir", str(tmp_path / "c"))
+        assert code == 2 and err.count("\n") == 1 and "config 'corpus'" in err, err
 
 
 # --- schema metadata nested too deep -------------------------------------------------------------------------------
@@ -235,6 +236,8 @@ def test_schema_metadata_nested_too_deep_is_named_not_a_recursion_error(folder, 
     with pytest.raises(SourceError) as caught:
         load(folder, "corpus", tmp_path)
     assert_source_error(caught.value, "corpus/corpus-00000-of-00001.parquet", "config 'corpus'", "too deep")
+    code, out, err = run("validate", str(folder), "--cache-dir", str(tmp_path / "c"))
+    assert code == 2 and err.count("\n") == 1 and "corpus-00000-of-00001.parquet" in err and "too deep" in err, err
 
 
 # --- a hub repository ------------------------------------------------------------------------------------------------

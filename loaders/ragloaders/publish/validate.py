@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from datasets.exceptions import DatasetGenerationError, SplitsVerificationError
+from datasets.exceptions import DataFilesNotFoundError, DatasetGenerationError, SplitsVerificationError
 
 from ..api import builder, configs_of, registry
 from ..benchmarks import benchmark_of
@@ -43,8 +43,10 @@ from ..core.hub_repository import (
     check_repository_yaml,
     config_builder,
     data_file_bounds,
+    no_data_files_error,
     require_own_data_files,
     rows_unlike_card,
+    too_deep_error,
 )
 from ..core.output_target import MANIFEST
 from ..core.plural import counted
@@ -473,7 +475,10 @@ def _load_repository(repository: str, metadata: dict[str, Any], cache_dir: str |
     card's data files) of a repository (`metadata`: its card's fields, checked), its data files checked to be its
     own first. A split whose local Parquet file lacks a column the card declares (loaded as nulls) is such a finding
     too, and left out of what is checked."""
-    configs = datasets.get_dataset_config_names(repository)
+    try:
+        configs = datasets.get_dataset_config_names(repository)
+    except DataFilesNotFoundError:  # (naming neither card nor config: the first config's files match nothing)
+        raise no_data_files_error(repository, None) from None
     if not configs:
         raise UsageError(f"{repository}: no configs (not a dataset folder or repository)")
     builders = {config: config_builder(repository, config, cache_dir=cache_dir) for config in configs}
@@ -497,6 +502,8 @@ def _load_repository(repository: str, metadata: dict[str, Any], cache_dir: str |
                                       Repository(repository, folder=repository), config)
             unloadable.append(finding("count", config, None, [], 1, str(unlike) if unlike else
                                       f"{repository} ({config}): its splits are not the sizes declared ({_cause(e)})"))
+        except RecursionError:  # datasets reads a Parquet file's schema metadata (JSON) recursively
+            raise too_deep_error(builders[config], Repository(repository, folder=repository), config) from None
         else:
             for split, absent in _columns_absent_from_files(repository, builders[config]).items():
                 # datasets loads a declared column a file lacks as nulls: the split is not what the card declares
