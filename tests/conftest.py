@@ -1,3 +1,5 @@
+import contextlib
+import io
 import os
 import sys
 import tempfile
@@ -34,6 +36,16 @@ def assert_source_error(error: BaseException, file: str, *facts: object, line: i
     assert error.path.replace(os.sep, "/").endswith(file), (error.path, file)
     assert (error.line, error.record) == (line, record), str(error)[:2000]
     assert_names(error, *facts)
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    """`ragloaders ARGS...` in this process: (exit status, stdout, stderr)."""
+    from ragloaders import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(list(args))
+    return code, out.getvalue(), err.getvalue()
 
 
 def declared_samples() -> dict[str, Path]:

@@ -4,9 +4,7 @@ folders in BEIR's layout that are not quite one."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 import os
 import shutil
@@ -22,6 +20,7 @@ from pathlib import Path
 import pytest
 import ragloaders
 from conftest import assert_names, assert_source_error
+from conftest import run_cli as run
 from local_http import send_body, serve_in_thread
 from mteb_layout import beir_tables, write_repository
 from ragloaders import cli
@@ -31,11 +30,6 @@ TABLES = beir_tables([("d1", "a document"), ("d2", "another")], [("q1", "a query
                      {"test": [("q1", "d1", 1)], "dev": [("q1", "d2", 1)]})
 
 
-def run(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(list(args))
-    return code, out.getvalue(), err.getvalue()
 
 
 def declare(folder: Path, old: str, new: str) -> None:

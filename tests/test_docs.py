@@ -4,7 +4,6 @@ building it at once, and the command's one-line errors."""
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import multiprocessing
@@ -21,6 +20,7 @@ import pyarrow as pa
 import pytest
 import ragloaders
 from conftest import assert_names, assert_source_error
+from conftest import run_cli as run
 from ragloaders import cli
 from ragloaders.lookup import DocumentNotFound, DuplicateIdError
 from ragloaders.lookup.docstore import kept_index_path
@@ -48,11 +48,6 @@ def source_of(build, via: str) -> tuple[str, dict]:
     return str(build.out), {"cache_dir": build.cache_dir}
 
 
-def run(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(list(args))
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.mark.parametrize("fixture, config, via", SAMPLES)

@@ -8,7 +8,6 @@ fetched, walked or read without end."""
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import shutil
@@ -23,8 +22,8 @@ import pyarrow.parquet as pq
 import pytest
 import ragloaders
 from conftest import LOADERS, assert_names, assert_source_error
+from conftest import run_cli as run
 from local_http import send_body, served
-from ragloaders import cli
 from ragloaders.core.errors import SourceError
 from ragloaders.core.hub_repository import MAX_CARD_BYTES
 
@@ -47,11 +46,6 @@ class CountingHandler(BaseHTTPRequestHandler):
         pass
 
 
-def run(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(list(args))
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture
@@ -288,3 +282,18 @@ def test_a_hub_repositorys_card_cannot_name_another_repositorys_files(tmp_path):
     assert found["own"] == 1 and found["other"] == [], found
     assert found["refused"].startswith("org/hostile/README.md: config 'qrels' split 'test' reads "
                                        "hf://datasets/org/other/qrels.parquet, outside org/hostile"), found
+
+
+# --- a folder named `.` --------------------------------------------------------------------------------------------
+
+
+def test_the_current_folder_given_as_dot_is_read_as_by_its_name(folder, tmp_path, monkeypatch):
+    """datasets names a dataset by its folder's name, and `.` has none: load, docs and validate of `.` said
+    "datasets could not prepare it (ValueError: dataset_name should be specified but got None)"."""
+    monkeypatch.chdir(folder)
+    for name in (".", "./"):
+        assert load(Path(name), "qrels", tmp_path, split="test").num_rows == 12334
+    code, out, err = run("docs", ".", "PLAIN-1", "--config", "queries", "--cache-dir", str(tmp_path / "c"))
+    assert code == 0 and json.loads(out)["_id"] == "PLAIN-1", err
+    code, out, err = run("validate", ".", "--cache-dir", str(tmp_path / "c"))
+    assert code == 0 and out.rstrip().endswith("OK"), err

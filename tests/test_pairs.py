@@ -3,8 +3,6 @@ and the qrels; top_ranked of CRAG; batches; unknown ids in one line naming the i
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 
@@ -12,16 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import ragloaders
-from conftest import assert_names, assert_source_error
-from ragloaders import SourceError, cli
+from conftest import assert_names, assert_source_error, run_cli
+from ragloaders import SourceError
 from ragloaders.lookup.pairs import PairWriter
-
-
-def run_cli(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(list(args))
-    return code, out.getvalue(), err.getvalue()
 
 
 def rows_by_id(build, config: str) -> dict[str, dict]:

@@ -3,27 +3,17 @@ holds, a folder nested deeper than Python recurses, a listed file that is a hard
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 import os
 import shutil
 from pathlib import Path
 
 import pytest
-from ragloaders import cli
+from conftest import run_cli as run
 from ragloaders.publish.manifest import MANIFEST, folder_entries, safe_relative, verify
 
 EVIL = "corpus/evil.parquet"
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    """The command in this process: (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(list(args))
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture

@@ -5,8 +5,6 @@ HF_ENDPOINT on a closed 127.0.0.1 port."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -21,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 import ragloaders
 from conftest import DATA, assert_names
+from conftest import run_cli as run
 from mteb_layout import write_repository
 from ragloaders import cli
 
@@ -89,12 +88,6 @@ def offline(hub_cache: Path) -> dict[str, str]:
     return {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub_cache)}
 
 
-def run(*args: str) -> tuple[int, str, str]:
-    """The command in this process: (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(list(args))
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture

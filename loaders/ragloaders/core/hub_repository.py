@@ -824,6 +824,8 @@ def open_repository(name: str, revision: str | None = None) -> Repository:
     location = os.path.expanduser(name)
     if os.path.isdir(location):
         refuse_revision(name, revision, "a local folder")
+        if os.path.basename(os.path.normpath(location)) in ("", "."):  # (datasets names a dataset by its folder's
+            location = os.path.abspath(location)  # name, and `.` has none: "dataset_name should be specified")
         return Repository(name, folder=location)
     if os.path.exists(location):
         raise MissingSourceError(f"{name}: a file, not a folder: pass a folder ragloaders built (README.md + "
