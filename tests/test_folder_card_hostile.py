@@ -297,3 +297,13 @@ def test_the_current_folder_given_as_dot_is_read_as_by_its_name(folder, tmp_path
     assert code == 0 and json.loads(out)["_id"] == "PLAIN-1", err
     code, out, err = run("validate", ".", "--cache-dir", str(tmp_path / "c"))
     assert code == 0 and out.rstrip().endswith("OK"), err
+
+
+def test_a_folder_without_data_files_is_named_with_or_without_a_card(tmp_path):
+    from ragloaders.core.hub_repository import no_data_files_error
+
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    assert str(no_data_files_error(str(bare), None)).endswith("in it, and no card (README.md) to declare its configs")
+    (bare / "README.md").write_text("---\nlicense: mit\n---\n", encoding="utf-8")
+    assert str(no_data_files_error(str(bare), None)).endswith("in it, and its card declares no configs (data_files)")

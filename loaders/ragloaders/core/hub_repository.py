@@ -420,8 +420,9 @@ def no_data_files_error(location: str, revision: str | None) -> SourceError:
     and that config's patterns; for a repository whose card declares no configs, the folder or repository."""
     configs = check_repository_yaml(location, revision=revision).get("configs") or []
     if not configs:
-        return SourceError(location, "no data file datasets reads (Parquet, CSV, JSON, ...) in it, and its card "
-                                     "declares no configs (data_files)")
+        card = ("its card declares no configs (data_files)" if card_text(location, revision=revision) is not None
+                else f"no card ({CARD}) to declare its configs")
+        return SourceError(location, f"no data file datasets reads (Parquet, CSV, JSON, ...) in it, and {card}")
     first, files = configs[0], configs[0].get("data_files")
     if files is None:  # (datasets then looks for data files anywhere in the folder)
         return SourceError(location, "no data file datasets reads (Parquet, CSV, JSON, ...) in it")

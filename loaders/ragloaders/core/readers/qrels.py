@@ -112,5 +112,6 @@ def read_qrels(shard: Shard) -> Iterator[pa.Table]:
     except MemoryError:
         raise out_of_memory(shard.name, first) from None
     if not rows:
-        raise SourceError(shard.name, "no judgements: the file holds its header alone (or blank lines after it); "
-                                      "a split with no row cannot be published: remove the file, or add its rows")
+        raise SourceError(shard.name, "no judgements: the file holds its header alone (or blank lines after it); a "
+                                      "split with no row cannot be published: add its rows (or remove the file, where "
+                                      "the benchmark does not require that split)")
