@@ -719,3 +719,18 @@ def test_a_qrels_line_of_many_tabs_is_refused_without_a_list_of_its_columns():
     finally:
         tracemalloc.stop()
     assert peak < 3 * len(line), peak  # the line decoded, and its preview
+
+
+def test_memory_run_out_reading_a_line_names_the_file_and_line():
+    """CRAG's records are read with iter_lines: a 530-byte bz2 of one 700 MB line ran out of memory in `readline`
+    and said only "DatasetGenerationError: An error occurred while generating the dataset"."""
+
+    class ShortOfMemory(io.BytesIO):
+        def readline(self, size: int = -1) -> bytes:
+            if self.tell() > 0:
+                raise MemoryError
+            return super().readline(size)
+
+    with pytest.raises(SourceError) as caught:
+        list(lines.iter_lines(ShortOfMemory(b'{"a": 1}\n{"b": 2}\n'), "records.jsonl"))
+    assert_source_error(caught.value, "records.jsonl", "memory ran out", line=2)

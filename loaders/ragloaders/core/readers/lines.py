@@ -42,10 +42,16 @@ def iter_lines(stream: BinaryIO, name: str = "<stream>", first: int = 1, *, skip
     decompressed flood of line ends went at 4 MB a second).
 
     A line longer than MAX_LINE_BYTES raises SourceError instead of filling memory (a decompression bomb
-    of one endless line)."""
+    of one endless line), and so does memory run out reading one (`out_of_memory`)."""
     number = first - 1
     peek = getattr(stream, "peek", None) if skip_blank else None
-    while line := stream.readline(MAX_LINE_BYTES + 1):
+    while True:
+        try:
+            line = stream.readline(MAX_LINE_BYTES + 1)
+        except MemoryError:
+            raise out_of_memory(name, number + 1) from None
+        if not line:
+            break
         number += 1
         if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
             raise SourceError(name, f"line longer than {MAX_LINE_BYTES:,} bytes (MAX_LINE_BYTES)", line=number)
