@@ -438,3 +438,26 @@ def test_an_answers_report_ends_with_what_was_scored(crafted, tmp_path, capsys):
         f.write("\n")
     assert score_answers("crag/task_1_and_2", path, **where(crafted)).identity["predictions"] != identity[
         "predictions"]
+
+
+@pytest.mark.parametrize("other_split", [False, True], ids=["same split", "other split"])
+def test_an_interaction_id_naming_two_records_is_refused(tmp_path, capsys, other_split):
+    """A prediction is keyed by interaction_id: with record 6 given record 3's id, one prediction was scored against
+    both records (different answers), exit 0 with nothing said."""
+    records = raw_records()
+    records[6]["interaction_id"] = records[3]["interaction_id"]
+    if other_split:
+        records[6]["split"] = 0
+    folder = tmp_path / "crag"
+    folder.mkdir()
+    with bz2.open(folder / "dev_data.jsonl.bz2", "wt", encoding="utf-8") as f:
+        f.writelines(json.dumps(record) + "\n" for record in records)
+    predictions = write_jsonl(tmp_path / "p.jsonl", [{"interaction_id": r["interaction_id"], "prediction": "x"}
+                                                    for r in records[:6] + records[7:]])
+    with pytest.raises(SourceError) as caught:
+        score_answers("crag/task_1_and_2", predictions, split="test", data_dir=str(folder),
+                      cache_dir=str(tmp_path / "c"))
+    assert_names(caught.value, f"interaction_id '{records[3]['interaction_id']}' names two records")
+    assert main(["eval", "crag/task_1_and_2", "--predictions", predictions, "--data-dir", str(folder),
+                 "--cache-dir", str(tmp_path / "c")]) == 2
+    assert "names two records" in capsys.readouterr().err

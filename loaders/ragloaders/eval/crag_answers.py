@@ -430,11 +430,17 @@ def load_records(path: str, splits: list[str] | None, where: dict) -> tuple[list
     unknown = [split for split in splits if split not in loaded]
     if unknown:
         raise UsageError(f"{path} has no split {preview(unknown[0])}; its splits are {', '.join(loaded)}")
-    every: set[str] = set()
+    every: dict[str, str] = {}
+    """Each record's id -> its split."""
     chosen: list[Record] = []
     for split, dataset in loaded.items():
         rows = dataset.data.table.to_pylist()
-        every.update(row["_id"] for row in rows)
+        for row in rows:
+            if row["_id"] in every:  # (a prediction is keyed by the id: it would be scored against both)
+                raise SourceError(path, f"interaction_id {preview(row['_id'])} names two records (of the "
+                                  f"{every[row['_id']]} and {split} splits): a prediction, keyed by it, cannot tell "
+                                  "which it answers (`ragloaders validate` lists every repeated id)")
+            every[row["_id"]] = split
         if split in splits:
             for row in rows:
                 if row["answer"] is None:  # (CRAG's script stops on it: it strips the answer)
@@ -442,7 +448,7 @@ def load_records(path: str, splits: list[str] | None, where: dict) -> tuple[list
                                       "nothing to score its prediction against")
                 chosen.append(Record(row["_id"], row["text"], (row["answer"], *(row["alt_ans"] or ())),
                                      {label: row.get(label) for label in BREAKDOWN}))
-    return chosen, every, splits
+    return chosen, set(every), splits
 
 
 def score_answers(
