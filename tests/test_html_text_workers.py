@@ -6,6 +6,7 @@ modules), prints nothing between its frames, and never runs the user's `__main__
 from __future__ import annotations
 
 import bz2
+import contextlib
 import io
 import json
 import os
@@ -293,3 +294,32 @@ def test_what_a_worker_would_print_goes_to_stderr_not_between_its_frames():
     out = io.BytesIO(done.stdout)
     assert read_frame(out) == [b"a", None, b"b"] and read_frame(out) is None
     assert done.stderr.count(b"noise from a library") == 2
+
+
+@pytest.mark.slow  # (a worker given a minute's page, its parent killed a second in; CI runs it)
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_worker_ends_with_its_parent_killed_mid_page():
+    """A parent killed with SIGKILL closes the workers' stdin, which a worker reads only between pages: one busy with
+    a slow page went on, orphaned, until the page was done (minutes here)."""
+    loaders = os.path.dirname(os.path.dirname(os.path.dirname(html_text_workers.__file__)))
+    slower = SLOW_PAGE_CHILD.replace("range(100_000)", "range(300_000)")  # (minutes: quadratic in the attributes)
+    child = subprocess.Popen([sys.executable, "-c", slower, "1"], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": loaders})
+    workers: list[psutil.Process] = []
+    try:
+        assert child.stdout.readline().strip() == "started"
+        process, deadline = psutil.Process(child.pid), time.monotonic() + 60
+        while not (workers := workers_of(process)) or max(worker.cpu_times().user for worker in workers) < 1:
+            assert time.monotonic() < deadline, "no worker took up the slow page"
+            time.sleep(0.05)
+        child.kill()
+        child.wait()
+        ended = time.monotonic() + 30  # (a safety net for the wait: the page alone takes minutes)
+        while any(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers):
+            assert time.monotonic() < ended, "a worker outlived its killed parent"
+            time.sleep(0.05)
+    finally:
+        child.kill()
+        for worker in workers:  # (a worker that outlived it, when this fails)
+            with contextlib.suppress(psutil.NoSuchProcess):
+                worker.kill()

@@ -83,11 +83,13 @@ def texts_of(htmls: list[bytes | None]) -> list[str | None]:
     return [None if html is None else html_to_text(html.decode("utf-8", "surrogatepass")) for html in htmls]
 
 
-def serve(source: BinaryIO | None = None, sink: BinaryIO | None = None) -> None:
+def serve(source: BinaryIO | None = None, sink: BinaryIO | None = None, parent: int | None = None) -> None:
     """The worker's loop: a frame of HTML in, a frame of their texts out, until `source` (stdin) ends. The frames
     go to stdout's pipe, and whatever else would be printed to stdout goes to stderr, so no stray output lands
-    between two frames."""
+    between two frames. `parent`: the process that started it, whose end ends it (`end_with`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if parent is not None:
+        end_with(parent)
     source = source or sys.stdin.buffer
     if sink is None:
         sys.stdout.flush()
@@ -95,6 +97,25 @@ def serve(source: BinaryIO | None = None, sink: BinaryIO | None = None) -> None:
         os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     while (htmls := read_frame(source)) is not None:
         write_frame(sink, [None if text is None else text.encode("utf-8", "surrogatepass") for text in texts_of(htmls)])
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def end_with(parent: int) -> None:
+    """Make this worker end when the process `parent` that started it ends, however it ends (SIGKILL included): on
+    Linux the kernel sends it SIGKILL then (PR_SET_PDEATHSIG; else a worker busy with a page went on until the page
+    was done, and a stdin it reads only between frames told it nothing before); a parent already gone ends it now.
+    Elsewhere the closed stdin ends it between two frames."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):  # (no prctl: the closed stdin still ends it)
+            pass
+    if os.getppid() != parent:
+        os._exit(0)
 
 
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -110,7 +131,7 @@ def worker_command() -> list[str] | None:
     path = [entry for entry in sys.path if isinstance(entry, str)]  # (a Path or bytes entry is no literal here)
     path += [] if PACKAGE_ROOT in path else [PACKAGE_ROOT]
     return [sys.executable, "-c", f"import sys; sys.path[:] = {path!r}; "
-            "from ragloaders.core.html_text_workers import serve; serve()"]
+            f"from ragloaders.core.html_text_workers import serve; serve(parent={os.getpid()})"]
 
 
 class TextWorkers:
