@@ -175,14 +175,16 @@ class Repository:
         asked = f" (revision {self.revision})" if self.revision and self.revision != self.commit else ""
         return f"{self.repo_id} at commit {self.commit}{asked}"
 
-    def configs(self) -> list[str]:
-        """The names of its configs, as datasets finds them once the card is checked (`check_card`). SourceError
-        naming the card when a data file it names is missing, or when no file matches the data files of the config
-        datasets opens every config with (`no_data_files_error`)."""
+    def configs(self, card: tuple[dict[str, Any], str] | None = None) -> list[str]:
+        """The names of its configs, as datasets finds them once the card is checked (`check_card`; `card`: what it
+        gave, when the caller has checked it already). SourceError naming the card when a data file it names is
+        missing, or when no file matches the data files of the config datasets opens every config with
+        (`no_data_files_error`)."""
         import datasets
         from datasets.exceptions import DataFilesNotFoundError
 
-        self.check_card()
+        if card is None:
+            self.check_card()
         try:
             return list(datasets.get_dataset_config_names(self.location, revision=self.hub_revision))
         except DataFilesNotFoundError:
@@ -190,12 +192,12 @@ class Repository:
         except FileNotFoundError as e:  # it resolves every config's data files
             raise missing_file_error(e, repository_file_name(self.location, CARD)) from None
 
-    def check_card(self) -> None:
+    def check_card(self) -> tuple[dict[str, Any], str]:
         """The card's YAML (and `.huggingface.yaml`'s) within core/card_yaml's budget and of the shape datasets
         reads, before `datasets` parses it (an alias bomb in its `configs:` would expand in memory): a local
         folder's files, or a hub repository's, downloaded alone first; a SourceError naming the file if not
-        (`check_repository_yaml`)."""
-        check_repository_yaml(self.location, revision=self.hub_revision)
+        (`checked_repository_card`, whose (fields, name) it gives)."""
+        return checked_repository_card(self.location, revision=self.hub_revision)
 
     def load(self, config: str | None, *, split: str | None = None, streaming: bool = False,
              cache_dir: str | None = None, **kwargs: Any) -> Any:
@@ -257,17 +259,18 @@ class Repository:
     def builder(self, config: str | None, *, cache_dir: str | None = None) -> Any:
         """`datasets.load_dataset_builder` of one config (`chosen_config`), its data files checked to be the
         repository's own (`require_own_data_files`): what `load` loads."""
-        config = self.chosen_config(config)
-        builder = config_builder(self.location, config, revision=self.hub_revision, cache_dir=cache_dir)
+        card = self.check_card()
+        config = self.chosen_config(config, card)
+        builder = config_builder(self.location, config, revision=self.hub_revision, cache_dir=cache_dir, card=card)
         require_own_data_files(self.location, config, builder)
         return builder
 
-    def chosen_config(self, config: str | None) -> str:
+    def chosen_config(self, config: str | None, card: tuple[dict[str, Any], str] | None = None) -> str:
         """`config`, or for None the card's `default: true` one (of the commit read) or the only one; a UsageError
-        naming the configs there are when it is not one of them or there is no default."""
+        naming the configs there are when it is not one of them or there is no default. `card`: as `configs`."""
         import datasets
 
-        configs = self.configs()
+        configs = self.configs(card)
         if config is None:
             config = datasets.get_dataset_default_config_name(self.location, revision=self.hub_revision) or (
                 configs[0] if len(configs) == 1 else None)
@@ -290,17 +293,19 @@ class Repository:
 OFFLINE_NOTE = " (HF_HUB_OFFLINE is set: the hub cache holds part of this repository)"
 
 
-def config_builder(location: str, config: str, *, revision: str | None = None, cache_dir: str | None = None) -> Any:
+def config_builder(location: str, config: str, *, revision: str | None = None, cache_dir: str | None = None,
+                   card: tuple[dict[str, Any], str] | None = None) -> Any:
     """`datasets.load_dataset_builder` of `config` of the folder or repository `location` (`revision`: the commit of
     a hub repository; `cache_dir`: datasets' cache root), with a SourceError naming the card for a data file the card
     names that is not there, a `configs` entry datasets' builder refuses, or, before datasets resolves them, data
-    files of the config that could lie outside `location` (`refuse_outside_patterns`)."""
+    files of the config that could lie outside `location` (`refuse_outside_patterns`). `card`: what
+    `checked_repository_card` gave for `location`, when the caller has it (else it is read and checked here: datasets
+    opens the repository again)."""
     import datasets
 
-    card = repository_file_name(location, CARD)
-    metadata, name = checked_yaml(location, revision=revision)
-    refuse_outside_patterns(location, metadata, card=name)  # (datasets opens the repository again)
+    metadata, name = card or checked_repository_card(location, revision=revision)
     refuse_outside_patterns(location, metadata, config, card=name)
+    card = repository_file_name(location, CARD)
     try:
         return datasets.load_dataset_builder(location, config, revision=revision, cache_dir=cache_dir)
     except FileNotFoundError as e:  # a file the card names exactly; its message also lists every extension known
@@ -564,9 +569,14 @@ def check_repository_yaml(location: str, *, revision: str | None = None) -> dict
     `yaml.safe_load`); {} for neither. A SourceError naming the file at fault, or the card, if not; or naming the
     card when data files datasets resolves as soon as it opens the repository could lie outside it
     (`refuse_outside_patterns`)."""
+    return checked_repository_card(location, revision=revision)[0]
+
+
+def checked_repository_card(location: str, *, revision: str | None = None) -> tuple[dict[str, Any], str]:
+    """(what `check_repository_yaml` gives, how a message names where it was read: `checked_yaml`'s)."""
     metadata, name = checked_yaml(location, revision=revision)
     refuse_outside_patterns(location, metadata, card=name)
-    return metadata
+    return metadata, name
 
 
 def checked_yaml(location: str, *, revision: str | None = None) -> tuple[dict[str, Any], str]:

@@ -40,7 +40,7 @@ from ..core.errors import SourceError, UsageError
 from ..core.facts import Benchmark, KnownDefect, PublishedCounts
 from ..core.hub_repository import (
     Repository,
-    check_repository_yaml,
+    checked_repository_card,
     config_builder,
     data_file_bounds,
     no_data_files_error,
@@ -434,14 +434,14 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
         >>> report["ok"], report["recorded_files"]["verified"]  # doctest: +SKIP
         (True, 6)"""
     card = card_text(repository)
-    metadata = check_repository_yaml(repository)  # before `datasets` parses it: an alias bomb would exhaust memory
+    checked = checked_repository_card(repository)  # before `datasets` parses it: an alias bomb would exhaust memory
     if as_path is not None and as_path not in registry():
         raise UsageError(f"--as {preview(as_path)}: not a benchmark path (a group names each member; `ragloaders list` "
                          "shows them)")
     recorded = check_recorded_files(repository) if os.path.isdir(repository) else None
     changed = recorded.altered + recorded.missing if recorded is not None else []
     try:
-        loaded, unloadable, files = _load_repository(repository, metadata, cache_dir)
+        loaded, unloadable, files = _load_repository(repository, checked, cache_dir)
     except Exception as e:  # a file the record lists is gone or no longer a file: say so before what it broke
         if not changed:
             raise
@@ -469,22 +469,22 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
     return report
 
 
-def _load_repository(repository: str, metadata: dict[str, Any], cache_dir: str | None
+def _load_repository(repository: str, checked: tuple[dict[str, Any], str], cache_dir: str | None
                      ) -> tuple[dict[str, Any], list[Finding], dict[tuple[str, str], str]]:
     """(every config that loads, a `column_type` finding for each that does not load as its card declares, the
-    card's data files) of a repository (`metadata`: its card's fields, checked), its data files checked to be its
-    own first. A split whose local Parquet file lacks a column the card declares (loaded as nulls) is such a finding
-    too, and left out of what is checked."""
+    card's data files) of a repository (`checked`: its card's fields and name, `checked_repository_card`'s), its data
+    files checked to be its own first. A split whose local Parquet file lacks a column the card declares (loaded as
+    nulls) is such a finding too, and left out of what is checked."""
     try:
         configs = datasets.get_dataset_config_names(repository)
     except DataFilesNotFoundError:  # (naming neither card nor config: the first config's files match nothing)
         raise no_data_files_error(repository, None) from None
     if not configs:
         raise UsageError(f"{repository}: no configs (not a dataset folder or repository)")
-    builders = {config: config_builder(repository, config, cache_dir=cache_dir) for config in configs}
+    builders = {config: config_builder(repository, config, cache_dir=cache_dir, card=checked) for config in configs}
     for config, config_files in builders.items():
         require_own_data_files(repository, config, config_files)
-    files = declared_files(repository, metadata)
+    files = declared_files(repository, checked[0])
     loaded, unloadable = {}, []
     for config in configs:
         prepared = PreparedCache(builders[config]) if os.path.isdir(repository) else None
