@@ -33,6 +33,7 @@ from .errors import MissingSourceError, SourceError, UsageError
 from .output_target import replace_with_text
 from .prepared_cache import PreparedCache
 from .preview import cut, did_you_mean, one_line, preview
+from .user_cache import read_small_file
 
 BUILT_FROM = "<!-- built by ragloaders from {path} -->"
 """The last line of every card ragloaders writes (invisible when rendered): the benchmark path it was built from,
@@ -545,19 +546,16 @@ def require_regular_file(path: str, location: str) -> None:
 
 
 def read_regular_file(path: str, max_bytes: int) -> bytes:
-    """The bytes of the regular file `path`, `max_bytes` at most: SourceError naming it when it holds more, or is
-    not (or no longer) a regular file once open (opened without waiting, so a FIFO put in its place cannot block)."""
-    import stat
-
-    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    with os.fdopen(descriptor, "rb") as f:
-        status = os.fstat(f.fileno())
-        if not stat.S_ISREG(status.st_mode):
-            raise SourceError(path, "not a regular file (replaced while it was read?); refused")
-        if status.st_size > max_bytes:
-            raise SourceError(path, f"{status.st_size:,} bytes, over the {max_bytes:,} such a file may hold")
-        data = f.read(max_bytes + 1)
-    if len(data) > max_bytes:
+    """The bytes of the regular file `path`, `max_bytes` at most (`user_cache.read_small_file`: opened without
+    waiting, so a FIFO put in its place cannot block): SourceError naming it when it holds more, or is not (or no
+    longer) a regular file once open."""
+    if (size := os.stat(path).st_size) > max_bytes:
+        raise SourceError(path, f"{size:,} bytes, over the {max_bytes:,} such a file may hold")
+    try:
+        data = read_small_file(path, max_bytes)
+    except OSError:
+        raise SourceError(path, "not a regular file (replaced while it was read?); refused") from None
+    if data is None:
         raise SourceError(path, f"more than {max_bytes:,} bytes (it grew while it was read), over the {max_bytes:,} "
                                 "such a file may hold")
     return data
