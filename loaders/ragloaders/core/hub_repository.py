@@ -32,7 +32,7 @@ from .card_yaml import MAX_YAML_BYTES, check_card
 from .errors import MissingSourceError, SourceError, UsageError
 from .output_target import replace_with_text
 from .prepared_cache import PreparedCache
-from .preview import cut, did_you_mean, one_line, preview
+from .preview import cut, did_you_mean, one_line, preview, previews
 from .user_cache import read_small_file
 
 BUILT_FROM = "<!-- built by ragloaders from {path} -->"
@@ -433,18 +433,17 @@ def no_data_files_error(location: str, revision: str | None) -> SourceError:
     if files is None:  # (datasets then looks for data files anywhere in the folder)
         return SourceError(location, "no data file datasets reads (Parquet, CSV, JSON, ...) in it")
     patterns = [pattern for _, pattern in declared_patterns(first)]
-    shown = ", ".join(preview(pattern, 60) for pattern in patterns[:3]) + (" ..." if len(patterns) > 3 else "")
     return SourceError(repository_file_name(location, CARD),
                        f"config {preview(first['config_name'])}: no data file datasets reads (a regular Parquet, CSV, "
-                       f"JSON, ... file) matches its data files ({shown}); datasets opens every config with the first "
-                       f"one's files, so no config opens until they are back{offline_note(location)}")
+                       f"JSON, ... file) matches its data files ({previews(patterns, 3, 60)}); datasets opens every "
+                       f"config with the first one's files, so no config opens until they are back"
+                       f"{offline_note(location)}")
 
 
 def offline_note(location: str) -> str:
     """OFFLINE_NOTE when HF_HUB_OFFLINE is set and `location` is the hub cache's copy of a repository (a part of
     it may be missing there); "" for any other folder."""
-    return OFFLINE_NOTE if hub_offline() and (not os.path.isdir(location) or len(data_file_bounds(location)) > 1) \
-        else ""
+    return OFFLINE_NOTE if hub_offline() and (not os.path.isdir(location) or is_hub_snapshot(location)) else ""
 
 
 def require_own_file(file: str, location: str, where: str = "", bounds: list[str] | None = None) -> None:
@@ -463,10 +462,14 @@ def data_file_bounds(location: str) -> list[str]:
     into `<repository cache>/blobs`), that repository's blobs; never another repository's cache."""
     real = os.path.realpath(location)
     bounds = [real]
-    snapshots = os.path.dirname(real)
-    if os.path.basename(snapshots) == "snapshots":
-        bounds.append(os.path.join(os.path.dirname(snapshots), "blobs"))
+    if is_hub_snapshot(location):
+        bounds.append(os.path.join(os.path.dirname(os.path.dirname(real)), "blobs"))
     return bounds
+
+
+def is_hub_snapshot(location: str) -> bool:
+    """Whether the local folder `location` is a hub-cache snapshot (`<repository cache>/snapshots/<commit>`)."""
+    return os.path.basename(os.path.dirname(os.path.realpath(location))) == "snapshots"
 
 
 MAX_CARD_BYTES = 16 << 20

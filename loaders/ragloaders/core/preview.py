@@ -46,10 +46,10 @@ def preview(value: Any, chars: int = CHARS, nodes: int = NODES) -> str:
     return text if size <= chars else text[:chars] + "…"
 
 
-def previews(values: Sequence[Any], count: int) -> str:
-    """The first `count` of `values` (paths, ids: as long and odd as whoever made them), each a bounded `preview`,
-    joined by commas, then `...` if there are more."""
-    return ", ".join(preview(value) for value in values[:count]) + (" ..." if len(values) > count else "")
+def previews(values: Sequence[Any], count: int, chars: int = CHARS) -> str:
+    """The first `count` of `values` (paths, ids: as long and odd as whoever made them), each a bounded `preview`
+    (of `chars` characters at most), joined by commas, then `...` if there are more."""
+    return ", ".join(preview(value, chars) for value in values[:count]) + (" ..." if len(values) > count else "")
 
 
 def one_line(text: object, chars: int = CHARS) -> str:

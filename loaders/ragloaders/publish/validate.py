@@ -42,7 +42,7 @@ from ..core.hub_repository import (
     Repository,
     checked_repository_card,
     config_builder,
-    data_file_bounds,
+    is_hub_snapshot,
     no_data_files_error,
     require_own_data_files,
     rows_unlike_card,
@@ -460,8 +460,8 @@ def integrity_of_repository(repository: str, *, cache_dir: str | None = None, as
                                     "altered": len(recorded.altered), "missing": len(recorded.missing)}
     elif os.path.isdir(repository) and plan.built_from is not None:  # ragloaders' card, and no record of its own
         report["recorded_files"] = {"record": None, "verified": 0, "altered": 0, "missing": 0}
-        snapshot = len(data_file_bounds(repository)) > 1  # (the hub cache's copy: the record is the repository's)
-        if os.path.lexists(os.path.join(repository, MANIFEST)) and not snapshot:  # not one ragloaders could write
+        # (a hub-cache snapshot's record is the repository's: one ragloaders did not write there is no build's)
+        if os.path.lexists(os.path.join(repository, MANIFEST)) and not is_hub_snapshot(repository):
             report["errors"].insert(0, finding("altered_files", "(root)", None, [MANIFEST], 1, (
                 f"{MANIFEST}, the record of the files ragloaders built, is not one it could have written (changed "
                 "since the build): the files cannot be checked against it")))
