@@ -19,7 +19,7 @@ import os
 import sqlite3
 import urllib.parse
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import TypeVar
 
 import pyarrow as pa
@@ -83,27 +83,26 @@ class BoundedConnection(sqlite3.Connection):
                 self.received = []
 
 
-def _run(connection: sqlite3.Connection, path: str, what: str, query: Callable[[], T], *,
+def _run(connection: BoundedConnection, path: str, what: str, query: Callable[[], T], *,
          failure: str = "cannot read the database") -> T:
     """`query()`, a call of `connection` (execute, fetch), its errors a SourceError naming `path` and `what` is read
     (`what` ends with ': ', or is empty): an sqlite error (`failure`, then sqlite's message), a value longer than the
     connection allows, more memory than is available, more steps than the file's size allows. A signal received
     meanwhile is delivered once sqlite has stopped."""
-    bounded = connection if isinstance(connection, BoundedConnection) else None
-    with bounded._holding_signals() if bounded else nullcontext():
+    with connection._holding_signals():
         try:
             return query()
         except MemoryError:
             raise SourceError(path, f"{what}reading the database needs more memory than is available") from None
         except (sqlite3.Error, UnicodeDecodeError) as e:  # (sqlite3 decodes a damaged schema's error message too)
-            if bounded and bounded.steps > bounded.steps_allowed:
-                raise SourceError(path, f"{what}reading it took more than {bounded.steps_allowed:,} sqlite steps "
+            if connection.steps > connection.steps_allowed:
+                raise SourceError(path, f"{what}reading it took more than {connection.steps_allowed:,} sqlite steps "
                                   f"({STEPS_PER_BYTE} per byte of the file, plus {STEPS_FLOOR:,}): the file is damaged "
                                   "or built to be slow") from None
             raise SourceError(path, f"{what}{failure} ({e})") from None
 
 
-def open_sqlite(path: str) -> sqlite3.Connection:
+def open_sqlite(path: str) -> BoundedConnection:
     """A read-only connection to an untrusted sqlite file (no writes, no journal, untrusted schema), bounded by the
     file's size (`BoundedConnection`). Opened `immutable`, sqlite would not read committed rows still in a `-wal`
     beside it: a non-empty `-wal` or `-journal` is refused, naming it (it is never opened writable to replay it: the
@@ -134,9 +133,9 @@ def open_sqlite(path: str) -> sqlite3.Connection:
     return connection
 
 
-def sqlite_tables(connection: sqlite3.Connection) -> dict[str, str]:
+def sqlite_tables(connection: BoundedConnection) -> dict[str, str]:
     """name -> CREATE statement of each table (sqlite's own tables left out)."""
-    rows = _run(connection, getattr(connection, "path", ""), "", lambda: connection.execute(
+    rows = _run(connection, connection.path, "", lambda: connection.execute(
         "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
     ).fetchall())
     return {name: sql or "" for name, sql in rows}
@@ -146,7 +145,7 @@ def quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
-def table_columns(connection: sqlite3.Connection, path: str, name: str) -> list[tuple[str, str]]:
+def table_columns(connection: BoundedConnection, path: str, name: str) -> list[tuple[str, str]]:
     """(name, declared type) of each column of table `name` that `SELECT *` returns, STORED generated ones included;
     a SourceError for a table that is not there or not read: a virtual table, a VIRTUAL generated column, a DEFAULT
     longer than DEFAULT_TEXT_MAX (see the module's docstring)."""
@@ -219,7 +218,7 @@ def _affinity_type(declared: str) -> pa.DataType:
     return STRING
 
 
-def sqlite_table_schema(connection: sqlite3.Connection, path: str, name: str) -> tuple[pa.Schema, list[str]]:
+def sqlite_table_schema(connection: BoundedConnection, path: str, name: str) -> tuple[pa.Schema, list[str]]:
     """The Arrow schema of table `name` from one scan of its values' storage classes; and which columns are JSON."""
     columns = table_columns(connection, path, name)
     if not columns:
@@ -262,7 +261,7 @@ def sqlite_table_schema(connection: sqlite3.Connection, path: str, name: str) ->
 
 
 def iter_sqlite_table(path: str, name: str, schema: pa.Schema, json_columns: list[str],
-                      connection: sqlite3.Connection | None = None) -> Iterator[pa.Table]:
+                      connection: BoundedConnection | None = None) -> Iterator[pa.Table]:
     """The rows of table `name` in scan order, as tables of `schema`, fetched in cursor batches."""
     own = connection is None
     connection = connection or open_sqlite(path)
