@@ -262,6 +262,13 @@ def test_example_streaming_equals_prepared(example, tmp_path):
     assert list(streamed["validation"]) == []
 
 
+def test_example_corpus_streaming_equals_prepared(example, tmp_path):
+    # streamed, `corpus` reads the source itself: the same pages, texts and order as from prepared `records`
+    prepared = example("corpus")["corpus"].to_list()
+    streamed = list(load("crag/task_1_and_2", "corpus", EXAMPLE.parent, tmp_path, streaming=True)["corpus"])
+    assert len(streamed) == len(prepared) == 38 and streamed == prepared  # (the 38 distinct pages)
+
+
 # --- v4 and v5 release shapes ---------------------------------------------------------------------------
 
 
@@ -601,10 +608,10 @@ def test_a_build_hashes_each_page_once_and_a_changed_records_file_is_hashed_agai
 
 @pytest.mark.slow  # (seconds; CI runs it)
 def test_corpus_from_arrow_pages_is_cut_and_valued_as_the_row_path(monkeypatch):
-    # `corpus` from prepared `records` keeps the pages as Arrow data and extracts their text in worker processes;
-    # its tables must be the ones the row path (`page_rows`, RowBatcher) makes of the same records, cut at the same
-    # rows: by rows, by bytes (counted as the row path counts them, in characters of HTML and text: the bounds
-    # below fall one character either side of a cut), with text batches that cut records apart from tables.
+    # `corpus` keeps the pages as Arrow data and extracts their text in worker processes; its tables must be the
+    # ones a plain row-by-row reading of the same records makes (each new page once, its text `html_to_text` here),
+    # cut at the same rows: by rows, by bytes (counted in characters of HTML and text: the bounds below fall one
+    # character either side of a cut), with text batches that cut records apart from tables.
     import pyarrow as pa
     from ragloaders.core import html_text_workers
     from ragloaders.core.readers.arrow_batches import tables_from_rows
@@ -612,7 +619,16 @@ def test_corpus_from_arrow_pages_is_cut_and_valued_as_the_row_path(monkeypatch):
     monkeypatch.setattr(html_text_workers, "IN_PROCESS_BYTES", 1 << 20)  # the rest of the pages in the workers
     source = crag.CragBuilder("crag/task_1_and_2", "corpus").source_in(str(EXAMPLE.parent))
     seen: set[str] = set()
-    rows = [out for row, size in source.records() for out in crag.page_rows(row, size, seen)]
+    rows = []
+    for record, _ in source.records():
+        for page in record["search_results"]:
+            if (pid := crag.id_of(page)) not in seen:
+                seen.add(pid)
+                html = page["page_result"]
+                text = None if html is None else html_to_text(html)
+                rows.append(({"_id": pid, "title": page["page_name"], "text": text, "html": html,
+                              "url": page["page_url"], "last_modified": page["page_last_modified"]},
+                             len(html or "") + len(text or "")))
     first_two = rows[0][1] + rows[1][1]
     assert rows[0][0]["html"].encode() != rows[0][0]["html"].encode("latin-1", "replace")  # not ASCII
 

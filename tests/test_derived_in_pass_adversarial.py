@@ -5,18 +5,20 @@ build early leaves no thread, no worker process and no file beside `--out`."""
 from __future__ import annotations
 
 import errno
+import json
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from datasets.exceptions import DatasetGenerationError
 from ragloaders.benchmarks.crag import builder as crag
 from ragloaders.core import datasets_compat, html_text_workers
 from ragloaders.publish import build as publish_build
 from ragloaders.publish.build import build_folder
 from test_build_spool import crag_v5_both_splits
-from test_html_text_workers import worker_pids
+from test_html_text_workers import slow_page, worker_pids
 
 
 def our_threads() -> list[str]:
@@ -225,4 +227,26 @@ def test_a_text_worker_that_dies_after_some_batches_leaves_nothing(frames, v5, t
     monkeypatch.setattr(html_text_workers, "worker_command", lambda: [*command[:-1], dying])
     with pytest.raises(WorkerEnded, match="exit code 3"):
         build_folder("crag/task_1_and_2", str(tmp_path / "out"), data_dir=str(v5))
+    assert_nothing_left(tmp_path)
+
+
+@pytest.mark.slow  # (the real bound of a 2.3 MB page, ~33 s; CI runs it)
+def test_a_page_shaped_to_be_slow_stops_the_build_at_its_time_bound_and_is_named(tmp_path):
+    # 250,000 distinct attribute names on one element: the extractor alone would take minutes (its time grows with
+    # their square); the page's bound (10 s + 10 s per MB) stops it, and the one-line error names the page.
+    from test_crag import release_lines
+
+    lines = release_lines("v5")
+    record = json.loads(lines[3])
+    page = record["search_results"][1]
+    page["page_result"], page["page_url"] = slow_page(250_000).decode(), "https://example.com/slow\x1b[2J"
+    lines[3] = json.dumps(record).encode()
+    folder = crag_v5_both_splits(tmp_path / "v5", lines)
+    code, out, err = run_cli("build", "crag/task_1_and_2", "--data-dir", str(folder), "--out", str(tmp_path / "out"))
+    assert code != 0 and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    seconds = 10 + 10 * len(page["page_result"]) / (1 << 20)
+    assert f"was not extracted within {seconds:.0f} s, the bound for its size" in err
+    assert f"corpus page {crag.page_id(page['page_url'], page['page_result'])} " in err
+    assert "page_url 'https://example.com/slow\\x1b[2J'" in err  # (a preview: no terminal escape printed)
     assert_nothing_left(tmp_path)

@@ -22,7 +22,15 @@ from conftest import DATA, assert_names
 from ragloaders.core import html_text_workers
 from ragloaders.core.errors import WorkerEnded
 from ragloaders.core.html_text import html_to_text
-from ragloaders.core.html_text_workers import TextWorkers, read_frame, texts_in_order, worker_command, write_frame
+from ragloaders.core.html_text_workers import (
+    SAFE_PAGE_BYTES,
+    TextWorkers,
+    TooSlowPage,
+    read_frame,
+    texts_in_order,
+    worker_command,
+    write_frame,
+)
 
 
 def real_pages() -> list[str | None]:
@@ -89,6 +97,50 @@ def test_a_damaged_frame_is_worker_ended(frame):
 def workers_from_the_first_page(monkeypatch):
     """The tests here are of the workers: none of the HTML is extracted in the test's process first."""
     monkeypatch.setattr(html_text_workers, "IN_PROCESS_BYTES", 0)
+
+
+def slow_page(names: int) -> bytes:
+    """One element with `names` distinct attribute names: the extractor's time grows with their square (40,000 names,
+    269 KB: ~2.6 s on a quiet machine; 150,000, 1.3 MB: ~42 s)."""
+    return b"<html><body><div " + b" ".join(b"a%d" % i for i in range(names)) + b">x</div></body></html>"
+
+
+@pytest.fixture
+def short_bounds(monkeypatch):
+    """Time bounds a page of slow_page(40_000) cannot meet (the real ones, 10 s + 10 s per MB, are tested through a
+    whole build in test_derived_in_pass_adversarial.py)."""
+    monkeypatch.setattr(html_text_workers, "BASE_SECONDS", 0.3)
+    monkeypatch.setattr(html_text_workers, "SECONDS_PER_MB", 0.0)
+
+
+def test_a_page_past_its_time_bound_is_stopped_and_named(short_bounds):
+    slow = slow_page(40_000)
+    batches = [("first", [b"<p>fine</p>"]), ("second", [b"<p>ok</p>", slow, b"<p>never</p>"]), ("third", [b"x"])]
+    given = []
+    with pytest.raises(TooSlowPage) as caught:
+        for item, _ in texts_in_order(batches, processes=2, describe=lambda item, index: f"<{item} #{index}>"):
+            given.append(item)
+    assert given == ["first"]
+    assert (caught.value.index, caught.value.size) == (1, len(slow))
+    assert f"a page of {len(slow):,} bytes of HTML was not extracted within 0 s" in str(caught.value)
+    assert str(caught.value).endswith("; the page: <second #1>")
+    assert worker_pids() == set()  # the worker on it was killed, the other one closed
+
+
+def test_a_page_over_the_safe_size_is_never_extracted_in_this_process(short_bounds, monkeypatch):
+    # Nothing stops the extractor in this process (it holds the GIL): only pages whose worst case is short are
+    # extracted here, even among the first IN_PROCESS_BYTES and with one process asked for.
+    monkeypatch.setattr(html_text_workers, "IN_PROCESS_BYTES", 16 << 20)
+    here = []
+    texts_of = html_text_workers.texts_of
+    monkeypatch.setattr(html_text_workers, "texts_of", lambda htmls: (here.append(htmls), texts_of(htmls))[1])
+    small = [b"<p>a</p>", None, b"<p>" + b"x" * (SAFE_PAGE_BYTES - 7) + b"</p>"]  # the last one at the bound
+    assert len(small[2]) == SAFE_PAGE_BYTES
+    batches = [(0, small), (1, [b"<p>b</p>", slow_page(40_000)]), (2, [b"<p>c</p>"])]
+    with pytest.raises(TooSlowPage):
+        list(texts_in_order(batches, processes=1))
+    assert here == [small]
+    assert worker_pids() == set()
 
 
 def test_the_workers_give_html_to_text_of_real_and_odd_pages_in_order():
@@ -292,7 +344,7 @@ def test_what_a_worker_would_print_goes_to_stderr_not_between_its_frames():
                           env={**os.environ, "PYTHONPATH": loaders})
     assert done.returncode == 0, done.stderr[-2000:]
     out = io.BytesIO(done.stdout)
-    assert read_frame(out) == [b"a", None, b"b"] and read_frame(out) is None
+    assert [read_frame(out) for _ in range(4)] == [[b"a"], [None], [b"b"], None]  # a frame a page
     assert done.stderr.count(b"noise from a library") == 2
 
 

@@ -7,16 +7,26 @@ multiprocessing's spawn or forkserver, which import the user's `__main__` again)
 stdin and writes their texts to its stdout, in frames (`write_frame`), until its stdin closes; it ignores SIGINT:
 on Ctrl-C, or any end before every text is in, the parent kills it (a page being extracted is not waited for), and
 it ends when the parent dies too (its stdin closes).
+
+Each page has a time bound (`page_seconds`): the extractor's time grows with the square of some shapes of HTML (a
+page of 150,000 distinct attribute names on one element, 1.3 MB, takes 42 s; bench/README.md, "HTML shaped to be
+slow"), so a worker still on one page past its bound is killed and the page named in a TooSlowPage error. Only pages
+of at most SAFE_PAGE_BYTES, whose worst case is within half that bound, are ever extracted in the calling process,
+where nothing can stop the extractor (it holds the GIL): the bound holds wherever a worker can be started
+(`worker_command`).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
+import select
 import signal
 import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO, TypeVar
 
@@ -29,6 +39,32 @@ LENGTH = struct.Struct("<q")
 T = TypeVar("T")
 MAX_FRAME_ITEMS = 1 << 20
 """A frame of more items than this is damaged (the parent sends at most a few hundred pages a frame)."""
+SAFE_PAGE_BYTES = 256 << 10
+"""Pages of at most this many bytes of HTML may be extracted in the calling process: the slowest such page measured
+(every byte spent on distinct 1-4 character attribute names of one element: 64 KB 0.46 s, 128 KB 1.7 s, 256 KB
+6.0 s) stays within half the time a worker is allowed for it (`page_seconds`: 12.5 s)."""
+BASE_SECONDS = 10.0
+SECONDS_PER_MB = 10.0
+"""A page's time bound in a worker: BASE_SECONDS plus this per MB of its HTML, 100-1,000 times what real pages take
+(8-60 ms per MB) on a quiet machine."""
+
+
+def page_seconds(size: int) -> float:
+    """How long a worker may take over one page of `size` bytes of HTML before it is killed (TooSlowPage)."""
+    return BASE_SECONDS + SECONDS_PER_MB * size / (1 << 20)
+
+
+class TooSlowPage(WorkerEnded):
+    """A page whose text was not extracted within its bound (`page_seconds`); its worker was killed."""
+
+    def __init__(self, index: int, size: int, seconds: float):
+        self.index, self.size, self.seconds = index, size, seconds
+        super().__init__(
+            f"the text of a page of {size:,} bytes of HTML was not extracted within {seconds:.0f} s, the bound for "
+            f"its size ({BASE_SECONDS:.0f} s + {SECONDS_PER_MB:.0f} s per MB; real pages take 8-60 ms per MB): "
+            "HTML shaped to be slow (e.g. many thousands of distinct attribute or tag names) makes the extractor's "
+            "time grow with the square of its size. The build stopped; build the other configs without `corpus` "
+            "(--configs) to skip text extraction")
 
 
 def write_frame(stream: BinaryIO, items: list[bytes | None]) -> None:
@@ -78,13 +114,42 @@ def read_frame(stream: BinaryIO) -> list[bytes | None] | None:
     return items
 
 
+class TimedReader:
+    """Reads of a worker's stdout (its file descriptor, bypassing the pipe object's own buffer) that raise
+    TimeoutError once `deadline` (time.monotonic()) passes before the bytes asked for have come; `read(size)` gives
+    `size` bytes, fewer only at the end of the stream."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buffer = bytearray()
+        self.deadline: float | None = None
+        self.poll = select.poll() if hasattr(select, "poll") else None  # (select.select fails past fd 1023)
+        if self.poll is not None:
+            self.poll.register(fd, select.POLLIN)
+
+    def read(self, size: int) -> bytes:
+        while len(self.buffer) < size:
+            if self.deadline is not None and self.poll is not None:
+                left = self.deadline - time.monotonic()
+                if left <= 0 or not self.poll.poll(left * 1000):
+                    raise TimeoutError
+            piece = os.read(self.fd, max(size - len(self.buffer), 1 << 16))
+            if not piece:
+                break
+            self.buffer += piece
+        data = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        return data
+
+
 def texts_of(htmls: list[bytes | None]) -> list[str | None]:
     """`html_to_text` of each UTF-8 HTML (None stays None), in this process."""
     return [None if html is None else html_to_text(html.decode("utf-8", "surrogatepass")) for html in htmls]
 
 
 def serve(source: BinaryIO | None = None, sink: BinaryIO | None = None, parent: int | None = None) -> None:
-    """The worker's loop: a frame of HTML in, a frame of their texts out, until `source` (stdin) ends. The frames
+    """The worker's loop: a frame of HTML in, a frame of one text out for each of its pages in order, until `source`
+    (stdin) ends. The frames
     go to stdout's pipe, and whatever else would be printed to stdout goes to stderr, so no stray output lands
     between two frames. `parent`: the process that started it, whose end ends it (`end_with`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -96,7 +161,9 @@ def serve(source: BinaryIO | None = None, sink: BinaryIO | None = None, parent: 
         sink = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
         os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     while (htmls := read_frame(source)) is not None:
-        write_frame(sink, [None if text is None else text.encode("utf-8", "surrogatepass") for text in texts_of(htmls)])
+        for html in htmls:  # a frame for each page, as soon as it is done: its time is bounded by itself
+            text = None if html is None else html_to_text(html.decode("utf-8", "surrogatepass"))
+            write_frame(sink, [None if text is None else text.encode("utf-8", "surrogatepass")])
 
 
 PR_SET_PDEATHSIG = 1
@@ -157,19 +224,34 @@ class TextWorkers:
                     raise WorkerEnded(f"an HTML-to-text worker process could not be started ({e})") from None
                 self.processes.append(process)
             self.local.process = process
+            self.local.replies = TimedReader(process.stdout.fileno())
         return process
 
     def texts(self, htmls: list[bytes | None]) -> list[str | None]:
-        """`html_to_text` of each UTF-8 HTML (None stays None), computed in this thread's worker process."""
+        """`html_to_text` of each UTF-8 HTML (None stays None), computed in this thread's worker process; TooSlowPage
+        (the worker killed) for a page not done within its `page_seconds`."""
         process = self._process()
+        replies = self.local.replies
+        texts: list[bytes | None] = []
+        error: BaseException | None = None
         try:
             write_frame(process.stdin, htmls)
-            texts = read_frame(process.stdout)
+            for index, html in enumerate(htmls):
+                size = len(html or b"")
+                replies.deadline = time.monotonic() + page_seconds(size)
+                try:
+                    frame = read_frame(replies)
+                except TimeoutError:
+                    process.kill()
+                    raise TooSlowPage(index, size, page_seconds(size)) from None
+                if frame is None or len(frame) != 1:
+                    break
+                texts += frame
         except (OSError, WorkerEnded) as e:
-            texts, error = None, e
-        else:
-            error = None
-        if texts is None or len(texts) != len(htmls):
+            if isinstance(e, TooSlowPage):
+                raise
+            error = e
+        if len(texts) != len(htmls):
             raise WorkerEnded(f"the HTML-to-text worker process {process.pid} ended ({self._ended(process)}) while "
                               f"extracting {len(htmls)} page(s){f': {error}' if error else ''}")
         return [None if text is None else text.decode("utf-8", "surrogatepass") for text in texts]
@@ -216,38 +298,51 @@ class TextWorkers:
 
 IN_PROCESS_BYTES = 16 << 20
 """HTML extracted in this process before the workers are started: for less, starting them costs about what they
-save."""
+save. Only pages of at most SAFE_PAGE_BYTES: a batch with a larger page starts the workers."""
+
+
+def _in_process(htmls: list[bytes | None]) -> bool:
+    return all(html is None or len(html) <= SAFE_PAGE_BYTES for html in htmls)
 
 
 def texts_in_order(batches: Iterable[tuple[T, list[bytes | None]]], processes: int = PARSE_THREADS,
-                   describe: Callable[[T], str] | None = None,
+                   describe: Callable[[T, int | None], str] | None = None,
                    started: Callable[[Callable[[], None]], None] | None = None
                    ) -> Iterator[tuple[T, list[str | None]]]:
     """(item, `html_to_text` of each of its UTF-8 HTML (None stays None)) for each (item, HTML) batch, in order:
-    the first IN_PROCESS_BYTES of HTML in this process, the rest in `processes` worker processes while the caller
-    reads the next batches and uses earlier texts (at most `processes` + 1 batches in flight); all in this process
-    when `processes` is 1 or no worker can be started (`worker_command`). A worker that ends before it answers is a
-    WorkerEnded naming the batch (`describe(item)`); every worker has ended when this generator is done or closed,
+    the batches of the first IN_PROCESS_BYTES of HTML in this process while none has a page over SAFE_PAGE_BYTES,
+    the rest in `processes` worker processes (one if `processes` is 1) while the caller reads the next batches and
+    uses earlier texts (at most `processes` + 1 batches in flight); all in this process, without time bounds, only
+    where no worker can be started (`worker_command`: a frozen application). A worker that ends before it answers
+    is a WorkerEnded naming the batch (`describe(item, None)`); a page past its time bound, a TooSlowPage naming the
+    page (`describe(item, its index in the batch)`). Every worker has ended when this generator is done or closed,
     and one that was still extracting is killed. `started`, if given, is called with a function that kills the
     workers, once they are started: for a caller on another thread (a FeedThread's `consume`, its `on_stop`)."""
-    command = worker_command() if processes > 1 else None
+    command = worker_command()
     batches, extracted = iter(batches), 0
-    while command is None or extracted < IN_PROCESS_BYTES:
-        if (batch := next(batches, None)) is None:
-            return
+    while (batch := next(batches, None)) is not None:
+        if command is not None and (extracted >= IN_PROCESS_BYTES or not _in_process(batch[1])):
+            break
         yield batch[0], texts_of(batch[1])
         extracted += sum(len(html) for html in batch[1] if html)
+    if batch is None:
+        return
 
     def texts(batch: tuple[T, list[bytes | None]]) -> tuple[T, list[str | None]]:
         item, htmls = batch
         try:
             return item, workers.texts(htmls)
+        except TooSlowPage as e:
+            if describe is None:
+                raise
+            e.args = (f"{e}; the page: {describe(item, e.index)}",)
+            raise
         except WorkerEnded as e:
             if describe is None:
                 raise
-            raise WorkerEnded(f"{e}; the batch: {describe(item)}") from None
+            raise WorkerEnded(f"{e}; the batch: {describe(item, None)}") from None
 
     with TextWorkers(command) as workers:
         if started is not None:
             started(workers.kill)
-        yield from map_ahead(texts, batches, threads=processes, stop=workers.kill)
+        yield from map_ahead(texts, itertools.chain([batch], batches), threads=max(1, processes), stop=workers.kill)

@@ -64,7 +64,6 @@ from datasets.naming import filenames_for_dataset_split
 from ...core.builder import RagBuilder, identity_hash
 from ...core.compressed import iter_tar_members, open_bz2, open_joined, order_parts
 from ...core.errors import ContentError, MissingSourceError, SourceError, UsageError
-from ...core.html_text import html_to_text
 from ...core.html_text_workers import texts_in_order
 from ...core.preview import preview
 from ...core.readers.arrow_batches import RowBatcher, TableBatcher, iter_file_batches
@@ -261,11 +260,12 @@ def record_row(name: str, number: int, line: bytes) -> dict:
         raise SourceError(name, str(e), record=number) from None
 
 
-RowsOf = Callable[[dict, int, set], Iterator[tuple[dict, int]]]
-"""(record, size of its JSON line, page ids already given) -> the rows of one config, each with a size in bytes."""
+RowsOf = Callable[[dict, int], Iterator[tuple[dict, int]]]
+"""(record, size of its JSON line) -> the rows of one config (not `corpus`: `corpus_tables`), each with a size in
+bytes."""
 
 
-def record_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, int]]:
+def record_rows(row: dict, nbytes: int) -> Iterator[tuple[dict, int]]:
     yield row, nbytes
 
 
@@ -273,45 +273,23 @@ QUERY_FIELDS = [name for name in SCHEMAS["queries"].names if name not in ("_id",
 """The `queries` columns taken from a record as they are (after `_id` = interaction_id and `text` = query)."""
 
 
-def query_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, int]]:
+def query_rows(row: dict, nbytes: int) -> Iterator[tuple[dict, int]]:
     yield {"_id": row["interaction_id"], "text": row["query"], **{name: row[name] for name in QUERY_FIELDS}}, 256
 
 
-def new_pages(row: dict, seen: set[str]) -> Iterator[dict]:
-    """The `corpus` rows of a record's pages not given before, without their `text` (see `with_text`)."""
-    for page in row["search_results"] or ():
-        pid = id_of(page)
-        if pid not in seen:
-            seen.add(pid)
-            yield {"_id": pid, "title": page["page_name"], "text": None, "html": page["page_result"],
-                   "url": page["page_url"], "last_modified": page["page_last_modified"]}
-
-
-def with_text(page: dict) -> tuple[dict, int]:
-    """A `new_pages` row with its text extracted from the HTML, and its size in bytes (roughly)."""
-    html = page["html"]
-    page["text"] = text = None if html is None else html_to_text(html)
-    return page, len(html or "") + len(text or "")
-
-
-def page_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, int]]:
-    for page in new_pages(row, seen):
-        yield with_text(page)
-
-
-def search_result_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, int]]:
+def search_result_rows(row: dict, nbytes: int) -> Iterator[tuple[dict, int]]:
     for rank, page in enumerate(row["search_results"] or (), start=1):
         yield {"query-id": row["interaction_id"], "corpus-id": id_of(page),
                "rank": rank, "page_snippet": page["page_snippet"]}, 128 + len(page["page_snippet"] or "")
 
 
-def top_ranked_rows(row: dict, nbytes: int, seen: set[str]) -> Iterator[tuple[dict, int]]:
+def top_ranked_rows(row: dict, nbytes: int) -> Iterator[tuple[dict, int]]:
     ids = [id_of(page) for page in row["search_results"] or ()]
     yield {"query-id": row["interaction_id"], "corpus-ids": ids}, 64 + 24 * len(ids)
 
 
 CONFIG_ROWS: dict[str, RowsOf] = {
-    "records": record_rows, "queries": query_rows, "corpus": page_rows, "search_results": search_result_rows,
+    "records": record_rows, "queries": query_rows, "search_results": search_result_rows,
     "top_ranked": top_ranked_rows,
 }
 RECORD_COLUMNS: dict[str, list[str]] = {
@@ -491,8 +469,17 @@ def new_page_batches(records: Iterable[tuple[pa.StructArray, list[str]]]
         yield pa.concat_arrays(parts), ids
 
 
-def described_pages(ids: list[str]) -> str:
-    """A batch of corpus pages in a message: how many, and the first ids."""
+def pages_of(table: pa.Table) -> tuple[pa.ListArray, pa.StructArray, list[str]]:
+    """A one-row `records` table's search results: the list array, its pages as one struct array, their ids."""
+    lists = table.column("search_results").combine_chunks()
+    pages = lists.flatten()
+    return lists, pages, page_ids_of(pages)
+
+
+def described_pages(pages: pa.StructArray, ids: list[str], index: int | None) -> str:
+    """A batch of corpus pages in a message: how many, and the first ids; or its page `index`: its id and URL."""
+    if index is not None:
+        return f"corpus page {ids[index]} (page_url {preview(pages[index]['page_url'].as_py())})"
     shown = ", ".join(ids[:3]) + (", …" if len(ids) > 3 else "")
     return f"{len(ids):,} corpus page(s) of the records: {shown}"
 
@@ -505,7 +492,8 @@ def corpus_tables(batches: Iterable[tuple[pa.StructArray, list[str]]],
     batcher = TableBatcher(max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)
     schema = SCHEMAS["corpus"]
     for (pages, ids), texts in texts_in_order(((batch, html_bytes(batch[0])) for batch in batches),
-                                              describe=lambda batch: described_pages(batch[1]), started=started):
+                                              describe=lambda batch, index: described_pages(*batch, index),
+                                              started=started):
         html = pc.struct_field(pages, "page_result")
         table = pa.Table.from_arrays([
             pa.array(ids, schema.field("_id").type), pc.struct_field(pages, "page_name"),
@@ -565,11 +553,8 @@ class DerivedInPass:
 
     def _record_pages(self, records: Iterable[tuple[pa.Table, int]]) -> Iterator[tuple[pa.StructArray, list[str]]]:
         """(pages, their ids) of each record, in order, once its rows of the configs with splits are written."""
-        seen: set[str] = set()  # (only `corpus` rows use it)
         for table, split in records:
-            lists = table.column("search_results").combine_chunks()
-            pages = lists.flatten()
-            ids = page_ids_of(pages)
+            lists, pages, ids = pages_of(table)
             for (config, code), (spool, batcher) in self.splits.items():
                 if code != split:
                     continue
@@ -577,7 +562,7 @@ class DerivedInPass:
                 rows = (rows_with_pages(columns, lists, pages, ids, PAGE_FIELDS[config]) if config in PAGE_FIELDS
                         else ((row, 0) for row in columns.to_pylist()))
                 for row, nbytes in rows:
-                    for out, size in CONFIG_ROWS[config](row, nbytes, seen):
+                    for out, size in CONFIG_ROWS[config](row, nbytes):
                         spool.write(batcher.add(out, size))
             yield pages, ids
 
@@ -850,8 +835,10 @@ class CragBuilder(RagBuilder):
         `spool_out` for `_tables_from_spool`, or written into the batch spool of the split `spool_ahead` names
         (`spool_ahead`); `order_out`: the split of every record is written there, in file order
         (RECORD_SPLITS_FILE)."""
+        if self.config.name == "corpus":  # (streaming) its text in worker processes, as from prepared `records`
+            yield from enumerate(corpus_tables(new_page_batches(self._record_pages_from_source(source))))
+            return
         rows_of, schema = CONFIG_ROWS[self.config.name], SCHEMAS[self.config.name]
-        seen: set[str] = set()
         derived: DerivedInPass | None = None
         other: Any = None  # (SpoolWriter or SpoolAhead)
         try:  # from the first thing made: an interruption between two steps leaves no thread and no spool
@@ -863,7 +850,7 @@ class CragBuilder(RagBuilder):
             else:
                 kept, other_batches = (RowBatcher(schema, max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES)
                                        for _ in range(2))
-                records_read = ((row["split"], rows_of(row, nbytes, seen)) for row, nbytes in source.records())
+                records_read = ((row["split"], rows_of(row, nbytes)) for row, nbytes in source.records())
             other = (self.spool_ahead(spool_ahead) if spool_ahead is not None
                      else SpoolWriter(spool_out, schema) if spool_out is not None else None)
             splits = bytearray() if order_out is not None else None
@@ -902,11 +889,20 @@ class CragBuilder(RagBuilder):
             if derived is not None:
                 derived.discard()
 
+    @staticmethod
+    def _record_pages_from_source(source: CragSource) -> Iterator[tuple[pa.StructArray, list[str]]]:
+        """(pages, their ids) of every record of the source, in file order."""
+        records = 0
+        for table, _, _ in source.record_tables():
+            records += 1
+            yield pages_of(table)[1:]
+        if records == 0:
+            raise SourceError(source.name, "no records")
+
     def _tables_of(self, records: Iterable[tuple[dict, int]]) -> Iterator[tuple[int, pa.Table]]:
         """This config's tables from `records` rows (derived configs), batched as from the source."""
         rows_of = CONFIG_ROWS[self.config.name]
-        seen: set[str] = set()
-        yield from self._batched(out for row, nbytes in records for out in rows_of(row, nbytes, seen))
+        yield from self._batched(out for row, nbytes in records for out in rows_of(row, nbytes))
 
     def _batched(self, rows: Iterable[tuple[dict, int]]) -> Iterator[tuple[int, pa.Table]]:
         """(index, table) of this config's rows, batched as from the source."""
