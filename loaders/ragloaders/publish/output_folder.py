@@ -53,6 +53,7 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
+from ..core.deep_folders import make_folders, walk
 from ..core.errors import is_no_space
 from ..core.held_signals import deferred_signals
 from ..core.log import warn
@@ -335,9 +336,9 @@ def _folders_of(name: str) -> list[str]:
 def _carry(source: str, destination: str, folder: bool) -> None:
     """Keep a user's entry in the new folder as the same inode (a hard link: owner, mode, times, attributes and
     content unchanged); an entry that cannot be linked stops the build (a copy would not be the same file)."""
-    os.makedirs(os.path.dirname(destination), exist_ok=True)
+    make_folders(os.path.dirname(destination))
     if folder:
-        os.makedirs(destination, exist_ok=True)
+        make_folders(destination)
         return
     try:
         os.link(source, destination, follow_symlinks=False)
@@ -364,7 +365,7 @@ def clear_old(old: str, target: str, own: dict[str, tuple] | None, name: str) ->
     if own is None:
         own = verify(old).own
     failed: list[str] = []
-    empty = {folder for folder, folders, files in os.walk(old) if not folders and not files and folder != old}
+    empty = {folder for folder, folders, files in walk(old) if not folders and not files and folder != old}
     for entry, signature in own.items():
         info = regular_file_inside(old, entry)
         if info is not None and file_signature(info) == signature:
@@ -373,7 +374,7 @@ def clear_old(old: str, target: str, own: dict[str, tuple] | None, name: str) ->
         if entry != MANIFEST and not entry.endswith("/") and _same_entry(os.path.join(old, entry),
                                                                            os.path.join(target, entry)):
             _remove(os.unlink, os.path.join(old, entry), failed)
-    for folder, _, _ in os.walk(old, topdown=False):  # the deepest first
+    for folder, _, _ in walk(old, topdown=False):  # the deepest first
         kept_as_is = folder in empty and not os.path.isdir(os.path.join(target, os.path.relpath(folder, old)))
         if folder != old and not kept_as_is:  # an empty folder of the user's goes only if the target has it too
             try:

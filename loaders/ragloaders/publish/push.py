@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import configs_of
+from ..core.deep_folders import walk
 from ..core.errors import UsageError
 from ..core.hub_repository import (
     COMMIT_ID,
@@ -195,7 +196,7 @@ def staged_files(staged_dir: str, manifest: Manifest | None = None) -> list[Stag
         names = list(manifest.files)
     else:
         names = [os.path.relpath(os.path.join(folder, name), staged_dir).replace(os.sep, "/")
-                 for folder, _, files in os.walk(staged_dir) for name in files]
+                 for folder, _, files in walk(staged_dir) for name in files]
     files = [StagedFile(name, os.path.join(staged_dir, name), os.path.getsize(os.path.join(staged_dir, name)),
                         manifest.files[name].sha256 if manifest is not None else None)
              for name in names if name != MANIFEST]

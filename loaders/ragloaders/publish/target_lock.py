@@ -17,6 +17,7 @@ import os
 import stat
 from collections.abc import Iterator
 
+from ..core.deep_folders import walk
 from ..core.log import warn
 from ..core.output_target import OutputFolderError
 from .user_metadata import same_device
@@ -137,7 +138,7 @@ def running_builds_around(target: str) -> Iterator[tuple[str, str]]:
     if not stat.S_ISDIR(info.st_mode):
         return
     device = info.st_dev
-    for root, folders, files in os.walk(target):
+    for root, folders, files in walk(target):
         folders[:] = [f for f in folders if same_device(os.path.join(root, f), device)]
         for name in files:
             if name.startswith(".") and name.endswith(LOCK_TAG) and _held(os.path.join(root, name)):

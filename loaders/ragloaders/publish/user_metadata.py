@@ -16,6 +16,7 @@ import os
 import re
 import stat
 
+from ..core.deep_folders import walk
 from ..core.output_target import OutputFolderError, is_inside
 
 
@@ -80,7 +81,7 @@ def other_devices(folder: str) -> list[str]:
     if inner:
         return sorted(inner)
     device, found = os.lstat(folder).st_dev, []
-    for root, folders, files in os.walk(folder):
+    for root, folders, files in walk(folder):
         for name in sorted(folders + files):
             path = os.path.join(root, name)
             try:

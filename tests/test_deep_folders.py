@@ -1,0 +1,138 @@
+"""Folders at any depth (core/deep_folders.py): `walk` gives what `os.walk` gives, and neither it nor `make_folders`
+recurses, so a user's folder nested deeper than Python's recursion limit is walked, kept and refused like any other
+(Python 3.11's os.walk and os.makedirs raised RecursionError out of `build --out`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+from conftest import DATA, run_cli
+from ragloaders.core.deep_folders import make_folders, walk
+
+DEPTH = 1_100
+"""Past Python's default recursion limit (1,000), within PATH_MAX (2 bytes a level)."""
+
+
+def deep_tree(top) -> str:
+    """`top`/d/d/.../d (DEPTH levels) holding one file; made through directory descriptors, never by recursion."""
+    fd = os.open(top, os.O_RDONLY)
+    try:
+        for _ in range(DEPTH):
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        with open(os.open("leaf.txt", os.O_WRONLY | os.O_CREAT, dir_fd=fd), "w") as f:
+            f.write("mine")
+    finally:
+        os.close(fd)
+    return os.path.join(str(top), *["d"] * DEPTH)
+
+
+@pytest.fixture
+def deep(tmp_path):
+    top = tmp_path / "deep"
+    top.mkdir()
+    yield top, deep_tree(top)
+    for folder, _, others in walk(str(tmp_path), topdown=False):  # (shutil.rmtree recurses too)
+        for name in others:
+            os.unlink(os.path.join(folder, name))
+        os.rmdir(folder)
+
+
+def sample_tree(top) -> None:
+    (top / "a" / "b").mkdir(parents=True)
+    (top / "a" / "b" / "f.txt").write_text("x")
+    (top / "a" / "g.txt").write_text("y")
+    (top / "empty").mkdir()
+    (top / "c").mkdir()
+    (top / "c" / "h").write_text("z")
+    os.symlink(top / "a", top / "link-to-folder")
+    os.symlink(top / "a" / "g.txt", top / "link-to-file")
+    os.symlink(top / "nowhere", top / "broken-link")
+
+
+def listed(walked) -> list:
+    return [(folder, sorted(folders), sorted(others)) for folder, folders, others in walked]
+
+
+@pytest.mark.parametrize("topdown", [True, False])
+def test_walk_gives_what_os_walk_gives(tmp_path, topdown):
+    sample_tree(tmp_path)
+    got = listed(walk(str(tmp_path), topdown))
+    assert got == listed(os.walk(str(tmp_path), topdown))
+    assert (str(tmp_path / "link-to-folder"), [], []) not in got  # listed, never entered
+    assert any("link-to-folder" in folders for _, folders, _ in got)
+
+
+def test_walk_top_down_leaves_pruned_folders_unvisited(tmp_path):
+    sample_tree(tmp_path)
+    seen = []
+    for folder, folders, _ in walk(str(tmp_path)):
+        seen.append(os.path.relpath(folder, tmp_path))
+        folders[:] = [name for name in folders if name != "a"]
+    assert sorted(seen) == [".", "c", "empty"]
+
+
+def test_walk_of_what_cannot_be_listed_gives_nothing(tmp_path):
+    assert list(walk(str(tmp_path / "missing"))) == []
+    (tmp_path / "file").write_text("x")
+    assert list(walk(str(tmp_path / "file"))) == []
+
+
+@pytest.mark.parametrize("topdown", [True, False])
+def test_walk_goes_deeper_than_the_recursion_limit(deep, topdown):
+    top, leaf = deep
+    walked = list(walk(str(top), topdown))
+    assert len(walked) == DEPTH + 1
+    assert walked[-1 if topdown else 0] == (leaf, [], ["leaf.txt"])
+    if sys.version_info < (3, 12):  # (what this module is for: 3.11's own walk cannot)
+        with pytest.raises(RecursionError):
+            list(os.walk(str(top)))
+
+
+def test_make_folders_makes_every_level_and_refuses_a_file(tmp_path):
+    path = os.path.join(str(tmp_path), *["m"] * DEPTH)
+    make_folders(path)
+    assert os.path.isdir(path)
+    make_folders(path)  # (there already: nothing to do)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(FileExistsError):
+        make_folders(str(tmp_path / "file"))
+    with pytest.raises(NotADirectoryError):
+        make_folders(str(tmp_path / "file" / "inside"))
+    for folder, _, _ in walk(os.path.join(str(tmp_path), "m"), topdown=False):
+        os.rmdir(folder)
+
+
+def test_a_build_keeps_a_users_folder_nested_past_the_recursion_limit(deep, tmp_path):
+    top, leaf = deep
+    out = tmp_path / "out"
+    assert run_cli("build", "beir/nfcorpus", "--data-dir", str(DATA / "beir"), "--configs", "qrels",
+                   "--out", str(out))[0] == 0
+    os.rename(top / "d", out / "d")  # the user's tree, inside the built folder
+    inode = os.stat(os.path.join(str(out), *["d"] * DEPTH, "leaf.txt")).st_ino
+    code, _, err = run_cli("build", "beir/nfcorpus", "--data-dir", str(DATA / "beir"), "--configs", "qrels",
+                           "--out", str(out))
+    assert code == 0, err
+    kept = os.path.join(str(out), *["d"] * DEPTH, "leaf.txt")
+    assert os.stat(kept).st_ino == inode and open(kept).read() == "mine"  # the same file, unchanged
+    assert run_cli("validate", str(out))[0] == 0
+
+
+def test_a_folder_of_someone_elses_nested_past_the_recursion_limit_is_refused_in_one_line(deep):
+    top, _ = deep
+    code, out, err = run_cli("build", "beir/nfcorpus", "--data-dir", str(DATA / "beir"), "--out", str(top))
+    assert code != 0 and err.count("\n") == 1
+    assert "was not written by ragloaders" in err and "RecursionError" not in err
+
+
+def test_the_files_a_push_of_a_folder_without_a_manifest_stages_include_a_deep_one(deep):
+    from ragloaders.publish.push import staged_files
+
+    top, leaf = deep
+    (top / "README.md").write_text("card")
+    names = sorted(staged.path_in_repo for staged in staged_files(str(top)))
+    assert names == ["README.md", "/".join(["d"] * DEPTH + ["leaf.txt"])]
