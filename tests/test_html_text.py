@@ -126,3 +126,26 @@ def test_normalize_whitespace_equals_the_line_by_line_normalisation_on_the_real_
         assert normalize_whitespace(raw) == line_by_line_normalisation(raw)
     for page in pages[:8]:
         assert normalize_whitespace(page) == line_by_line_normalisation(page)
+
+
+@pytest.mark.parametrize("failing_call", [1, 2])
+def test_running_out_of_memory_is_an_error_not_the_crude_fallback(monkeypatch, failing_call):
+    # The crude pattern-based text is the last resort for HTML the parser refuses; a page it had no memory for is no
+    # such page, and its text must not silently come out cruder than its neighbours'.
+    from ragloaders.core import html_text
+
+    calls = []
+    real = html_text.extract_plain_text
+
+    def extract(html, **options):
+        calls.append(html)
+        if len(calls) == failing_call:
+            raise MemoryError
+        if len(calls) == 1:
+            raise TypeError("a lone surrogate")  # (the first call fails as for a surrogate: the retry is reached)
+        return real(html, **options)
+
+    monkeypatch.setattr(html_text, "extract_plain_text", extract)
+    with pytest.raises(MemoryError):
+        html_to_text("<p>a page</p>")
+    assert len(calls) == failing_call

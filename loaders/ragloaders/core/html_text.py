@@ -59,11 +59,15 @@ def html_to_text(html: str) -> str:
         return ""
     try:
         text = extract_plain_text(html, main_content=False)
+    except MemoryError:  # (never a page's text silently from the crude fallback for want of memory)
+        raise
     except Exception:
         # A lone surrogate (legal in JSON as "\ud800", not in UTF-8) makes Resiliparse raise TypeError.
         html = html.encode("utf-8", "replace").decode("utf-8")
         try:
             text = extract_plain_text(html, main_content=False)
+        except MemoryError:
+            raise
         except Exception:
             text = _crude_text(html)
     return normalize_whitespace(text)
