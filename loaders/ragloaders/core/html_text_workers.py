@@ -116,8 +116,9 @@ def read_frame(stream: BinaryIO) -> list[bytes | None] | None:
 
 class TimedReader:
     """Reads of a worker's stdout (its file descriptor, bypassing the pipe object's own buffer) that raise
-    TimeoutError once `deadline` (time.monotonic()) passes before the bytes asked for have come; `read(size)` gives
-    `size` bytes, fewer only at the end of the stream."""
+    TimeoutError once `deadline` (time.monotonic()) passes before the bytes asked for have come (where `select.poll`
+    exists: Linux, macOS; elsewhere reads wait); `read(size)` gives `size` bytes, fewer only at the end of the
+    stream."""
 
     def __init__(self, fd: int):
         self.fd = fd
@@ -149,9 +150,8 @@ def texts_of(htmls: list[bytes | None]) -> list[str | None]:
 
 def serve(source: BinaryIO | None = None, sink: BinaryIO | None = None, parent: int | None = None) -> None:
     """The worker's loop: a frame of HTML in, a frame of one text out for each of its pages in order, until `source`
-    (stdin) ends. The frames
-    go to stdout's pipe, and whatever else would be printed to stdout goes to stderr, so no stray output lands
-    between two frames. `parent`: the process that started it, whose end ends it (`end_with`)."""
+    (stdin) ends. The frames go to stdout's pipe, and whatever else would be printed to stdout goes to stderr, so no
+    stray output lands between two frames. `parent`: the process that started it, whose end ends it (`end_with`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if parent is not None:
         end_with(parent)
