@@ -4,12 +4,13 @@ recurses, so a user's folder nested deeper than Python's recursion limit is walk
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
 import pytest
 from conftest import DATA, run_cli
-from ragloaders.core.deep_folders import make_folders, walk
+from ragloaders.core.deep_folders import make_folders, real_path, remove_tree, walk
 
 DEPTH = 1_100
 """Past Python's default recursion limit (1,000), within PATH_MAX (2 bytes a level)."""
@@ -36,10 +37,7 @@ def deep(tmp_path):
     top = tmp_path / "deep"
     top.mkdir()
     yield top, deep_tree(top)
-    for folder, _, others in walk(str(tmp_path), topdown=False):  # (shutil.rmtree recurses too)
-        for name in others:
-            os.unlink(os.path.join(folder, name))
-        os.rmdir(folder)
+    remove_tree(str(tmp_path))  # (shutil.rmtree recurses too)
 
 
 def sample_tree(top) -> None:
@@ -103,8 +101,7 @@ def test_make_folders_makes_every_level_and_refuses_a_file(tmp_path):
         make_folders(str(tmp_path / "file"))
     with pytest.raises(NotADirectoryError):
         make_folders(str(tmp_path / "file" / "inside"))
-    for folder, _, _ in walk(os.path.join(str(tmp_path), "m"), topdown=False):
-        os.rmdir(folder)
+    remove_tree(os.path.join(str(tmp_path), "m"))
 
 
 def test_a_build_keeps_a_users_folder_nested_past_the_recursion_limit(deep, tmp_path):
@@ -136,3 +133,99 @@ def test_the_files_a_push_of_a_folder_without_a_manifest_stages_include_a_deep_o
     (top / "README.md").write_text("card")
     names = sorted(staged.path_in_repo for staged in staged_files(str(top)))
     assert names == ["README.md", "/".join(["d"] * DEPTH + ["leaf.txt"])]
+
+
+def test_remove_tree_removes_a_deep_tree_and_never_follows_a_symlink(deep, tmp_path):
+    top, _ = deep
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not ours")
+    os.symlink(outside, top / "d" / "link-to-outside")
+    os.symlink(outside / "keep.txt", top / "d" / "link-to-file")
+    remove_tree(str(top))
+    assert not os.path.lexists(top)
+    assert (outside / "keep.txt").read_text() == "not ours"
+
+
+def test_remove_tree_raises_unless_errors_are_ignored(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        remove_tree(str(tmp_path / "missing"))
+    remove_tree(str(tmp_path / "missing"), ignore_errors=True)
+    (tmp_path / "file").write_text("x")
+    remove_tree(str(tmp_path / "file"))  # (a file at the top is removed, as any entry)
+    assert not (tmp_path / "file").exists()
+
+
+def test_a_symlink_chain_too_long_for_realpath_is_an_oserror(tmp_path):
+    (tmp_path / "real").mkdir()
+    os.symlink(tmp_path / "real", tmp_path / f"l{DEPTH}")
+    for index in range(DEPTH - 1, -1, -1):
+        os.symlink(f"l{index + 1}", tmp_path / f"l{index}")
+    with pytest.raises(OSError) as caught:
+        real_path(str(tmp_path / "l0"))
+    assert caught.value.errno == errno.ELOOP
+    code, _, err = run_cli("build", "beir/nfcorpus", "--data-dir", str(DATA / "beir"), "--configs", "qrels",
+                           "--out", str(tmp_path / "l0"))
+    assert code != 0 and err.count("\n") == 1 and "RecursionError" not in err
+    assert "Too many levels of symbolic links" in err
+
+
+def test_a_build_into_missing_folders_past_the_recursion_limit_and_its_cache_there(tmp_path):
+    missing = os.path.join(str(tmp_path / "new"), *["m"] * DEPTH)
+    out, cache = os.path.join(missing, "out"), os.path.join(missing, "cache")
+    code, _, err = run_cli("build", "beir/nfcorpus", "--data-dir", str(DATA / "beir"), "--configs", "qrels",
+                           "--out", out, "--cache-dir", cache)
+    assert code == 0, err
+    import ragloaders
+
+    loaded = ragloaders.load(out, "qrels", cache_dir=os.path.join(missing, "load-cache"))
+    assert loaded["test"].num_rows == 12_334
+    remove_tree(str(tmp_path / "new"))
+
+
+def test_a_failure_after_a_deep_tree_of_the_users_was_carried_leaves_no_work_folder(deep, tmp_path, monkeypatch):
+    # The work folder then holds the user's tree (its folders made anew, its files hard links): removing it must not
+    # recurse, else the failure became a RecursionError and the work folder stayed beside the build.
+    from ragloaders.core.output_target import OutputFolderError
+    from ragloaders.publish import output_folder
+
+    top, _ = deep
+    out = tmp_path / "out"
+    assert run_cli("build", "beir/nfcorpus", "--data-dir", str(DATA / "beir"), "--configs", "qrels",
+                   "--out", str(out))[0] == 0
+    os.rename(top / "d", out / "d")
+    carry = output_folder._carry
+
+    def failing_carry(source, destination, folder):
+        carry(source, destination, folder)
+        if source.endswith("leaf.txt"):  # (the last entry: every folder of the tree is in the work folder)
+            raise OutputFolderError("cannot link this one")
+
+    monkeypatch.setattr(output_folder, "_carry", failing_carry)
+    code, _, err = run_cli("build", "beir/nfcorpus", "--data-dir", str(DATA / "beir"), "--configs", "qrels",
+                           "--out", str(out))
+    assert code != 0 and err.count("\n") == 1 and "cannot link this one" in err and "RecursionError" not in err
+    assert sorted(os.listdir(tmp_path)) == ["deep", "out"]  # no work folder left beside it
+    assert open(os.path.join(str(out), *["d"] * DEPTH, "leaf.txt")).read() == "mine"
+
+
+def test_a_deep_tree_with_a_file_at_every_level_is_kept(tmp_path):
+    # Each kept entry's folders were listed anew (every ancestor path of every entry: the square of the depth per
+    # entry); now each folder's path is made once.
+    out = tmp_path / "out"
+    assert run_cli("build", "beir/nfcorpus", "--data-dir", str(DATA / "beir"), "--configs", "qrels",
+                   "--out", str(out))[0] == 0
+    fd = os.open(out, os.O_RDONLY)
+    for level in range(DEPTH):
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+        with open(os.open("f", os.O_WRONLY | os.O_CREAT, dir_fd=fd), "w") as f:
+            f.write(str(level))
+    os.close(fd)
+    code, _, err = run_cli("build", "beir/nfcorpus", "--data-dir", str(DATA / "beir"), "--configs", "qrels",
+                           "--out", str(out))
+    assert code == 0, err
+    assert sum(len(others) for folder, _, others in walk(str(out / "d"))) == DEPTH
+    remove_tree(str(out / "d"))

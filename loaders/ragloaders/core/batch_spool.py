@@ -16,6 +16,8 @@ from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 
+from .deep_folders import make_folders
+
 FILE_BYTES = 16 << 20
 """Bytes written after which a spool file is closed and the next one begun: what is on disk beyond the output while
 a split's Parquet is written is about one of these."""
@@ -38,7 +40,7 @@ class BatchSpool:
     `close` when done."""
 
     def __init__(self, folder: str, schema: pa.Schema, compression: str | None = COMPRESSION):
-        os.makedirs(folder, exist_ok=True)
+        make_folders(folder)
         self.folder, self.schema, self.compression = folder, schema, compression
         self.count = 0
         self.sink: pa.OSFile | None = None

@@ -12,6 +12,7 @@ import datasets
 
 from .code_version import code_version
 from .datasets_compat import CompatBuilder
+from .deep_folders import make_folders
 from .errors import UsageError, is_no_space, precise_cause
 from .memory import release_freed_memory
 from .preview import preview
@@ -48,6 +49,8 @@ class RagBuilder(CompatBuilder):
         config = self.config_named(config_name, parameters)
         kwargs.setdefault("hash", identity_hash(path, config_name, parameters, self.source_identity(data_dir, config)))
         kwargs.setdefault("dataset_name", path.replace("/", "__"))
+        if kwargs.get("cache_dir"):  # (datasets makes it with os.makedirs, which recurses once per missing level)
+            make_folders(os.path.expanduser(str(kwargs["cache_dir"])))
         super().__init__(config_name=config_name, data_dir=data_dir, **parameters, **kwargs)
         self.written_rows: dict[str, dict[str, list[str]]] = {}
         """{config: {split: Parquet files}}: configs of `prepared_inputs` a build has already written (each split

@@ -1,10 +1,12 @@
-"""`os.walk` and `os.makedirs` at any depth: Python 3.11's recurse once per folder level, so a user's folder nested
-about 1,000 deep raised RecursionError out of any walk of it or copy of its tree (3.12's walk no longer recurses)."""
+"""`os.walk`, `os.makedirs`, `shutil.rmtree` and `os.path.realpath` at any depth: Python 3.11's recurse once per
+folder level (or symlink), so a user's folder nested about 1,000 deep raised RecursionError out of any walk of it,
+copy of its tree or removal of that copy (3.12's walk no longer recurses; the others still do)."""
 
 from __future__ import annotations
 
 import errno
 import os
+import stat
 from collections.abc import Iterator
 
 Walked = tuple[str, list[str], list[str]]
@@ -56,3 +58,37 @@ def make_folders(path: str) -> None:
                 raise
     if not os.path.isdir(target):
         raise FileExistsError(errno.EEXIST, "exists and is not a folder", target)
+
+
+def remove_tree(top: str, ignore_errors: bool = False) -> None:
+    """`shutil.rmtree(top, ignore_errors)` as a loop: every entry under the folder `top`, then `top`. A symlink is
+    removed, never followed: each folder is checked to be one (`lstat`) just before it is listed. Without
+    `ignore_errors`, the first OSError is raised (what is left stays)."""
+    stack: list[tuple[str, bool]] = [(top, False)]
+    while stack:
+        path, emptied = stack.pop()
+        try:
+            if emptied:
+                os.rmdir(path)
+            elif not stat.S_ISDIR(os.lstat(path).st_mode):
+                os.unlink(path)
+            else:
+                stack.append((path, True))
+                with os.scandir(path) as scan:
+                    for entry in scan:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append((entry.path, False))
+                        else:
+                            os.unlink(entry.path)
+        except OSError:
+            if not ignore_errors:
+                raise
+
+
+def real_path(path: str) -> str:
+    """`os.path.realpath(path)`; a chain of symlinks too long for it (Python 3.11's recurses once per link: a
+    RecursionError) is the OSError the system gives for any chain over 40 links (ELOOP)."""
+    try:
+        return os.path.realpath(path)
+    except RecursionError:
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), path) from None

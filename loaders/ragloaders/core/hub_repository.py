@@ -29,6 +29,7 @@ from .card_shape import (
     split_row_counts,
 )
 from .card_yaml import MAX_YAML_BYTES, check_card
+from .deep_folders import make_folders
 from .errors import MissingSourceError, SourceError, UsageError
 from .output_target import replace_with_text
 from .prepared_cache import PreparedCache
@@ -307,6 +308,8 @@ def config_builder(location: str, config: str, *, revision: str | None = None, c
     metadata, name = card or checked_repository_card(location, revision=revision)
     refuse_outside_patterns(location, metadata, config, card=name)
     card = repository_file_name(location, CARD)
+    if cache_dir:  # (datasets makes it with os.makedirs, which recurses once per missing level)
+        make_folders(os.path.expanduser(str(cache_dir)))
     try:
         return datasets.load_dataset_builder(location, config, revision=revision, cache_dir=cache_dir)
     except FileNotFoundError as e:  # a file the card names exactly; its message also lists every extension known
@@ -685,7 +688,7 @@ def remember_revision(repo_id: str, revision: str | None, commit: str) -> None:
         return
     ref = os.path.join(hub_cache_folder(repo_id), "refs", *name.split("/"))
     try:
-        os.makedirs(os.path.dirname(ref), exist_ok=True)
+        make_folders(os.path.dirname(ref))
         replace_with_text(ref, commit, prefix=f".{os.path.basename(ref)}.")
     except OSError:
         pass

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Literal, TypeVar
 
+from .deep_folders import real_path
 from .errors import UsageError
 from .log import warn
 
@@ -57,14 +58,14 @@ def check_output(out: str | os.PathLike, *, kind: Literal["folder", "file"], dat
     if not out or not str(out).strip():
         raise OutputFolderError(f"{option} is empty")
     given = os.fspath(out)
-    target = os.path.realpath(os.path.expanduser(given))
+    target = real_path(os.path.expanduser(given))
     where = f"{option} {given}" + (f" (resolved to {target})" if target != given else "")
     if os.path.dirname(target) == target:
         raise OutputFolderError(f"{where} is the filesystem root; choose a new {kind}")
-    home = os.path.realpath(os.path.expanduser("~"))
+    home = real_path(os.path.expanduser("~"))
     if is_inside(home, target):
         raise OutputFolderError(f"{where} is the home folder or a folder above it; choose a new {kind}")
-    if is_inside(os.path.realpath(os.getcwd()), target):
+    if is_inside(real_path(os.getcwd()), target):
         raise OutputFolderError(f"{where} is the current folder or a folder above it; choose a new {kind}")
     for label, folder in _protected(data_dir, cache_dir, source):
         if is_inside(target, folder) or is_inside(folder, target):
@@ -238,12 +239,12 @@ def write_new_file(target: str, write: Callable[[str], Written]) -> Written:
 
 def _protected(data_dir: str | None, cache_dir: str | None, source: str | None = None) -> Iterator[tuple[str, str]]:
     if source and os.path.isdir(os.path.expanduser(source)):
-        yield "source folder", os.path.realpath(os.path.expanduser(source))
+        yield "source folder", real_path(os.path.expanduser(source))
     if data_dir:
-        yield "data dir", os.path.realpath(os.path.expanduser(data_dir))
+        yield "data dir", real_path(os.path.expanduser(data_dir))
     if cache_dir:
-        yield "cache dir", os.path.realpath(os.path.expanduser(cache_dir))
+        yield "cache dir", real_path(os.path.expanduser(cache_dir))
     else:
         import datasets.config
 
-        yield "datasets cache", os.path.realpath(str(datasets.config.HF_DATASETS_CACHE))
+        yield "datasets cache", real_path(str(datasets.config.HF_DATASETS_CACHE))

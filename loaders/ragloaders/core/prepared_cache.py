@@ -20,6 +20,7 @@ import json
 import os
 from typing import Any
 
+from .deep_folders import make_folders
 from .output_target import remove_abandoned, replace_with_text
 from .source_files import file_identity
 from .user_cache import read_small_json, user_cache_dir
@@ -73,7 +74,7 @@ class PreparedCache:
             return
         try:
             folder = os.path.dirname(self.record_path)
-            os.makedirs(folder, exist_ok=True)
+            make_folders(folder)
             remove_abandoned(folder, lambda name: name.startswith(TEMPORARY_PREFIX), ABANDONED_AFTER)
             replace_with_text(self.record_path, text, prefix=TEMPORARY_PREFIX)
         except OSError:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from . import progress
+from .deep_folders import make_folders
 from .errors import DownloadError, MissingSourceError, SourceError
 from .preview import one_line, preview
 
@@ -320,7 +321,7 @@ def verify_md5_once(path: str, expected: str, marker_dir: str) -> None:
             path, f"md5 {actual} does not match the official file's md5 {expected}: the file is damaged or is not "
             "the official one (extract it and pass the folder, or download it again)"
         )
-    os.makedirs(marker_dir, exist_ok=True)
+    make_folders(marker_dir)
     with open(marker, "w") as f:
         f.write(actual)
 

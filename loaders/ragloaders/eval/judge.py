@@ -38,6 +38,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
+from ..core.deep_folders import make_folders
 from ..core.errors import SourceError, UsageError
 from ..core.preview import invalid_utf8, preview
 from ..core.user_cache import read_small_file
@@ -371,7 +372,7 @@ class Judge:
         return content if isinstance(content, str) else None
 
     def _store(self, path: str, value: dict) -> None:
-        os.makedirs(self.cache_dir, exist_ok=True)
+        make_folders(self.cache_dir)
         handle, partial = tempfile.mkstemp(dir=self.cache_dir, suffix=".incomplete")
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as f:

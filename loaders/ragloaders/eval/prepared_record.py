@@ -26,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..core.code_version import code_version
+from ..core.deep_folders import make_folders
 from ..core.output_target import remove_abandoned, replace_with_text
 from ..core.source_files import file_identity
 from ..core.user_cache import read_small_json, user_cache_dir
@@ -124,7 +125,7 @@ def _write(path: str, config: str, content: dict, sources: Iterable[str], *, dat
         return
     target = _record_path(path, config, data_dir, cache_dir)
     try:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
+        make_folders(os.path.dirname(target))
         remove_abandoned(os.path.dirname(target), lambda name: name.startswith(TEMPORARY_PREFIX), ABANDONED_AFTER)
         replace_with_text(target, text, prefix=TEMPORARY_PREFIX)
     except OSError:

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..core.deep_folders import make_folders
 from .cache_files import FOLDER_CHECK, building, folder_files, record_folder, sync_folder, warn_rebuilt
 
 
@@ -27,7 +28,7 @@ class Store:
 
     def __init__(self, folder: str):
         self.folder = folder
-        os.makedirs(folder, exist_ok=True)
+        make_folders(folder)
 
     def get(self, name: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         target = os.path.join(self.folder, name)

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..core.deep_folders import make_folders
 from ..core.errors import SourceError
 from ..core.hub_repository import looks_like_repo_id, require_own_file, snapshot_folder
 from ..core.preview import one_line, preview
@@ -308,7 +309,7 @@ def open_tables(folder: str, cache_dir: str | None = None) -> Tables:
     for config in REQUIRED_COLUMNS:
         check_columns(folder, config, parquet_files(folder, config))
     converted = os.path.join(cache_dir or default_cache_dir(), "mock_api", fingerprint(folder))
-    os.makedirs(converted, exist_ok=True)
+    make_folders(converted)
     return Tables(folder, converted)
 
 

@@ -18,6 +18,7 @@ from huggingface_hub.utils import tqdm
 from ..api import builder, check_num_proc, configs_of
 from ..benchmarks import benchmark_of
 from ..core.batch_spool import SpooledSplit
+from ..core.deep_folders import make_folders
 from ..core.errors import UsageError
 from ..core.facts import Benchmark
 from ..core.memory import release_freed_memory
@@ -241,7 +242,7 @@ def write_config(dataset_builder: datasets.DatasetBuilder, plans: dict[str, Parq
         return None
     output = ConfigOutput(config, dataset_builder.info)
     folder = os.path.join(staging, config)
-    os.makedirs(folder, exist_ok=True)
+    make_folders(folder)
     for split, plan in plans.items():
         files = write_parquet(plan, folder, split, stop)
         if isinstance(plan.rows, SpooledSplit):
@@ -284,7 +285,7 @@ def write_table_config(staging: str, config: str, tables: dict[str, pa.Table]) -
         raise UsageError(f"{config}: no rows in any split")
     output = ConfigOutput(config, datasets.DatasetInfo(features=next(iter(splits.values())).features))
     folder = os.path.join(staging, config)
-    os.makedirs(folder, exist_ok=True)
+    make_folders(folder)
     for split, dataset in splits.items():
         files = write_parquet(dataset, folder, split)
         output.splits[split] = SplitOutput(split, dataset.num_rows, dataset.data.nbytes,

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import datasets
 
+from ..core.deep_folders import make_folders
+
 PRIVATE_TAG = ".ragloaders-prepare-"
 
 
@@ -42,7 +44,7 @@ def build_cache(work: str, cache_dir: str | None) -> Iterator[BuildCache]:
     private = tempfile.mkdtemp(prefix=PRIVATE_TAG, dir=work)
     try:
         downloads = os.path.expanduser(str(datasets.config.DOWNLOADED_DATASETS_PATH))
-        os.makedirs(downloads, exist_ok=True)
+        make_folders(downloads)
         os.symlink(downloads, os.path.join(private, datasets.config.DOWNLOADED_DATASETS_DIR))
         yield BuildCache(private, private=True)
     except BaseException:

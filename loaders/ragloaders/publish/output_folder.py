@@ -47,13 +47,12 @@ The rules, in the order a build meets them (each module named holds the rest of 
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Literal
 
-from ..core.deep_folders import make_folders, walk
+from ..core.deep_folders import make_folders, remove_tree, walk
 from ..core.errors import is_no_space
 from ..core.held_signals import deferred_signals
 from ..core.log import warn
@@ -106,7 +105,7 @@ class OutputFolder:
         self._signals = sigterm_as_interrupt()
 
     def __enter__(self) -> OutputFolder:
-        os.makedirs(self.parent, exist_ok=True)
+        make_folders(self.parent)
         self._refuse_nested()  # before the lock file is made, so a refused build leaves nothing inside another
         self._signals.__enter__()
         try:
@@ -201,7 +200,7 @@ class OutputFolder:
         for name in keep:
             _carry(os.path.join(self.target, name.rstrip("/")), os.path.join(self.work, name.rstrip("/")),
                    name.endswith("/"))
-        folders = {folder for name in keep for folder in _folders_of(name)}
+        folders = _folders_of(keep)
         for folder in sorted(folders, key=lambda f: -f.count("/")):  # the user's folders stay as they were
             keep_metadata(os.path.join(self.target, folder), os.path.join(self.work, folder), times=True)
         if self.before is None:
@@ -225,9 +224,10 @@ class OutputFolder:
 
     def _refuse_collisions(self, keep: list[str], manifest: Manifest) -> None:
         written = set(manifest.files) | {MANIFEST}
-        folders = {folder for name in written for folder in _folders_of(name)}
+        folders = _folders_of(written)
+        inside_written = [f"{file}/" for file in written & _folders_of(keep)]  # (a kept entry inside a written file)
         clashes = [n for n in keep if n.rstrip("/") in written or (not n.endswith("/") and n in folders)
-                   or any(folder in written for folder in _folders_of(n))]
+                   or any(n.startswith(file) for file in inside_written)]
         if clashes:
             raise OutputFolderError(
                 f"{self.option} {self.given}: the build writes where files that are not ragloaders' are "
@@ -296,14 +296,14 @@ def remove_unfinished(folder: str, ignore_errors: bool = False) -> None:
     """Remove the work folder of an unfinished build, its manifest last, once nothing else is left: a kill or a file
     that cannot be removed leaves a folder the next build still knows as an unfinished one of its own (`_recover`
     removes it), never one whose files it must keep. `ignore_errors`: remove what can be removed (as
-    `shutil.rmtree`'s)."""
+    `remove_tree`'s)."""
     try:
         for entry in os.listdir(folder):
             path = os.path.join(folder, entry)
             if entry == MANIFEST:
                 continue
             if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=ignore_errors)
+                remove_tree(path, ignore_errors=ignore_errors)
             else:
                 try:
                     os.unlink(path)
@@ -327,10 +327,16 @@ def _mark_old(folder: str, target: str) -> None:
         pass
 
 
-def _folders_of(name: str) -> list[str]:
-    """The folders an entry ('a/b/c', or 'a/b/' for an empty folder) needs: ['a', 'a/b']."""
-    parts = name.rstrip("/").split("/")
-    return ["/".join(parts[:i]) for i in range(1, len(parts) + name.endswith("/"))]
+def _folders_of(names: Iterable[str]) -> set[str]:
+    """The folders the entries need ('a/b/c', or 'a/b/' for an empty folder, needs 'a' and 'a/b'), each path made
+    once: linear in the entries' and folders' lengths, however deep they are."""
+    folders: set[str] = set()
+    for name in names:
+        folder = name[:-1] if name.endswith("/") else name.rpartition("/")[0]
+        while folder and folder not in folders:
+            folders.add(folder)
+            folder = folder.rpartition("/")[0]
+    return folders
 
 
 def _carry(source: str, destination: str, folder: bool) -> None:
