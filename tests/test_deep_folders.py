@@ -229,3 +229,18 @@ def test_a_deep_tree_with_a_file_at_every_level_is_kept(tmp_path):
     assert code == 0, err
     assert sum(len(others) for folder, _, others in walk(str(out / "d"))) == DEPTH
     remove_tree(str(out / "d"))
+
+
+def test_walk_never_enters_a_listed_folder_replaced_by_a_symlink_before_its_turn(tmp_path):
+    top, elsewhere = tmp_path / "top", tmp_path / "elsewhere"
+    (top / "a").mkdir(parents=True)
+    (top / "b").mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "secret").mkdir()
+    seen = []
+    for folder, _, _ in walk(str(top)):
+        seen.append(os.path.relpath(folder, top))
+        if folder.endswith("/a"):  # `b` was listed with the top folder: now it becomes a link out
+            os.rmdir(top / "b")
+            os.symlink(elsewhere, top / "b")
+    assert seen == [".", "a"]

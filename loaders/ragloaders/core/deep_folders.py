@@ -14,17 +14,20 @@ Walked = tuple[str, list[str], list[str]]
 
 def walk(top: str, topdown: bool = True) -> Iterator[Walked]:
     """(folder, its folder names, its other names) for `top` and every folder under it, as `os.walk(top, topdown)`
-    gives them: in listing order, depth first; a symlink to a folder listed among the folders but never entered; a
-    folder that cannot be listed skipped. Top-down, pruning the list of folder names in place keeps them unvisited.
-    A stack, not recursion."""
-    stack: list[str | Walked] = [top]
+    gives them: in listing order, depth first; a symlink to a folder listed among the folders but never entered
+    (checked just before it would be entered); a folder that cannot be listed skipped. Top-down, pruning the list of
+    folder names in place keeps them unvisited. A stack, not recursion."""
+    stack: list[tuple[str, bool] | Walked] = [(os.fspath(top), True)]
     while stack:
         item = stack.pop()
-        if isinstance(item, tuple):  # (bottom-up: a folder whose subfolders were all given)
+        if len(item) == 3:  # (bottom-up: a folder whose subfolders were all given)
             yield item
             continue
+        folder, is_top = item
+        if not is_top and os.path.islink(folder):
+            continue
         try:
-            with os.scandir(item) as scan:
+            with os.scandir(folder) as scan:
                 entries = list(scan)
         except OSError:
             continue
@@ -36,10 +39,10 @@ def walk(top: str, topdown: bool = True) -> Iterator[Walked]:
                 is_folder = False
             (folders if is_folder else others).append(entry.name)
         if topdown:
-            yield item, folders, others
+            yield folder, folders, others
         else:
-            stack.append((item, folders, others))
-        stack.extend(path for name in reversed(folders) if not os.path.islink(path := os.path.join(item, name)))
+            stack.append((folder, folders, others))
+        stack.extend((os.path.join(folder, name), False) for name in reversed(folders))
 
 
 def make_folders(path: str) -> None:
