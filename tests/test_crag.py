@@ -613,10 +613,8 @@ def test_corpus_from_arrow_pages_is_cut_and_valued_as_the_row_path(monkeypatch):
     # cut at the same rows: by rows, by bytes (counted in characters of HTML and text: the bounds below fall one
     # character either side of a cut), with text batches that cut records apart from tables.
     import pyarrow as pa
-    from ragloaders.core import html_text_workers
     from ragloaders.core.readers.arrow_batches import tables_from_rows
 
-    monkeypatch.setattr(html_text_workers, "IN_PROCESS_BYTES", 1 << 20)  # the rest of the pages in the workers
     source = crag.CragBuilder("crag/task_1_and_2", "corpus").source_in(str(EXAMPLE.parent))
     seen: set[str] = set()
     rows = []

@@ -110,12 +110,8 @@ def no_read_back(monkeypatch) -> None:
         monkeypatch.setattr(crag, name, lambda *a, name=name, **k: pytest.fail(f"`records` read back ({name})"))
 
 
-@pytest.mark.parametrize("workers", [False, pytest.param(True, marks=pytest.mark.slow)])
-def test_every_derived_config_is_made_in_the_records_pass_and_is_the_cache_build(workers, crag_build, tmp_path,
-                                                                                 monkeypatch):
-    if workers:  # the example's 15 MB of HTML is under what is extracted in process: make the workers take it
-        monkeypatch.setattr(html_text_workers, "IN_PROCESS_BYTES", 0)
-        monkeypatch.setattr(crag, "TEXT_BATCH_BYTES", 1 << 20)
+def test_every_derived_config_is_made_in_the_records_pass_and_is_the_cache_build(crag_build, tmp_path, monkeypatch):
+    monkeypatch.setattr(crag, "TEXT_BATCH_BYTES", 1 << 20)  # (several batches of pages in the workers)
     no_read_back(monkeypatch)
     passes, lines = [], crag.CragSource.lines
     monkeypatch.setattr(crag.CragSource, "lines", lambda self: passes.append(1) or lines(self))
@@ -142,7 +138,6 @@ def test_both_splits_are_made_in_the_records_pass_as_the_cache_build_makes_them(
     from_cache = built_files(out)
     os.rename(out, tmp_path / "from-cache")
     no_read_back(monkeypatch)
-    monkeypatch.setattr(html_text_workers, "IN_PROCESS_BYTES", 0)
     build_folder("crag/task_1_and_2", str(out), data_dir=str(folder))
 
     built = built_files(out)
@@ -151,7 +146,6 @@ def test_both_splits_are_made_in_the_records_pass_as_the_cache_build_makes_them(
 
 
 def test_a_text_worker_that_dies_in_the_records_pass_is_named_and_leaves_nothing(crag_build, tmp_path, monkeypatch):
-    monkeypatch.setattr(html_text_workers, "IN_PROCESS_BYTES", 0)
     monkeypatch.setattr(html_text_workers, "worker_command",
                         lambda: [sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"])
     with pytest.raises(WorkerEnded) as error:
@@ -167,7 +161,6 @@ def test_a_bad_record_after_the_derived_rows_began_leaves_no_thread_no_worker_an
     lines = release_lines("v5")
     lines[7] = b'{"interaction_id": "x", "query": "q", "split": 1, "oops": 1}'
     folder = crag_v5_both_splits(tmp_path / "v5", lines)
-    monkeypatch.setattr(html_text_workers, "IN_PROCESS_BYTES", 0)
     monkeypatch.setattr(crag, "TEXT_BATCH_BYTES", 1 << 20)  # the workers are busy when the bad record comes
     with pytest.raises(SourceError) as error:
         build_folder("crag/task_1_and_2", str(tmp_path / "out"), data_dir=str(folder))
@@ -181,7 +174,6 @@ CTRL_C_CHILD = textwrap.dedent("""
     signal.signal(signal.SIGINT, signal.default_int_handler)  # pytest run as a background job passes it ignored
     from ragloaders.core import html_text_workers
     from ragloaders.publish.build import build_folder
-    html_text_workers.IN_PROCESS_BYTES = 0
     print("started", flush=True)
     try:
         build_folder("crag/task_1_and_2", sys.argv[2], data_dir=sys.argv[1])
@@ -210,7 +202,6 @@ def test_a_corpus_spool_that_fails_while_the_workers_run_leaves_no_worker_behind
     killed but never waited for: zombies) alive in its traceback for as long as the caller held the error."""
     from ragloaders.core import datasets_compat
 
-    monkeypatch.setattr(html_text_workers, "IN_PROCESS_BYTES", 0)
     monkeypatch.setattr(crag, "TEXT_BATCH_BYTES", 1 << 20)
     monkeypatch.setattr(crag, "BATCH_ROWS", 2)  # a corpus table is written while the workers still extract
     write = datasets_compat.SpoolAhead.write

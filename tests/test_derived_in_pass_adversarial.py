@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from datasets.exceptions import DatasetGenerationError
 from ragloaders.benchmarks.crag import builder as crag
 from ragloaders.core import datasets_compat, html_text_workers
 from ragloaders.publish import build as publish_build
@@ -151,7 +150,6 @@ def test_an_error_in_a_config_write_behind_or_beside_leaves_nothing(config, v5, 
 
 @pytest.mark.parametrize("at", ["put", "finish", "beside"])
 def test_ctrl_c_in_the_main_thread_at_each_step_leaves_nothing(at, v5, tmp_path, monkeypatch):
-    monkeypatch.setattr(html_text_workers, "IN_PROCESS_BYTES", 0)
     monkeypatch.setattr(crag, "TEXT_BATCH_BYTES", 20_000)  # workers busy while the records are still being read
     if at in ("put", "finish"):
         target = {"put": crag.FeedThread.put, "finish": crag.FeedThread.finish}[at]
@@ -187,27 +185,34 @@ def test_a_bad_record_anywhere_leaves_nothing(position, tmp_path, monkeypatch):
     lines = release_lines("v5")
     lines[position] = b'{"interaction_id": "x", "query": "q", "split": 1, "oops": 1}'
     folder = crag_v5_both_splits(tmp_path / "v5", lines)
-    monkeypatch.setattr(html_text_workers, "IN_PROCESS_BYTES", 0)
     monkeypatch.setattr(crag, "TEXT_BATCH_BYTES", 1 << 20)
     with pytest.raises(SourceError):
         build_folder("crag/task_1_and_2", str(tmp_path / "out"), data_dir=str(folder))
     assert_nothing_left(tmp_path)
 
 
-def test_a_page_whose_text_fails_in_process_leaves_nothing(v5, tmp_path, monkeypatch):
-    calls = []
-    original = html_text_workers.html_to_text
+def worker_command_with(monkeypatch, code: str) -> None:
+    """Workers that run `code` (with `w`, the workers' module) before they serve."""
+    command = html_text_workers.worker_command()
+    changed = command[-1].replace("; serve(", f"; import ragloaders.core.html_text_workers as w\n{code}\nserve(")
+    assert changed != command[-1]  # (the worker's command changed shape: the test would prove nothing)
+    monkeypatch.setattr(html_text_workers, "worker_command", lambda: [*command[:-1], changed])
 
-    def failing(html):
-        calls.append(1)
-        if len(calls) == 5:
-            raise ValueError("resiliparse failed on this page")
-        return original(html)
 
-    monkeypatch.setattr(html_text_workers, "html_to_text", failing)
-    with pytest.raises(DatasetGenerationError) as caught:  # (an error that is not the source's keeps datasets' wrap)
+def test_a_page_whose_text_fails_in_its_worker_is_named_and_leaves_nothing(v5, tmp_path, monkeypatch):
+    from ragloaders.core.errors import PageError
+
+    worker_command_with(monkeypatch, "extract, calls = w.html_to_text, [0]\n"
+                                     "def failing(html):\n"
+                                     "    calls[0] += 1\n"
+                                     "    if calls[0] == 5: raise ValueError('resiliparse failed on this page')\n"
+                                     "    return extract(html)\n"
+                                     "w.html_to_text = failing")
+    with pytest.raises(PageError) as caught:
         build_folder("crag/task_1_and_2", str(tmp_path / "out"), data_dir=str(v5))
-    assert str(caught.value.__cause__) == "resiliparse failed on this page"
+    assert "the HTML parser refused a page of" in str(caught.value)
+    assert "(ValueError: resiliparse failed on this page)" in str(caught.value)
+    assert "; the page: corpus page " in str(caught.value)
     assert_nothing_left(tmp_path)
 
 
@@ -215,16 +220,12 @@ def test_a_page_whose_text_fails_in_process_leaves_nothing(v5, tmp_path, monkeyp
 def test_a_text_worker_that_dies_after_some_batches_leaves_nothing(frames, v5, tmp_path, monkeypatch):
     from ragloaders.core.errors import WorkerEnded
 
-    command = html_text_workers.worker_command()
-    monkeypatch.setattr(html_text_workers, "IN_PROCESS_BYTES", 0)
     monkeypatch.setattr(crag, "TEXT_BATCH_BYTES", 20_000)
-    dying = command[-1].replace("serve(parent=", (
-        "import os, ragloaders.core.html_text_workers as w; read, count = w.read_frame, [0]\n"
-        "def counted(source):\n"
-        f"    count[0] += 1\n    if count[0] > {frames}: os._exit(3)\n    return read(source)\n"
-        "w.read_frame = counted; serve(parent="))
-    assert dying != command[-1]  # (the worker's command changed shape: this test would prove nothing)
-    monkeypatch.setattr(html_text_workers, "worker_command", lambda: [*command[:-1], dying])
+    worker_command_with(monkeypatch, "import os; read, count = w.read_frame, [0]\n"
+                                     "def counted(source):\n"
+                                     f"    count[0] += 1\n    if count[0] > {frames}: os._exit(3)\n"
+                                     "    return read(source)\n"
+                                     "w.read_frame = counted")
     with pytest.raises(WorkerEnded, match="exit code 3"):
         build_folder("crag/task_1_and_2", str(tmp_path / "out"), data_dir=str(v5))
     assert_nothing_left(tmp_path)

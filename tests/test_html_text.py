@@ -129,10 +129,11 @@ def test_normalize_whitespace_equals_the_line_by_line_normalisation_on_the_real_
 
 
 @pytest.mark.parametrize("failing_call", [1, 2])
-def test_running_out_of_memory_is_an_error_not_the_crude_fallback(monkeypatch, failing_call):
-    # The crude pattern-based text is the last resort for HTML the parser refuses; a page it had no memory for is no
-    # such page, and its text must not silently come out cruder than its neighbours'.
+def test_running_out_of_memory_is_an_error_not_some_other_text(monkeypatch, failing_call):
+    # Resiliparse words a failed allocation as an HTMLParserException "(Error 2)": a MemoryError, which the workers
+    # report as a page past its memory bound, never a text made some other way.
     from ragloaders.core import html_text
+    from resiliparse.parse.html import HTMLParserException
 
     calls = []
     real = html_text.extract_plain_text
@@ -140,12 +141,24 @@ def test_running_out_of_memory_is_an_error_not_the_crude_fallback(monkeypatch, f
     def extract(html, **options):
         calls.append(html)
         if len(calls) == failing_call:
-            raise MemoryError
+            raise HTMLParserException("HTML parser error: Failed to parse document (Error 2)..")
         if len(calls) == 1:
             raise TypeError("a lone surrogate")  # (the first call fails as for a surrogate: the retry is reached)
         return real(html, **options)
 
     monkeypatch.setattr(html_text, "extract_plain_text", extract)
-    with pytest.raises(MemoryError):
+    with pytest.raises(MemoryError, match="ran out of memory"):
         html_to_text("<p>a page</p>")
     assert len(calls) == failing_call
+
+
+def test_any_other_refusal_of_the_parser_is_raised(monkeypatch):
+    from ragloaders.core import html_text
+    from resiliparse.parse.html import HTMLParserException
+
+    def extract(html, **options):
+        raise HTMLParserException("HTML parser error: Failed to parse document (Error 7)..")
+
+    monkeypatch.setattr(html_text, "extract_plain_text", extract)
+    with pytest.raises(HTMLParserException, match="Error 7"):
+        html_to_text("<p>a page</p>")

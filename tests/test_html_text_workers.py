@@ -23,7 +23,8 @@ from ragloaders.core import html_text_workers
 from ragloaders.core.errors import WorkerEnded
 from ragloaders.core.html_text import html_to_text
 from ragloaders.core.html_text_workers import (
-    SAFE_PAGE_BYTES,
+    OUT_OF_MEMORY,
+    PageRefused,
     TextWorkers,
     TooSlowPage,
     read_frame,
@@ -93,12 +94,6 @@ def test_a_damaged_frame_is_worker_ended(frame):
         read_frame(io.BytesIO(frame))
 
 
-@pytest.fixture(autouse=True)
-def workers_from_the_first_page(monkeypatch):
-    """The tests here are of the workers: none of the HTML is extracted in the test's process first."""
-    monkeypatch.setattr(html_text_workers, "IN_PROCESS_BYTES", 0)
-
-
 def slow_page(names: int) -> bytes:
     """One element with `names` distinct attribute names: the extractor's time grows with their square (40,000 names,
     269 KB: ~2.6 s on a quiet machine; 150,000, 1.3 MB: ~42 s)."""
@@ -109,7 +104,7 @@ def slow_page(names: int) -> bytes:
 def short_bounds(monkeypatch):
     """Time bounds a page of slow_page(40_000) cannot meet (the real ones, 10 s + 10 s per MB, are tested through a
     whole build in test_derived_in_pass_adversarial.py)."""
-    monkeypatch.setattr(html_text_workers, "BASE_SECONDS", 0.3)
+    monkeypatch.setattr(html_text_workers, "BASE_SECONDS", 1.0)
     monkeypatch.setattr(html_text_workers, "SECONDS_PER_MB", 0.0)
 
 
@@ -122,24 +117,56 @@ def test_a_page_past_its_time_bound_is_stopped_and_named(short_bounds):
             given.append(item)
     assert given == ["first"]
     assert (caught.value.index, caught.value.size) == (1, len(slow))
-    assert f"a page of {len(slow):,} bytes of HTML was not extracted within 0 s" in str(caught.value)
+    assert f"a page of {len(slow):,} bytes of HTML was not extracted within 1 s" in str(caught.value)
     assert str(caught.value).endswith("; the page: <second #1>")
     assert worker_pids() == set()  # the worker on it was killed, the other one closed
 
 
-def test_a_page_over_the_safe_size_is_never_extracted_in_this_process(short_bounds, monkeypatch):
-    # Nothing stops the extractor in this process (it holds the GIL): only pages whose worst case is short are
-    # extracted here, even among the first IN_PROCESS_BYTES and with one process asked for.
-    monkeypatch.setattr(html_text_workers, "IN_PROCESS_BYTES", 16 << 20)
+def memory_bomb(formatting: int = 600, size: int = 63_000) -> bytes:
+    """`formatting` unclosed <b> with distinct attributes (so the parser's list of them is never trimmed), then
+    blocks of text up to `size` bytes: the parser clones every <b> for each block (600 in 63 KB: about 1.1 GB)."""
+    head = b"<div>" + b"".join(b"<b c=%d>" % index for index in range(formatting)) + b"</div>"
+    return head + b"<div>x</div>" * ((size - len(head)) // 12)
+
+
+def test_a_page_past_its_memory_bound_is_refused_and_named():
+    bomb = memory_bomb()
+    batches = [("first", [b"<p>fine</p>"]), ("second", [b"<p>ok</p>", None, bomb, b"<p>never</p>"])]
+    with pytest.raises(PageRefused) as caught:
+        list(texts_in_order(batches, processes=1, describe=lambda item, index: f"<{item} #{index}>"))
+    assert (caught.value.index, caught.value.size, caught.value.reason) == (2, len(bomb), OUT_OF_MEMORY)
+    assert f"a page of {len(bomb):,} bytes of HTML needed more memory than its bound" in str(caught.value)
+    assert str(caught.value).endswith("; the page: <second #2>")
+    assert worker_pids() == set()
+
+
+def test_every_page_is_extracted_in_a_worker_even_with_one_process(monkeypatch):
+    # Nothing can stop the extractor in this process (it holds the GIL), nor bound its memory: with a worker to be
+    # had, no page is extracted here, however small.
     here = []
-    texts_of = html_text_workers.texts_of
-    monkeypatch.setattr(html_text_workers, "texts_of", lambda htmls: (here.append(htmls), texts_of(htmls))[1])
-    small = [b"<p>a</p>", None, b"<p>" + b"x" * (SAFE_PAGE_BYTES - 7) + b"</p>"]  # the last one at the bound
-    assert len(small[2]) == SAFE_PAGE_BYTES
-    batches = [(0, small), (1, [b"<p>b</p>", slow_page(40_000)]), (2, [b"<p>c</p>"])]
-    with pytest.raises(TooSlowPage):
-        list(texts_in_order(batches, processes=1))
-    assert here == [small]
+    monkeypatch.setattr(html_text_workers, "texts_of", lambda htmls: here.append(htmls))
+    got = list(texts_in_order([(0, [b"<p>a</p>", None]), (1, [b"<p>b</p>"])], processes=1))
+    assert got == [(0, ["a", None]), (1, ["b"])] and here == []
+
+
+def test_where_no_worker_can_start_the_texts_are_extracted_here(monkeypatch):
+    monkeypatch.setattr(html_text_workers, "worker_command", lambda: None)  # (a frozen application)
+    assert list(texts_in_order([(0, [b"<p>a</p>", None])], processes=2)) == [(0, ["a", None])]
+    assert worker_pids() == set()
+
+
+def test_a_worker_that_stops_reading_is_stopped_at_its_bound(short_bounds):
+    with TextWorkers(worker_command(), timeout=5) as workers:
+        assert workers.texts([b"<p>one</p>"]) == ["one"]
+        (worker,) = workers.workers
+        os.kill(worker.process.pid, signal.SIGSTOP)  # (the frame below is larger than the pipe's buffer)
+        try:
+            with pytest.raises(WorkerEnded) as error:
+                workers.texts([b"<p>" + b"x" * (1 << 20) + b"</p>"])
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # (stopped: killed and waited for)
+                os.kill(worker.process.pid, signal.SIGCONT)
+        assert_names(error.value, "was stopped", "did not read its pages within their time bound")
     assert worker_pids() == set()
 
 
@@ -165,7 +192,8 @@ def test_a_worker_that_dies_is_a_clear_error_and_the_rest_are_stopped():
     workers = TextWorkers(worker_command(), timeout=5)
     try:
         assert workers.texts([b"<p>one</p>"]) == ["one"]
-        (process,) = workers.processes
+        (worker,) = workers.workers
+        process = worker.process
         os.kill(process.pid, signal.SIGKILL)
         with pytest.raises(WorkerEnded) as error:
             workers.texts([b"<p>two</p>", None])
@@ -187,7 +215,8 @@ def test_closing_the_texts_early_ends_every_worker():
 def test_a_worker_ignores_ctrl_c_and_ends_when_its_input_closes():
     with TextWorkers(worker_command(), timeout=5) as workers:
         workers.texts([b"<p>a</p>"])
-        (process,) = workers.processes
+        (worker,) = workers.workers
+        process = worker.process
         os.kill(process.pid, signal.SIGINT)  # as Ctrl-C sends it to the whole process group
         assert workers.texts([b"<p>b</p>"]) == ["b"]
     assert process.returncode == 0
@@ -208,7 +237,6 @@ def test_workers_run_this_package_and_never_the_users_main(tmp_path):
     script.write_text(textwrap.dedent(f"""
         from ragloaders.core import html_text_workers
         from ragloaders.core.html_text_workers import texts_in_order
-        html_text_workers.IN_PROCESS_BYTES = 0
         with open({str(marker)!r}, "a") as f:
             f.write("ran\\n")
         print(list(texts_in_order([(0, [b"<p>x</p>"]), (1, [b"<p>y</p>"]), (2, [None])], processes=2)))
@@ -234,7 +262,6 @@ def test_a_worker_imports_what_its_parent_imports_not_the_modules_of_the_current
         sys.path.insert(0, {loaders!r})
         from ragloaders.core import html_text_workers
         from ragloaders.core.html_text_workers import texts_in_order
-        html_text_workers.IN_PROCESS_BYTES = 0
         print(list(texts_in_order([(0, [b"<p>x</p>"]), (1, [b"<p>y</p>"])], processes=2)))
     """, cwd=shadows, env={key: value for key, value in os.environ.items() if key != "PYTHONPATH"})
     assert done.returncode == 0, done.stderr[-2000:]
@@ -257,7 +284,6 @@ def test_a_worker_finds_what_its_parent_put_on_its_module_path_at_run_time(tmp_p
         sys.path[:0] = [{loaders!r}, {site!r}]
         from ragloaders.core import html_text_workers
         from ragloaders.core.html_text_workers import texts_in_order
-        html_text_workers.IN_PROCESS_BYTES = 0
         print(list(texts_in_order([(0, [b"<p>x</p>"]), (1, [None])], processes=2)))
     """, interpreter=base, env={key: value for key, value in os.environ.items() if key != "PYTHONPATH"})
     assert done.returncode == 0, done.stderr[-2000:]
@@ -268,7 +294,6 @@ SLOW_PAGE_CHILD = textwrap.dedent("""
     import sys, time
     from ragloaders.core import html_text_workers
     from ragloaders.core.html_text_workers import texts_in_order
-    html_text_workers.IN_PROCESS_BYTES = 0
     slow = b"<div " + b" ".join(b"a%d=1" % i for i in range(100_000)) + b">x</div>"  # a minute of Resiliparse
     print("started", flush=True)
     try:
@@ -332,20 +357,24 @@ def test_a_module_path_entry_that_is_not_a_string_does_not_stop_the_workers(monk
     assert list(texts_in_order([(0, [b"<p>x</p>"])], processes=2)) == [(0, ["x"])]
 
 
-def test_what_a_worker_would_print_goes_to_stderr_not_between_its_frames():
-    loaders = os.path.dirname(os.path.dirname(os.path.dirname(html_text_workers.__file__)))
-    code = ("from ragloaders.core import html_text_workers as w\n"
-            "extract = w.html_to_text\n"
-            "w.html_to_text = lambda html: (print('noise from a library'), extract(html))[1]\n"
-            "w.serve()\n")
-    frames = io.BytesIO()
-    write_frame(frames, [b"<p>a</p>", None, b"<b>b</b>"])
-    done = subprocess.run([sys.executable, "-c", code], input=frames.getvalue(), capture_output=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": loaders})
-    assert done.returncode == 0, done.stderr[-2000:]
-    out = io.BytesIO(done.stdout)
-    assert [read_frame(out) for _ in range(4)] == [[b"a"], [None], [b"b"], None]  # a frame a page
-    assert done.stderr.count(b"noise from a library") == 2
+def test_what_a_worker_prints_goes_to_stderr_not_between_its_frames(tmp_path, monkeypatch):
+    # The frames go to a pipe of their own: output at the interpreter's start (a sitecustomize, a .pth file) or from
+    # a library during a page lands on the worker's stdout, which is this process's stderr.
+    noisy = tmp_path / "noisy"
+    noisy.mkdir()
+    (noisy / "sitecustomize.py").write_text("print('noise at start')\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(noisy), os.environ.get("PYTHONPATH", "")]))
+    command = worker_command()
+    noise = command[-1].replace("; serve(", "; import ragloaders.core.html_text_workers as w\n"
+                                "extract = w.html_to_text\n"
+                                "w.html_to_text = lambda html: (print('noise from a library'), extract(html))[1]\n"
+                                "serve(")
+    assert noise != command[-1]
+    monkeypatch.setattr(html_text_workers, "worker_command", lambda: [*command[:-1], noise])
+    started = time.monotonic()
+    assert list(texts_in_order([(0, [b"<p>a</p>", None, b"<b>b</b>"])], processes=1)) == [(0, ["a", None, "b"])]
+    assert time.monotonic() - started < 20  # (not the 30 s wait for a worker whose frames were damaged)
+    assert worker_pids() == set()
 
 
 @pytest.mark.slow  # (a worker given a minute's page, its parent killed a second in; CI runs it)

@@ -16,17 +16,17 @@ from . import __version__
 from .api import catalogue_path, configs_of, normalized
 from .benchmarks import BENCHMARKS
 from .core import progress
-from .core.errors import MissingSourceError, SourceError, UsageError
+from .core.errors import MissingSourceError, PageError, SourceError, UsageError
 from .core.log import show_warnings_on_stderr, warn
 from .core.plural import counted
 from .core.preview import one_line
 from .lookup import command as lookup_command
 from .mock_api import command as mock_api_command
 
-USERS_ERRORS = (UsageError, SourceError, MissingSourceError, OSError, ImportError)
-"""Errors about the user's input, files or machine (ImportError: an extra not installed), printed as one line; any
-other exception (a plain ValueError included) is a bug of ragloaders, printed with the hint that --debug shows its
-traceback."""
+USERS_ERRORS = (UsageError, SourceError, MissingSourceError, PageError, OSError, ImportError)
+"""Errors about the user's input, files or machine (ImportError: an extra not installed; PageError: a page past its
+bounds), printed as one line; any other exception (a plain ValueError included) is a bug of ragloaders, printed with
+the hint that --debug shows its traceback."""
 BUG_MESSAGE_CHARS = 1_000
 """Characters of an unexpected exception's message the one line shows at most (--debug shows all of it)."""
 SOURCE_HELP = ("a benchmark path (beir/scifact; with --data-dir or a download), a folder `ragloaders build` wrote "

@@ -70,6 +70,16 @@ class WorkerEnded(RuntimeError):
     how it ended and what it was given."""
 
 
+class PageError(WorkerEnded):
+    """A page whose text a worker could not extract within the page's bounds (core/html_text_workers.py): bad input,
+    said in one line; `index` is the page's place in its batch, and the message ends naming the page once the
+    caller has added it."""
+
+    def __init__(self, index: int, message: str):
+        self.index = index
+        super().__init__(message)
+
+
 class MissingSourceError(FileNotFoundError):
     """A dataset's files are not there and cannot be downloaded; says where to get them."""
 

@@ -8,18 +8,18 @@ elements kept within their line).
 
 from __future__ import annotations
 
-import html as html_entities
 import re
 
 from resiliparse.extract.html2text import extract_plain_text
+from resiliparse.parse.html import HTMLParserException
 
 LINE_BREAKS = "\n\v\f\r\x1c\x1d\x1e\x85\u2028\u2029"
 """What `str.splitlines` ends a line at (and "\r\n" as one)."""
 SPACES = "\t\x1f\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
 """The rest of `str.isspace` but " "."""
 _RARE_WHITESPACE = re.compile(f"[{LINE_BREAKS[1:]}{SPACES[1:]}]")
-_INVISIBLE = re.compile(r"<(script|style|noscript|template)\b.*?</\1\s*>|<!--.*?-->", re.IGNORECASE | re.DOTALL)
-_TAG = re.compile(r"<[^>]*>")
+_ALLOCATION_FAILED = re.compile(r"\(Error 2\)")
+"""How Resiliparse 2 words lexbor's LXB_STATUS_ERROR_MEMORY_ALLOCATION in its HTMLParserException."""
 
 
 def _replace_all(text: str, old: str, new: str) -> str:
@@ -48,26 +48,23 @@ def normalize_whitespace(text: str) -> str:
     return _replace_all(text, "\n\n\n", "\n\n").strip()
 
 
-def _crude_text(html: str) -> str:
-    """Last resort for input the parser refuses: tags and invisible elements removed by pattern."""
-    return html_entities.unescape(_TAG.sub("\n", _INVISIBLE.sub(" ", html)))
+def _extract(html: str) -> str:
+    try:
+        return extract_plain_text(html, main_content=False)
+    except HTMLParserException as e:
+        if _ALLOCATION_FAILED.search(str(e)):
+            raise MemoryError(f"the HTML parser ran out of memory ({e})") from None
+        raise
 
 
 def html_to_text(html: str) -> str:
-    """The visible text of `html` without script/style, one block per line; "" for empty input."""
+    """The visible text of `html` without script/style, one block per line; "" for empty input. MemoryError when the
+    extractor runs out of memory; its error (an HTMLParserException) for HTML it refuses, which no input is known to
+    make it do (a lone surrogate, legal in JSON as "\\ud800" but not in UTF-8, is extracted as "?")."""
     if not html or html.isspace():
         return ""
     try:
-        text = extract_plain_text(html, main_content=False)
-    except MemoryError:  # (never a page's text silently from the crude fallback for want of memory)
-        raise
-    except Exception:
-        # A lone surrogate (legal in JSON as "\ud800", not in UTF-8) makes Resiliparse raise TypeError.
-        html = html.encode("utf-8", "replace").decode("utf-8")
-        try:
-            text = extract_plain_text(html, main_content=False)
-        except MemoryError:
-            raise
-        except Exception:
-            text = _crude_text(html)
+        text = _extract(html)
+    except TypeError:  # (what Resiliparse raises for a lone surrogate)
+        text = _extract(html.encode("utf-8", "replace").decode("utf-8"))
     return normalize_whitespace(text)

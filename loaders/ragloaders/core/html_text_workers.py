@@ -1,24 +1,26 @@
 """`html_text.html_to_text` in worker processes: Resiliparse (2.x) holds the GIL while it extracts, so threads never
-run two pages at once; processes do.
+run two pages at once; processes do. The workers are also what bounds a page's cost, which nothing can do in this
+process while the extractor holds the GIL: every page's text is extracted in a worker wherever one can be started
+(`worker_command`; in this process, unbounded, only where none can: a frozen application).
 
 A worker is this interpreter running `serve()` (`python -c`, its module path set to this process's `sys.path`, so
 it imports what this process imports and never a module of the current folder that this process would not; never
 multiprocessing's spawn or forkserver, which import the user's `__main__` again). It reads batches of HTML from its
-stdin and writes their texts to its stdout, in frames (`write_frame`), until its stdin closes; it ignores SIGINT:
-on Ctrl-C, or any end before every text is in, the parent kills it (a page being extracted is not waited for), and
-it ends when the parent dies too (its stdin closes).
+stdin, in frames (`write_frame`), and answers a frame for each page, in order, on a pipe of its own (the file
+descriptor its command line names; its stdout is this process's stderr, so nothing printed at its start or by a
+library lands between two frames), until its stdin closes; it ignores SIGINT: on Ctrl-C, or any end before every
+text is in, the parent kills it (a page being extracted is not waited for), and it ends when the parent dies too.
 
-Each page has a time bound (`page_seconds`): the extractor's time grows with the square of some shapes of HTML (a
-page of 150,000 distinct attribute names on one element, 1.3 MB, takes 42 s; bench/README.md, "HTML shaped to be
-slow"), so a worker still on one page past its bound is killed and the page named in a TooSlowPage error. Only pages
-of at most SAFE_PAGE_BYTES, whose worst case is within half that bound, are ever extracted in the calling process,
-where nothing can stop the extractor (it holds the GIL): the bound holds wherever a worker can be started
-(`worker_command`).
+Each page has bounds, since the extractor's cost grows with the square of some shapes of HTML (bench/README.md, "HTML
+shaped to be slow"): a page of 150,000 distinct attribute names on one element, 1.3 MB, takes 42 s; 600 unclosed
+formatting elements with distinct attributes, each cloned for every later block, make a 63 KB page take 1.1 GB.
+Time: a worker still on one page after `page_seconds` is killed (TooSlowPage). Memory (Linux: its address space, set
+before each page): `page_memory`; a page that needs more is refused (PageRefused). Either stops the build with a
+one-line error naming the page.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 import select
 import signal
@@ -30,8 +32,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO, TypeVar
 
-from .errors import WorkerEnded
+from .errors import PageError, WorkerEnded
 from .html_text import html_to_text
+from .preview import one_line
 from .readers.threads import PARSE_THREADS, map_ahead
 
 COUNT = struct.Struct("<I")
@@ -39,14 +42,14 @@ LENGTH = struct.Struct("<q")
 T = TypeVar("T")
 MAX_FRAME_ITEMS = 1 << 20
 """A frame of more items than this is damaged (the parent sends at most a few hundred pages a frame)."""
-SAFE_PAGE_BYTES = 256 << 10
-"""Pages of at most this many bytes of HTML may be extracted in the calling process: the slowest such page measured
-(every byte spent on distinct 1-4 character attribute names of one element: 64 KB 0.46 s, 128 KB 1.7 s, 256 KB
-6.0 s) stays within half the time a worker is allowed for it (`page_seconds`: 12.5 s)."""
 BASE_SECONDS = 10.0
 SECONDS_PER_MB = 10.0
 """A page's time bound in a worker: BASE_SECONDS plus this per MB of its HTML, 100-1,000 times what real pages take
 (8-60 ms per MB) on a quiet machine."""
+
+
+START_SECONDS = 60.0
+"""How long a worker may take to start (its imports), before any page's bound runs."""
 
 
 def page_seconds(size: int) -> float:
@@ -54,17 +57,50 @@ def page_seconds(size: int) -> float:
     return BASE_SECONDS + SECONDS_PER_MB * size / (1 << 20)
 
 
-class TooSlowPage(WorkerEnded):
+BASE_MEMORY = 256 << 20
+MEMORY_PER_BYTE = 128
+"""A page's memory bound in a worker: what the worker uses before it, BASE_MEMORY, and this many bytes per byte of
+its HTML (real pages need 10-80)."""
+
+
+def page_memory(size: int) -> int:
+    """The address space a worker may grow by over one page of `size` bytes of HTML."""
+    return BASE_MEMORY + MEMORY_PER_BYTE * size
+
+
+SKIP_CORPUS = "build or load the other configs without `corpus` to skip text extraction"
+
+
+class TooSlowPage(PageError):
     """A page whose text was not extracted within its bound (`page_seconds`); its worker was killed."""
 
     def __init__(self, index: int, size: int, seconds: float):
-        self.index, self.size, self.seconds = index, size, seconds
-        super().__init__(
+        self.size, self.seconds = size, seconds
+        super().__init__(index, (
             f"the text of a page of {size:,} bytes of HTML was not extracted within {seconds:.0f} s, the bound for "
             f"its size ({BASE_SECONDS:.0f} s + {SECONDS_PER_MB:.0f} s per MB; real pages take 8-60 ms per MB): "
             "HTML shaped to be slow (e.g. many thousands of distinct attribute or tag names) makes the extractor's "
-            "time grow with the square of its size. The build stopped; build the other configs without `corpus` "
-            "(--configs) to skip text extraction")
+            f"time grow with the square of its size; {SKIP_CORPUS}"))
+
+
+class PageRefused(PageError):
+    """A page whose text the worker could not extract: more memory than `page_memory` (`reason` "memory"), or an
+    error of the extractor (`reason` its words)."""
+
+    def __init__(self, index: int, size: int, reason: str):
+        self.size, self.reason = size, reason
+        if reason == OUT_OF_MEMORY:
+            words = (f"the text of a page of {size:,} bytes of HTML needed more memory than its bound "
+                     f"({BASE_MEMORY >> 20} MB + {MEMORY_PER_BYTE} bytes per byte of HTML; real pages need 10-80): "
+                     "HTML shaped to make the extractor's memory grow with the square of its size (e.g. thousands of "
+                     f"unclosed formatting elements with distinct attributes); {SKIP_CORPUS}")
+        else:
+            words = f"the HTML parser refused a page of {size:,} bytes of HTML ({reason}); {SKIP_CORPUS}"
+        super().__init__(index, words)
+
+
+OUT_OF_MEMORY = "memory"
+"""The reason a worker gives for a page that needed more memory than its bound."""
 
 
 def write_frame(stream: BinaryIO, items: list[bytes | None]) -> None:
@@ -115,25 +151,19 @@ def read_frame(stream: BinaryIO) -> list[bytes | None] | None:
 
 
 class TimedReader:
-    """Reads of a worker's stdout (its file descriptor, bypassing the pipe object's own buffer) that raise
-    TimeoutError once `deadline` (time.monotonic()) passes before the bytes asked for have come (where `select.poll`
-    exists: Linux, macOS; elsewhere reads wait); `read(size)` gives `size` bytes, fewer only at the end of the
-    stream."""
+    """Reads of a pipe (its file descriptor: no buffer of a file object in between) that raise TimeoutError once
+    `deadline` (time.monotonic()) passes before the bytes asked for have come (where `select.poll` exists: Linux,
+    macOS; elsewhere reads wait); `read(size)` gives `size` bytes, fewer only at the end of the stream."""
 
     def __init__(self, fd: int):
         self.fd = fd
         self.buffer = bytearray()
         self.deadline: float | None = None
-        self.poll = select.poll() if hasattr(select, "poll") else None  # (select.select fails past fd 1023)
-        if self.poll is not None:
-            self.poll.register(fd, select.POLLIN)
+        self.poll = _poll(fd, "POLLIN")
 
     def read(self, size: int) -> bytes:
         while len(self.buffer) < size:
-            if self.deadline is not None and self.poll is not None:
-                left = self.deadline - time.monotonic()
-                if left <= 0 or not self.poll.poll(left * 1000):
-                    raise TimeoutError
+            _wait(self.poll, self.deadline)
             piece = os.read(self.fd, max(size - len(self.buffer), 1 << 16))
             if not piece:
                 break
@@ -143,27 +173,93 @@ class TimedReader:
         return data
 
 
+class TimedWriter:
+    """Writes to a pipe (its file descriptor, made non-blocking) that raise TimeoutError once `deadline` passes
+    before every byte is written (where `select.poll` exists; elsewhere writes wait): a worker that stops reading
+    (stopped, say) cannot hold the build."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.deadline: float | None = None
+        self.poll = _poll(fd, "POLLOUT")
+        if self.poll is not None:
+            os.set_blocking(fd, False)
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            _wait(self.poll, self.deadline)
+            try:
+                view = view[os.write(self.fd, view):]
+            except BlockingIOError:
+                continue
+
+    def flush(self) -> None:
+        pass
+
+
+def _poll(fd: int, event: str) -> select.poll | None:
+    if not hasattr(select, "poll"):  # (select.select fails past fd 1023)
+        return None
+    poll = select.poll()
+    poll.register(fd, getattr(select, event))
+    return poll
+
+
+def _wait(poll: select.poll | None, deadline: float | None) -> None:
+    """Until the polled pipe is ready; TimeoutError if `deadline` passes first."""
+    if poll is None or deadline is None:
+        return
+    left = deadline - time.monotonic()
+    if left <= 0 or not poll.poll(left * 1000):
+        raise TimeoutError
+
+
 def texts_of(htmls: list[bytes | None]) -> list[str | None]:
     """`html_to_text` of each UTF-8 HTML (None stays None), in this process."""
     return [None if html is None else html_to_text(html.decode("utf-8", "surrogatepass")) for html in htmls]
 
 
-def serve(source: BinaryIO | None = None, sink: BinaryIO | None = None, parent: int | None = None) -> None:
-    """The worker's loop: a frame of HTML in, a frame of one text out for each of its pages in order, until `source`
-    (stdin) ends. The frames go to stdout's pipe, and whatever else would be printed to stdout goes to stderr, so no
-    stray output lands between two frames. `parent`: the process that started it, whose end ends it (`end_with`)."""
+def serve(replies: int | BinaryIO, source: BinaryIO | None = None, parent: int | None = None) -> None:
+    """The worker's loop: an empty frame once it is ready; then a frame of HTML in, and for each of its pages in
+    order, as soon as it is done, a frame of its text ([text], [None] for a null page) or of why there is none
+    ([None, reason]: OUT_OF_MEMORY past `page_memory`, else the extractor's error), written to `replies` (a file
+    descriptor, or a binary stream), until `source` (stdin) ends. `parent`: the process that started it, whose end
+    ends it (`end_with`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if parent is not None:
         end_with(parent)
     source = source or sys.stdin.buffer
-    if sink is None:
-        sys.stdout.flush()
-        sink = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sink = os.fdopen(replies, "wb") if isinstance(replies, int) else replies
+    write_frame(sink, [])  # ready: the time bounds of its pages start from here
     while (htmls := read_frame(source)) is not None:
-        for html in htmls:  # a frame for each page, as soon as it is done: its time is bounded by itself
-            text = None if html is None else html_to_text(html.decode("utf-8", "surrogatepass"))
-            write_frame(sink, [None if text is None else text.encode("utf-8", "surrogatepass")])
+        for html in htmls:
+            write_frame(sink, [None] if html is None else _text_or_reason(html))
+
+
+def _text_or_reason(html: bytes) -> list[bytes | None]:
+    limit_memory(page_memory(len(html)))
+    try:
+        return [html_to_text(html.decode("utf-8", "surrogatepass")).encode("utf-8", "surrogatepass")]
+    except MemoryError:
+        return [None, OUT_OF_MEMORY.encode()]
+    except Exception as e:
+        return [None, f"{type(e).__name__}: {one_line(e, 300)}".encode("utf-8", "replace")]
+
+
+def limit_memory(more: int) -> None:
+    """Let this process's address space grow by `more` bytes from what it is now, no further (Linux: RLIMIT_AS;
+    elsewhere nothing): past it, an allocation fails (the extractor's is a MemoryError, `html_text`)."""
+    try:
+        import resource
+
+        with open("/proc/self/statm", "rb") as statm:
+            used = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        soft = used + more if hard == resource.RLIM_INFINITY else min(used + more, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    except (ImportError, OSError, ValueError):
+        pass
 
 
 PR_SET_PDEATHSIG = 1
@@ -190,15 +286,64 @@ PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(_
 
 
 def worker_command() -> list[str] | None:
-    """The command that starts a worker: this interpreter, its module path set to this process's `sys.path` (and
-    this package's folder) before anything is imported; None where this interpreter cannot be run so (a frozen
-    application, whose executable is the application itself)."""
+    """The command that starts a worker (the file descriptor of its replies' pipe is added as its last argument):
+    this interpreter, its module path set to this process's `sys.path` (and this package's folder) before anything
+    is imported; None where this interpreter cannot be run so (a frozen application, whose executable is the
+    application itself)."""
     if not sys.executable or getattr(sys, "frozen", False):
         return None
     path = [entry for entry in sys.path if isinstance(entry, str)]  # (a Path or bytes entry is no literal here)
     path += [] if PACKAGE_ROOT in path else [PACKAGE_ROOT]
     return [sys.executable, "-c", f"import sys; sys.path[:] = {path!r}; "
-            f"from ragloaders.core.html_text_workers import serve; serve(parent={os.getpid()})"]
+            f"from ragloaders.core.html_text_workers import serve; serve(int(sys.argv[-1]), parent={os.getpid()})"]
+
+
+class Worker:
+    """One worker process: its stdin as a TimedWriter, its replies' pipe as a TimedReader."""
+
+    def __init__(self, command: list[str]):
+        read_end, write_end = os.pipe()
+        try:
+            self.process = subprocess.Popen([*command, str(write_end)], stdin=subprocess.PIPE, stdout=2,
+                                            pass_fds=(write_end,))
+        except BaseException:
+            os.close(read_end)
+            raise
+        finally:
+            os.close(write_end)
+        self.requests = TimedWriter(self.process.stdin.fileno())
+        self.replies = TimedReader(read_end)
+        self.ready = False
+
+    def wait_ready(self) -> None:
+        """Until the worker has started (its first, empty frame), within START_SECONDS; WorkerEnded if it does not."""
+        if self.ready:
+            return
+        self.replies.deadline = time.monotonic() + START_SECONDS
+        try:
+            frame = read_frame(self.replies)
+        except TimeoutError:
+            self.process.kill()
+            raise WorkerEnded(f"the HTML-to-text worker process {self.process.pid} did not start within "
+                              f"{START_SECONDS:.0f} s") from None
+        if frame != []:
+            raise WorkerEnded(f"the HTML-to-text worker process {self.process.pid} "
+                              f"{TextWorkers.ended(self.process)} as it started")
+        self.ready = True
+
+    def close(self) -> None:
+        """Close its stdin (a worker between two frames then ends)."""
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+
+    def release(self) -> None:
+        """Close the replies' pipe (once the process has ended)."""
+        try:
+            os.close(self.replies.fd)
+        except OSError:
+            pass
 
 
 class TextWorkers:
@@ -209,85 +354,93 @@ class TextWorkers:
         self.command, self.timeout = command, timeout
         self.local = threading.local()
         self.lock = threading.Lock()
-        self.processes: list[subprocess.Popen] = []
+        self.workers: list[Worker] = []
         self.closed = False
 
-    def _process(self) -> subprocess.Popen:
-        process = getattr(self.local, "process", None)
-        if process is None:
+    def _worker(self) -> Worker:
+        worker = getattr(self.local, "worker", None)
+        if worker is None:
             with self.lock:
                 if self.closed:
                     raise WorkerEnded("the HTML-to-text workers are closed")
                 try:
-                    process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                    worker = Worker(self.command)
                 except OSError as e:
                     raise WorkerEnded(f"an HTML-to-text worker process could not be started ({e})") from None
-                self.processes.append(process)
-            self.local.process = process
-            self.local.replies = TimedReader(process.stdout.fileno())
-        return process
+                self.workers.append(worker)
+            self.local.worker = worker
+        return worker
 
     def texts(self, htmls: list[bytes | None]) -> list[str | None]:
-        """`html_to_text` of each UTF-8 HTML (None stays None), computed in this thread's worker process; TooSlowPage
-        (the worker killed) for a page not done within its `page_seconds`."""
-        process = self._process()
-        replies = self.local.replies
+        """`html_to_text` of each UTF-8 HTML (None stays None), computed in this thread's worker process; a
+        PageError (the worker stopped) for a page not done within `page_seconds` (TooSlowPage) or refused by the
+        worker (PageRefused)."""
+        worker = self._worker()
+        worker.wait_ready()
         texts: list[bytes | None] = []
-        error: BaseException | None = None
+        error: str | None = None
         try:
-            write_frame(process.stdin, htmls)
-            for index, html in enumerate(htmls):
+            worker.requests.deadline = time.monotonic() + page_seconds(sum(len(html or b"") for html in htmls))
+            try:
+                write_frame(worker.requests, htmls)
+            except TimeoutError:
+                error = "it did not read its pages within their time bound"
+            for index, html in enumerate(htmls if error is None else ()):
                 size = len(html or b"")
-                replies.deadline = time.monotonic() + page_seconds(size)
+                worker.replies.deadline = time.monotonic() + page_seconds(size)
                 try:
-                    frame = read_frame(replies)
+                    frame = read_frame(worker.replies)
                 except TimeoutError:
-                    process.kill()
+                    worker.process.kill()
                     raise TooSlowPage(index, size, page_seconds(size)) from None
+                if frame is not None and len(frame) == 2 and frame[0] is None:
+                    worker.process.kill()
+                    raise PageRefused(index, size, (frame[1] or b"").decode("utf-8", "replace")) from None
                 if frame is None or len(frame) != 1:
+                    error = "a damaged reply" if frame is not None else None
                     break
                 texts += frame
         except (OSError, WorkerEnded) as e:
-            if isinstance(e, TooSlowPage):
+            if isinstance(e, PageError):
                 raise
-            error = e
+            error = str(e)
         if len(texts) != len(htmls):
-            raise WorkerEnded(f"the HTML-to-text worker process {process.pid} ended ({self._ended(process)}) while "
-                              f"extracting {len(htmls)} page(s){f': {error}' if error else ''}")
+            raise WorkerEnded(f"the HTML-to-text worker process {worker.process.pid} {self.ended(worker.process)} "
+                              f"while extracting {len(htmls)} page(s){f': {error}' if error else ''}")
         return [None if text is None else text.decode("utf-8", "surrogatepass") for text in texts]
 
-    def _ended(self, process: subprocess.Popen) -> str:
+    @staticmethod
+    def ended(process: subprocess.Popen) -> str:
+        """How a worker that failed to answer ended: it is given a second to end by itself, else stopped."""
         try:
-            code = process.wait(self.timeout)
+            code = process.wait(1.0)
         except subprocess.TimeoutExpired:
             process.kill()
-            code = process.wait()
-        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+            process.wait()
+            return "was stopped"
+        return f"ended (killed by signal {-code})" if code < 0 else f"ended (exit code {code})"
 
     def kill(self) -> None:
         """End every worker now (a page being extracted is not waited for): a call of `texts` under way raises
         WorkerEnded."""
         with self.lock:
             self.closed = True
-            for process in self.processes:
-                process.kill()
+            for worker in self.workers:
+                worker.process.kill()
 
     def close(self) -> None:
         with self.lock:
             self.closed = True
-            processes, self.processes = self.processes, []
-        for process in processes:
+            workers, self.workers = self.workers, []
+        for worker in workers:
+            worker.close()
+        for worker in workers:
             try:
-                process.stdin.close()
-            except OSError:
-                pass
-        for process in processes:
-            try:
-                process.wait(self.timeout)
+                worker.process.wait(self.timeout)
             except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            process.stdout.close()
+                worker.process.kill()
+                worker.process.wait()
+            worker.release()
 
     def __enter__(self) -> TextWorkers:
         return self
@@ -296,43 +449,29 @@ class TextWorkers:
         self.close()
 
 
-IN_PROCESS_BYTES = 16 << 20
-"""HTML extracted in this process before the workers are started: for less, starting them costs about what they
-save. Only pages of at most SAFE_PAGE_BYTES: a batch with a larger page starts the workers."""
-
-
-def _in_process(htmls: list[bytes | None]) -> bool:
-    return all(html is None or len(html) <= SAFE_PAGE_BYTES for html in htmls)
-
-
 def texts_in_order(batches: Iterable[tuple[T, list[bytes | None]]], processes: int = PARSE_THREADS,
                    describe: Callable[[T, int | None], str] | None = None,
                    started: Callable[[Callable[[], None]], None] | None = None
                    ) -> Iterator[tuple[T, list[str | None]]]:
-    """(item, `html_to_text` of each of its UTF-8 HTML (None stays None)) for each (item, HTML) batch, in order:
-    the batches of the first IN_PROCESS_BYTES of HTML in this process while none has a page over SAFE_PAGE_BYTES,
-    the rest in `processes` worker processes (one if `processes` is 1) while the caller reads the next batches and
-    uses earlier texts (at most `processes` + 1 batches in flight); all in this process, without time bounds, only
-    where no worker can be started (`worker_command`: a frozen application). A worker that ends before it answers
-    is a WorkerEnded naming the batch (`describe(item, None)`); a page past its time bound, a TooSlowPage naming the
-    page (`describe(item, its index in the batch)`). Every worker has ended when this generator is done or closed,
-    and one that was still extracting is killed. `started`, if given, is called with a function that kills the
-    workers, once they are started: for a caller on another thread (a FeedThread's `consume`, its `on_stop`)."""
+    """(item, `html_to_text` of each of its UTF-8 HTML (None stays None)) for each (item, HTML) batch, in order,
+    computed in `processes` worker processes (at least one) while the caller reads the next batches and uses earlier
+    texts (at most `processes` + 1 batches in flight); in this process, without bounds, only where no worker can be
+    started (`worker_command`: a frozen application). A worker that ends before it answers is a WorkerEnded naming
+    the batch (`describe(item, None)`); a page past its bounds, a PageError naming the page (`describe(item, its
+    index in the batch)`). Every worker has ended when this generator is done or closed, and one that was still
+    extracting is killed. `started`, if given, is called with a function that kills the workers, once they are
+    started: for a caller on another thread (a FeedThread's `consume`, its `on_stop`)."""
     command = worker_command()
-    batches, extracted = iter(batches), 0
-    while (batch := next(batches, None)) is not None:
-        if command is not None and (extracted >= IN_PROCESS_BYTES or not _in_process(batch[1])):
-            break
-        yield batch[0], texts_of(batch[1])
-        extracted += sum(len(html) for html in batch[1] if html)
-    if batch is None:
+    if command is None:
+        for item, htmls in batches:
+            yield item, texts_of(htmls)
         return
 
     def texts(batch: tuple[T, list[bytes | None]]) -> tuple[T, list[str | None]]:
         item, htmls = batch
         try:
             return item, workers.texts(htmls)
-        except TooSlowPage as e:
+        except PageError as e:
             if describe is None:
                 raise
             e.args = (f"{e}; the page: {describe(item, e.index)}",)
@@ -345,4 +484,4 @@ def texts_in_order(batches: Iterable[tuple[T, list[bytes | None]]], processes: i
     with TextWorkers(command) as workers:
         if started is not None:
             started(workers.kill)
-        yield from map_ahead(texts, itertools.chain([batch], batches), threads=max(1, processes), stop=workers.kill)
+        yield from map_ahead(texts, batches, threads=max(1, processes), stop=workers.kill)
