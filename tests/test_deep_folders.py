@@ -104,6 +104,7 @@ def test_make_folders_makes_every_level_and_refuses_a_file(tmp_path):
     remove_tree(os.path.join(str(tmp_path), "m"))
 
 
+@pytest.mark.slow  # (seconds: a build keeping or making 1,100 levels; CI runs it)
 def test_a_build_keeps_a_users_folder_nested_past_the_recursion_limit(deep, tmp_path):
     top, leaf = deep
     out = tmp_path / "out"
@@ -175,6 +176,7 @@ def test_a_symlink_chain_too_long_for_realpath_is_an_oserror(tmp_path):
     assert "Too many levels of symbolic links" in err
 
 
+@pytest.mark.slow  # (seconds: a build keeping or making 1,100 levels; CI runs it)
 def test_a_build_into_missing_folders_past_the_recursion_limit_and_its_cache_there(tmp_path):
     missing = os.path.join(str(tmp_path / "new"), *["m"] * DEPTH)
     out, cache = os.path.join(missing, "out"), os.path.join(missing, "cache")

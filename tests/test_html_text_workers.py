@@ -155,9 +155,10 @@ def test_where_no_worker_can_start_the_texts_are_extracted_here(monkeypatch):
     assert worker_pids() == set()
 
 
-def test_a_worker_that_stops_reading_is_stopped_at_its_bound(short_bounds):
+def test_a_worker_that_stops_reading_is_stopped_at_its_bound(short_bounds, monkeypatch):
     with TextWorkers(worker_command(), timeout=5) as workers:
         assert workers.texts([b"<p>one</p>"]) == ["one"]
+        monkeypatch.setattr(html_text_workers, "BASE_SECONDS", 0.3)  # (the worker has started)
         (worker,) = workers.workers
         os.kill(worker.process.pid, signal.SIGSTOP)  # (the frame below is larger than the pipe's buffer)
         try:
