@@ -405,3 +405,20 @@ def test_a_worker_ends_with_its_parent_killed_mid_page():
         for worker in workers:  # (a worker that outlived it, when this fails)
             with contextlib.suppress(psutil.NoSuchProcess):
                 worker.kill()
+
+
+def test_a_worker_that_ends_on_a_page_names_that_page(monkeypatch):
+    # (a crash of the extractor on a page, say: the page is the first suspect)
+    command = worker_command()
+    dying = command[-1].replace("; serve(", "; import os, ragloaders.core.html_text_workers as w\n"
+                                "extract = w.html_to_text\n"
+                                "w.html_to_text = lambda html: os._exit(5) if 'boom' in html else extract(html)\n"
+                                "serve(")
+    assert dying != command[-1]
+    monkeypatch.setattr(html_text_workers, "worker_command", lambda: [*command[:-1], dying])
+    with pytest.raises(WorkerEnded) as error:
+        list(texts_in_order([("b", [b"<p>x</p>", None, b"<p>boom</p>", b"y"])], processes=1,
+                            describe=lambda item, index: f"<{item} {index}>"))
+    assert str(error.value).endswith("(exit code 5) while extracting 4 page(s), at the page 3; the batch: <b None>, "
+                                     "that page: <b 2>")
+    assert worker_pids() == set()

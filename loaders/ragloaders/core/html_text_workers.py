@@ -395,7 +395,7 @@ class TextWorkers:
                     raise TooSlowPage(index, size, page_seconds(size)) from None
                 if frame is not None and len(frame) == 2 and frame[0] is None:
                     worker.process.kill()
-                    raise PageRefused(index, size, (frame[1] or b"").decode("utf-8", "replace")) from None
+                    raise PageRefused(index, size, one_line((frame[1] or b"").decode("utf-8", "replace"), 300))
                 if frame is None or len(frame) != 1:
                     error = "a damaged reply" if frame is not None else None
                     break
@@ -405,8 +405,12 @@ class TextWorkers:
                 raise
             error = str(e)
         if len(texts) != len(htmls):
-            raise WorkerEnded(f"the HTML-to-text worker process {worker.process.pid} {self.ended(worker.process)} "
-                              f"while extracting {len(htmls)} page(s){f': {error}' if error else ''}")
+            ended = WorkerEnded(f"the HTML-to-text worker process {worker.process.pid} {self.ended(worker.process)} "
+                                f"while extracting {len(htmls)} page(s)"
+                                f"{f', at the page {len(texts) + 1}' if len(htmls) > 1 else ''}"
+                                f"{f': {error}' if error else ''}")
+            ended.index = len(texts)  # (the page it was on: a page can be what ended it)
+            raise ended
         return [None if text is None else text.decode("utf-8", "surrogatepass") for text in texts]
 
     @staticmethod
@@ -479,7 +483,9 @@ def texts_in_order(batches: Iterable[tuple[T, list[bytes | None]]], processes: i
         except WorkerEnded as e:
             if describe is None:
                 raise
-            raise WorkerEnded(f"{e}; the batch: {describe(item, None)}") from None
+            page = getattr(e, "index", None)
+            raise WorkerEnded(f"{e}; the batch: {describe(item, None)}" + (
+                "" if page is None else f", that page: {describe(item, page)}")) from None
 
     with TextWorkers(command) as workers:
         if started is not None:
