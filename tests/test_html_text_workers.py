@@ -422,3 +422,58 @@ def test_a_worker_that_ends_on_a_page_names_that_page(monkeypatch):
     assert str(error.value).endswith("(exit code 5) while extracting 4 page(s), at the page 3; the batch: <b None>, "
                                      "that page: <b 2>")
     assert worker_pids() == set()
+
+
+@pytest.mark.parametrize("last_words, reason", [
+    ("memory allocation of 2359296 bytes failed", "needed more memory than its bound"),
+    ("thread panicked", "its worker crashed on it, killed by signal 6: thread panicked"),
+])
+def test_a_worker_that_crashes_on_a_page_refuses_that_page_in_one_line(monkeypatch, capfd, last_words, reason):
+    # Resiliparse's Rust code aborts the process when an allocation fails (its parse within the bound, the text
+    # past it): what the worker printed stays in its log, quoted in the error, never on the user's terminal.
+    command = worker_command()
+    aborting = command[-1].replace("; serve(", "; import os, sys, ragloaders.core.html_text_workers as w\n"
+                                   "extract = w.html_to_text\n"
+                                   f"def crash(html):\n    if 'boom' in html:\n        print({last_words!r}, "
+                                   "file=sys.stderr, flush=True)\n        os.abort()\n    return extract(html)\n"
+                                   "w.html_to_text = crash\nserve(")
+    assert aborting != command[-1]
+    monkeypatch.setattr(html_text_workers, "worker_command", lambda: [*command[:-1], aborting])
+    with pytest.raises(PageRefused) as error:
+        list(texts_in_order([("b", [b"<p>x</p>", b"<p>boom</p>"])], processes=1,
+                            describe=lambda item, index: f"<{item} {index}>"))
+    assert reason in str(error.value) and str(error.value).endswith("; the page: <b 1>")
+    assert last_words not in capfd.readouterr().err
+    assert worker_pids() == set()
+
+
+def test_a_worker_killed_between_batches_names_no_page_of_the_next():
+    with TextWorkers(worker_command(), timeout=5) as workers:
+        assert workers.texts([b"<p>one</p>"]) == ["one"]
+        (worker,) = workers.workers
+        os.kill(worker.process.pid, signal.SIGKILL)
+        worker.process.wait()
+        with pytest.raises(WorkerEnded) as error:
+            workers.texts([b"<p>two</p>", b"<p>three</p>"])
+    assert error.value.index is None and "at the page" not in str(error.value)
+
+
+def test_the_address_space_bound_keeps_the_users_own_limit():
+    # (in a child: this process's limits stay as they are)
+    code = textwrap.dedent("""
+        import resource
+        from ragloaders.core.html_text_workers import AddressSpace
+        resource.setrlimit(resource.RLIMIT_AS, (8 << 30, resource.RLIM_INFINITY))  # the user's `ulimit -S -v`
+        space = AddressSpace()
+        space.limit(64 << 30)
+        assert resource.getrlimit(resource.RLIMIT_AS)[0] == 8 << 30, "past the user's limit"
+        space.limit(1 << 20)
+        assert resource.getrlimit(resource.RLIMIT_AS)[0] < 8 << 30
+        space.lift()
+        assert resource.getrlimit(resource.RLIMIT_AS)[0] == 8 << 30
+        print("ok")
+    """)
+    loaders = os.path.dirname(os.path.dirname(os.path.dirname(html_text_workers.__file__)))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": loaders})
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]

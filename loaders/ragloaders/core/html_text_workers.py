@@ -21,12 +21,14 @@ one-line error naming the page.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import select
 import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -231,35 +233,63 @@ def serve(replies: int | BinaryIO, source: BinaryIO | None = None, parent: int |
         end_with(parent)
     source = source or sys.stdin.buffer
     sink = os.fdopen(replies, "wb") if isinstance(replies, int) else replies
+    space = AddressSpace()
     write_frame(sink, [])  # ready: the time bounds of its pages start from here
-    while (htmls := read_frame(source)) is not None:
+    while True:
+        space.lift()  # (the next frame is read under what this process was given, not the last page's bound)
+        if (htmls := read_frame(source)) is None:
+            return
         for html in htmls:
-            write_frame(sink, [None] if html is None else _text_or_reason(html))
+            write_frame(sink, [None] if html is None else _text_or_reason(html, space))
 
 
-def _text_or_reason(html: bytes) -> list[bytes | None]:
-    limit_memory(page_memory(len(html)))
+def _text_or_reason(html: bytes, space: AddressSpace) -> list[bytes | None]:
+    space.limit(page_memory(len(html)))
     try:
         return [html_to_text(html.decode("utf-8", "surrogatepass")).encode("utf-8", "surrogatepass")]
     except MemoryError:
         return [None, OUT_OF_MEMORY.encode()]
     except Exception as e:
+        if "allocat" in str(e).lower():  # (Resiliparse's CSS selector engine: "Failed to allocate selector memory")
+            return [None, OUT_OF_MEMORY.encode()]
         return [None, f"{type(e).__name__}: {one_line(e, 300)}".encode("utf-8", "replace")]
+    finally:
+        space.lift()
 
 
-def limit_memory(more: int) -> None:
-    """Let this process's address space grow by `more` bytes from what it is now, no further (Linux: RLIMIT_AS;
-    elsewhere nothing): past it, an allocation fails (the extractor's is a MemoryError, `html_text`)."""
-    try:
-        import resource
+class AddressSpace:
+    """This process's address space limit (Linux: RLIMIT_AS; elsewhere nothing is limited): `limit(more)` lets it
+    grow by `more` bytes from what it uses now, and never past the soft limit it had when this was made (a `ulimit
+    -v` of the user's); `lift()` gives that limit back. Past it, an allocation fails: Python's and the HTML parser's
+    as a MemoryError (`html_text`), the text extractor's (Rust) by ending the process (SIGABRT)."""
 
-        with open("/proc/self/statm", "rb") as statm:
-            used = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
-        soft = used + more if hard == resource.RLIM_INFINITY else min(used + more, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-    except (ImportError, OSError, ValueError):
-        pass
+    def __init__(self):
+        try:
+            import resource
+
+            self.resource = resource
+            self.soft, self.hard = resource.getrlimit(resource.RLIMIT_AS)
+        except (ImportError, OSError, ValueError):
+            self.resource = None
+
+    def limit(self, more: int) -> None:
+        if self.resource is None:
+            return
+        try:
+            with open("/proc/self/statm", "rb") as statm:
+                soft = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") + more
+            if self.soft != self.resource.RLIM_INFINITY:
+                soft = min(soft, self.soft)
+            self.resource.setrlimit(self.resource.RLIMIT_AS, (soft, self.hard))
+        except (OSError, ValueError):
+            pass
+
+    def lift(self) -> None:
+        if self.resource is not None:
+            try:
+                self.resource.setrlimit(self.resource.RLIMIT_AS, (self.soft, self.hard))
+            except (OSError, ValueError):
+                pass
 
 
 PR_SET_PDEATHSIG = 1
@@ -298,22 +328,44 @@ def worker_command() -> list[str] | None:
             f"from ragloaders.core.html_text_workers import serve; serve(int(sys.argv[-1]), parent={os.getpid()})"]
 
 
+LOG_BYTES = 1 << 20
+"""A worker's log (what it prints: nothing, unless a library warns or the extractor dies) is emptied once over this."""
+CRASHES = {signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE}
+"""Signals that end a worker from within (its Rust extractor aborts when an allocation fails): a worker so ended on a
+page refused that page."""
+
+
 class Worker:
-    """One worker process: its stdin as a TimedWriter, its replies' pipe as a TimedReader."""
+    """One worker process: its stdin as a TimedWriter, its replies' pipe as a TimedReader, and what it prints (stdout
+    and stderr) in an unnamed file, `log`, whose end a failure quotes."""
 
     def __init__(self, command: list[str]):
+        self.log = tempfile.TemporaryFile()
+        fcntl.fcntl(self.log.fileno(), fcntl.F_SETFL, fcntl.fcntl(self.log.fileno(), fcntl.F_GETFL) | os.O_APPEND)
         read_end, write_end = os.pipe()
         try:
-            self.process = subprocess.Popen([*command, str(write_end)], stdin=subprocess.PIPE, stdout=2,
-                                            pass_fds=(write_end,))
+            self.process = subprocess.Popen([*command, str(write_end)], stdin=subprocess.PIPE, stdout=self.log,
+                                            stderr=self.log, pass_fds=(write_end,),
+                                            env={**os.environ, "RUST_BACKTRACE": "0"})
         except BaseException:
             os.close(read_end)
+            self.log.close()
             raise
         finally:
             os.close(write_end)
         self.requests = TimedWriter(self.process.stdin.fileno())
         self.replies = TimedReader(read_end)
         self.ready = False
+
+    def last_words(self) -> str:
+        """The end of what it printed, on one line ("" if nothing)."""
+        size = os.fstat(self.log.fileno()).st_size
+        tail = os.pread(self.log.fileno(), 2000, max(0, size - 2000)).decode("utf-8", "replace")
+        return one_line(tail, 300)
+
+    def keep_log_small(self) -> None:
+        if os.fstat(self.log.fileno()).st_size > LOG_BYTES:
+            os.ftruncate(self.log.fileno(), 0)  # (it appends: its next words start the file again)
 
     def wait_ready(self) -> None:
         """Until the worker has started (its first, empty frame), within START_SECONDS; WorkerEnded if it does not."""
@@ -339,11 +391,12 @@ class Worker:
             pass
 
     def release(self) -> None:
-        """Close the replies' pipe (once the process has ended)."""
+        """Close the replies' pipe and the log (once the process has ended)."""
         try:
             os.close(self.replies.fd)
         except OSError:
             pass
+        self.log.close()
 
 
 class TextWorkers:
@@ -373,20 +426,21 @@ class TextWorkers:
 
     def texts(self, htmls: list[bytes | None]) -> list[str | None]:
         """`html_to_text` of each UTF-8 HTML (None stays None), computed in this thread's worker process; a
-        PageError (the worker stopped) for a page not done within `page_seconds` (TooSlowPage) or refused by the
-        worker (PageRefused)."""
+        PageError (the worker stopped) for a page not done within `page_seconds` (TooSlowPage), or that the worker
+        refused or crashed on (PageRefused); WorkerEnded for a worker that ended otherwise (its `index`: the page it
+        was on, if any)."""
         worker = self._worker()
         worker.wait_ready()
         texts: list[bytes | None] = []
-        error: str | None = None
+        error, on_page = "", None
         try:
             worker.requests.deadline = time.monotonic() + page_seconds(sum(len(html or b"") for html in htmls))
             try:
                 write_frame(worker.requests, htmls)
             except TimeoutError:
                 error = "it did not read its pages within their time bound"
-            for index, html in enumerate(htmls if error is None else ()):
-                size = len(html or b"")
+            for index, html in enumerate(htmls if not error else ()):
+                on_page, size = index, len(html or b"")
                 worker.replies.deadline = time.monotonic() + page_seconds(size)
                 try:
                     frame = read_frame(worker.replies)
@@ -397,21 +451,29 @@ class TextWorkers:
                     worker.process.kill()
                     raise PageRefused(index, size, one_line((frame[1] or b"").decode("utf-8", "replace"), 300))
                 if frame is None or len(frame) != 1:
-                    error = "a damaged reply" if frame is not None else None
+                    error = "a damaged reply" if frame is not None else ""
                     break
                 texts += frame
         except (OSError, WorkerEnded) as e:
             if isinstance(e, PageError):
                 raise
             error = str(e)
-        if len(texts) != len(htmls):
-            ended = WorkerEnded(f"the HTML-to-text worker process {worker.process.pid} {self.ended(worker.process)} "
-                                f"while extracting {len(htmls)} page(s)"
-                                f"{f', at the page {len(texts) + 1}' if len(htmls) > 1 else ''}"
-                                f"{f': {error}' if error else ''}")
-            ended.index = len(texts)  # (the page it was on: a page can be what ended it)
-            raise ended
-        return [None if text is None else text.decode("utf-8", "surrogatepass") for text in texts]
+        if len(texts) == len(htmls):
+            worker.keep_log_small()
+            return [None if text is None else text.decode("utf-8", "surrogatepass") for text in texts]
+        how = self.ended(worker.process)
+        words = worker.last_words()
+        if on_page is not None and -(worker.process.returncode or 0) in CRASHES:
+            size = len(htmls[on_page] or b"")
+            raise PageRefused(on_page, size, OUT_OF_MEMORY if "memory allocation" in words else
+                              f"its worker crashed on it, killed by signal {-worker.process.returncode}"
+                              f"{f': {words}' if words else ''}")
+        at = f", at the page {on_page + 1}" if on_page is not None and len(htmls) > 1 else ""
+        ended = WorkerEnded(f"the HTML-to-text worker process {worker.process.pid} {how} while extracting "
+                            f"{len(htmls)} page(s){at}{f': {error}' if error else ''}"
+                            f"{f'; its last words: {words}' if words else ''}")
+        ended.index = on_page  # (the page it was on: a page can be what ended it)
+        raise ended
 
     @staticmethod
     def ended(process: subprocess.Popen) -> str:
