@@ -7,21 +7,22 @@ A worker is this interpreter running `serve()` (`python -c`, its module path set
 it imports what this process imports and never a module of the current folder that this process would not; never
 multiprocessing's spawn or forkserver, which import the user's `__main__` again). It reads batches of HTML from its
 stdin, in frames (`write_frame`), and answers a frame for each page, in order, on a pipe of its own (the file
-descriptor its command line names; its stdout is this process's stderr, so nothing printed at its start or by a
-library lands between two frames), until its stdin closes; it ignores SIGINT: on Ctrl-C, or any end before every
-text is in, the parent kills it (a page being extracted is not waited for), and it ends when the parent dies too.
+descriptor its command line names; what it prints, at its start, from a library or as it crashes, goes to an unnamed
+log file that a failure quotes, never between two frames nor to the terminal), until its stdin closes; it ignores
+SIGINT: on Ctrl-C, or any end before every text is in, the parent kills it (a page being extracted is not waited
+for), and it ends when the parent dies too.
 
 Each page has bounds, since the extractor's cost grows with the square of some shapes of HTML (bench/README.md, "HTML
 shaped to be slow"): a page of 150,000 distinct attribute names on one element, 1.3 MB, takes 42 s; 600 unclosed
 formatting elements with distinct attributes, each cloned for every later block, make a 63 KB page take 1.1 GB.
 Time: a worker still on one page after `page_seconds` is killed (TooSlowPage). Memory (Linux: its address space, set
-before each page): `page_memory`; a page that needs more is refused (PageRefused). Either stops the build with a
-one-line error naming the page.
+before each page): `page_memory`; a page that needs more is refused (PageRefused), as is a page the worker crashes
+on (Resiliparse's Rust code aborts when an allocation fails). Either stops the build with a one-line error naming
+the page.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import select
 import signal
@@ -35,6 +36,11 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO, TypeVar
 
 from .errors import PageError, WorkerEnded
+
+try:
+    import fcntl
+except ImportError:  # (Windows: a worker's log is then never emptied)
+    fcntl = None
 from .html_text import html_to_text
 from .preview import one_line
 from .readers.threads import PARSE_THREADS, map_ahead
@@ -341,7 +347,9 @@ class Worker:
 
     def __init__(self, command: list[str]):
         self.log = tempfile.TemporaryFile()
-        fcntl.fcntl(self.log.fileno(), fcntl.F_SETFL, fcntl.fcntl(self.log.fileno(), fcntl.F_GETFL) | os.O_APPEND)
+        self.appends = fcntl is not None
+        if self.appends:
+            fcntl.fcntl(self.log.fileno(), fcntl.F_SETFL, fcntl.fcntl(self.log.fileno(), fcntl.F_GETFL) | os.O_APPEND)
         read_end, write_end = os.pipe()
         try:
             self.process = subprocess.Popen([*command, str(write_end)], stdin=subprocess.PIPE, stdout=self.log,
@@ -360,11 +368,12 @@ class Worker:
     def last_words(self) -> str:
         """The end of what it printed, on one line ("" if nothing)."""
         size = os.fstat(self.log.fileno()).st_size
-        tail = os.pread(self.log.fileno(), 2000, max(0, size - 2000)).decode("utf-8", "replace")
+        self.log.seek(max(0, size - 2000))
+        tail = self.log.read(2000).decode("utf-8", "replace")
         return one_line(tail, 300)
 
     def keep_log_small(self) -> None:
-        if os.fstat(self.log.fileno()).st_size > LOG_BYTES:
+        if self.appends and os.fstat(self.log.fileno()).st_size > LOG_BYTES:
             os.ftruncate(self.log.fileno(), 0)  # (it appends: its next words start the file again)
 
     def wait_ready(self) -> None:
