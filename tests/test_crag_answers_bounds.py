@@ -113,7 +113,7 @@ def test_a_null_answer_is_refused_naming_the_record(tmp_path):
     records = [{**record, "search_results": []} for record in raw_records()]  # (the pages are not scored)
     records[2]["answer"] = None
     (tmp_path / "data").mkdir()
-    with bz2.open(tmp_path / "data" / "dev_data.jsonl.bz2", "wt", encoding="utf-8") as f:
+    with bz2.open(tmp_path / "data" / "dev_data.jsonl.bz2", "wt", compresslevel=1, encoding="utf-8") as f:
         f.writelines(json.dumps(record) + "\n" for record in records)
     rows = [{"interaction_id": r["interaction_id"], "prediction": "yes"} for r in records]
     path = write_jsonl(tmp_path / "p.jsonl", rows)

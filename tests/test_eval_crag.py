@@ -39,7 +39,7 @@ def crafted(tmp_path_factory) -> dict:
     records[4]["answer"] = "invalid question"
     records[9]["alternative_answers"] = "['universal studios']"
     folder = tmp_path_factory.mktemp("crag")
-    with bz2.open(folder / "dev_data.jsonl.bz2", "wt", encoding="utf-8") as f:
+    with bz2.open(folder / "dev_data.jsonl.bz2", "wt", compresslevel=1, encoding="utf-8") as f:
         f.writelines(json.dumps(record) + "\n" for record in records)
     return {"ids": [r["interaction_id"] for r in records], "data_dir": str(folder),
             "cache_dir": str(tmp_path_factory.mktemp("cache"))}
@@ -450,7 +450,7 @@ def test_an_interaction_id_naming_two_records_is_refused(tmp_path, capsys, other
         records[6]["split"] = 0
     folder = tmp_path / "crag"
     folder.mkdir()
-    with bz2.open(folder / "dev_data.jsonl.bz2", "wt", encoding="utf-8") as f:
+    with bz2.open(folder / "dev_data.jsonl.bz2", "wt", compresslevel=1, encoding="utf-8") as f:
         f.writelines(json.dumps(record) + "\n" for record in records)
     predictions = write_jsonl(tmp_path / "p.jsonl", [{"interaction_id": r["interaction_id"], "prediction": "x"}
                                                     for r in records[:6] + records[7:]])
