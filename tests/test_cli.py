@@ -303,3 +303,25 @@ def test_a_config_parameter_the_path_does_not_take_names_the_option(tmp_path, ca
     assert err == ("ragloaders: error: --release is a parameter of crag/task_1_and_2, crag/task_3; beir-format takes "
                    "none of that name\n")
     assert not (tmp_path / "o").exists()
+
+
+def test_a_thread_the_system_will_not_start_is_one_line_saying_why(tmp_path, monkeypatch, capsys):
+    # Under a low `ulimit -v`, the derived configs' thread of a CRAG build could not start: datasets wrapped
+    # Python's RuntimeError in "An error occurred while generating the dataset", printed as a bug.
+    import threading
+
+    from conftest import DATA
+
+    start = threading.Thread.start
+
+    def refused(self):
+        if self.name == "ragloaders-feed":
+            raise RuntimeError("can't start new thread")
+        return start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    code = cli.main(["build", "crag/task_1_and_2", "--data-dir", str(DATA / "crag"), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code != 0 and err.count("\n") == 1
+    assert "a thread could not be started: too little memory for this process" in err
+    assert "DatasetGenerationError" not in err and "--debug shows where" not in err

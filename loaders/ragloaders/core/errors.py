@@ -84,14 +84,21 @@ class MissingSourceError(FileNotFoundError):
     """A dataset's files are not there and cannot be downloaded; says where to get them."""
 
 
+THREAD_NOT_STARTED = "can't start new thread"
+"""Python's words (a RuntimeError) for a thread the system would not start."""
+
+
 def precise_cause(error: BaseException) -> BaseException | None:
     """The SourceError (or missing file, full disk, ended worker process) that a datasets wrapper was raised from,
-    if any."""
+    if any; a thread that could not be started, as the OSError that says why it may be."""
     seen = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         if isinstance(current, (SourceError, FileNotFoundError, WorkerEnded)) or is_no_space(current):
             return current
+        if isinstance(current, RuntimeError) and str(current) == THREAD_NOT_STARTED:
+            return OSError(errno.EAGAIN, "a thread could not be started: too little memory for this process (a "
+                           "`ulimit -v`?) or too many threads")
         current = current.__cause__ or current.__context__
     return None
