@@ -31,7 +31,7 @@ def _extend_open(root: Path) -> None:
         for name in extra:
             lines.append(json.dumps([name, {"summary_text": f"{name} (part {part})", "summary_structured": {"p": part},
                                             "raw_mediawiki": ""}]))
-        with bz2.open(path, "wt", compresslevel=1, encoding="utf-8") as f:
+        with bz2.open(path, "wt", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
 
 

@@ -185,7 +185,7 @@ def open_kg(root: Path, count: int) -> dict[str, int]:
                           "raw_mediawiki": "{{Infobox settlement\n| name = " + entity + "\n}}"}
             lines.append(json.dumps([entity, attributes], ensure_ascii=part == 0))
             total += 1
-        with bz2.open(folder / f"kg.{part}.jsonl.bz2", "wt", compresslevel=1, encoding="utf-8") as f:
+        with bz2.open(folder / f"kg.{part}.jsonl.bz2", "wt", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
     return {"open_entities": total}
 
