@@ -105,6 +105,7 @@ def test_a_hub_cache_copy_with_fewer_rows_is_told_to_be_downloaded_again(nfcorpu
     assert "build the folder again" not in message
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_a_damaged_data_file_is_one_line_on_the_command_line(nfcorpus_build, tmp_path):
     """datasets logs its own 'Failed to read file ... with error ...' line before the error ragloaders names the
     file with: two lines where the README promises one (a newcomer's finding)."""

@@ -400,6 +400,7 @@ def test_a_damaged_parquet_file_of_a_folder_is_named_in_one_line(own_copy, damag
     assert code == 1 and "ERROR column_type in corpus" in out and err == "", (out, err)
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_a_reader_that_stops_reading_ends_docs_quietly(nfcorpus_build, tmp_path):
     """`ragloaders docs ... | head`: the reader closing the pipe printed `ragloaders: error: [Errno 32] Broken pipe`
     and exit 2; now nothing is printed and the status is 141 (128 + SIGPIPE, as a shell reports it)."""

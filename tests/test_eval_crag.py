@@ -440,6 +440,7 @@ def test_an_answers_report_ends_with_what_was_scored(crafted, tmp_path, capsys):
         "predictions"]
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 @pytest.mark.parametrize("other_split", [False, True], ids=["same split", "other split"])
 def test_an_interaction_id_naming_two_records_is_refused(tmp_path, capsys, other_split):
     """A prediction is keyed by interaction_id: with record 6 given record 3's id, one prediction was scored against

@@ -74,6 +74,7 @@ def finished(process: subprocess.Popen) -> dict:
     return json.loads(out)
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_a_second_eval_reads_the_record_without_importing_datasets(nfcorpus):
     first = finished(score_in_a_process(nfcorpus))
     assert first.pop("datasets imported")

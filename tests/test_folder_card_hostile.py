@@ -268,6 +268,7 @@ print(json.dumps({"own": own, "refused": refused, "other": [url for url in asked
 """
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_a_hub_repositorys_card_cannot_name_another_repositorys_files(tmp_path):
     """A hub repository in mteb's layout still loads; one whose card names `hf://datasets/org/other/...` is refused
     before anything of org/other is asked for."""

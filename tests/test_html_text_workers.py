@@ -155,6 +155,7 @@ def test_where_no_worker_can_start_the_texts_are_extracted_here(monkeypatch):
     assert worker_pids() == set()
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_a_worker_that_stops_reading_is_stopped_at_its_bound(short_bounds, monkeypatch):
     with TextWorkers(worker_command(), timeout=5) as workers:
         assert workers.texts([b"<p>one</p>"]) == ["one"]

@@ -192,6 +192,7 @@ def _plain_errors(body: dict) -> list[dict]:
     return []
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_a_list_of_many_wrong_ids_gets_the_first_errors_and_how_many_more(api):
     """`{"game_ids": [[]] * 260_000}` (1 MiB) was answered with all 260,000 errors: 27 MB, 7 s, 300 MB more memory
     (pydantic made every error, FastAPI copied them). The list is now validated 100 items at a time and only the

@@ -340,6 +340,7 @@ def test_legal_repo_ids_and_their_staging_folders_stay_inside_the_staging_root(t
             default_staging_dir(path, "org/name")
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_push_with_an_illegal_repo_id_fails_in_one_line_before_any_folder_or_request(tmp_path, cache_dir):
     environment = {"RAGLOADERS_STAGING": str(tmp_path / "root")}
     command = [sys.executable, str(ROOT / "tests" / "fake_hub.py"), str(tmp_path / "hub"), "--",

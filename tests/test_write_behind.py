@@ -72,6 +72,7 @@ class Recorder:
         return next(at for at, (name, of, _) in enumerate(self.events) if (name, of) == (event, config))
 
 
+@pytest.mark.slow  # (seconds; CI runs it)
 def test_the_configs_after_records_are_prepared_and_written_beside_its_write(tmp_path, monkeypatch):
     """records' write (on the thread) holds until corpus's write has begun: the derived configs, written ahead in
     records' pass (crag.DerivedInPass), neither wait for it to be prepared nor to be written; without the overlap
