@@ -125,6 +125,7 @@ def test_a_build_keeps_a_users_folder_nested_past_the_recursion_limit(deep, tmp_
     assert run_cli("validate", str(out))[0] == 0
 
 
+@pytest.mark.slow  # (seconds: the refusal walks 1,100 levels; CI runs it)
 def test_a_folder_of_someone_elses_nested_past_the_recursion_limit_is_refused_in_one_line(deep):
     top, _ = deep
     code, out, err = run_cli("build", "beir/nfcorpus", "--data-dir", str(DATA / "beir"), "--out", str(top))
