@@ -49,7 +49,7 @@ class RagBuilder(CompatBuilder):
         config = self.config_named(config_name, parameters)
         kwargs.setdefault("hash", identity_hash(path, config_name, parameters, self.source_identity(data_dir, config)))
         kwargs.setdefault("dataset_name", path.replace("/", "__"))
-        if kwargs.get("cache_dir"):  # (datasets makes it with os.makedirs, which recurses once per missing level)
+        if kwargs.get("cache_dir") and "://" not in str(kwargs["cache_dir"]):  # (datasets' os.makedirs recurses)
             make_folders(os.path.expanduser(str(kwargs["cache_dir"])))
         super().__init__(config_name=config_name, data_dir=data_dir, **parameters, **kwargs)
         self.written_rows: dict[str, dict[str, list[str]]] = {}

@@ -308,7 +308,7 @@ def config_builder(location: str, config: str, *, revision: str | None = None, c
     metadata, name = card or checked_repository_card(location, revision=revision)
     refuse_outside_patterns(location, metadata, config, card=name)
     card = repository_file_name(location, CARD)
-    if cache_dir:  # (datasets makes it with os.makedirs, which recurses once per missing level)
+    if cache_dir and "://" not in str(cache_dir):  # (datasets makes it with os.makedirs, which recurses)
         make_folders(os.path.expanduser(str(cache_dir)))
     try:
         return datasets.load_dataset_builder(location, config, revision=revision, cache_dir=cache_dir)
