@@ -11,25 +11,19 @@ import sys
 import pytest
 from conftest import DATA, run_cli
 from ragloaders.core.deep_folders import make_folders, real_path, remove_tree, walk
+from test_push_manifest_hostile import nest
 
 DEPTH = 1_100
 """Past Python's default recursion limit (1,000), within PATH_MAX (2 bytes a level)."""
 
 
 def deep_tree(top) -> str:
-    """`top`/d/d/.../d (DEPTH levels) holding one file; made through directory descriptors, never by recursion."""
-    fd = os.open(top, os.O_RDONLY)
-    try:
-        for _ in range(DEPTH):
-            os.mkdir("d", dir_fd=fd)
-            inner = os.open("d", os.O_RDONLY, dir_fd=fd)
-            os.close(fd)
-            fd = inner
-        with open(os.open("leaf.txt", os.O_WRONLY | os.O_CREAT, dir_fd=fd), "w") as f:
-            f.write("mine")
-    finally:
-        os.close(fd)
-    return os.path.join(str(top), *["d"] * DEPTH)
+    """`top`/d/d/.../d (DEPTH levels, made without recursion: `nest`) holding one file."""
+    nest(top, DEPTH)
+    leaf = os.path.join(str(top), *["d"] * DEPTH)
+    with open(os.path.join(leaf, "leaf.txt"), "w") as f:
+        f.write("mine")
+    return leaf
 
 
 @pytest.fixture

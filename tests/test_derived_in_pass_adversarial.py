@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 from ragloaders.benchmarks.crag import builder as crag
-from ragloaders.core import datasets_compat, html_text_workers
+from ragloaders.core import datasets_compat
 from ragloaders.publish import build as publish_build
 from ragloaders.publish.build import build_folder
 from test_build_spool import crag_v5_both_splits
-from test_html_text_workers import slow_page, worker_pids
+from test_html_text_workers import slow_page, worker_command_with, worker_pids
 
 
 def our_threads() -> list[str]:
@@ -189,14 +189,6 @@ def test_a_bad_record_anywhere_leaves_nothing(position, tmp_path, monkeypatch):
     with pytest.raises(SourceError):
         build_folder("crag/task_1_and_2", str(tmp_path / "out"), data_dir=str(folder))
     assert_nothing_left(tmp_path)
-
-
-def worker_command_with(monkeypatch, code: str) -> None:
-    """Workers that run `code` (with `w`, the workers' module) before they serve."""
-    command = html_text_workers.worker_command()
-    changed = command[-1].replace("; serve(", f"; import ragloaders.core.html_text_workers as w\n{code}\nserve(")
-    assert changed != command[-1]  # (the worker's command changed shape: the test would prove nothing)
-    monkeypatch.setattr(html_text_workers, "worker_command", lambda: [*command[:-1], changed])
 
 
 def test_a_page_whose_text_fails_in_its_worker_is_named_and_leaves_nothing(v5, tmp_path, monkeypatch):

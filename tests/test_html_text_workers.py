@@ -94,6 +94,14 @@ def test_a_damaged_frame_is_worker_ended(frame):
         read_frame(io.BytesIO(frame))
 
 
+def worker_command_with(monkeypatch, code: str) -> None:
+    """Workers that run `code` (with `w`, the workers' module) before they serve."""
+    command = worker_command()
+    changed = command[-1].replace("; serve(", f"; import ragloaders.core.html_text_workers as w\n{code}\nserve(")
+    assert changed != command[-1]  # (the worker's command changed shape: the test would prove nothing)
+    monkeypatch.setattr(html_text_workers, "worker_command", lambda: [*command[:-1], changed])
+
+
 def slow_page(names: int) -> bytes:
     """One element with `names` distinct attribute names: the extractor's time grows with their square (40,000 names,
     269 KB: ~2.6 s on a quiet machine; 150,000, 1.3 MB: ~42 s)."""
@@ -359,20 +367,15 @@ def test_a_module_path_entry_that_is_not_a_string_does_not_stop_the_workers(monk
     assert list(texts_in_order([(0, [b"<p>x</p>"])], processes=2)) == [(0, ["x"])]
 
 
-def test_what_a_worker_prints_goes_to_stderr_not_between_its_frames(tmp_path, monkeypatch):
+def test_what_a_worker_prints_goes_to_its_log_not_between_its_frames(tmp_path, monkeypatch):
     # The frames go to a pipe of their own: output at the interpreter's start (a sitecustomize, a .pth file) or from
-    # a library during a page lands on the worker's stdout, which is this process's stderr.
+    # a library during a page lands in the worker's log.
     noisy = tmp_path / "noisy"
     noisy.mkdir()
     (noisy / "sitecustomize.py").write_text("print('noise at start')\n")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(noisy), os.environ.get("PYTHONPATH", "")]))
-    command = worker_command()
-    noise = command[-1].replace("; serve(", "; import ragloaders.core.html_text_workers as w\n"
-                                "extract = w.html_to_text\n"
-                                "w.html_to_text = lambda html: (print('noise from a library'), extract(html))[1]\n"
-                                "serve(")
-    assert noise != command[-1]
-    monkeypatch.setattr(html_text_workers, "worker_command", lambda: [*command[:-1], noise])
+    worker_command_with(monkeypatch, "extract = w.html_to_text\n"
+                                     "w.html_to_text = lambda html: (print('noise from a library'), extract(html))[1]")
     started = time.monotonic()
     assert list(texts_in_order([(0, [b"<p>a</p>", None, b"<b>b</b>"])], processes=1)) == [(0, ["a", None, "b"])]
     assert time.monotonic() - started < 20  # (not the 30 s wait for a worker whose frames were damaged)
@@ -410,13 +413,8 @@ def test_a_worker_ends_with_its_parent_killed_mid_page():
 
 def test_a_worker_that_ends_on_a_page_names_that_page(monkeypatch):
     # (a crash of the extractor on a page, say: the page is the first suspect)
-    command = worker_command()
-    dying = command[-1].replace("; serve(", "; import os, ragloaders.core.html_text_workers as w\n"
-                                "extract = w.html_to_text\n"
-                                "w.html_to_text = lambda html: os._exit(5) if 'boom' in html else extract(html)\n"
-                                "serve(")
-    assert dying != command[-1]
-    monkeypatch.setattr(html_text_workers, "worker_command", lambda: [*command[:-1], dying])
+    worker_command_with(monkeypatch, "import os\nextract = w.html_to_text\n"
+                                     "w.html_to_text = lambda html: os._exit(5) if 'boom' in html else extract(html)")
     with pytest.raises(WorkerEnded) as error:
         list(texts_in_order([("b", [b"<p>x</p>", None, b"<p>boom</p>", b"y"])], processes=1,
                             describe=lambda item, index: f"<{item} {index}>"))
@@ -432,14 +430,10 @@ def test_a_worker_that_ends_on_a_page_names_that_page(monkeypatch):
 def test_a_worker_that_crashes_on_a_page_refuses_that_page_in_one_line(monkeypatch, capfd, last_words, reason):
     # Resiliparse's Rust code aborts the process when an allocation fails (its parse within the bound, the text
     # past it): what the worker printed stays in its log, quoted in the error, never on the user's terminal.
-    command = worker_command()
-    aborting = command[-1].replace("; serve(", "; import os, sys, ragloaders.core.html_text_workers as w\n"
-                                   "extract = w.html_to_text\n"
-                                   f"def crash(html):\n    if 'boom' in html:\n        print({last_words!r}, "
-                                   "file=sys.stderr, flush=True)\n        os.abort()\n    return extract(html)\n"
-                                   "w.html_to_text = crash\nserve(")
-    assert aborting != command[-1]
-    monkeypatch.setattr(html_text_workers, "worker_command", lambda: [*command[:-1], aborting])
+    worker_command_with(monkeypatch, "import os, sys\nextract = w.html_to_text\n"
+                                     f"def crash(html):\n    if 'boom' in html:\n        print({last_words!r}, "
+                                     "file=sys.stderr, flush=True)\n        os.abort()\n    return extract(html)\n"
+                                     "w.html_to_text = crash")
     with pytest.raises(PageRefused) as error:
         list(texts_in_order([("b", [b"<p>x</p>", b"<p>boom</p>"])], processes=1,
                             describe=lambda item, index: f"<{item} {index}>"))
