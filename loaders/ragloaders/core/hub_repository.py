@@ -31,7 +31,7 @@ from .card_shape import (
 from .card_yaml import MAX_YAML_BYTES, check_card
 from .deep_folders import make_folders
 from .errors import MissingSourceError, SourceError, UsageError
-from .output_target import replace_with_text
+from .output_target import is_inside, replace_with_text
 from .prepared_cache import PreparedCache
 from .preview import cut, did_you_mean, one_line, preview, previews
 from .user_cache import read_small_file
@@ -358,7 +358,7 @@ def walk_leaves(location: str, data_dir: str, pattern: str, bounds: list[str] | 
     fixed = parts[:next(number for number, part in enumerate(parts) if GLOB_MAGIC.search(part))] if pattern else []
     walked = os.path.join(location, data_dir, *fixed)
     resolved = os.path.realpath(walked)
-    if any(os.path.commonpath([bound, resolved]) == bound for bound in bounds):
+    if within(resolved, bounds):
         return None
     return f"datasets would walk {shown_path(walked)}, which leads (symlinks followed) to {shown_path(resolved)}"
 
@@ -454,7 +454,7 @@ def require_own_file(file: str, location: str, where: str = "", bounds: list[str
     as opening it would follow them (`x/..` after a linked `x` included), to a file outside what
     `data_file_bounds(location)` allows; `where` starts the message."""
     resolved = os.path.realpath(file)
-    if not any(os.path.commonpath([bound, resolved]) == bound for bound in bounds or data_file_bounds(location)):
+    if not within(resolved, bounds or data_file_bounds(location)):
         raise SourceError(file, f"{where}this data file resolves (symlinks followed) to {resolved}, outside "
                                 f"{location}; a folder's data files must be its own (refused)")
 
@@ -468,6 +468,11 @@ def data_file_bounds(location: str) -> list[str]:
     if is_hub_snapshot(location):
         bounds.append(os.path.join(os.path.dirname(os.path.dirname(real)), "blobs"))
     return bounds
+
+
+def within(resolved: str, bounds: list[str]) -> bool:
+    """Whether the resolved path `resolved` is one of `bounds` (`data_file_bounds`) or lies inside one."""
+    return any(is_inside(resolved, bound) for bound in bounds)
 
 
 def is_hub_snapshot(location: str) -> bool:
@@ -535,7 +540,7 @@ def require_regular_file(path: str, location: str) -> None:
 
     resolved = os.path.realpath(path)
     link = f"a symbolic link to {preview(resolved)}" if os.path.islink(path) else ""
-    if link and not any(os.path.commonpath([bound, resolved]) == bound for bound in data_file_bounds(location)):
+    if link and not within(resolved, data_file_bounds(location)):
         raise SourceError(path, f"{link}, outside {location}; datasets would read it as this folder's own "
                                 "(refused, not opened)")
     try:
